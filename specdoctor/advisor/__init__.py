@@ -1,0 +1,1 @@
+"""The advisor: deterministic rules by default, an optional OpenAI-compatible LLM."""

@@ -1,0 +1,1 @@
+"""CLI command groups, one module each; cli.py mounts them."""

@@ -1,0 +1,1 @@
+"""Embedding specdoctor in other agents: Python client, MCP server."""

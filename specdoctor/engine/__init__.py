@@ -1,0 +1,1 @@
+"""The playbook engine: YAML playbooks compiled to a LangGraph state machine."""

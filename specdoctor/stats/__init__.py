@@ -1,0 +1,1 @@
+"""Statistics: the Pinpoint-style comparator and summaries."""

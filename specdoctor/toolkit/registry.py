@@ -1,0 +1,158 @@
+"""The tool registry: plain typed functions, registered once, called with validation and evidence."""
+
+from __future__ import annotations
+
+import inspect
+import time
+import typing
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ValidationError
+
+from specdoctor.errors import HostError, NoData, SpecdoctorError, ToolFailed, ToolRetry, Unresolved, UsageError
+from specdoctor.host.redact import redact_text
+from specdoctor.toolkit.context import ApprovalRequest, ToolContext
+from specdoctor.toolkit.result import ToolResult
+
+__all__ = ["Effect", "ToolSpec", "ToolRegistry", "registry", "tool"]
+
+Effect = Literal["read", "mutate", "disrupt"]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A registered tool: `fn(ctx, args: input_model) -> output_model`."""
+
+    name: str
+    fn: Callable[[ToolContext, Any], BaseModel]
+    input_model: type[BaseModel]
+    output_model: type[BaseModel]
+    effect: Effect
+    description: str
+
+    @property
+    def summary_line(self) -> str:
+        return self.description.strip().splitlines()[0] if self.description.strip() else self.name
+
+
+class ToolRegistry:
+    """Name → ToolSpec. Every export (OpenAI, LangChain, MCP) reads from here."""
+
+    def __init__(self) -> None:
+        self._tools: dict[str, ToolSpec] = {}
+
+    def register(self, fn: Callable, *, effect: Effect, name: str | None = None) -> ToolSpec:
+        hints = typing.get_type_hints(fn)
+        params = list(inspect.signature(fn).parameters)
+        if len(params) != 2:
+            raise UsageError(f"tool {fn.__name__} must take (ctx, args), got {params}")
+        input_model = hints.get(params[1])
+        output_model = hints.get("return")
+        if not (isinstance(input_model, type) and issubclass(input_model, BaseModel)):
+            raise UsageError(f"tool {fn.__name__}: second parameter must be annotated with a pydantic model")
+        if not (isinstance(output_model, type) and issubclass(output_model, BaseModel)):
+            raise UsageError(f"tool {fn.__name__}: return type must be a pydantic model")
+        if not (fn.__doc__ or "").strip():
+            raise UsageError(f"tool {fn.__name__} needs a docstring (it becomes the description)")
+        tool_name = name or fn.__name__
+        if tool_name in self._tools and self._tools[tool_name].fn is not fn:
+            raise UsageError(f"tool {tool_name} registered twice")
+        spec = ToolSpec(tool_name, fn, input_model, output_model, effect, inspect.cleandoc(fn.__doc__ or ""))
+        self._tools[tool_name] = spec
+        return spec
+
+    def get(self, name: str) -> ToolSpec:
+        load_builtin_tools()
+        try:
+            return self._tools[name]
+        except KeyError:
+            raise UsageError(f"unknown tool {name!r} (see `specdoctor tools list`)") from None
+
+    def all(self, effects: Iterable[Effect] | None = None) -> list[ToolSpec]:
+        load_builtin_tools()
+        allowed = set(effects) if effects is not None else None
+        return [t for t in sorted(self._tools.values(), key=lambda t: t.name) if allowed is None or t.effect in allowed]
+
+    def call(self, ctx: ToolContext, name: str, args: BaseModel | dict[str, Any] | None = None) -> ToolResult:
+        """Validate, ask approval for mutate/disrupt, run, and return a ToolResult with evidence.
+
+        Invalid arguments come back as status `error` and nothing runs. Host/infrastructure failures
+        (unreachable, connection lost) propagate: the engine decides what they mean for the run.
+        """
+        spec = self.get(name)
+        t0 = time.perf_counter()
+        try:
+            parsed = args if isinstance(args, spec.input_model) else spec.input_model.model_validate(
+                args.model_dump() if isinstance(args, BaseModel) else (args or {}))
+        except ValidationError as exc:
+            msg = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'args'}: {e['msg']}" for e in exc.errors())
+            return ToolResult(tool=name, status="error", summary=f"invalid arguments: {msg}", error=msg,
+                              retryable=True)
+        if spec.effect != "read" and not ctx.auto_approve:
+            request = ApprovalRequest(name, spec.effect, parsed.model_dump(mode="json"), spec.summary_line)
+            if ctx.approve is None or not ctx.approve(request):
+                why = "no approver" if ctx.approve is None else "declined"
+                return ToolResult(tool=name, status="needs_approval",
+                                  summary=f"{name} ({spec.effect}) needs approval ({why}); nothing was run")
+        mark = ctx.host.audit.mark()
+        status: str = "ok"
+        output: BaseModel | None = None
+        error = None
+        retryable = False
+        try:
+            output = spec.fn(ctx, parsed)
+            summary = _summary(output, spec)
+        except NoData as exc:
+            status, summary = "no_data", str(exc)
+        except Unresolved as exc:
+            status, summary, error = "unresolved", str(exc), str(exc)
+            output = exc.output if isinstance(exc.output, BaseModel) else None
+        except ToolRetry as exc:
+            status, summary, error, retryable = "error", str(exc), str(exc), True
+        except HostError:
+            raise
+        except (ToolFailed, SpecdoctorError) as exc:
+            status, summary, error = "error", str(exc), str(exc)
+        return ToolResult(
+            tool=name,
+            status=status,  # type: ignore[arg-type]
+            summary=redact_text(summary),
+            output=output.model_dump(mode="json") if output is not None else None,
+            error=redact_text(error) if error else None,
+            retryable=retryable,
+            evidence=ctx.host.audit.since(mark),
+            seconds=round(time.perf_counter() - t0, 4),
+        )
+
+
+def _summary(output: BaseModel, spec: ToolSpec) -> str:
+    fn = getattr(output, "summary_line", None)
+    if callable(fn):
+        return str(fn())
+    return f"{spec.name}: ok"
+
+
+registry = ToolRegistry()
+
+
+def tool(effect: Effect = "read", name: str | None = None) -> Callable[[Callable], Callable]:
+    """Decorator: register a typed tool in the global registry."""
+
+    def deco(fn: Callable) -> Callable:
+        registry.register(fn, effect=effect, name=name)
+        return fn
+
+    return deco
+
+
+_loaded = False
+
+
+def load_builtin_tools() -> None:
+    """Import specdoctor.tools once so its modules register their tools."""
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        import specdoctor.tools  # noqa: F401

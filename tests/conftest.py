@@ -1,0 +1,45 @@
+"""Session-wide test fixtures: a real OpenSSH server on loopback (`sshd`) and strict LangGraph checkpoints.
+
+How to use `sshd` in your tests (it is session-scoped: one server for the whole run, start-up ~0.1 s):
+
+    def test_something(sshd):
+        with sshd.connect() as host:                     # an SSHHost, host key verified, key-only login
+            assert host.run(["true"]).ok
+        with sshd.connect(base_env={"PATH": ...}) as h:  # any SSHHost keyword can be added/overridden
+            ...
+
+Attributes of the yielded `specdoctor.testing.SSHServer`:
+  .host ('127.0.0.1'), .port, .user (the unprivileged 'sdtest' when tests run as root, else you),
+  .key_path (client private key), .host_key_path (server private key; '.pub' beside it),
+  .known_hosts (a known_hosts file holding the server key for '[127.0.0.1]:PORT'),
+  .workdir (a 0o777 temp folder the ssh user can write: put "remote" files there),
+  .python (this interpreter, `sys.executable`, runnable by the ssh user),
+  .ssh_argv(*opts) (OpenSSH client argv reaching the server, e.g. for GIT_SSH_COMMAND),
+  .connect(**kw) -> SSHHost, .log_path (sshd's stderr, for debugging refused logins).
+
+Notes: the ssh user's HOME is /tmp. `git config --system safe.directory '*'` is set, so the ssh user can
+run git in repos your test created as root (make them readable: `tmp_path` is 0700, use `sshd.workdir`
+or chmod). The remote side gets sshd's minimal environment (PATH=/usr/bin:/bin:...), not yours.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from specdoctor.testing import SSHServer, start_sshd
+
+# Nested pydantic models in checkpoints otherwise log warnings, which fail a warnings-as-errors run.
+os.environ["LANGGRAPH_STRICT_MSGPACK"] = "true"
+
+
+@pytest.fixture(scope="session")
+def sshd() -> Iterator[SSHServer]:
+    """A real `sshd -D -e` on 127.0.0.1:<free port>, key-only auth, stopped by PID at the end of the session."""
+    server = start_sshd()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,295 @@
+"""The one `Report` model: everything an investigation found, each number with where it came from."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from specdoctor.host.audit import AuditEntry
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "Verdict",
+    "Outcome",
+    "Evidence",
+    "Measurement",
+    "MetricComparison",
+    "Finding",
+    "Suspect",
+    "FeatureGate",
+    "EnvRow",
+    "FingerprintChange",
+    "FingerprintSection",
+    "ScriptLine",
+    "StashRecord",
+    "NcclPoint",
+    "NcclRow",
+    "NcclSection",
+    "Decision",
+    "Action",
+    "RunMeta",
+    "Report",
+    "confidence_label",
+]
+
+SCHEMA_VERSION = "1.0"
+
+Verdict = Literal["no-regression", "code-regression", "environment", "baseline-not-reproducible", "inconclusive"]
+Outcome = Literal["DIFFERENT", "SAME", "UNKNOWN"]
+
+
+class _Model(BaseModel):
+    """Base: unknown keys are rejected so a typo in the engine fails loudly instead of vanishing."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+def _str_keys(value: Any) -> Any:
+    """Ranks and PIDs arrive as ints; JSON object keys are strings, so store them as strings."""
+    if isinstance(value, dict):
+        return {str(k): v for k, v in value.items()}
+    return value
+
+
+class Evidence(_Model):
+    """Where a claim comes from: the tool, the commands (ids index `Report.commands`), the numbers."""
+
+    tool: str | None = None
+    step: str | None = Field(default=None, description="Playbook step id that produced it.")
+    command_ids: list[int] = Field(default_factory=list, description="Indices into Report.commands.")
+    commands: list[str] = Field(default_factory=list, description="Commands quoted literally (when no id).")
+    numbers: dict[str, float | int | str] = Field(default_factory=dict, description="Named values read.")
+
+
+class Measurement(_Model):
+    """One benchmark configuration: per-run samples and their summary (what the plots draw)."""
+
+    label: str = Field(description="Configuration, e.g. 'baseline', 'eagle3 k=2', 'essential only'.")
+    metric: str = "throughput"
+    unit: str = "tok/s"
+    samples: list[float] = Field(default_factory=list)
+    median: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    tpot_ms: float | None = None
+    accept_length: float | None = None
+    cuda_graph: bool | None = None
+    evidence: Evidence | None = None
+
+
+class MetricComparison(_Model):
+    """A claimed figure against what the box measured, judged by the comparator."""
+
+    metric: str = Field(description="e.g. 'baseline' or 'spec'.")
+    unit: str = "tok/s"
+    claimed: float | None = None
+    samples: list[float] = Field(default_factory=list)
+    median: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    pct_change: float | None = Field(default=None, description="(median - claimed) / claimed * 100.")
+    outcome: Outcome | None = None
+    p_value: float | None = None
+    evidence: Evidence | None = None
+
+
+class Finding(_Model):
+    """A key finding in one line, plus the evidence a reader needs to check it."""
+
+    title: str
+    detail: str = ""
+    severity: Literal["info", "warning", "critical"] = "info"
+    evidence: list[Evidence] = Field(default_factory=list)
+    llm_made: bool = False
+
+
+class Suspect(_Model):
+    """A changed file triaged against the running server's configuration."""
+
+    path: str
+    subsystem: str | None = None
+    on_hot_path: bool | None = None
+    reason: str = ""
+    gated: str | None = Field(default=None, description="Name of the env gate guarding it, if any.")
+    logging_only: bool = False
+    priority: int | None = None
+    bisection: Literal["culprit", "cleared", "untested", "unresolved", "essential"] | None = None
+    evidence: Evidence | None = None
+
+
+class FeatureGate(_Model):
+    """An env-var gate in added code, its default, and its value in each live process."""
+
+    name: str
+    default: str | None = None
+    reader: str | None = Field(default=None, description="e.g. os.environ.get, envs.X.get().")
+    file: str | None = None
+    state: str | None = Field(default=None, description="e.g. 'off', 'on', 'mixed'.")
+    values: dict[str, str | None] = Field(default_factory=dict, description="Process label -> value (None: unset).")
+    evidence: Evidence | None = None
+
+    _keys = field_validator("values", mode="before")(_str_keys)
+
+
+class EnvRow(_Model):
+    """One variable across the user's shell, the server parent, and every worker rank."""
+
+    name: str
+    shell: str | None = None
+    parent: str | None = None
+    workers: dict[str, str | None] = Field(default_factory=dict, description="Rank -> value (None: unset).")
+    forced_by_sglang: bool = False
+    from_sitecustomize: bool = False
+    from_nccl_conf: bool = False
+    status: str = Field(default="", description="e.g. 'ok', 'lost', 'partial', 'overridden'.")
+    evidence: Evidence | None = None
+
+    _keys = field_validator("workers", mode="before")(_str_keys)
+
+
+class FingerprintChange(_Model):
+    """One fingerprint key that differs from the previous run, ranked by likely impact."""
+
+    key: str
+    before: str | None = None
+    after: str | None = None
+    impact: Literal["high", "medium", "low"] = "low"
+
+
+class FingerprintSection(_Model):
+    """The environment fingerprint recorded with the measurements, and its diff to a previous run."""
+
+    current: dict[str, Any] = Field(default_factory=dict)
+    previous_run: str | None = None
+    changes: list[FingerprintChange] = Field(default_factory=list)
+    evidence: Evidence | None = None
+
+
+class ScriptLine(_Model):
+    """A line of a patch script's output; SKIP/WARN lines are ambiguous and quoted verbatim."""
+
+    text: str
+    level: Literal["ok", "skip", "warn", "error"] = "ok"
+
+
+class StashRecord(_Model):
+    """What stash-and-reapply did to the tree, what it measured, and proof the tree came back."""
+
+    backup_id: str | None = None
+    backup_ref: str | None = None
+    patch_path: str | None = None
+    hash_before: str | None = None
+    applied: list[str] = Field(default_factory=list, description="Patches/files re-applied.")
+    script: str | None = None
+    script_lines: list[ScriptLine] = Field(default_factory=list)
+    measurements: list[Measurement] = Field(default_factory=list)
+    comparison: MetricComparison | None = Field(default=None, description="Essential-only vs full tree.")
+    culprits: list[str] = Field(default_factory=list, description="Bisection result, if bisected.")
+    restore_verified: bool | None = None
+    hash_after: str | None = None
+    evidence: Evidence | None = None
+
+    @property
+    def ambiguous(self) -> list[ScriptLine]:
+        """Lines that did not say plainly that they applied."""
+        return [line for line in self.script_lines if line.level != "ok"]
+
+
+class NcclPoint(_Model):
+    """All-reduce latency at one message size."""
+
+    size_bytes: int
+    latency_us: float
+
+
+class NcclRow(_Model):
+    """One NCCL configuration of the sweep."""
+
+    config: str = Field(description="Label, e.g. 'PROTO=LL ALGO=Ring'.")
+    env: dict[str, str] = Field(default_factory=dict)
+    points: list[NcclPoint] = Field(default_factory=list)
+    promoted: bool = False
+
+
+class NcclSection(_Model):
+    """The sweep grid, the configurations promoted to an end-to-end A/B, and whether workers saw them."""
+
+    tp: int | None = None
+    rows: list[NcclRow] = Field(default_factory=list)
+    ab: list[MetricComparison] = Field(default_factory=list, description="Promoted config vs default, tok/s.")
+    propagated: bool | None = Field(default=None, description="Variables reached every TP worker.")
+    evidence: Evidence | None = None
+
+
+class Decision(_Model):
+    """One step of the decisions log: checked, found, decided, why — with the commands as evidence."""
+
+    step: str
+    tool: str | None = None
+    status: str = "ok"
+    checked: str = ""
+    found: str = ""
+    decided: str = ""
+    why: str = ""
+    command_ids: list[int] = Field(default_factory=list)
+    llm_made: bool = False
+
+
+class Action(_Model):
+    """A ranked next action of the game plan."""
+
+    title: str
+    gain: float | None = Field(default=None, description="Expected gain, in gain_unit.")
+    gain_unit: Literal["tok/s", "%"] = "tok/s"
+    basis: Literal["measured", "modelled"] = "modelled"
+    cost: str = ""
+    risk: str = ""
+    detail: str = ""
+    llm_made: bool = False
+
+
+class RunMeta(_Model):
+    """Who ran what, where and when; `status` says whether the report is complete."""
+
+    run_id: str | None = None
+    host: str | None = None
+    repo: str | None = None
+    playbook: str | None = None
+    started: float | None = Field(default=None, description="Unix time.")
+    finished: float | None = None
+    specdoctor_version: str | None = None
+    status: Literal["complete", "partial", "interrupted", "error"] = "complete"
+    error: str | None = None
+    advisor: str | None = Field(default=None, description="LLM model used, if any.")
+
+
+def confidence_label(confidence: float | None) -> str:
+    """Words for a 0..1 confidence, so every renderer says the same thing."""
+    if confidence is None:
+        return "unknown"
+    return "high" if confidence >= 0.8 else "medium" if confidence >= 0.5 else "low"
+
+
+class Report(_Model):
+    """The investigation's result; everything but the verdict has a default so partial reports render."""
+
+    schema_version: str = SCHEMA_VERSION
+    meta: RunMeta = Field(default_factory=RunMeta)
+    verdict: Verdict
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0)
+    summary: str = Field(default="", description="The verdict in one sentence.")
+    summary_llm_made: bool = False
+    claims: list[MetricComparison] = Field(default_factory=list)
+    measurements: list[Measurement] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    suspects: list[Suspect] = Field(default_factory=list)
+    gates: list[FeatureGate] = Field(default_factory=list)
+    env_propagation: list[EnvRow] = Field(default_factory=list)
+    fingerprint: FingerprintSection | None = None
+    stash: StashRecord | None = None
+    nccl: NcclSection | None = None
+    breakeven: dict[str, Any] | None = Field(default=None, description="specdoctor.tools.breakeven output.")
+    decisions: list[Decision] = Field(default_factory=list)
+    game_plan: list[Action] = Field(default_factory=list, description="Ranked, best first.")
+    commands: list[AuditEntry] = Field(default_factory=list, description="The audit log, in order.")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from typing import Literal
 from urllib.parse import urlsplit
@@ -12,7 +13,8 @@ from specdoctor.errors import UsageError
 
 __all__ = ["HostSpec", "parse_host_spec"]
 
-_HOSTNAME = re.compile(r"^[A-Za-z0-9._-]+$|^\[[0-9A-Fa-f:.]+\]$")
+_HOSTNAME = re.compile(r"^[A-Za-z0-9._-]+$")
+_BRACKETED = re.compile(r"^\[(?P<host>[^\]]*)\](?::(?P<port>.*))?$")  # [v6addr] or [v6addr]:port
 _USER = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
@@ -30,7 +32,8 @@ class HostSpec(BaseModel):
             return "local"
         if self.kind == "sim":
             return f"sim:{self.scenario}"
-        return f"{self.user + '@' if self.user else ''}{self.host}{':' + str(self.port) if self.port else ''}"
+        host = f"[{self.host}]" if self.host and ":" in self.host else self.host
+        return f"{self.user + '@' if self.user else ''}{host}{':' + str(self.port) if self.port else ''}"
 
 
 def parse_host_spec(spec: str) -> HostSpec:
@@ -49,14 +52,27 @@ def parse_host_spec(spec: str) -> HostSpec:
         parts = urlsplit(spec)
         if not parts.hostname:
             raise UsageError(f"invalid ssh URL: {spec!r}")
+        if parts.password is not None or parts.path not in ("", "/") or parts.query or parts.fragment:
+            # the spec is not echoed: it may hold a password
+            raise UsageError(f"ssh URL for {parts.hostname} may only hold user, host and port (no password or path)")
         try:
             port = parts.port
         except ValueError:
             raise UsageError(f"invalid port in {spec!r}") from None
         return _checked(HostSpec(kind="ssh", host=parts.hostname, user=parts.username, port=port), spec)
-    user, _, rest = spec.rpartition("@")
+    user, at, rest = spec.rpartition("@")
+    if at and not user:
+        raise UsageError(f"empty user name in {spec!r}")
     host, port = rest, None
-    if rest.count(":") == 1:
+    bracketed = _BRACKETED.match(rest)
+    if bracketed:
+        host, port_s = bracketed["host"], bracketed["port"]
+        if not _is_ipv6(host):
+            raise UsageError(f"only IPv6 addresses go in brackets: {spec!r}")
+        if port_s is not None and not port_s.isdigit():
+            raise UsageError(f"invalid port in {spec!r}")
+        port = int(port_s) if port_s is not None else None
+    elif rest.count(":") == 1:
         host, _, port_s = rest.partition(":")
         if not port_s.isdigit():
             raise UsageError(f"invalid port in {spec!r}")
@@ -65,10 +81,18 @@ def parse_host_spec(spec: str) -> HostSpec:
 
 
 def _checked(s: HostSpec, raw: str) -> HostSpec:
-    if not s.host or not _HOSTNAME.match(s.host):
+    if not s.host or not (_HOSTNAME.match(s.host) or _is_ipv6(s.host)):
         raise UsageError(f"invalid host name in {raw!r}")
     if s.user is not None and not _USER.match(s.user):
         raise UsageError(f"invalid user name in {raw!r}")
     if s.port is not None and not (0 < s.port < 65536):
         raise UsageError(f"port out of range in {raw!r}")
     return s
+
+
+def _is_ipv6(host: str) -> bool:
+    try:
+        ipaddress.IPv6Address(host)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,61 @@
+"""Engine actions: composite playbook steps that orchestrate several tools (reproduce, subtract, conclude).
+
+An action is `fn(deps, view, step, args) -> ActionOutcome`; every tool it calls goes through the
+registry, so its commands are recorded as evidence exactly like a plain tool step.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from specdoctor.engine.state import Decision
+from specdoctor.toolkit import ToolResult, registry
+
+__all__ = ["ActionOutcome", "ActionSpec", "ACTIONS", "action", "call_tool"]
+
+
+class ActionOutcome(BaseModel):
+    """What a step adds to the state."""
+
+    status: str = "ok"
+    summary: str = ""
+    results: dict[str, Any] = Field(default_factory=dict)
+    facts: dict[str, Any] = Field(default_factory=dict)
+    decisions: list[Decision] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    name: str
+    fn: Callable[..., ActionOutcome]
+    effect: str
+    description: str
+
+
+ACTIONS: dict[str, ActionSpec] = {}
+
+
+def action(effect: str) -> Callable[[Callable[..., ActionOutcome]], Callable[..., ActionOutcome]]:
+    def deco(fn: Callable[..., ActionOutcome]) -> Callable[..., ActionOutcome]:
+        ACTIONS[fn.__name__] = ActionSpec(fn.__name__, fn, effect, (fn.__doc__ or "").strip().splitlines()[0])
+        return fn
+
+    return deco
+
+
+def call_tool(deps: Any, name: str, args: dict[str, Any], results: dict[str, Any] | None = None,
+              key: str | None = None) -> ToolResult:
+    """Call a tool for an action (approval already given at step level) and keep its result under `key`."""
+    ctx = dataclasses.replace(deps.tool_ctx, auto_approve=True)
+    result = registry.call(ctx, name, args)
+    if results is not None:
+        results[key or name] = result.model_dump(mode="json")
+    return result
+
+
+from specdoctor.engine.actions import conclude, measure, subtract  # noqa: E402,F401  (register actions)

@@ -1,0 +1,140 @@
+"""Actions that find the server and reproduce the throughput figures the user claims."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specdoctor.engine.actions import ActionOutcome, action, call_tool
+from specdoctor.engine.state import Decision, StateView
+from specdoctor.errors import UsageError
+
+__all__ = ["locate_server", "reproduce", "measure_config", "claim_outcome"]
+
+
+_RELAUNCH_PREFIXES = ("NCCL_", "SGLANG_", "CUDA_", "TORCH_", "PYTORCH_", "NVIDIA_")
+# Set by SGLang itself before spawning workers; passing them again would hide what SGLang does.
+_SGLANG_FORCED = {"CUDA_DEVICE_MAX_CONNECTIONS"}
+
+
+def _fmt(x: Any, nd: int = 1) -> str:
+    return "?" if x is None else f"{x:.{nd}f}"
+
+
+@action("read")
+def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
+    """Find the running SGLang server (if any) and settle the launch command and topology to use."""
+    out = ActionOutcome()
+    res = call_tool(deps, "find_server_processes", {"port": args.get("port")} if args.get("port") else {},
+                    out.results, key=step.id)
+    servers = (res.output or {}).get("servers", []) if res.ok else []
+    server: dict[str, Any] = {"running": False}
+    if servers:
+        s = servers[0]
+        argv = s.get("argv") or (s.get("main") or {}).get("cmdline") or []
+        server = {"running": True, "port": s.get("port"), "pid": (s.get("main") or {}).get("pid"),
+                  "argv": argv, "args": s.get("args") or {}, "workers": len(s.get("workers") or []),
+                  "launch": " ".join(argv)}
+    launch = view.params.get("launch") or server.get("launch")
+    out.facts = {"server": server, "launch": launch, "server_env": {}}
+    if server.get("pid"):
+        env_res = call_tool(deps, "read_process_env", {"pid": server["pid"]}, out.results, key=f"{step.id}_env")
+        env = (env_res.output or {}).get("env", {}) if env_res.ok else {}
+        # Relaunches reproduce the running server's tuning environment (never its redacted secrets).
+        out.facts["server_env"] = {k: v for k, v in env.items() if k.startswith(_RELAUNCH_PREFIXES)
+                                   and "REDACTED" not in v and k not in _SGLANG_FORCED}
+    fp = view.output("fingerprint") or {}
+    gpus = fp.get("gpus") or []
+    interconnect = fp.get("interconnect") or (fp.get("topology") or {}).get("interconnect")
+    out.facts["topology"] = {"gpu_count": len(gpus), "interconnect": interconnect}
+    found = (f"server on port {server['port']} (pid {server['pid']}, {server['workers']} workers)"
+             if server["running"] else "no SGLang server running")
+    out.summary = found
+    out.decisions.append(Decision(
+        step=step.id, title=step.title, status="ok", checked="running SGLang servers (/proc)", found=found,
+        decided=f"use launch command: {launch}" if launch else "no launch command available",
+        why="the user's --launch wins; otherwise the running server's own command line is the ground truth",
+        evidence=[e.command for e in res.evidence]))
+    return out
+
+
+def measure_config(deps, view: StateView, *, label: str, speculative: bool, results: dict[str, Any],
+                   env: dict[str, str] | None = None, runs: int | None = None) -> dict[str, Any]:
+    """Launch a server (spec or baseline), benchmark it, stop it; a measurement dict or {'error': ...}."""
+    launch = view.get("facts.launch")
+    if not launch:
+        raise UsageError("no launch command: pass --launch or start the server first")
+    p = view.params
+    launched = call_tool(deps, "launch_server", {
+        "command": launch, "python": p.get("python"), "drop_speculative": not speculative,
+        "env": {**(view.get("facts.server_env") or {}), **(env or {})}, "label": label, "timeout_s": p.get("launch_timeout_s", 600)}, results, key=f"launch_{label}")
+    if not launched.ok:
+        return {"error": launched.summary, "status": launched.status, "label": label}
+    lo = launched.output or {}
+    try:
+        bench = call_tool(deps, "benchmark", {
+            "port": lo.get("port"), "runs": runs or p.get("runs", 5), "requests_per_run": p.get("requests_per_run", 3),
+            "max_new_tokens": p.get("max_new_tokens", 128), "warmup_runs": 1, "log_path": lo.get("log_path"),
+            "label": label}, results, key=f"bench_{label}")
+    finally:
+        call_tool(deps, "stop_server", {"pgid": lo.get("pgid")}, results, key=f"stop_{label}")
+    if not bench.ok:
+        return {"error": bench.summary, "status": bench.status, "label": label}
+    m = dict(bench.output or {})
+    m["label"] = label
+    m["env"] = env or {}
+    return m
+
+
+def claim_outcome(samples: list[float], claimed: float) -> dict[str, Any]:
+    from specdoctor.stats.comparator import compare_to_claim
+
+    c = compare_to_claim(samples, claimed)
+    data = c.model_dump() if hasattr(c, "model_dump") else dict(c)
+    data["claimed"] = claimed
+    return data
+
+
+@action("disrupt")
+def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
+    """Measure baseline and speculative tok/s with repeats and compare them with the user's claims."""
+    out = ActionOutcome()
+    measure: dict[str, Any] = {}
+    server = view.get("facts.server") or {}
+    spec_running = server.get("running") and any("speculative" in a for a in server.get("argv", []))
+    if spec_running:
+        deps.view.progress(f"benchmarking the running server on port {server['port']}")
+        bench = call_tool(deps, "benchmark", {
+            "port": server["port"], "runs": view.params.get("runs", 5),
+            "requests_per_run": view.params.get("requests_per_run", 3),
+            "max_new_tokens": view.params.get("max_new_tokens", 128), "warmup_runs": 1, "label": "spec-running"},
+            out.results, key="bench_spec_running")
+        measure["spec"] = dict(bench.output or {}, label="spec (running server)") if bench.ok else {
+            "error": bench.summary}
+    else:
+        deps.view.progress("launching the speculative server")
+        measure["spec"] = measure_config(deps, view, label="spec", speculative=True, results=out.results)
+    deps.view.progress("launching the baseline server (no speculation)")
+    measure["baseline"] = measure_config(deps, view, label="baseline", speculative=False, results=out.results)
+    out.facts["measure"] = measure
+    claims: dict[str, Any] = {}
+    for key, claimed in (view.params.get("expect") or {}).items():
+        m = measure.get(key) or {}
+        if m.get("samples"):
+            claims[key] = claim_outcome(m["samples"], float(claimed))
+    out.facts["claims"] = claims
+    b, s = measure.get("baseline", {}), measure.get("spec", {})
+    errors = [f"{k}: {v.get('error')}" for k, v in measure.items() if v.get("error")]
+    out.status = "error" if errors else "ok"
+    found = (f"baseline {_fmt(b.get('median'))} tok/s [{_fmt(b.get('ci_low'))}, {_fmt(b.get('ci_high'))}], "
+             f"speculative {_fmt(s.get('median'))} tok/s [{_fmt(s.get('ci_low'))}, {_fmt(s.get('ci_high'))}], "
+             f"accept length {_fmt(s.get('accept_length'), 2)}")
+    claim_txt = "; ".join(f"claimed {k} {c['claimed']:g} → {c.get('outcome')} ({_fmt(c.get('pct_change'))} %)"
+                          for k, c in claims.items())
+    out.summary = found + (f"; {claim_txt}" if claim_txt else "") + (f"; errors: {errors}" if errors else "")
+    out.decisions.append(Decision(
+        step=step.id, title=step.title, status=out.status, checked="throughput with and without speculation, "
+        f"{view.params.get('runs', 5)} runs each (one value per run)", found=out.summary,
+        decided="compare every later measurement with these, not with the claims",
+        why="a regression can only be diagnosed against numbers re-measured on this box today",
+        evidence=[e["command"] for r in out.results.values() for e in r.get("evidence", [])][:40]))
+    return out

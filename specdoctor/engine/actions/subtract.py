@@ -1,0 +1,84 @@
+"""The subtraction experiment: all patches vs essentials only, measured, with the tree restored after."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specdoctor.engine.actions import ActionOutcome, action, call_tool
+from specdoctor.engine.actions.measure import measure_config
+from specdoctor.engine.state import Decision, StateView
+
+__all__ = ["subtract", "compare_measurements"]
+
+
+def compare_measurements(a: dict[str, Any], b: dict[str, Any], unit: str = "tok/s") -> dict[str, Any]:
+    """Comparator outcome for two measurement dicts (their per-run samples)."""
+    from specdoctor.stats.comparator import compare
+
+    res = compare(a.get("samples") or [], b.get("samples") or [], unit=unit, higher_is_better=True)
+    return res.model_dump() if hasattr(res, "model_dump") else dict(res)
+
+
+def essential_files(view: StateView) -> list[str]:
+    out = view.output("essentials") or {}
+    return list(out.get("essential") or out.get("files") or view.params.get("essential") or [])
+
+
+@action("disrupt")
+def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
+    """Stash every patch, re-apply only the essentials, measure, and compare with all patches applied."""
+    out = ActionOutcome()
+    repo = view.params.get("repo")
+    backup_id = view.get("facts.backup_id")
+    if not backup_id:
+        out.status, out.summary = "error", "no backup of the working tree: refusing to stash"
+        out.decisions.append(Decision(step=step.id, title=step.title, status="error", checked="backup exists",
+                                      found="no backup", decided="skipped the subtraction",
+                                      why="every mutation is backed up first"))
+        return out
+    deps.view.progress("measuring with all patches applied")
+    full = measure_config(deps, view, label="all-patches", speculative=True, results=out.results)
+    ambiguous: list[str] = []
+    applied: list[str] = []
+    try:
+        call_tool(deps, "stash_all", {"repo": repo}, out.results, key="stash_all")
+        essentials = essential_files(view)
+        script = view.params.get("patch_script")
+        if essentials:
+            r = call_tool(deps, "apply_patches", {"repo": repo, "files": essentials, "backup_id": backup_id},
+                          out.results, key="apply_essentials")
+            applied += list((r.output or {}).get("applied") or essentials)
+            ambiguous += [a.get("line", str(a)) if isinstance(a, dict) else str(a)
+                          for a in (r.output or {}).get("ambiguous", [])]
+        if script:
+            r = call_tool(deps, "apply_patches", {"repo": repo, "script": script, "python": view.params.get("python")},
+                          out.results, key="apply_patch_script")
+            applied.append(f"script {script}")
+            ambiguous += [a.get("line", str(a)) if isinstance(a, dict) else str(a)
+                          for a in (r.output or {}).get("ambiguous", [])]
+        deps.view.progress("measuring with essential patches only")
+        reduced = measure_config(deps, view, label="essentials-only", speculative=True, results=out.results)
+    finally:
+        restored = call_tool(deps, "restore_worktree", {"repo": repo, "backup_id": backup_id}, out.results,
+                             key="restore_after_subtract")
+    comparison: dict[str, Any] = {}
+    if full.get("samples") and reduced.get("samples"):
+        comparison = compare_measurements(full, reduced)
+    outcome = comparison.get("outcome", "UNRESOLVED" if (full.get("error") or reduced.get("error")) else "UNKNOWN")
+    out.facts["subtraction"] = {"outcome": outcome, "comparison": comparison, "all_patches": full,
+                                "essentials_only": reduced, "applied": applied, "ambiguous": ambiguous,
+                                "restored": restored.ok, "restore": restored.output}
+    out.summary = (f"all patches {full.get('median', float('nan')):.1f} vs essentials only "
+                   f"{reduced.get('median', float('nan')):.1f} tok/s → {outcome}"
+                   + (f"; {len(ambiguous)} ambiguous patch-script lines" if ambiguous else ""))
+    out.status = "ok" if restored.ok and outcome != "UNRESOLVED" else ("error" if not restored.ok else "unresolved")
+    decided = ("bisect the non-essential patches" if outcome == "DIFFERENT" else
+               "the local patches do not explain the numbers; do not bisect")
+    out.decisions.append(Decision(
+        step=step.id, title=step.title, status=out.status,
+        checked="speculative tok/s with all patches vs with only the essential patches "
+                f"({', '.join(applied) or 'none'})", found=out.summary, decided=decided,
+        why=("comparator DIFFERENT (p ≤ 0.01)" if outcome == "DIFFERENT" else f"comparator {outcome}")
+        + ("; ambiguous patch-script output: " + " | ".join(ambiguous) if ambiguous else ""),
+        evidence=[e["command"] for r in out.results.values() for e in r.get("evidence", [])][:60]))
+    return out

@@ -1,0 +1,139 @@
+"""Compile a playbook into a LangGraph StateGraph: one node per step, run in order, checkpointed."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import interrupt
+
+from specdoctor.engine.actions import ACTIONS, ActionOutcome
+from specdoctor.engine.context import RunDeps
+from specdoctor.engine.playbook import Playbook, Step
+from specdoctor.engine.predicates import PREDICATES, evaluate
+from specdoctor.engine.refs import resolve_args
+from specdoctor.engine.state import Decision, RunState, StateView
+from specdoctor.errors import HostError, SpecdoctorError
+from specdoctor.host.redact import redact_text
+from specdoctor.toolkit import ToolResult, registry
+
+__all__ = ["compile_playbook", "StepAborted", "step_effect"]
+
+
+class StepAborted(SpecdoctorError):
+    """A step with on_error=abort failed; the run ends with an inconclusive report."""
+
+    code = "step-aborted"
+
+
+def step_effect(step: Step) -> str:
+    if step.tool:
+        return registry.get(step.tool).effect
+    return ACTIONS[step.action or ""].effect
+
+
+def _needs_approval(step: Step) -> bool:
+    if step.approval == "never":
+        return False
+    if step.approval == "ask":
+        return True
+    return step_effect(step) in ("mutate", "disrupt")
+
+
+def _tool_outcome(step: Step, result: ToolResult) -> ActionOutcome:
+    decided = {"ok": "recorded", "no_data": "nothing to act on", "needs_approval": "skipped (not approved)",
+               "unresolved": "recorded as unresolved", "error": "recorded the error"}[result.status]
+    decision = Decision(step=step.id, title=step.title, tool=step.tool, status=result.status,
+                        checked=step.title or registry.get(step.tool or "").summary_line,
+                        found=result.summary, decided=decided,
+                        why="tool result" if result.ok else (result.error or result.summary),
+                        evidence=[e.command for e in result.evidence])
+    return ActionOutcome(status=result.status, summary=result.summary,
+                         results={step.id: result.model_dump(mode="json")}, decisions=[decision])
+
+
+def _run_step(step: Step, deps: RunDeps, view: StateView) -> ActionOutcome:
+    args = resolve_args(step.args, view)
+    if step.tool:
+        ctx = dataclasses.replace(deps.tool_ctx, auto_approve=True)  # approval was handled by the node
+        outcome = _tool_outcome(step, registry.call(ctx, step.tool, args))
+        out = StateView({"results": outcome.results})
+        for fact, path in step.save.items():
+            value = out.get(f"{step.id}.{path}")
+            if value is not None:
+                outcome.facts[fact] = value
+        return outcome
+    return ACTIONS[step.action or ""].fn(deps, view, step, args)
+
+
+def make_node(step: Step):
+    """The node for one step: `when`, approval (interrupt), error policy, decision, progress events."""
+
+    def node(state: RunState, runtime: Runtime[RunDeps]) -> dict[str, Any]:
+        deps = runtime.context
+        view = StateView(state)
+        if step.when and not evaluate(step.when, view):
+            d = Decision(step=step.id, title=step.title, tool=step.tool, status="skipped",
+                         checked=f"condition `{step.when}`", found=f"not the case: {PREDICATES[step.when].description}",
+                         decided="skipped this step", why="its condition does not hold")
+            deps.view.step_finished(step.id, "skipped", d.found)
+            return {"decisions": [d.model_dump()], "done": [step.id]}
+        if _needs_approval(step) and not deps.yes:
+            target = step.tool or step.action
+            if deps.dry_run:
+                d = Decision(step=step.id, title=step.title, tool=step.tool, status="dry-run",
+                             checked=f"{target} ({step_effect(step)})",
+                             found=f"would run with {resolve_args(step.args, view)}", decided="not run (dry run)",
+                             why="--dry-run touches nothing")
+                deps.view.step_finished(step.id, "dry-run", d.found)
+                return {"decisions": [d.model_dump()], "done": [step.id]}
+            answer = interrupt({"step": step.id, "title": step.title, "target": target, "effect": step_effect(step),
+                                "args": resolve_args(step.args, view)})
+            if not answer:
+                d = Decision(step=step.id, title=step.title, tool=step.tool, status="declined",
+                             checked=f"approval for {target}", found="the user declined", decided="skipped",
+                             why="mutating and disruptive steps run only with approval")
+                deps.view.step_finished(step.id, "declined", "not approved")
+                return {"decisions": [d.model_dump()], "done": [step.id]}
+        deps.view.step_started(step.id)
+        attempts = 1 + (step.retries if step.on_error == "retry" else 0)
+        outcome: ActionOutcome | None = None
+        for attempt in range(attempts):
+            try:
+                outcome = _run_step(step, deps, view)
+            except HostError as exc:
+                if step.on_error == "abort":
+                    raise
+                outcome = ActionOutcome(status="error", summary=str(exc), decisions=[Decision(
+                    step=step.id, title=step.title, tool=step.tool, status="error", checked=step.title,
+                    found=redact_text(str(exc)), decided="continued", why=f"error policy {step.on_error}")])
+            except SpecdoctorError as exc:
+                outcome = ActionOutcome(status="error", summary=str(exc), decisions=[Decision(
+                    step=step.id, title=step.title, tool=step.tool, status="error", checked=step.title,
+                    found=redact_text(str(exc)), decided="continued", why=f"error policy {step.on_error}")])
+            if outcome.status in ("ok", "no_data", "skipped") or attempt == attempts - 1:
+                break
+            deps.view.progress(f"{step.id}: retrying after {outcome.status} ({attempt + 1}/{attempts - 1})")
+        assert outcome is not None
+        deps.view.step_finished(step.id, outcome.status, outcome.summary)
+        if outcome.status == "error" and step.on_error == "abort":
+            raise StepAborted(f"step {step.id} failed and its policy is abort: {outcome.summary}")
+        return {"results": outcome.results, "facts": outcome.facts,
+                "decisions": [d.model_dump() for d in outcome.decisions], "done": [step.id]}
+
+    node.__name__ = f"step_{step.id}"
+    return node
+
+
+def compile_playbook(playbook: Playbook, checkpointer: Any = None):
+    """A compiled graph: START → step 1 → … → END, with the checkpointer attached."""
+    graph: StateGraph = StateGraph(RunState, context_schema=RunDeps)
+    previous = START
+    for step in playbook.steps:
+        graph.add_node(step.id, make_node(step))
+        graph.add_edge(previous, step.id)
+        previous = step.id
+    graph.add_edge(previous, END)
+    return graph.compile(checkpointer=checkpointer)

@@ -1,0 +1,236 @@
+"""Run a playbook end to end: open the host, run the graph with approvals, keep the tree safe, write the report."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from langgraph.types import Command
+from pydantic import BaseModel, Field
+
+from specdoctor.engine.context import NullView, RunDeps
+from specdoctor.engine.graph import compile_playbook
+from specdoctor.engine.playbook import load_playbook
+from specdoctor.engine.predicates import PREDICATES, evaluate
+from specdoctor.engine.runs import RunRecord, new_run_id, open_checkpointer, save_record
+from specdoctor.engine.state import Decision, StateView
+from specdoctor.errors import SpecdoctorError, UsageError
+from specdoctor.host import AuditLog, Host, open_host
+from specdoctor.host.redact import redact_text
+from specdoctor.toolkit import ToolContext, registry
+
+__all__ = ["InvestigateOptions", "RunOutcome", "investigate", "resume"]
+
+Approver = Callable[[dict[str, Any]], bool]
+
+
+class InvestigateOptions(BaseModel):
+    """Everything `specdoctor investigate` accepts (and the Python API's `investigate()`)."""
+
+    host: str
+    repo: str | None = None
+    python: str | None = None
+    launch: str | None = None
+    port: int | None = None
+    expect: dict[str, float] = Field(default_factory=dict)
+    essential: list[str] = Field(default_factory=list)
+    patch_script: str | None = None
+    good_fingerprint: str | None = None
+    playbook: str = "regression"
+    params: dict[str, Any] = Field(default_factory=dict)
+    yes: bool = False
+    dry_run: bool = False
+    out: str | None = None
+    checkpoint: str | None = None
+    llm: str | None = None
+    llm_base_url: str | None = None
+    accept_new_host_key: bool = False
+    known_hosts: str | None = None
+    identity_files: list[str] = Field(default_factory=list)
+
+
+class RunOutcome(BaseModel):
+    """Where the report went and what it says."""
+
+    run_id: str
+    out_dir: str
+    verdict: str
+    status: str
+    files: dict[str, str] = Field(default_factory=dict)
+
+
+def _host_options(o: InvestigateOptions) -> dict[str, Any]:
+    return {"accept_new_host_key": o.accept_new_host_key, "known_hosts": o.known_hosts,
+            "identity_files": o.identity_files or None}
+
+
+def _params(o: InvestigateOptions, host: Host, playbook) -> dict[str, Any]:
+    hints = host.hints
+    params: dict[str, Any] = {k: p.default for k, p in playbook.parameters.items()}
+    params.update(o.params)
+    params.update({
+        "repo": o.repo or (hints.repo if hints else None),
+        "python": o.python or (hints.python if hints else None),
+        "launch": o.launch or (hints.launch if hints else None),
+        "expect": o.expect or (dict(hints.expect) if hints else {}),
+        "essential": o.essential or (list(hints.essential) if hints else []),
+        "patch_script": o.patch_script or (hints.patch_script if hints else None),
+        "good_fingerprint": o.good_fingerprint or (hints.good_fingerprint if hints else None),
+        "port": o.port,
+    })
+    return params
+
+
+def _advisor(o: InvestigateOptions):
+    if not o.llm:
+        return None
+    from specdoctor.advisor.llm import LLMAdvisor
+
+    return LLMAdvisor(model=o.llm, base_url=o.llm_base_url)
+
+
+def _drive(app, first_input: Any, cfg: dict[str, Any], deps: RunDeps, approver: Approver | None) -> dict[str, Any]:
+    """Invoke the graph, answering interrupts (approvals) until it finishes."""
+    result = app.invoke(first_input, cfg, context=deps)
+    while isinstance(result, dict) and result.get("__interrupt__"):
+        payload = result["__interrupt__"][0].value
+        answer = bool(approver(payload)) if approver else False
+        result = app.invoke(Command(resume=answer), cfg, context=deps)
+    return app.get_state(cfg).values
+
+
+def _safety_net(deps: RunDeps, values: dict[str, Any]) -> list[Decision]:
+    """Whatever happened: stop the servers this run started and put the tree back (verified)."""
+    decisions: list[Decision] = []
+    view = StateView(values)
+    ctx = dataclasses.replace(deps.tool_ctx, auto_approve=True)
+    if "stop_server" in {t.name for t in registry.all()}:
+        try:
+            r = registry.call(ctx, "stop_server", {})
+            if r.ok and (r.output or {}).get("stopped"):
+                decisions.append(Decision(step="cleanup", checked="servers started by this run", found=r.summary,
+                                          decided="stopped them (by recorded PID only)", why="never leave orphans",
+                                          evidence=[e.command for e in r.evidence]))
+        except SpecdoctorError as exc:
+            decisions.append(Decision(step="cleanup", status="error", checked="stop servers", found=str(exc)))
+    backup_id = view.get("facts.backup_id")
+    repo = view.params.get("repo")
+    if backup_id and repo:
+        try:
+            r = registry.call(ctx, "restore_worktree", {"repo": repo, "backup_id": backup_id})
+            decisions.append(Decision(step="cleanup", tool="restore_worktree", status=r.status,
+                                      checked="the working tree matches the backup", found=r.summary,
+                                      decided="restored and verified" if r.ok else "RESTORE FAILED — see evidence",
+                                      why="the user's working tree is put back byte-identical on every path",
+                                      evidence=[e.command for e in r.evidence]))
+        except SpecdoctorError as exc:
+            decisions.append(Decision(step="cleanup", status="error", checked="restore", found=str(exc),
+                                      decided=f"run `specdoctor restore --backup {backup_id}`"))
+    return decisions
+
+
+def _finish(rec: RunRecord, deps: RunDeps, values: dict[str, Any], error: str | None, started: float,
+            host: Host) -> RunOutcome:
+    from specdoctor.engine.report_builder import build_report
+    from specdoctor.report import write_report
+
+    extra = _safety_net(deps, values) if not deps.dry_run else []
+    values = dict(values)
+    values["decisions"] = list(values.get("decisions", [])) + [d.model_dump() for d in extra]
+    if error:
+        values["decisions"].append(Decision(step="run", status="error", checked="the run", found=redact_text(error),
+                                            decided="verdict inconclusive", why="the run did not finish").model_dump())
+    report = build_report(values, rec=rec, host=host, error=error, started=started, playbook=deps.playbook)
+    files = write_report(report, Path(rec.out_dir))
+    rec.status = "error" if error else "finished"
+    rec.verdict = report.verdict
+    rec.finished = time.time()
+    save_record(rec)
+    return RunOutcome(run_id=rec.run_id, out_dir=rec.out_dir, verdict=report.verdict, status=rec.status,
+                      files={k: str(v) for k, v in files.items()})
+
+
+def _run(rec: RunRecord, host: Host, first_input: Any, view: Any, approver: Approver | None,
+         advisor: Any, dry_run: bool) -> RunOutcome:
+    playbook = load_playbook(rec.playbook)
+    playbook.check_references()
+    ctx = ToolContext(host=host, run_id=rec.run_id, progress=view.progress)
+    deps = RunDeps(host=host, tool_ctx=ctx, view=view, advisor=advisor, out_dir=Path(rec.out_dir), yes=rec.yes,
+                   dry_run=dry_run, playbook=playbook)
+    cfg = {"configurable": {"thread_id": rec.run_id}}
+    started = time.time()
+    values: dict[str, Any] = {}
+    with open_checkpointer(rec.checkpoint) as saver:
+        app = compile_playbook(playbook, checkpointer=saver)
+        if hasattr(view, "start"):
+            view.start([(s.id, s.title or s.id, s.tool or s.action or "", "") for s in playbook.steps])
+        try:
+            values = _drive(app, first_input, cfg, deps, approver)
+        except KeyboardInterrupt:
+            values = app.get_state(cfg).values
+            _finish(rec, deps, values, "interrupted (SIGINT): partial report", started, host)
+            raise
+        except Exception as exc:  # any failure still ends in a written report
+            values = app.get_state(cfg).values
+            return _finish(rec, deps, values, f"{type(exc).__name__}: {exc}", started, host)
+        return _finish(rec, deps, values, None, started, host)
+
+
+def investigate(options: InvestigateOptions, *, view: Any = None, approver: Approver | None = None) -> RunOutcome:
+    """Run a playbook against a host and write report.md/json/html + audit.jsonl under the out folder."""
+    os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")
+    view = view or NullView()
+    run_id = new_run_id()
+    out_dir = Path(options.out or Path("specdoctor-runs") / run_id).resolve()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    audit = AuditLog(out_dir / "audit.jsonl")
+    playbook = load_playbook(options.playbook)
+    playbook.check_references()
+    host = open_host(options.host, audit=audit, **_host_options(options))
+    try:
+        params = _params(options, host, playbook)
+        view_state = StateView({"params": params})
+        missing = [p for p in playbook.prerequisites if not evaluate(p, view_state)]
+        if missing:
+            raise UsageError("prerequisites not met: " + "; ".join(PREDICATES[m].description for m in missing))
+        rec = RunRecord(run_id=run_id, host=options.host, reopen=getattr(host, "reopen_spec", None) or options.host,
+                        host_options=_host_options(options), playbook=options.playbook, out_dir=str(out_dir),
+                        checkpoint=options.checkpoint or "", yes=options.yes)
+        rec.checkpoint = options.checkpoint or ""
+        save_record(rec)
+        first = {"run_id": run_id, "params": params, "results": {}, "facts": {}, "decisions": [], "done": []}
+        return _run(rec, host, first, view, approver, _advisor(options), options.dry_run)
+    finally:
+        host.close()
+
+
+def resume(run_id: str, *, view: Any = None, approver: Approver | None = None, yes: bool | None = None) -> RunOutcome:
+    """Continue a run after a crash, SIGINT or dropped connection: clean up, then finish the remaining steps."""
+    from specdoctor.engine.runs import load_record
+
+    os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")
+    rec = load_record(run_id)
+    if yes is not None:
+        rec.yes = yes
+    view = view or NullView()
+    audit = AuditLog(Path(rec.out_dir) / "audit.jsonl")
+    host = open_host(rec.reopen, audit=audit, **{k: v for k, v in rec.host_options.items() if v is not None})
+    try:
+        with open_checkpointer(rec.checkpoint or None) as saver:
+            playbook = load_playbook(rec.playbook)
+            app = compile_playbook(playbook, checkpointer=saver)
+            values = app.get_state({"configurable": {"thread_id": run_id}}).values
+        if not values:
+            raise UsageError(f"run {run_id} has no checkpoint to resume")
+        # The interrupted step re-runs from a clean world: our servers stopped, the tree put back.
+        ctx = ToolContext(host=host, run_id=run_id, progress=view.progress)
+        _safety_net(RunDeps(host=host, tool_ctx=ctx), values)
+        rec.status = "running"
+        save_record(rec)
+        return _run(rec, host, None, view, approver, None, False)
+    finally:
+        host.close()

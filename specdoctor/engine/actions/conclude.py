@@ -16,11 +16,49 @@ def conclude(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     """Decide the verdict and rank the next actions from everything measured and found."""
     verdict = decide_verdict(view)
     plan = game_plan(view, verdict)
-    if deps.advisor is not None and hasattr(deps.advisor, "refine"):
-        verdict, plan = deps.advisor.refine(view, verdict, plan)
     out = ActionOutcome(summary=f"verdict {verdict.verdict} ({verdict.confidence:.0%}): {verdict.sentence}")
     out.facts = {"verdict": verdict.model_dump(), "game_plan": [a.model_dump() for a in plan]}
+    if deps.advisor is not None:
+        verdict, plan = deps.advisor.refine(view, verdict, plan)
+        narrative = deps.advisor.narrate(view, verdict, plan)
+        if narrative is not None:
+            out.facts["narrative"] = {**narrative.model_dump(), "llm_made": True, "model": deps.advisor.model}
+        unknown = [f for f in ((view.output("triage") or {}).get("files") or [])
+                   if f.get("subsystem") in (None, "unknown")]
+        guesses = deps.advisor.triage_unknown(unknown)
+        if guesses:
+            out.facts["llm_triage"] = [{**g.model_dump(), "llm_made": True} for g in guesses]
     out.decisions.append(Decision(step=step.id, title=step.title, checked="all findings and measurements",
                                   found="; ".join(verdict.reasons), decided=f"verdict {verdict.verdict}",
                                   why=verdict.sentence, llm_made=verdict.llm_made))
+    return out
+
+
+@action("read")
+def llm_explore(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
+    """Let the LLM advisor call read-only tools within a step budget (skipped without --llm)."""
+    import dataclasses
+
+    from specdoctor.toolkit import ToolResult, registry
+    from specdoctor.toolkit.exports import openai_schemas
+
+    out = ActionOutcome()
+    if deps.advisor is None or not hasattr(deps.advisor, "explore"):
+        out.status, out.summary = "skipped", "no LLM advisor (--llm not given)"
+        return out
+    read_only = {t.name for t in registry.all(("read",))}
+    ctx = dataclasses.replace(deps.tool_ctx, auto_approve=False, approve=None)
+
+    def call_read_tool(name: str, tool_args: dict[str, Any]) -> ToolResult:
+        if name not in read_only:  # the LLM never runs a mutating tool
+            return ToolResult(tool=name, status="needs_approval", summary=f"{name} is not a read-only tool; refused")
+        return registry.call(ctx, name, tool_args)
+
+    trail = deps.advisor.explore(view, call_read_tool, openai_schemas(("read",)))
+    out.facts["llm_explore"] = trail
+    out.summary = f"LLM explored {sum(1 for t in trail if t['tool'])} read-only tool calls"
+    for t in trail:
+        out.decisions.append(Decision(step=step.id, title=step.title, tool=t.get("tool"), checked="LLM exploration",
+                                      found=t.get("summary", ""), decided="recorded as an LLM-made finding",
+                                      why="explore mode (read-only tools only)", llm_made=True))
     return out

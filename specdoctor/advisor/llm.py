@@ -1,0 +1,115 @@
+"""The optional LLM advisor: any OpenAI-compatible endpoint; structured answers, marked as LLM-made.
+
+It sees the run's state and returns typed suggestions. It never holds a Host: in `explore` mode it asks
+for read-only tools by name and the engine runs them. It never replaces a measured number.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from specdoctor.advisor.rules import PlanAction, Verdict
+from specdoctor.engine.state import StateView
+from specdoctor.host.redact import redact_text
+
+__all__ = ["LLMAdvisor", "Narrative", "TriageGuess", "TriageGuesses"]
+
+
+class Narrative(BaseModel):
+    """Prose for the report's summary; numbers in it must come from the facts given."""
+
+    summary: str = Field(description="Two to five sentences for the report's opening.")
+    caveats: list[str] = Field(default_factory=list)
+
+
+class TriageGuess(BaseModel):
+    path: str
+    subsystem: str
+    on_hot_path: bool | None = None
+    reason: str = ""
+
+
+class TriageGuesses(BaseModel):
+    files: list[TriageGuess] = Field(default_factory=list)
+
+
+class LLMAdvisor:
+    """Talks to `base_url` (OpenAI-compatible) with `model`; the key comes from OPENAI_API_KEY."""
+
+    def __init__(self, model: str, base_url: str | None = None, client: Any = None, max_tool_steps: int = 6):
+        from openai import OpenAI
+
+        self.model = model
+        self.max_tool_steps = max_tool_steps
+        self.client = client or OpenAI(base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY") or "unused",
+                                       max_retries=1, timeout=60)
+
+    def _structured(self, model_cls: type[BaseModel], system: str, user: str) -> BaseModel | None:
+        resp = self.client.chat.completions.create(
+            model=self.model,
+            messages=[{"role": "system", "content": system}, {"role": "user", "content": redact_text(user)}],
+            response_format={"type": "json_schema", "json_schema": {
+                "name": model_cls.__name__, "schema": model_cls.model_json_schema()}},
+            temperature=0)
+        content = resp.choices[0].message.content or ""
+        try:
+            return model_cls.model_validate_json(content)
+        except ValidationError:
+            try:
+                return model_cls.model_validate(json.loads(content[content.find("{"): content.rfind("}") + 1]))
+            except (ValueError, ValidationError):
+                return None
+
+    def narrate(self, view: StateView, verdict: Verdict, plan: list[PlanAction]) -> Narrative | None:
+        facts = {"verdict": verdict.model_dump(), "measure": view.get("facts.measure"),
+                 "claims": view.get("facts.claims"), "plan": [p.title for p in plan]}
+        out = self._structured(Narrative, "You summarise a performance investigation for engineers. Use only "
+                               "numbers present in the facts. Answer as JSON.", json.dumps(facts, default=str)[:20000])
+        return out if isinstance(out, Narrative) else None
+
+    def triage_unknown(self, files: list[dict[str, Any]]) -> list[TriageGuess]:
+        if not files:
+            return []
+        out = self._structured(TriageGuesses, "Classify each changed SGLang file by subsystem (attention backend, "
+                               "MoE routing, communicator, speculative worker, model file, scheduler/engine, "
+                               "benchmarks, logging). Answer as JSON.", json.dumps(files, default=str)[:20000])
+        return out.files if isinstance(out, TriageGuesses) else []
+
+    def refine(self, view: StateView, verdict: Verdict, plan: list[PlanAction]):
+        """Called by the conclude action: the rules' verdict stays; the LLM adds narrative (marked)."""
+        return verdict, plan
+
+    def explore(self, view: StateView, call_read_tool, schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Let the model pick read-only tools within the step budget; returns [{tool, args, summary}]."""
+        messages: list[dict[str, Any]] = [
+            {"role": "system", "content": "You investigate a speculative-decoding slowdown. Call read-only tools "
+                                          "to gather evidence, then answer with a short finding."},
+            {"role": "user", "content": redact_text(json.dumps({"facts": view.facts, "params": view.params},
+                                                               default=str)[:20000])}]
+        trail: list[dict[str, Any]] = []
+        for _ in range(self.max_tool_steps):
+            resp = self.client.chat.completions.create(model=self.model, messages=messages, tools=schemas,
+                                                       temperature=0)
+            msg = resp.choices[0].message
+            calls = msg.tool_calls or []
+            if not calls:
+                if msg.content:
+                    trail.append({"tool": None, "args": {}, "summary": redact_text(msg.content)})
+                break
+            messages.append({"role": "assistant", "content": msg.content or "",
+                             "tool_calls": [c.model_dump() for c in calls]})
+            for c in calls:
+                try:
+                    args = json.loads(c.function.arguments or "{}")
+                except json.JSONDecodeError:
+                    args = {}
+                result = call_read_tool(c.function.name, args)
+                trail.append({"tool": c.function.name, "args": args, "summary": result.summary,
+                              "status": result.status})
+                messages.append({"role": "tool", "tool_call_id": c.id,
+                                 "content": json.dumps(result.model_dump(mode="json"), default=str)[:8000]})
+        return trail

@@ -1,0 +1,256 @@
+"""nvidia-smi parsers: `-L`, `--query-gpu` CSV, `-q` (clocks, power, PCIe link, processes) and `topo -m`."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "strip_ansi",
+    "GpuListEntry",
+    "parse_list",
+    "parse_query_csv",
+    "QGpu",
+    "QReport",
+    "parse_q",
+    "Topology",
+    "parse_topo",
+]
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
+_MISSING = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown error]", "[insufficient permissions]"}
+
+
+def strip_ansi(text: str) -> str:
+    """Remove terminal colour/cursor escapes (pasted or `script`-captured output carries them)."""
+    return _ANSI.sub("", text).replace("\r", "")
+
+
+class GpuListEntry(BaseModel):
+    """One `nvidia-smi -L` line."""
+
+    index: int
+    name: str
+    uuid: str | None = None
+
+
+def parse_list(text: str) -> list[GpuListEntry]:
+    """`GPU 0: NAME (UUID: GPU-...)` lines; prompts and other lines are ignored."""
+    out = []
+    for m in re.finditer(r"^\s*GPU (\d+): (.+?)(?: \(UUID: ([^)]+)\))?\s*$", strip_ansi(text), re.M):
+        out.append(GpuListEntry(index=int(m.group(1)), name=m.group(2).strip(), uuid=m.group(3)))
+    return out
+
+
+def _clean(value: str) -> str | None:
+    v = value.strip()
+    return None if v.lower() in _MISSING else v
+
+
+def parse_query_csv(text: str, fields: list[str]) -> list[dict[str, str | None]]:
+    """Rows of `--query-gpu=... --format=csv,noheader[,nounits]`; a header row and unit suffixes are tolerated."""
+    rows = []
+    for line in strip_ansi(text).splitlines():
+        if not line.strip() or line.strip().startswith(tuple(fields[:1])):
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != len(fields):
+            continue
+        rows.append({f: _clean(c) for f, c in zip(fields, cells, strict=True)})
+    return rows
+
+
+def number(value: str | None) -> float | None:
+    """`1785 MHz`, `310.00 W`, `16x`, `5` -> float; N/A -> None."""
+    if value is None:
+        return None
+    m = re.match(r"\s*(-?[0-9]+(?:\.[0-9]+)?)", value)
+    return float(m.group(1)) if m else None
+
+
+class QGpu(BaseModel):
+    """The fields specdoctor fingerprints from one GPU section of `nvidia-smi -q`."""
+
+    bus_id: str
+    name: str | None = None
+    uuid: str | None = None
+    persistence_mode: str | None = None
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    sm_clock_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    max_sm_clock_mhz: float | None = None
+    app_sm_clock_mhz: float | None = None
+    power_limit_w: float | None = None
+    default_power_limit_w: float | None = None
+    process_pids: list[int] = Field(default_factory=list)
+    process_names: list[str] = Field(default_factory=list)
+
+
+class QReport(BaseModel):
+    """`nvidia-smi -q` header plus one QGpu per GPU section."""
+
+    driver: str | None = None
+    cuda: str | None = None
+    gpus: list[QGpu] = Field(default_factory=list)
+
+
+_KV = re.compile(r"^(?P<indent>\s*)(?P<key>[^:]+?)\s*:\s*(?P<value>.*)$")
+
+
+def _section_value(lines: list[tuple[int, str, str | None]], path: list[str]) -> str | None:
+    """Value at an indented key path (each element a key, matched case-insensitively) inside one GPU block."""
+    depth = 0
+    level_indent = -1
+    for indent, key, value in lines:
+        if depth and indent <= level_indent:
+            return None  # left the section we were inside
+        if key.lower() == path[depth].lower() and indent > level_indent:
+            if depth == len(path) - 1:
+                return value
+            depth += 1
+            level_indent = indent
+    return None
+
+
+def _first(lines: list[tuple[int, str, str | None]], *paths: list[str]) -> str | None:
+    for p in paths:
+        v = _section_value(lines, p)
+        if v is not None and _clean(v) is not None:
+            return _clean(v)
+    return None
+
+
+def parse_q(text: str) -> QReport:
+    """Parse `nvidia-smi -q` (old 'Power Readings'/'Throttle' and new 'GPU Power Readings' layouts)."""
+    report = QReport()
+    blocks: list[tuple[str, list[tuple[int, str, str | None]]]] = []
+    for raw in strip_ansi(text).splitlines():
+        if not raw.strip():
+            continue
+        m = re.match(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$", raw.strip())
+        if m and not raw.startswith(" "):
+            blocks.append((m.group(1), []))
+            continue
+        kv = _KV.match(raw)
+        indent = len(raw) - len(raw.lstrip())
+        key, value = (kv.group("key").strip(), kv.group("value").strip()) if kv else (raw.strip(), None)
+        if not blocks:
+            if key == "Driver Version" and value:
+                report.driver = value
+            elif key == "CUDA Version" and value:
+                report.cuda = value
+            continue
+        blocks[-1][1].append((indent, key, value))
+    for bus, lines in blocks:
+        gpu = QGpu(bus_id=bus)
+        gpu.name = _first(lines, ["Product Name"])
+        gpu.uuid = _first(lines, ["GPU UUID"])
+        gpu.persistence_mode = _first(lines, ["Persistence Mode"])
+        gen_cur = _first(lines, ["GPU Link Info", "PCIe Generation", "Current"])
+        gen_max = _first(lines, ["GPU Link Info", "PCIe Generation", "Max"])
+        w_cur = _first(lines, ["GPU Link Info", "Link Width", "Current"])
+        w_max = _first(lines, ["GPU Link Info", "Link Width", "Max"])
+        gpu.pcie_gen_current = int(number(gen_cur) or 0) or None
+        gpu.pcie_gen_max = int(number(gen_max) or 0) or None
+        gpu.pcie_width_current = int(number(w_cur) or 0) or None
+        gpu.pcie_width_max = int(number(w_max) or 0) or None
+        gpu.sm_clock_mhz = number(_first(lines, ["Clocks", "SM"]))
+        gpu.mem_clock_mhz = number(_first(lines, ["Clocks", "Memory"]))
+        gpu.max_sm_clock_mhz = number(_first(lines, ["Max Clocks", "SM"]))
+        gpu.app_sm_clock_mhz = number(_first(lines, ["Applications Clocks", "Graphics"]))
+        gpu.power_limit_w = number(_first(lines, ["GPU Power Readings", "Current Power Limit"],
+                                          ["Power Readings", "Enforced Power Limit"],
+                                          ["Power Readings", "Power Limit"]))
+        gpu.default_power_limit_w = number(_first(lines, ["GPU Power Readings", "Default Power Limit"],
+                                                  ["Power Readings", "Default Power Limit"]))
+        for _, key, value in lines:
+            if key == "Process ID" and value and value.isdigit():
+                gpu.process_pids.append(int(value))
+            elif key == "Name" and value and gpu.process_pids and len(gpu.process_names) < len(gpu.process_pids):
+                gpu.process_names.append(value)
+        report.gpus.append(gpu)
+    return report
+
+
+class Topology(BaseModel):
+    """`nvidia-smi topo -m`: link type per device pair, CPU/NUMA affinity per GPU."""
+
+    devices: list[str] = Field(default_factory=list, description="Matrix columns in order (GPUn, NICn, mlx5_n).")
+    links: dict[str, dict[str, str]] = Field(default_factory=dict)
+    cpu_affinity: dict[str, str | None] = Field(default_factory=dict)
+    numa_affinity: dict[str, str | None] = Field(default_factory=dict)
+    gpu_numa_id: dict[str, str | None] = Field(default_factory=dict)
+
+    @property
+    def gpus(self) -> list[str]:
+        return [d for d in self.devices if d.startswith("GPU")]
+
+    def link_kinds(self) -> dict[str, int]:
+        """How many GPU pairs use each link kind (NV18, PIX, SYS, ...): a compact topology signature."""
+        counts: dict[str, int] = {}
+        gpus = self.gpus
+        for i, a in enumerate(gpus):
+            for b in gpus[i + 1:]:
+                kind = self.links.get(a, {}).get(b)
+                if kind:
+                    counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
+
+_AFFINITY_COLS = [("CPU Affinity", "@CPU"), ("NUMA Affinity", "@NUMA"), ("GPU NUMA ID", "@GNUMA")]
+
+
+def parse_topo(text: str) -> Topology:
+    """Parse the first link matrix (tabs or spaces, prompts, fused 'CPU AffinityNUMA Affinity' columns)."""
+    topo = Topology()
+    lines = strip_ansi(text).splitlines()
+    header_at = None
+    cols: list[str] = []
+    for i, line in enumerate(lines):
+        norm = line
+        for phrase, token in _AFFINITY_COLS:
+            norm = norm.replace(phrase, f" {token} ")
+        toks = norm.split()
+        if toks and toks[0] == "GPU0" and len(toks) > 1 and toks[1] != "X":
+            header_at, cols = i, toks
+            break
+    if header_at is None:
+        return topo
+    devices = [c for c in cols if not c.startswith("@")]
+    extra = [c for c in cols if c.startswith("@")]
+    topo.devices = devices
+    for line in lines[header_at + 1:]:
+        toks = line.split()
+        if not toks:
+            if topo.links:
+                break
+            continue
+        if toks[0] not in devices:
+            break
+        name = toks[0]
+        cells = toks[1:1 + len(devices)]
+        topo.links[name] = {d: c for d, c in zip(devices, cells, strict=False) if d != name and c != "X"}
+        rest = toks[1 + len(devices):]
+        if name.startswith("GPU") and extra:
+            if len(rest) < len(extra) and rest:
+                rest = _unfuse(rest, len(extra))
+            values = dict(zip(extra, rest, strict=False))
+            topo.cpu_affinity[name] = _clean(values.get("@CPU", ""))
+            topo.numa_affinity[name] = _clean(values.get("@NUMA", ""))
+            if "@GNUMA" in extra:
+                topo.gpu_numa_id[name] = _clean(values.get("@GNUMA", ""))
+    return topo
+
+
+def _unfuse(rest: list[str], want: int) -> list[str]:
+    """Split '0-47,96-1430N/A' (columns pasted without separators) into CPU list, NUMA node, GPU NUMA ID."""
+    joined = "".join(rest)
+    m = re.match(r"^(?P<cpu>[0-9,\-]*?)(?P<numa>\d)(?P<gnuma>N/A|\d+)?$", joined)
+    if not m:
+        return rest
+    parts = [m.group("cpu"), m.group("numa")] + ([m.group("gnuma")] if m.group("gnuma") else [])
+    return parts[:want]

@@ -1,0 +1,460 @@
+"""SGLang parsers: launch lines (0.5.9 and 0.5.23 flag spellings), Decode-batch log lines, HTTP bodies."""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shlex
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "LaunchArgs",
+    "parse_launch_command",
+    "drop_speculative_flags",
+    "split_command",
+    "DecodeLine",
+    "parse_decode_lines",
+    "parse_body",
+    "BodyError",
+    "ServerInfo",
+    "normalise_server_info",
+    "MetaInfo",
+    "normalise_meta_info",
+    "FLAG_DEST",
+]
+
+# Flag spelling -> argparse dest. Both versions' names; 0.5.23's `--cuda-graph-max-bs-decode` maps onto
+# 0.5.9's `cuda_graph_max_bs` so callers see one field.
+FLAG_DEST: dict[str, str] = {
+    "--model-path": "model_path", "--model": "model_path", "--tokenizer-path": "tokenizer_path",
+    "--host": "host", "--port": "port",
+    "--tp-size": "tp_size", "--tensor-parallel-size": "tp_size",
+    "--dp-size": "dp_size", "--data-parallel-size": "dp_size",
+    "--ep-size": "ep_size", "--expert-parallel-size": "ep_size", "--pp-size": "pp_size",
+    "--speculative-algorithm": "speculative_algorithm",
+    "--speculative-draft-model-path": "speculative_draft_model_path",
+    "--speculative-draft-model": "speculative_draft_model_path",
+    "--speculative-draft-model-revision": "speculative_draft_model_revision",
+    "--speculative-num-steps": "speculative_num_steps",
+    "--speculative-eagle-topk": "speculative_eagle_topk",
+    "--speculative-num-draft-tokens": "speculative_num_draft_tokens",
+    "--speculative-attention-mode": "speculative_attention_mode",
+    "--speculative-draft-attention-backend": "speculative_draft_attention_backend",
+    "--speculative-accept-threshold-single": "speculative_accept_threshold_single",
+    "--speculative-accept-threshold-acc": "speculative_accept_threshold_acc",
+    "--speculative-token-map": "speculative_token_map",
+    "--attention-backend": "attention_backend", "--prefill-attention-backend": "prefill_attention_backend",
+    "--decode-attention-backend": "decode_attention_backend",
+    "--cuda-graph-max-bs": "cuda_graph_max_bs", "--cuda-graph-max-bs-decode": "cuda_graph_max_bs",
+    "--cuda-graph-max-bs-prefill": "cuda_graph_max_bs_prefill", "--cuda-graph-bs": "cuda_graph_bs",
+    "--cuda-graph-backend-decode": "cuda_graph_backend_decode",
+    "--cuda-graph-backend-prefill": "cuda_graph_backend_prefill", "--cuda-graph-config": "cuda_graph_config",
+    "--mem-fraction-static": "mem_fraction_static", "--max-running-requests": "max_running_requests",
+    "--chunked-prefill-size": "chunked_prefill_size", "--served-model-name": "served_model_name",
+    "--dtype": "dtype", "--kv-cache-dtype": "kv_cache_dtype", "--context-length": "context_length",
+    "--tool-call-parser": "tool_call_parser", "--reasoning-parser": "reasoning_parser",
+    "--dist-init-addr": "dist_init_addr", "--nnodes": "nnodes", "--node-rank": "node_rank",
+    "--decode-log-interval": "decode_log_interval", "--log-level": "log_level", "--random-seed": "random_seed",
+    "--quantization": "quantization", "--load-format": "load_format", "--base-gpu-id": "base_gpu_id",
+    "--page-size": "page_size", "--max-total-tokens": "max_total_tokens", "--schedule-policy": "schedule_policy",
+    "--api-key": "api_key", "--json-model-override-args": "json_model_override_args",
+    "--moe-a2a-backend": "moe_a2a_backend", "--moe-runner-backend": "moe_runner_backend",
+    "--torch-compile-max-bs": "torch_compile_max_bs", "--watchdog-timeout": "watchdog_timeout",
+}
+_STORE_TRUE: dict[str, str] = {f: f[2:].replace("-", "_") for f in [
+    "--disable-cuda-graph", "--disable-decode-cuda-graph", "--disable-prefill-cuda-graph",
+    "--disable-custom-all-reduce", "--trust-remote-code", "--enable-torch-compile", "--disable-radix-cache",
+    "--enable-metrics", "--enable-dp-attention", "--disable-overlap-schedule", "--enable-symm-mem",
+    "--enable-nccl-nvls", "--skip-server-warmup", "--enable-mm-global-cache", "--keep-mm-feature-on-device",
+    "--enable-cache-report", "--disable-cuda-graph-padding", "--enable-mixed-chunk", "--log-requests",
+    "--skip-tokenizer-init", "--enable-metrics-for-all-schedulers",
+]}
+_NARGS_PLUS = {"cuda_graph_bs"}
+_INT = {"tp_size", "dp_size", "ep_size", "pp_size", "port", "speculative_num_steps", "speculative_eagle_topk",
+        "speculative_num_draft_tokens", "cuda_graph_max_bs", "cuda_graph_max_bs_prefill", "max_running_requests",
+        "chunked_prefill_size", "context_length", "nnodes", "node_rank", "decode_log_interval", "random_seed",
+        "base_gpu_id", "page_size", "max_total_tokens", "torch_compile_max_bs"}
+_FLOAT = {"mem_fraction_static", "speculative_accept_threshold_single", "speculative_accept_threshold_acc",
+          "watchdog_timeout"}
+_ALL_FLAGS = sorted(set(FLAG_DEST) | set(_STORE_TRUE))
+_ENV_ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_PY = re.compile(r"^python[0-9.]*$")
+_WRAPPERS = {"nohup", "setsid", "exec", "stdbuf", "time"}
+
+
+class LaunchArgs(BaseModel):
+    """An SGLang launch line parsed with SGLang's flag names (dest names as in `server_args`)."""
+
+    argv: list[str] = Field(default_factory=list, description="The whole command as tokens.")
+    env: dict[str, str] = Field(default_factory=dict, description="Leading `K=V` / `env K=V` assignments.")
+    prefix: list[str] = Field(default_factory=list, description="Tokens before the server flags (program, -m ...).")
+    entry: str = Field(default="bare", description="launch_server | serve | bare (flag list only).")
+    python: str | None = None
+    flags: list[str] = Field(default_factory=list, description="The server flags as given.")
+    model_path: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 30000
+    tp_size: int = 1
+    speculative_algorithm: str | None = None
+    speculative_draft_model_path: str | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    speculative_num_draft_tokens: int | None = None
+    attention_backend: str | None = None
+    disable_cuda_graph: bool = False
+    cuda_graph_max_bs: int | None = None
+    disable_custom_all_reduce: bool = False
+    extra: dict[str, Any] = Field(default_factory=dict, description="Every other flag by dest name.")
+    problems: list[str] = Field(default_factory=list)
+
+    @property
+    def speculative(self) -> bool:
+        return bool(self.speculative_algorithm) and self.speculative_algorithm.upper() != "NONE"
+
+    def as_args(self) -> dict[str, Any]:
+        """The server args as a flat dict (what `find_server_processes` reports)."""
+        d = self.model_dump(exclude={"argv", "env", "prefix", "flags", "extra", "problems", "python", "entry"})
+        d.update(self.extra)
+        return d
+
+
+def split_command(cmd: str | list[str]) -> list[str]:
+    """Tokens of a launch line; backslash continuations, prompts and `#` comments are tolerated."""
+    if isinstance(cmd, list):
+        return list(cmd)
+    lines = []
+    for raw in cmd.replace("\\\r\n", " ").replace("\\\n", " ").splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = re.match(r"^(?:\S*[$#]|\([^)]*\)\s*\S*[$#])\s+(?=\S)", line)
+        if m and ("sglang" in line[m.end():] or line[m.end():].startswith("--")):
+            line = line[m.end():]
+        lines.append(line)
+    return shlex.split(" ".join(lines))
+
+
+def _resolve_flag(name: str) -> tuple[str | None, str | None]:
+    """(canonical flag, problem) with argparse-style unique-prefix abbreviation."""
+    if name in FLAG_DEST or name in _STORE_TRUE:
+        return name, None
+    matches = [f for f in _ALL_FLAGS if f.startswith(name)]
+    dests = {FLAG_DEST.get(f) or _STORE_TRUE.get(f) for f in matches}
+    if len(dests) == 1:
+        return matches[0], None
+    if len(dests) > 1:
+        pick = min(matches, key=len)
+        return pick, (f"abbreviation {name} is ambiguous in newer SGLang ({', '.join(matches[:4])}); "
+                      f"read as {pick}")
+    return None, None
+
+
+def _locate(tokens: list[str]) -> tuple[dict[str, str], list[str], str, str | None, int]:
+    """(env, prefix, entry, python, index of first server flag)."""
+    env: dict[str, str] = {}
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        if _ENV_ASSIGN.match(t):
+            k, _, v = t.partition("=")
+            env[k] = v
+        elif t == "env" or os.path.basename(t) == "env" or t in _WRAPPERS:
+            pass
+        elif t.startswith("-") and i > 0 and tokens[i - 1] in ("env", "stdbuf"):
+            pass
+        else:
+            break
+        i += 1
+    start = i
+    for j in range(i, len(tokens)):
+        t = tokens[j]
+        base = os.path.basename(t)
+        if t == "-m" and j + 1 < len(tokens) and tokens[j + 1] in ("sglang.launch_server", "sglang.srt.server"):
+            py = tokens[j - 1] if j > start else None
+            return env, tokens[start:j + 2], "launch_server", py, j + 2
+        if t == "serve" and j > start and os.path.basename(tokens[j - 1]) in ("sglang", "sglang.cli.main", "main"):
+            py = tokens[start] if _PY.match(os.path.basename(tokens[start])) else None
+            return env, tokens[start:j + 1], "serve", py, j + 1
+        if t.startswith("--"):
+            return env, tokens[start:j], "bare", None, j
+        if base.startswith("sglang::"):
+            return env, tokens[start:j + 1], "title", None, j + 1
+    return env, tokens[start:], "bare", None, len(tokens)
+
+
+def _convert(dest: str, value: str, problems: list[str]) -> Any:
+    try:
+        if dest in _INT:
+            return int(value)
+        if dest in _FLOAT:
+            return float(value)
+    except ValueError:
+        problems.append(f"--{dest.replace('_', '-')}: not a number: {value!r}")
+    return value
+
+
+def parse_launch_command(cmd: str | list[str]) -> LaunchArgs:
+    """Parse `python -m sglang.launch_server ...`, `sglang serve ...` or a bare flag list into LaunchArgs."""
+    tokens = split_command(cmd)
+    env, prefix, entry, python, i = _locate(tokens)
+    out = LaunchArgs(argv=tokens, env=env, prefix=prefix, entry=entry, python=python, flags=tokens[i:])
+    values: dict[str, Any] = {}
+    while i < len(tokens):
+        tok = tokens[i]
+        i += 1
+        if not tok.startswith("--"):
+            out.problems.append(f"stray argument {tok!r}")
+            continue
+        name, eq, inline = tok.partition("=")
+        flag, problem = _resolve_flag(name)
+        if problem:
+            out.problems.append(problem)
+        if flag in _STORE_TRUE:
+            values[_STORE_TRUE[flag]] = True
+            continue
+        dest = FLAG_DEST[flag] if flag else name[2:].replace("-", "_")
+        if flag and flag.startswith("--cuda-graph-max-bs-decode"):
+            values["cuda_graph_max_bs_decode"] = True  # marks the 0.5.23 spelling
+        if eq:
+            values[dest] = _convert(dest, inline, out.problems)
+            continue
+        if dest in _NARGS_PLUS:
+            items = []
+            while i < len(tokens) and not tokens[i].startswith("--"):
+                items.append(tokens[i])
+                i += 1
+            values[dest] = [_convert("cuda_graph_max_bs", x, out.problems) for x in items]
+            continue
+        if i < len(tokens) and not tokens[i].startswith("--"):
+            values[dest] = _convert(dest, tokens[i], out.problems)
+            i += 1
+        elif flag is None:
+            values[dest] = True  # unknown boolean flag
+        else:
+            out.problems.append(f"{flag} expects a value")
+    if values.pop("cuda_graph_max_bs_decode", None):
+        out.extra["cuda_graph_max_bs_flag"] = "--cuda-graph-max-bs-decode"
+    if values.get("cuda_graph_backend_decode") == "disabled" or values.get("disable_decode_cuda_graph"):
+        values["disable_cuda_graph"] = True
+    known = set(LaunchArgs.model_fields)
+    for dest, value in values.items():
+        if dest in known and dest not in ("extra", "problems", "argv", "env", "prefix", "flags"):
+            setattr(out, dest, value)
+        else:
+            out.extra[dest] = value
+    if out.speculative_algorithm:
+        out.speculative_algorithm = out.speculative_algorithm.upper()
+    return out
+
+
+def drop_speculative_flags(argv: str | list[str]) -> list[str]:
+    """The baseline command: the same argv without any `--speculative-*` flag (abbreviations included)."""
+    tokens = split_command(argv)
+    _, _, _, _, i = _locate(tokens)
+    out = tokens[:i]
+    while i < len(tokens):
+        tok = tokens[i]
+        i += 1
+        if not tok.startswith("--"):
+            out.append(tok)
+            continue
+        name, eq, _ = tok.partition("=")
+        flag, _ = _resolve_flag(name)
+        dest = (FLAG_DEST.get(flag or "") or _STORE_TRUE.get(flag or "") or name[2:].replace("-", "_"))
+        if dest.startswith("speculative_"):
+            if not eq and flag not in _STORE_TRUE and i < len(tokens) and not tokens[i].startswith("--"):
+                i += 1
+            continue
+        out.append(tok)
+    return out
+
+
+# -- logs ---------------------------------------------------------------------------------------------
+
+_PREFIX = re.compile(r"^\[(?P<ts>[^\]]*?)\]\s*")
+_RANK = re.compile(r"\b(TP\d+|DP\d+|PP\d+|EP\d+)\b")
+
+
+class DecodeLine(BaseModel):
+    """One `Decode batch` log line; fields missing in older layouts stay None."""
+
+    time: str | None = None
+    rank: str | None = None
+    running_req: int | None = None
+    tokens: int | None = None
+    token_usage: float | None = None
+    accept_len: float | None = None
+    accept_rate: float | None = None
+    graph: bool | None = Field(default=None, description="`cuda graph:` (or npu/cpu graph) value.")
+    gen_throughput: float | None = None
+    queue_req: int | None = None
+
+
+def _num(v: str) -> float | None:
+    m = re.match(r"\s*(-?[0-9.]+(?:e[-+]?\d+)?)", v)
+    return float(m.group(1)) if m else None
+
+
+def parse_decode_lines(text: str) -> list[DecodeLine]:
+    """Every `Decode batch` line in a log (0.2 period form to 0.5.23 comma form, any rank prefix)."""
+    out: list[DecodeLine] = []
+    for raw in text.splitlines():
+        idx = raw.find("Decode batch")
+        if idx < 0:
+            continue
+        line = DecodeLine()
+        head = raw[:idx]
+        m = _PREFIX.search(head)
+        if m:
+            ts = m.group("ts")
+            ranks = _RANK.findall(ts)
+            line.rank = " ".join(ranks) or None
+            line.time = _RANK.sub("", ts).strip() or None
+        body = re.sub(r"^Decode batch(\s*\[\d+\])?[.,]?\s*", "", raw[idx:])
+        for part in body.split(","):
+            key, sep, val = part.partition(":")
+            if not sep:
+                continue
+            key = key.strip().lower()
+            val = val.strip()
+            if key == "#running-req":
+                line.running_req = int(_num(val) or 0)
+            elif key in ("#token", "#full token"):
+                line.tokens = int(_num(val) or 0)
+            elif key in ("token usage", "full token usage"):
+                line.token_usage = _num(val)
+            elif key == "accept len":
+                line.accept_len = _num(val)
+            elif key == "accept rate":
+                line.accept_rate = _num(val)
+            elif key.endswith(" graph"):
+                line.graph = val.lower().startswith("true")
+            elif key.startswith("gen throughput"):
+                line.gen_throughput = _num(val)
+            elif key == "#queue-req":
+                q = _num(val)
+                line.queue_req = int(q) if q is not None else None
+        out.append(line)
+    return out
+
+
+# -- HTTP bodies ----------------------------------------------------------------------------------------
+
+class BodyError(ValueError):
+    """A body that is neither JSON nor a Python literal (an HTML error page, a truncated reply)."""
+
+
+def parse_body(text: str) -> Any:
+    """JSON, or the Python-repr form SGLang docs print (single quotes, True/None); HTML pages are refused."""
+    s = (text or "").strip()
+    if not s:
+        raise BodyError("empty body")
+    if s[:1] == "<" or s[:15].lower().startswith("<!doctype"):
+        title = re.search(r"<title>(.*?)</title>", s, re.I | re.S)
+        raise BodyError(f"HTML page, not JSON: {(title.group(1) if title else s[:80]).strip()}")
+    try:
+        return json.loads(s)
+    except ValueError:
+        pass
+    try:
+        fixed = re.sub(r"\b(inf|nan|Infinity|NaN)\b", "None", s)
+        return ast.literal_eval(fixed)
+    except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
+        raise BodyError(f"not JSON nor a Python literal ({type(exc).__name__}): {s[:80]!r}") from None
+
+
+class ServerInfo(BaseModel):
+    """`/server_info` (0.5.23) or `/get_server_info` (0.5.9) normalised to one set of names."""
+
+    version: str | None = None
+    model_path: str | None = None
+    port: int | None = None
+    tp_size: int | None = None
+    attention_backend: str | None = None
+    speculative_algorithm: str | None = None
+    speculative_draft_model_path: str | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    speculative_num_draft_tokens: int | None = None
+    disable_cuda_graph: bool | None = None
+    cuda_graph_max_bs: int | None = None
+    disable_custom_all_reduce: bool | None = None
+    accept_length: float | None = Field(default=None, description="internal_states[0].avg_spec_accept_length.")
+    last_gen_throughput: float | None = None
+    launch_command: str | None = None
+    resolved: dict[str, Any] = Field(default_factory=dict, description="Every scalar resolved arg as reported.")
+
+
+def normalise_server_info(data: Any) -> ServerInfo:
+    """Map either version's server-info dict (also a PD router's `{"decode": [...]}`) onto ServerInfo."""
+    if isinstance(data, dict) and isinstance(data.get("decode"), list) and data["decode"]:
+        data = data["decode"][0]
+    if not isinstance(data, dict):
+        raise BodyError(f"server info is a {type(data).__name__}, expected an object")
+    states = data.get("internal_states") or []
+    state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else {}
+    merged = {**state, **data}
+
+    def get(*names: str) -> Any:
+        for n in names:
+            if merged.get(n) is not None:
+                return merged[n]
+        return None
+
+    disable = get("disable_cuda_graph")
+    if merged.get("cuda_graph_backend_decode") == "disabled" or merged.get("disable_decode_cuda_graph"):
+        disable = True
+    algo = get("speculative_algorithm")
+    return ServerInfo(
+        version=str(data["version"]) if data.get("version") is not None else None,
+        model_path=get("model_path"), port=get("port"), tp_size=get("tp_size"),
+        attention_backend=get("attention_backend", "decode_attention_backend"),
+        speculative_algorithm=str(algo).upper() if algo else None,
+        speculative_draft_model_path=get("speculative_draft_model_path"),
+        speculative_num_steps=get("speculative_num_steps"), speculative_eagle_topk=get("speculative_eagle_topk"),
+        speculative_num_draft_tokens=get("speculative_num_draft_tokens"),
+        disable_cuda_graph=bool(disable) if disable is not None else None,
+        cuda_graph_max_bs=get("cuda_graph_max_bs", "cuda_graph_max_bs_decode"),
+        disable_custom_all_reduce=get("disable_custom_all_reduce"),
+        accept_length=state.get("avg_spec_accept_length", data.get("avg_spec_accept_length")),
+        last_gen_throughput=state.get("last_gen_throughput", data.get("last_gen_throughput")),
+        launch_command=get("launch_command"),
+        resolved={k: v for k, v in data.items() if isinstance(v, (str, int, float, bool)) or v is None},
+    )
+
+
+class MetaInfo(BaseModel):
+    """A `/generate` response's meta_info with 0.5.9 and 0.5.23 key names unified."""
+
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    e2e_latency: float | None = Field(default=None, description="Seconds (server side).")
+    first_token_latency: float | None = None
+    spec_accept_length: float | None = None
+    spec_accept_rate: float | None = None
+    spec_verify_ct: int | None = None
+    spec_num_correct_drafts: int | None = None
+    spec_num_proposed_drafts: int | None = None
+    retractions: int | None = None
+    finish_reason: str | None = None
+
+
+def normalise_meta_info(meta: Any) -> MetaInfo:
+    """Unify `spec_accept_token_num`/`spec_num_correct_drafts`, `total_retractions`/`num_retractions`, ..."""
+    if not isinstance(meta, dict):
+        return MetaInfo()
+    fr = meta.get("finish_reason")
+    return MetaInfo(
+        completion_tokens=meta.get("completion_tokens"), prompt_tokens=meta.get("prompt_tokens"),
+        e2e_latency=meta.get("e2e_latency"), first_token_latency=meta.get("first_token_latency"),
+        spec_accept_length=meta.get("spec_accept_length"), spec_accept_rate=meta.get("spec_accept_rate"),
+        spec_verify_ct=meta.get("spec_verify_ct"),
+        spec_num_correct_drafts=meta.get("spec_num_correct_drafts", meta.get("spec_accept_token_num")),
+        spec_num_proposed_drafts=meta.get("spec_num_proposed_drafts", meta.get("spec_draft_token_num")),
+        retractions=meta.get("num_retractions", meta.get("total_retractions")),
+        finish_reason=fr.get("type") if isinstance(fr, dict) else (str(fr) if fr is not None else None),
+    )

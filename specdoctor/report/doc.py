@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from specdoctor.report import fmt
-from specdoctor.report.breakeven_view import view as breakeven_view
 from specdoctor.report.model import Evidence, Measurement, MetricComparison, Report, confidence_label
 
 __all__ = ["Code", "Span", "Para", "Table", "Bullets", "Quote", "Figure", "Block", "Section", "Document",
@@ -338,22 +337,41 @@ def _nccl(r: Report) -> Section:
 
 def _breakeven(r: Report) -> Section:
     s = Section("breakeven", "Break-even")
-    b = breakeven_view(r.breakeven)
-    if b is None or b.empty:
+    b = r.breakeven
+    if b is None:
         s.blocks.append(_NOT_RUN)
         return s
-    rows = [_cells("measured accept length τ", fmt.num(b.tau, 2)), _cells("break-even τ*", fmt.num(b.tau_star, 2)),
-            _cells("margin τ − τ*", fmt.num(b.margin if b.margin is not None else
-                                            (b.tau - b.tau_star if b.tau is not None and b.tau_star is not None else None), 2)),
-            _cells("per-token acceptance α", fmt.num(b.alpha, 3)), _cells("draft steps k", fmt.num(b.k)),
-            _cells("best k for this α", fmt.num(b.best_k)), _cells("baseline", fmt.num(b.baseline_tps, unit="tok/s")),
-            _cells("decode / draft / verify", f"{fmt.num(b.t_decode_ms)} / {fmt.num(b.t_draft_ms)} / "
-                                              f"{fmt.num(b.t_verify_ms)} ms")]
+    if b.verdict:
+        s.blocks.append(Para([b.verdict]))
+    k_note = " (assumed)" if b.steps_assumed else ""
+    rows = [_cells("measured accept length τ", fmt.num(b.accept_len, 2)),
+            _cells("break-even τ*", f"{fmt.num(b.tau_star, 2)} (from {b.cycle_source})"),
+            _cells("margin τ − τ*", fmt.num(b.margin, 2)), _cells("per-token acceptance α", fmt.num(b.alpha, 3)),
+            _cells("draft steps k", f"{b.steps}{k_note}"), _cells("best k for this α", fmt.num(b.best_steps)),
+            _cells("baseline", fmt.num(b.baseline_tps, unit="tok/s")),
+            _cells("speculative" + (" (predicted)" if b.spec_tps_predicted else ""), fmt.num(b.spec_tps, unit="tok/s")),
+            _cells("speedup", fmt.DASH if b.speedup is None else f"{b.speedup:.2f}×"),
+            _cells("decode / draft / verify / cycle",
+                   f"{fmt.num(b.decode_ms)} / {fmt.num(b.draft_ms)} / {fmt.num(b.verify_ms)} / {fmt.num(b.cycle_ms)} ms"),
+            _cells("dominant term", b.dominant_term or fmt.DASH), _cells("verify model", b.verify_model or fmt.DASH)]
     s.blocks.append(Table(["quantity", "value"], rows))
-    if b.alpha_needed:
-        s.blocks.append(Table(["target speedup", "α needed"],
-                              [_cells(f"{t}×" if not t.endswith(("x", "×")) else t, fmt.num(a, 3))
-                               for t, a in b.alpha_needed.items()]))
+    if b.targets:
+        s.blocks.append(Table(["target speedup", "τ needed", "α needed at k", "best k", "α at best k"],
+                              [_cells(f"{t.speedup:g}×", fmt.num(t.tau_needed, 2),
+                                      f"{fmt.num(t.alpha_needed, 3) if t.alpha_needed is not None else 'unreachable'}"
+                                      f" (k={t.steps})", fmt.num(t.best_steps), fmt.num(t.alpha_at_best, 3))
+                               for t in b.targets]))
+    if b.predictions:
+        s.blocks.append(Table(["k", "τ at this α", "cycle ms", "predicted tok/s", "speedup"],
+                              [_cells(str(p.steps), fmt.num(p.accept_len, 2), fmt.num(p.cycle_ms), fmt.num(p.tps),
+                                      fmt.DASH if p.speedup is None else f"{p.speedup:.2f}×") for p in b.predictions]))
+    if b.changes:
+        s.blocks.append(Para([f"Against the reference run, {b.moved_term or 'no single term'} moved τ* most:"]))
+        s.blocks.append(Table(["term", "before ms", "after ms", "Δ ms", "Δτ*"],
+                              [_cells(c.name, fmt.num(c.before_ms, 2), fmt.num(c.after_ms, 2),
+                                      f"{c.delta_ms:+.2f}", f"{c.delta_tau_star:+.2f}") for c in b.changes]))
+    if b.notes:
+        s.blocks.append(Bullets([[n] for n in b.notes]))
     s.blocks.append(Figure("breakeven", "Predicted tok/s vs τ for k = 1…5, baseline, measured τ and τ*"))
     return s
 

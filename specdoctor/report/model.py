@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from specdoctor.host.audit import AuditEntry
+from specdoctor.tools.breakeven import BreakevenAnalysis
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -289,7 +290,7 @@ class Report(_Model):
     fingerprint: FingerprintSection | None = None
     stash: StashRecord | None = None
     nccl: NcclSection | None = None
-    breakeven: dict[str, Any] | None = Field(default=None, description="specdoctor.tools.breakeven output.")
+    breakeven: BreakevenAnalysis | None = None
     decisions: list[Decision] = Field(default_factory=list)
     game_plan: list[Action] = Field(default_factory=list, description="Ranked, best first.")
     commands: list[AuditEntry] = Field(default_factory=list, description="The audit log, in order.")

@@ -6,8 +6,10 @@ import math
 import random
 import statistics
 
+from specdoctor.tools.breakeven import BreakevenInput, alpha_from_accept_length, analyze
+
 from specdoctor.host.audit import AuditEntry
-from specdoctor.report.breakeven_view import alpha_to_tau, spec_tps
+from specdoctor.report.breakeven_view import spec_tps
 from specdoctor.report.model import (
     Action,
     Decision,
@@ -54,14 +56,6 @@ def _cmds(host: str, specs: list[tuple[str, str | None, int, float]]) -> list[Au
             for i, (c, cwd, e, s) in enumerate(specs)]
 
 
-def _alpha_for_tau(tau: float, k: int) -> float:
-    lo, hi = 0.0, 1.0
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if alpha_to_tau(mid, k) < tau else (lo, mid)
-    return round((lo + hi) / 2, 3)
-
-
 def seed_report(seed: int = 0) -> Report:
     """The seed story: claims 89/94 tok/s, box does ≈82/≈60, no patch to blame, τ 1.8 < τ* 2.46."""
     rng = random.Random(seed)
@@ -89,15 +83,9 @@ def seed_report(seed: int = 0) -> Report:
     spec_ess = measure(rng, "eagle3 k=2 (essential only)", 60.0, accept_length=1.8,
                        evidence=Evidence(tool="benchmark", step="stash-reapply", command_ids=[5]))
     spec_ll = measure(rng, "eagle3 k=2 + NCCL_PROTO=LL", 60.4, accept_length=1.8)
-    k, t_draft, t_verify, base_tps = 2, 0.5, 29.0, 82.0
-    t_decode = 1000.0 / base_tps
-    tau, tau_star = 1.8, round((k * t_draft + t_verify) / t_decode, 2)
-    curves = {str(kk): [(round(1 + kk * i / 20, 3), round(spec_tps(1 + kk * i / 20, kk, t_draft, t_verify), 2))
-                        for i in range(21)] for kk in range(1, 6)}
-    breakeven = {"tau": tau, "tau_star": tau_star, "margin": round(tau - tau_star, 2), "alpha": _alpha_for_tau(tau, k),
-                 "k": k, "best_k": 2, "baseline_tps": base_tps, "t_decode_ms": round(t_decode, 2),
-                 "t_draft_ms": t_draft, "t_verify_ms": t_verify,
-                 "alpha_needed": {str(s): _alpha_for_tau(s * tau_star, k) for s in (1.0, 1.1, 1.2)}, "curves": curves}
+    breakeven = analyze(BreakevenInput(baseline_tps=82.0, accept_len=1.8, verify_ms=29.0, draft_ms=0.5, steps=2,
+                                       max_steps=5, target_speedups=[1.0, 1.2, 1.5]))
+    k3 = next(p for p in breakeven.predictions if p.steps == 3)
     workers = {r: None for r in range(8)}
     nccl_env = {"NCCL_PROTO": "LL", "NCCL_ALGO": "Ring", "NCCL_P2P_LEVEL": "SYS"}
     sizes = [16 << 10, 64 << 10, 256 << 10, 1 << 20]
@@ -208,8 +196,8 @@ def seed_report(seed: int = 0) -> Report:
                      decided="improve acceptance first", why="verify cost bounds speculation"),
         ],
         game_plan=[
-            Action(title="Improve the drafter's acceptance: fine-tune to τ ≥ 3.0 (α ≥ 0.81 at k=3)",
-                   gain=round(spec_tps(3.0, 3, t_draft, t_verify) - base_tps, 1), basis="modelled",
+            Action(title=f"Improve the drafter's acceptance: fine-tune to τ ≥ 3.0 (α ≥ {alpha_from_accept_length(3.0, 3):.2f} at k=3)",
+                   gain=round(spec_tps(3.0, k3.cycle_ms) - breakeven.baseline_tps, 1), basis="modelled",
                    cost="days (drafter fine-tune)", risk="medium", detail="τ* is 2.46; start from the AQ-MedAI K2 drafter"),
             Action(title="Serve without speculation until τ > τ*", gain=round(base.median - spec.median, 1),
                    basis="measured", cost="minutes", risk="low", detail="82 tok/s baseline beats 60 tok/s EAGLE-3"),

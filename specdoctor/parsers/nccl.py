@@ -1,0 +1,320 @@
+"""Parsers for nccl-tests output (text tables and -J JSON) and NCCL_DEBUG=INFO log lines."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "PlaceResult",
+    "NcclTestsRow",
+    "NcclTestsRun",
+    "NcclLogLine",
+    "NcclEnvSetting",
+    "NcclDebugLog",
+    "parse_nccl_tests",
+    "parse_nccl_tests_json",
+    "parse_all_reduce",
+    "parse_nccl_debug",
+    "nccl_version_from_code",
+    "latency_at",
+]
+
+
+class PlaceResult(BaseModel):
+    """One half of a row: out-of-place or in-place timing."""
+
+    time_us: float | None = None
+    algbw: float | None = Field(default=None, description="GB/s")
+    busbw: float | None = Field(default=None, description="GB/s")
+    wrong: float | None = Field(default=None, description="#wrong (or the old float 'error' column); None for N/A.")
+    per_iter: dict[str, float] = Field(default_factory=dict, description="i_min/i_max/i_p99/i_cv% with -I 1.")
+
+
+class NcclTestsRow(BaseModel):
+    """One message size of a collective benchmark."""
+
+    size: int = Field(description="Bytes.")
+    count: int
+    dtype: str
+    redop: str
+    root: int | None = None
+    out_of_place: PlaceResult | None = None
+    in_place: PlaceResult | None = None
+
+    @property
+    def time_us(self) -> float | None:
+        """In-place time when present (SGLang's TP all-reduce is in place), else out-of-place."""
+        for half in (self.in_place, self.out_of_place):
+            if half is not None and half.time_us is not None:
+                return half.time_us
+        return None
+
+
+class NcclTestsRun(BaseModel):
+    """One collective's table (one `*_perf` run, or one allreduce_bench.py run)."""
+
+    collective: str | None = Field(default=None, description="e.g. 'all_reduce'; None when the output does not say.")
+    ngpus: int | None = None
+    nthreads: int | None = None
+    graph: int | None = Field(default=None, description="CUDA-graph launches (-G); 0 = none.")
+    nccl_version: str | None = None
+    rows: list[NcclTestsRow] = Field(default_factory=list)
+    avg_busbw: float | None = None
+    out_of_bounds: int | None = None
+    source: str = "table"
+    tool: str | None = Field(default=None, description="'nccl-tests' or 'allreduce_bench'.")
+
+
+_COLLECTIVE = re.compile(r"\b(all_reduce|all_gather|reduce_scatter|broadcast|reduce|alltoall|sendrecv|scatter|gather|"
+                         r"hypercube)_perf\b")
+_BENCH = re.compile(r"\ballreduce_bench\b")
+_HEADER = re.compile(r"\bsize\s+count\s+type\s+redop\b(.*)$")
+_ROW = re.compile(r"(?:^|(?<=[\s:>)\]]))(\d+)\s+(\d+)\s+([A-Za-z_]\w*)\s+([A-Za-z_]\w*)((?:\s+\S+)+)\s*$")
+_NTHREAD = re.compile(r"#\s*nThread\s+(\d+)\s+nGpus\s+(\d+).*?graph:\s*(\d+)")
+_TESTS_VERSION = re.compile(r"nccl-library=(\d+)")
+_INFO_VERSION = re.compile(r"NCCL (?:INFO )?(?:NCCL )?version (\d+\.\d+\.\d+\S*)")
+_AVG = re.compile(r"#\s*Avg bus bandwidth\s*:\s*([0-9.eE+-]+)")
+_OOB = re.compile(r"#\s*Out of bounds values\s*:\s*(\d+)")
+_TIME_COLS = ("time", "cputime")
+
+
+def nccl_version_from_code(code: int) -> str:
+    """NCCL_VERSION_CODE → 'major.minor.patch' (codes ≥ 2.9 are major·10000 + minor·100 + patch)."""
+    if code >= 10000:
+        return f"{code // 10000}.{code % 10000 // 100}.{code % 100}"
+    return f"{code // 1000}.{code % 1000 // 100}.{code % 100}"
+
+
+def _num(tok: str) -> float | None:
+    if tok in ("N/A", "nan", "-nan", "inf"):
+        return None
+    try:
+        return float(tok)
+    except ValueError:
+        return None
+
+
+def _columns(header_tail: str) -> tuple[bool, list[list[str]]]:
+    """From the header's tail after 'redop': whether a root column exists, and the per-half column names."""
+    toks = header_tail.split()
+    has_root = bool(toks) and toks[0] == "root"
+    if has_root:
+        toks = toks[1:]
+    starts = [i for i, t in enumerate(toks) if t in _TIME_COLS]
+    halves = []
+    for j, s in enumerate(starts):
+        end = starts[j + 1] if j + 1 < len(starts) else len(toks)
+        halves.append([t for t in toks[s:end] if t != "timestamp"])
+    return has_root, halves or [["time", "algbw", "busbw", "#wrong"], ["time", "algbw", "busbw", "#wrong"]]
+
+
+def _half(names: list[str], vals: list[str]) -> PlaceResult:
+    res = PlaceResult()
+    for name, tok in zip(names, vals, strict=False):
+        v = _num(tok)
+        if name in _TIME_COLS:
+            res.time_us = v
+        elif name == "algbw":
+            res.algbw = v
+        elif name == "busbw":
+            res.busbw = v
+        elif name in ("#wrong", "error"):
+            res.wrong = v
+        elif name.startswith("i_") and v is not None:
+            res.per_iter[name] = v
+    return res
+
+
+def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
+    """Every collective table in a text (prefixes like '0: ' or '[1,0]<stdout>:' and elided rows tolerated)."""
+    runs: list[NcclTestsRun] = []
+    current: NcclTestsRun | None = None
+    layout: tuple[bool, list[list[str]]] | None = None
+    pending: dict = {}
+    for line in text.splitlines():
+        if m := _NTHREAD.search(line):
+            pending.update(nthreads=int(m.group(1)), ngpus=int(m.group(2)), graph=int(m.group(3)))
+            current, layout = None, None
+        if m := _COLLECTIVE.search(line):
+            pending["collective"], pending["tool"] = m.group(1), "nccl-tests"
+            current, layout = None, None
+        elif _BENCH.search(line) and "#" in line:
+            pending["collective"], pending["tool"] = "all_reduce", "allreduce_bench"
+        if m := _TESTS_VERSION.search(line):
+            pending["nccl_version"] = nccl_version_from_code(int(m.group(1)))
+        elif m := _INFO_VERSION.search(line):
+            pending["nccl_version"] = m.group(1)
+            if current is not None and current.nccl_version is None:
+                current.nccl_version = m.group(1)
+        if m := _HEADER.search(line):
+            layout = _columns(m.group(1))
+            current = NcclTestsRun(**pending)
+            runs.append(current)
+            continue
+        if current is None or layout is None:
+            continue
+        if m := _AVG.search(line):
+            current.avg_busbw = _num(m.group(1))
+            continue
+        if m := _OOB.search(line):
+            current.out_of_bounds = int(m.group(1))
+            continue
+        if line.lstrip().startswith("#"):
+            continue
+        m = _ROW.search(line)
+        if not m:
+            continue
+        has_root, halves = layout
+        rest = m.group(5).split()
+        root = None
+        if has_root and rest:
+            root = int(rest[0]) if re.fullmatch(r"-?\d+", rest[0]) else None
+            rest = rest[1:]
+        parts = []
+        for names in halves:
+            parts.append(_half(names, rest[: len(names)]))
+            rest = rest[len(names):]
+        current.rows.append(NcclTestsRow(size=int(m.group(1)), count=int(m.group(2)), dtype=m.group(3),
+                                         redop=m.group(4), root=root, out_of_place=parts[0] if parts else None,
+                                         in_place=parts[1] if len(parts) > 1 else None))
+    return runs
+
+
+def _json_half(obj: object) -> PlaceResult | None:
+    if not isinstance(obj, dict):
+        return None
+
+    def f(key: str) -> float | None:
+        v = obj.get(key)
+        return float(v) if isinstance(v, int | float) else None
+
+    per = obj.get("per_iter") if isinstance(obj.get("per_iter"), dict) else {}
+    return PlaceResult(time_us=f("time") if "time" in obj else f("cpu_time"), algbw=f("alg_bw"), busbw=f("bus_bw"),
+                       wrong=f("nwrong"), per_iter={k: float(v) for k, v in per.items() if isinstance(v, int | float)})
+
+
+def parse_nccl_tests_json(text: str) -> NcclTestsRun:
+    """nccl-tests `-J` JSON (format version 2) or allreduce_bench.py --json (same keys)."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"not nccl-tests JSON: {exc}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
+        raise ValueError("not nccl-tests JSON: no 'results' list")
+    cfg = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+    args = doc.get("args") if isinstance(doc.get("args"), list) else []
+    collective = doc.get("collective")
+    if collective is None and args:
+        m = _COLLECTIVE.search(str(args[0]))
+        collective = m.group(1) if m else None
+    ver = doc.get("nccl_version")
+    version = nccl_version_from_code(ver) if isinstance(ver, int) else (ver if isinstance(ver, str) else None)
+    run = NcclTestsRun(collective=collective, ngpus=cfg.get("ngpus"), nthreads=cfg.get("nthreads"),
+                       graph=cfg.get("graph"), nccl_version=version, source="json", tool=doc.get("tool", "nccl-tests"))
+    for r in doc["results"]:
+        if not isinstance(r, dict) or "size" not in r:
+            continue
+        root = str(r.get("root", "")).strip()
+        run.rows.append(NcclTestsRow(size=int(r["size"]), count=int(r.get("count", 0)), dtype=str(r.get("type", "")),
+                                     redop=str(r.get("redop", "")), root=int(root) if re.fullmatch(r"-?\d+", root) else None,
+                                     out_of_place=_json_half(r.get("out_of_place")), in_place=_json_half(r.get("in_place"))))
+    avg = doc.get("average_bus_bandwidth")
+    if isinstance(avg, dict) and isinstance(avg.get("bandwidth"), int | float):
+        run.avg_busbw = float(avg["bandwidth"])
+    oob = doc.get("out_of_bounds")
+    if isinstance(oob, dict) and isinstance(oob.get("count"), int):
+        run.out_of_bounds = oob["count"]
+    return run
+
+
+def parse_all_reduce(text: str) -> NcclTestsRun:
+    """The all-reduce table in a text or JSON output (the first one named all_reduce, else the only unnamed one)."""
+    if text.lstrip().startswith("{"):
+        return parse_nccl_tests_json(text)
+    runs = [r for r in parse_nccl_tests(text) if r.rows]
+    named = [r for r in runs if r.collective == "all_reduce"]
+    if named:
+        return named[0]
+    unnamed = [r for r in runs if r.collective is None and all(row.redop != "none" for row in r.rows)]
+    if unnamed:
+        return unnamed[0]
+    raise ValueError("no all_reduce table found in the output")
+
+
+def latency_at(run: NcclTestsRun, size: int) -> float | None:
+    """Latency (µs) at `size` bytes: the row's time when measured, else log-log interpolation between neighbours."""
+    pts = sorted((r.size, r.time_us) for r in run.rows if r.time_us is not None and r.size > 0)
+    for s, t in pts:
+        if s == size:
+            return t
+    for (s0, t0), (s1, t1) in zip(pts, pts[1:], strict=False):
+        if s0 < size < s1 and t0 and t1 and t0 > 0 and t1 > 0:
+            w = (math.log(size) - math.log(s0)) / (math.log(s1) - math.log(s0))
+            return math.exp(math.log(t0) + w * (math.log(t1) - math.log(t0)))
+    return None
+
+
+class NcclLogLine(BaseModel):
+    """One `host:pid:tid [dev] NCCL LEVEL message` line."""
+
+    host: str
+    pid: int
+    tid: int
+    device: int
+    level: str
+    message: str
+
+
+class NcclEnvSetting(BaseModel):
+    """'NCCL_X set by environment to Y': proof that a process saw the variable."""
+
+    name: str
+    value: str
+    pid: int
+    host: str
+
+
+class NcclDebugLog(BaseModel):
+    """What NCCL_DEBUG=INFO output says: version, variables applied (per process), warnings."""
+
+    version: str | None = None
+    cuda_driver: int | None = None
+    lines: list[NcclLogLine] = Field(default_factory=list)
+    env: list[NcclEnvSetting] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    def env_by_pid(self, name: str) -> dict[int, str]:
+        """pid → value for one variable (the last setting each process logged)."""
+        return {e.pid: e.value for e in self.env if e.name == name}
+
+
+_LOG = re.compile(r"(?P<host>[\w.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:\S+:\d+ )?"
+                  r"NCCL (?P<level>INFO|WARN|TRACE|ABORT) (?P<msg>.*?)\s*$")
+_ENV_SET = re.compile(r"^(NCCL_\w+) set by environment to (.*)$")
+_DRIVER = re.compile(r"^cudaDriverVersion (\d+)")
+
+
+def parse_nccl_debug(text: str) -> NcclDebugLog:
+    """NCCL_DEBUG=INFO lines from any log (srun/mpirun/ray prefixes and interleaved app lines are skipped)."""
+    out = NcclDebugLog()
+    for raw in text.splitlines():
+        m = _LOG.search(raw)
+        if not m:
+            continue
+        line = NcclLogLine(host=m["host"], pid=int(m["pid"]), tid=int(m["tid"]), device=int(m["dev"]),
+                           level=m["level"], message=m["msg"])
+        out.lines.append(line)
+        msg = line.message
+        if e := _ENV_SET.match(msg):
+            out.env.append(NcclEnvSetting(name=e.group(1), value=e.group(2).strip(), pid=line.pid, host=line.host))
+        elif v := re.match(r"^NCCL version (\S+)", msg):
+            out.version = out.version or v.group(1)
+        elif d := _DRIVER.match(msg):
+            out.cuda_driver = int(d.group(1))
+        if line.level == "WARN":
+            out.warnings.append(msg)
+    return out

@@ -1,0 +1,170 @@
+"""Pure parsers for git's machine-readable output (-z forms, stash/submodule lists) and diff-line classification."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, Field
+
+__all__ = [
+    "NumStat",
+    "StashEntry",
+    "SubmoduleState",
+    "split_z",
+    "parse_numstat_z",
+    "parse_name_status_z",
+    "parse_stash_list",
+    "parse_submodule_status",
+    "unquote_c_path",
+    "is_logging_line",
+    "logging_only",
+]
+
+
+class NumStat(BaseModel):
+    """Added/removed line counts of one path (None for binary files)."""
+
+    path: str
+    added: int | None
+    removed: int | None
+
+    @property
+    def binary(self) -> bool:
+        return self.added is None
+
+
+class StashEntry(BaseModel):
+    """One `git stash list` entry."""
+
+    index: int
+    sha: str
+    subject: str
+
+
+class SubmoduleState(BaseModel):
+    """One `git submodule status` line: ' ' clean, '+' other commit checked out, '-' absent, 'U' conflicts."""
+
+    path: str
+    sha: str
+    flag: str = Field(description="' ', '+', '-' or 'U' as git prints it.")
+    describe: str | None = None
+
+    @property
+    def moved(self) -> bool:
+        return self.flag in ("+", "U")
+
+
+def split_z(text: str) -> list[str]:
+    """NUL-separated fields, the trailing empty one dropped."""
+    parts = text.split("\x00")
+    return parts[:-1] if parts and parts[-1] == "" else parts
+
+
+def parse_numstat_z(text: str) -> list[NumStat]:
+    """`git diff --numstat -z --no-renames`: 'added<TAB>removed<TAB>path<NUL>' ('-' counts for binary)."""
+    out: list[NumStat] = []
+    for rec in split_z(text):
+        if not rec:
+            continue
+        added, removed, path = rec.split("\t", 2)
+        out.append(NumStat(path=path, added=None if added == "-" else int(added),
+                           removed=None if removed == "-" else int(removed)))
+    return out
+
+
+def parse_name_status_z(text: str) -> dict[str, str]:
+    """`git diff --name-status -z --no-renames`: 'M<NUL>path<NUL>' pairs → {path: status letter}."""
+    fields = split_z(text)
+    out: dict[str, str] = {}
+    i = 0
+    while i + 1 < len(fields):
+        status, path = fields[i], fields[i + 1]
+        out[path] = status[:1]
+        i += 2
+    return out
+
+
+def parse_stash_list(text: str) -> list[StashEntry]:
+    """`git stash list --format=%H%x00%gs` (one entry per line, newest first)."""
+    out: list[StashEntry] = []
+    for i, line in enumerate(x for x in text.splitlines() if x.strip()):
+        sha, _, subject = line.partition("\x00")
+        out.append(StashEntry(index=i, sha=sha.strip(), subject=subject))
+    return out
+
+
+_SUBMODULE = re.compile(r"^(?P<flag>[ +\-U])(?P<sha>[0-9a-f]{7,64}) (?P<path>.+?)(?: \((?P<describe>[^()]*)\))?$")
+
+
+def parse_submodule_status(text: str) -> list[SubmoduleState]:
+    """`git submodule status` lines."""
+    out: list[SubmoduleState] = []
+    for line in text.splitlines():
+        m = _SUBMODULE.match(line)
+        if m:
+            out.append(SubmoduleState(path=m["path"], sha=m["sha"], flag=m["flag"], describe=m["describe"]))
+    return out
+
+
+_ESCAPES = {"n": b"\n", "t": b"\t", '"': b'"', "\\": b"\\", "a": b"\a", "b": b"\b", "f": b"\f", "r": b"\r",
+            "v": b"\v"}
+
+
+def unquote_c_path(path: str, strip_prefix: bool = True) -> str:
+    """Undo git's C-style path quoting ("a/sp\\303\\251" → 'sp\u00e9') and drop an a/ or b/ prefix."""
+    if len(path) >= 2 and path[0] == '"' and path[-1] == '"':
+        body, buf, i = path[1:-1], bytearray(), 0
+        while i < len(body):
+            ch = body[i]
+            if ch == "\\" and i + 1 < len(body):
+                nxt = body[i + 1]
+                if nxt in "01234567" and re.fullmatch(r"[0-7]{3}", body[i + 1:i + 4]):
+                    buf.append(int(body[i + 1:i + 4], 8))
+                    i += 4
+                    continue
+                buf += _ESCAPES.get(nxt, nxt.encode())
+                i += 2
+                continue
+            buf += ch.encode("utf-8", "surrogateescape")
+            i += 1
+        path = buf.decode("utf-8", "surrogateescape")
+    if strip_prefix and path[:2] in ("a/", "b/"):
+        path = path[2:]
+    return path
+
+
+_LOG_START = re.compile(
+    r"^\s*(?:(?:self\.|cls\.)?(?:logger|logging|_logger|log|LOGGER)\.(?:debug|info|warning|warn|error|exception|"
+    r"critical|log|info_once|warning_once)\s*\(|print\s*\(|warnings\.warn\s*\(|print_rank_0\s*\(|"
+    r"rank0_log\s*\(|rank0_print\s*\()"
+)
+
+
+def is_logging_line(line: str) -> bool:
+    """A single line that is blank, a comment, or starts a logging/print call."""
+    s = line.strip()
+    return not s or s.startswith("#") or bool(_LOG_START.match(line))
+
+
+def _paren_balance(line: str) -> int:
+    code = re.sub(r"""(['"])(?:\\.|(?!\1).)*\1""", "", line.split("#", 1)[0] if '"' not in line and "'" not in line
+                  else line)
+    return code.count("(") + code.count("[") + code.count("{") - code.count(")") - code.count("]") - code.count("}")
+
+
+def logging_only(lines: list[str]) -> bool:
+    """True when every changed line is a logging call (multi-line calls included), print, comment or blank."""
+    if not lines:
+        return False
+    depth = 0
+    for line in lines:
+        if depth > 0:
+            depth += _paren_balance(line)
+            continue
+        if not line.strip() or line.strip().startswith("#"):
+            continue
+        if _LOG_START.match(line):
+            depth = max(0, _paren_balance(line))
+            continue
+        return False
+    return True

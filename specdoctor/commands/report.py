@@ -1,0 +1,63 @@
+"""`specdoctor report show|diff|schema`: read saved reports in the terminal, compare two runs, print the schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(help="Show, compare and describe saved game-plan reports.", no_args_is_help=True)
+
+    @group.command("show")
+    def show(
+        run_dir: Annotated[Path, typer.Argument(help="Run directory (or its report.json).")],
+        section: Annotated[list[str] | None, typer.Option("--section", "-s", help="Only these section ids.")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the report JSON.")] = False,
+    ) -> None:
+        """Render a saved report.json in the terminal."""
+        from specdoctor.errors import UsageError
+        from specdoctor.report.doc import SECTION_IDS
+        from specdoctor.report.show import render_report
+        from specdoctor.report.writer import load_report, redact_report
+
+        report = redact_report(load_report(run_dir))
+        if as_json:
+            typer.echo(report.model_dump_json(indent=2))
+            return
+        bad = [s for s in section or [] if s not in SECTION_IDS]
+        if bad:
+            raise UsageError(f"unknown section(s) {', '.join(bad)}; choose from {', '.join(SECTION_IDS)}")
+        Console().print(render_report(report, sections=section or None))
+
+    @group.command("diff")
+    def diff(
+        a: Annotated[Path, typer.Argument(help="Earlier run directory (or report.json).")],
+        b: Annotated[Path, typer.Argument(help="Later run directory (or report.json).")],
+        as_json: Annotated[bool, typer.Option("--json", help="Print the diff as JSON.")] = False,
+    ) -> None:
+        """Compare two runs: verdicts, measurements (comparator outcomes) and fingerprints."""
+        from specdoctor.report.diff import diff_reports
+        from specdoctor.report.show import render_diff
+        from specdoctor.report.writer import load_report, redact_report
+
+        d = diff_reports(redact_report(load_report(a)), redact_report(load_report(b)))
+        if as_json:
+            typer.echo(json.dumps({**d.model_dump(mode="json"), "verdict_changed": d.verdict_changed}, indent=2))
+            return
+        Console().print(render_diff(d))
+
+    @group.command("schema")
+    def schema() -> None:
+        """Print the JSON Schema of report.json."""
+        from specdoctor.report.writer import report_schema
+
+        typer.echo(json.dumps(report_schema(), indent=2))
+
+    app.add_typer(group, name="report")

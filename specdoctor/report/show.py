@@ -1,0 +1,105 @@
+"""Terminal rendering (rich renderables, never printed here) of a saved report and of a report diff."""
+
+from __future__ import annotations
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.rule import Rule
+from rich.table import Table as RichTable
+from rich.text import Text
+
+from specdoctor.host.redact import redact_text
+from specdoctor.report import fmt
+from specdoctor.report.diff import ReportDiff
+from specdoctor.report.doc import LLM_MARK, Block, Bullets, Code, Figure, Para, Quote, Span, Table, build
+from specdoctor.report.model import Report
+
+__all__ = ["render_report", "render_diff", "VERDICT_STYLE"]
+
+VERDICT_STYLE = {"no-regression": "bold green", "code-regression": "bold red", "environment": "bold yellow",
+                 "baseline-not-reproducible": "bold magenta", "inconclusive": "bold white"}
+
+
+def _text(spans: list[Span]) -> Text:
+    t = Text()
+    for s in spans:
+        if isinstance(s, Code):
+            t.append(redact_text(s.text), style="cyan")
+        else:
+            s = redact_text(s)
+            if LLM_MARK in s:
+                before, _, after = s.partition(LLM_MARK)
+                t.append(before)
+                t.append(LLM_MARK, style="bold magenta")
+                t.append(after)
+            else:
+                t.append(s)
+    return t
+
+
+def _block(b: Block, verdict: str) -> RenderableType | None:
+    if isinstance(b, Para):
+        t = _text(b.spans)
+        if b.strong:
+            t.stylize(VERDICT_STYLE.get(verdict, "bold"))
+        if b.llm_made:
+            t = Text.assemble((LLM_MARK + " ", "bold magenta"), t)
+        return t
+    if isinstance(b, Table):
+        table = RichTable(*b.headers, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+        for row in b.rows:
+            table.add_row(*(_text(c) for c in row))
+        return table
+    if isinstance(b, Bullets):
+        return Group(*(Text.assemble("• ", _text(i)) for i in b.items))
+    if isinstance(b, Quote):
+        return Panel(Text("\n".join(redact_text(line) for line in b.lines), style="yellow"), expand=False)
+    if isinstance(b, Figure):
+        return None      # plots live in report.html
+    raise TypeError(f"unknown block {type(b).__name__}")
+
+
+def render_report(report: Report, sections: list[str] | None = None) -> Group:
+    """The report for a terminal; `sections` limits it to those section ids (see doc.SECTION_IDS)."""
+    doc = build(report)
+    parts: list[RenderableType] = [Text(doc.title, style="bold"), Text(redact_text(doc.subtitle), style="dim")]
+    for sec in doc.sections:
+        if sections and sec.id not in sections:
+            continue
+        parts.append(Rule(sec.title, align="left"))
+        parts += [r for r in (_block(b, report.verdict) for b in sec.blocks) if r is not None]
+    return Group(*parts)
+
+
+def render_diff(d: ReportDiff) -> Group:
+    """A diff of two runs: verdicts, measurements with comparator outcomes, fingerprint changes."""
+    head = Text.assemble(("run A ", "dim"), d.run_a or fmt.DASH, ("  →  run B ", "dim"), d.run_b or fmt.DASH)
+    verdict = Text.assemble("verdict: ", (d.verdict_a, VERDICT_STYLE[d.verdict_a]), " → ",
+                            (d.verdict_b, VERDICT_STYLE[d.verdict_b]),
+                            (" (changed)" if d.verdict_changed else " (unchanged)", "dim"))
+    parts: list[RenderableType] = [head, verdict, Rule("Measurements", align="left")]
+    if d.measurements:
+        t = RichTable("configuration", "A median", "B median", "change", "outcome", "p", "why", box=box.SIMPLE_HEAD)
+        style = {"DIFFERENT": "bold red", "SAME": "green", "UNKNOWN": "yellow"}
+        for m in d.measurements:
+            t.add_row(m.label, fmt.num(m.median_a, unit=m.unit), fmt.num(m.median_b, unit=m.unit),
+                      fmt.pct(m.pct_change), Text(m.outcome, style=style[m.outcome]), fmt.pval(m.p_value), m.reason)
+        parts.append(t)
+    else:
+        parts.append(Text("No configuration was measured in both runs."))
+    for name, labels in (("only in A", d.only_in_a), ("only in B", d.only_in_b)):
+        if labels:
+            parts.append(Text(f"{name}: {', '.join(labels)}", style="dim"))
+    parts.append(Rule("Fingerprint", align="left"))
+    if d.fingerprint:
+        t = RichTable("key", "A", "B", "impact", box=box.SIMPLE_HEAD)
+        for c in d.fingerprint:
+            t.add_row(c.key, redact_text(fmt.value(c.before)), redact_text(fmt.value(c.after)), c.impact)
+        parts.append(t)
+    else:
+        parts.append(Text("Fingerprints identical (or not recorded)."))
+    if d.top_action_a != d.top_action_b:
+        parts.append(Rule("Game plan", align="left"))
+        parts.append(Text(f"top action A: {d.top_action_a or fmt.DASH}\ntop action B: {d.top_action_b or fmt.DASH}"))
+    return Group(*parts)

@@ -7,7 +7,6 @@ Goals (issue #2): SSHHost median <= 1.5x raw paramiko, and below OpenSSH with Co
 from __future__ import annotations
 
 import argparse
-import json
 import socket
 import statistics
 import subprocess

@@ -1,0 +1,277 @@
+"""Launch and stop SGLang servers that specdoctor owns: detached, logged, recorded by process group."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import time
+from typing import Any
+
+import httpx
+from pydantic import BaseModel, Field
+
+from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
+from specdoctor.host.base import Host, Raw
+from specdoctor.host.redact import redact_env, redact_text
+from specdoctor.parsers.sglang import drop_speculative_flags, parse_launch_command, split_command
+from specdoctor.toolkit import ToolContext, tool
+
+__all__ = ["LaunchInput", "LaunchResult", "launch_server", "StopInput", "StopResult", "stop_server",
+           "build_command", "port_busy", "FATAL"]
+
+FATAL = re.compile(r"Traceback \(most recent call last\)|^\S*(Error|Exception): |CUDA error|out of memory|"
+                   r"\bFATAL\b|Killed$", re.M)
+_PY = re.compile(r"^python[0-9.]*$")
+
+
+class LaunchInput(BaseModel):
+    """Arguments of launch_server."""
+
+    command: str | list[str] = Field(description="SGLang launch line (python -m sglang.launch_server ... / sglang serve ...).")
+    python: str | None = Field(default=None, description="Interpreter on the host replacing a leading python/python3.")
+    cwd: str | None = None
+    env: dict[str, str] = Field(default_factory=dict, description="Environment overrides (env K=V).")
+    drop_speculative: bool = Field(default=False, description="Launch the baseline: drop every --speculative-* flag.")
+    port: int | None = Field(default=None, description="Override the port (--port).")
+    timeout_s: float = Field(default=600, description="How long to wait for /health_generate.")
+    label: str = Field(default="server", description="A name for the log file and the record.")
+
+
+class LaunchResult(BaseModel):
+    """A server specdoctor started: its process group, pids, port and log."""
+
+    pids: list[int] = Field(default_factory=list)
+    pgid: int | None = None
+    port: int
+    log_path: str
+    ready_seconds: float | None = None
+    argv: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict, description="Overrides passed (redacted).")
+    label: str = ""
+    log_tail: str = ""
+
+    def summary_line(self) -> str:
+        ready = f"ready in {self.ready_seconds:.1f}s" if self.ready_seconds is not None else "not ready"
+        return f"{self.label}: pgid {self.pgid} on port {self.port}, {ready}, log {self.log_path}"
+
+
+def build_command(command: str | list[str], *, python: str | None, drop_speculative: bool,
+                  port: int | None) -> list[str]:
+    """The argv to run: baseline flags dropped, python swapped, port forced, leading K=V kept out (env)."""
+    tokens = drop_speculative_flags(command) if drop_speculative else split_command(command)
+    parsed = parse_launch_command(tokens)
+    argv = tokens[len(tokens) - len(parsed.prefix) - len(parsed.flags):]  # drop leading env/wrappers
+    if parsed.entry == "bare":
+        argv = [python or "python3", "-m", "sglang.launch_server", *parsed.flags]
+    elif python:
+        base = os.path.basename(argv[0])
+        if _PY.match(base):
+            argv = [python, *argv[1:]]
+        elif parsed.entry == "serve" and base == "sglang":
+            argv = [os.path.join(os.path.dirname(python), "sglang"), *argv[1:]]
+    if port is not None:
+        out, i = [], 0
+        while i < len(argv):
+            t = argv[i]
+            if t == "--port":
+                i += 2
+                continue
+            if t.startswith("--port="):
+                i += 1
+                continue
+            out.append(t)
+            i += 1
+        argv = [*out, "--port", str(port)]
+    return argv
+
+
+def port_busy(host: Host, port: int) -> bool:
+    """True when something on the host listens on `port` (from /proc/net/tcp{,6}: works without ss/python)."""
+    res = host.run(Raw("cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; true"), check="ignore")
+    want = f"{port:04X}"
+    for line in res.stdout.splitlines()[1:]:
+        cells = line.split()
+        if len(cells) > 3 and ":" in cells[1] and cells[1].rsplit(":", 1)[1] == want and cells[3] == "0A":
+            return True
+    return False
+
+
+def _record(ctx: ToolContext, entry: dict[str, Any]) -> None:
+    """Append to ctx.cache['started'] and to RUN_DIR/started.json (JSON lines) on the host."""
+    ctx.cache.setdefault("started", []).append(entry)
+    path = f"{ctx.run_dir}/started.json"
+    ctx.host.run(Raw(f"mkdir -p {shlex.quote(ctx.run_dir)} && printf '%s\\n' "
+                     f"{shlex.quote(json.dumps(entry))} >> {shlex.quote(path)}"), check="ignore")
+
+
+def _health(host: Host, port: int) -> bool:
+    try:
+        with host.forward(port) as local:
+            r = httpx.get(f"http://127.0.0.1:{local}/health_generate", timeout=5.0)
+            return r.status_code == 200
+    except (httpx.HTTPError, OSError):
+        return False
+
+
+_STATS = 'for d in /proc/[0-9]*; do read -r st < "$d/stat" 2>/dev/null && echo "$st"; done; true'
+
+
+def _members(stat_text: str, pgid: int) -> list[int]:
+    """Live (non-zombie) pids of a process group, from /proc/*/stat lines."""
+    out = []
+    for line in stat_text.splitlines():
+        m = re.match(r"^(\d+) \(.*\) (\S) \d+ (\d+)", line)
+        if m and int(m.group(3)) == pgid and m.group(2) not in ("Z", "X"):
+            out.append(int(m.group(1)))
+    return out
+
+
+def _group_pids(host: Host, pgid: int) -> list[int]:
+    return _members(host.run(Raw(_STATS), check="ignore").stdout, pgid)
+
+
+def _probe(host: Host, pgid: int, log: str) -> tuple[bool, str]:
+    """(group alive, log tail) in one command."""
+    res = host.run(Raw(f"{_STATS}; echo @@tail; tail -n 60 {shlex.quote(log)} 2>/dev/null; true"), check="ignore")
+    stats, _, tail = res.stdout.partition("@@tail\n")
+    return bool(_members(stats, pgid)), tail
+
+
+def _kill_group(host: Host, pgid: int, grace_s: float = 10.0) -> bool:
+    """SIGTERM the group, wait, SIGKILL if needed; True when no live member is left."""
+    host.run(["kill", "-TERM", "--", f"-{pgid}"], check="ignore")
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        if not _group_pids(host, pgid):
+            return True
+        time.sleep(0.2)
+    host.run(["kill", "-KILL", "--", f"-{pgid}"], check="ignore")
+    for _ in range(25):
+        if not _group_pids(host, pgid):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@tool(effect="disrupt")
+def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
+    """Start an SGLang server detached (setsid nohup), log to the run folder, wait for /health_generate.
+
+    Refuses a busy port. The process group is recorded (ctx.cache['started'] and started.json) so that
+    stop_server only ever stops what specdoctor started. A failed start raises Unresolved with the log tail.
+    """
+    argv = build_command(args.command, python=args.python, drop_speculative=args.drop_speculative, port=args.port)
+    parsed = parse_launch_command(argv)
+    env = {**parse_launch_command(args.command).env, **args.env}
+    port = parsed.port
+    if port_busy(ctx.host, port):
+        raise ToolRetry(f"port {port} is busy on {ctx.host.name}: stop that server first or pass another port")
+    label = re.sub(r"[^A-Za-z0-9_.-]+", "-", args.label) or "server"
+    log = f"{ctx.run_dir}/{label}-{int(time.time())}-{port}.log"
+    env_part = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+    run = f"setsid nohup env {env_part} {shlex.join(argv)}" if env_part else f"setsid nohup {shlex.join(argv)}"
+    script = (f"mkdir -p {shlex.quote(ctx.run_dir)} && "
+              + (f"cd {shlex.quote(args.cwd)} && " if args.cwd else "")
+              + f"{{ {run} > {shlex.quote(log)} 2>&1 < /dev/null & }} && echo $!")
+    ctx.say(f"launching {label} on port {port}")
+    res = ctx.host.run(Raw(script), check="ignore", timeout=60)
+    pid_s = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
+    if not res.ok or not pid_s.isdigit():
+        raise ToolFailed(f"could not start the server: {(res.stderr or res.stdout).strip()[:300]}")
+    pid = int(pid_s)
+    stat = ctx.host.run(["cat", f"/proc/{pid}/stat"], check="ignore").stdout
+    m = re.match(r"^\d+ \(.*\) \S+ \d+ (\d+)", stat, re.S)
+    pgid = int(m.group(1)) if m else pid
+    result = LaunchResult(pids=[pid], pgid=pgid, port=port, log_path=log, argv=argv, env=redact_env(env),
+                          label=label)
+    _record(ctx, {"pgid": pgid, "pids": [pid], "port": port, "log": log, "label": label, "time": time.time()})
+    t0 = time.monotonic()
+    last_say = t0
+    while True:
+        alive, tail = _probe(ctx.host, pgid, log)
+        fatal = FATAL.search(tail)
+        if not alive or fatal:
+            result.log_tail = redact_text(tail[-4000:])
+            if alive:
+                _kill_group(ctx.host, pgid)
+            why = "the server process exited" if not alive else f"fatal line in the log: {fatal.group(0)!r}"
+            raise Unresolved(f"{label} failed to start ({why}); log tail:\n{result.log_tail[-1500:]}", output=result)
+        if _health(ctx.host, port):
+            result.ready_seconds = round(time.monotonic() - t0, 2)
+            break
+        if time.monotonic() - t0 > args.timeout_s:
+            result.log_tail = redact_text(tail[-4000:])
+            _kill_group(ctx.host, pgid)
+            raise Unresolved(f"{label} not healthy after {args.timeout_s:g}s; log tail:\n{result.log_tail[-1500:]}",
+                             output=result)
+        if time.monotonic() - last_say > 15:
+            ctx.say(f"waiting for {label} on port {port} ({time.monotonic() - t0:.0f}s)")
+            last_say = time.monotonic()
+        time.sleep(0.25)
+    result.pids = sorted({pid, *_group_pids(ctx.host, pgid)})
+    ctx.say(f"{label} ready on port {port} after {result.ready_seconds:.1f}s")
+    return result
+
+
+class StopInput(BaseModel):
+    """Arguments of stop_server."""
+
+    pgid: int | None = Field(default=None, description="A group specdoctor started (default: all of this run's).")
+    grace_s: float = Field(default=10.0, description="Seconds between SIGTERM and SIGKILL.")
+
+
+class StopResult(BaseModel):
+    """Which recorded process groups were stopped."""
+
+    stopped: list[int] = Field(default_factory=list, description="Process group ids now gone.")
+    stopped_pids: list[int] = Field(default_factory=list)
+    still_running: list[int] = Field(default_factory=list)
+
+    def summary_line(self) -> str:
+        extra = f"; STILL RUNNING: {self.still_running}" if self.still_running else ""
+        return f"stopped {len(self.stopped)} server group(s){extra}"
+
+
+def _started(ctx: ToolContext) -> list[dict[str, Any]]:
+    """Groups started in this run: ctx.cache plus the host's started.json (a resumed run has only the file)."""
+    entries = list(ctx.cache.get("started", []))
+    res = ctx.host.run(["cat", f"{ctx.run_dir}/started.json"], check="ignore")
+    for line in res.stdout.splitlines():
+        try:
+            e = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(e, dict) and isinstance(e.get("pgid"), int):
+            entries.append(e)
+    stopped = {e["pgid"] for e in entries if e.get("stopped")}
+    seen: dict[int, dict[str, Any]] = {}
+    for e in entries:
+        if not e.get("stopped") and e["pgid"] not in stopped:
+            seen.setdefault(e["pgid"], e)
+    return list(seen.values())
+
+
+@tool(effect="disrupt")
+def stop_server(ctx: ToolContext, args: StopInput) -> StopResult:
+    """Stop server process groups that specdoctor started (SIGTERM, then SIGKILL); never anything else."""
+    started = _started(ctx)
+    if args.pgid is not None:
+        targets = [e for e in started if e["pgid"] == args.pgid]
+        if not targets:
+            raise ToolFailed(f"process group {args.pgid} was not started by specdoctor in run {ctx.run_id}: refusing")
+    else:
+        targets = started
+    out = StopResult()
+    for e in targets:
+        pgid = e["pgid"]
+        if _kill_group(ctx.host, pgid, args.grace_s):
+            out.stopped.append(pgid)
+            out.stopped_pids.extend(e.get("pids", []))
+            _record(ctx, {"pgid": pgid, "stopped": True, "time": time.time()})
+        else:
+            out.still_running.append(pgid)
+    if out.still_running:
+        raise ToolFailed(f"process group(s) {out.still_running} survived SIGKILL")
+    return out

@@ -1,0 +1,494 @@
+"""Server tools: find SGLang processes, read their environments, check env propagation, query server_info."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from typing import Any, Literal
+
+import httpx
+from pydantic import BaseModel, Field
+
+from specdoctor.errors import NoData, ToolFailed
+from specdoctor.host.base import Host, Raw
+from specdoctor.host.redact import redact_env, redact_value
+from specdoctor.parsers.sglang import (
+    BodyError,
+    ServerInfo,
+    normalise_server_info,
+    parse_body,
+    parse_launch_command,
+)
+from specdoctor.toolkit import ToolContext, tool
+
+__all__ = [
+    "Proc", "Server", "FindServersInput", "ServerList", "find_server_processes", "list_processes", "find_servers",
+    "ReadEnvInput", "ProcessEnv", "read_process_env", "read_environs",
+    "PropagationInput", "EnvRow", "Propagation", "check_env_propagation",
+    "ServerInfoInput", "ServerInfoOutput", "server_info", "http_get", "FORCED_BY_SGLANG",
+]
+
+FORCED_BY_SGLANG = {"NCCL_CUMEM_ENABLE", "NCCL_NVLS_ENABLE", "CUDA_DEVICE_MAX_CONNECTIONS"}
+DEFAULT_PATTERNS = ["NCCL_*", "CUDA_*", "SGLANG_*", "TORCH_NCCL_*"]
+
+# One round-trip for the whole process table: per process "\x1e<stat>\x1f<cmdline NUL-separated>".
+_PS_SCRIPT = Raw(
+    'for d in /proc/[0-9]*; do read -r st < "$d/stat" 2>/dev/null || continue; '
+    "printf '\\036%s\\037' \"$st\"; cat \"$d/cmdline\" 2>/dev/null; done; true"
+)
+
+
+class Proc(BaseModel):
+    """One process: pid, parent, short name (comm) and full command line."""
+
+    pid: int
+    ppid: int
+    title: str = Field(description="comm (what setproctitle/prctl set, max 15 chars).")
+    cmdline: list[str] = Field(default_factory=list)
+
+    @property
+    def line(self) -> str:
+        return " ".join(self.cmdline) or self.title
+
+
+class Server(BaseModel):
+    """One SGLang server: its main process, scheduler workers (by TP rank), detokenizer, parsed args."""
+
+    main: Proc
+    workers: list[Proc] = Field(default_factory=list)
+    ranks: dict[str, int] = Field(default_factory=dict, description="Rank label (TP0, ...) -> worker pid.")
+    detokenizer: Proc | None = None
+    port: int
+    argv: list[str] = Field(default_factory=list)
+    args: dict[str, Any] = Field(default_factory=dict)
+    launch_env: dict[str, str] = Field(default_factory=dict, description="Leading K=V of the command (redacted).")
+
+
+class FindServersInput(BaseModel):
+    """Arguments of find_server_processes."""
+
+    port: int | None = Field(default=None, description="Only the server listening on this port.")
+
+
+class ServerList(BaseModel):
+    """SGLang servers found on the host."""
+
+    servers: list[Server] = Field(default_factory=list)
+
+    def summary_line(self) -> str:
+        return "; ".join(f"port {s.port}: main {s.main.pid}, {len(s.workers)} workers" for s in self.servers)
+
+
+def list_processes(host: Host) -> list[Proc]:
+    """Every process on the host with pid/ppid/comm/cmdline, in one command."""
+    res = host.run(_PS_SCRIPT, check="ignore", timeout=60)
+    procs = []
+    for rec in res.stdout.split("\x1e"):
+        if "\x1f" not in rec:
+            continue
+        stat, _, cmd = rec.partition("\x1f")
+        m = re.match(r"^(\d+) \((.*)\) \S+ (\d+)", stat, re.S)
+        if not m:
+            continue
+        argv = [a for a in cmd.split("\x00")]
+        while argv and argv[-1] == "":
+            argv.pop()
+        if len(argv) == 1 and " " in argv[0] and argv[0].startswith("sglang::"):
+            argv = argv[0].split()  # setproctitle writes one string
+        procs.append(Proc(pid=int(m.group(1)), ppid=int(m.group(3)), title=m.group(2), cmdline=argv))
+    return procs
+
+
+def _is_main(p: Proc) -> bool:
+    line = " ".join(p.cmdline)
+    if "sglang.launch_server" in line:
+        return any(t == "sglang.launch_server" for t in p.cmdline)
+    for i, t in enumerate(p.cmdline[:-1]):
+        if t.rsplit("/", 1)[-1] in ("sglang", "sglang.cli.main") and p.cmdline[i + 1] == "serve":
+            return True
+    return False
+
+
+def _title(p: Proc) -> str:
+    return p.cmdline[0] if p.cmdline and p.cmdline[0].startswith("sglang::") else p.title
+
+
+def find_servers(procs: list[Proc], port: int | None = None) -> list[Server]:
+    """Group processes into servers: mains by command line, workers/detokenizer by title, as descendants."""
+    children: dict[int, list[Proc]] = {}
+    for p in procs:
+        children.setdefault(p.ppid, []).append(p)
+    servers = []
+    mains = [p for p in procs if _is_main(p)]
+    main_pids = {p.pid for p in mains}
+    for main in mains:
+        if any(a in main_pids for a in _ancestors(main, procs)):
+            continue  # a re-exec'd child of another main (e.g. `sglang serve` -> python)
+        desc: list[Proc] = []
+        stack = list(children.get(main.pid, []))
+        while stack:
+            c = stack.pop()
+            desc.append(c)
+            stack.extend(children.get(c.pid, []))
+        workers = sorted((d for d in desc if _title(d).startswith("sglang::schedul")), key=lambda d: _rank_key(d))
+        detok = next((d for d in desc if _title(d).startswith("sglang::detoken")), None)
+        parsed = parse_launch_command(main.cmdline)
+        ranks = {}
+        for i, w in enumerate(workers):
+            m = re.search(r"((?:DP\d+_)?TP\d+(?:_EP\d+)?)", _title(w))
+            ranks[m.group(1) if m else f"W{i}"] = w.pid
+        s = Server(main=main, workers=workers, ranks=ranks, detokenizer=detok, port=parsed.port, argv=main.cmdline,
+                   args=parsed.as_args(), launch_env=redact_env(parsed.env))
+        if port is None or s.port == port:
+            servers.append(s)
+    return servers
+
+
+def _ancestors(p: Proc, procs: list[Proc]) -> list[int]:
+    by_pid = {q.pid: q for q in procs}
+    out, cur, seen = [], p.ppid, set()
+    while cur in by_pid and cur not in seen:
+        seen.add(cur)
+        out.append(cur)
+        cur = by_pid[cur].ppid
+    return out
+
+
+def _rank_key(p: Proc) -> tuple[int, int]:
+    m = re.search(r"TP(\d+)", _title(p))
+    return (int(m.group(1)) if m else 10**6, p.pid)
+
+
+@tool(effect="read")
+def find_server_processes(ctx: ToolContext, args: FindServersInput) -> ServerList:
+    """Find running SGLang servers: main process, sglang::scheduler workers per TP rank, detokenizer, parsed args."""
+    servers = find_servers(list_processes(ctx.host), args.port)
+    if not servers:
+        where = f" on port {args.port}" if args.port else ""
+        raise NoData(f"no SGLang server running{where} (looked for sglang.launch_server / sglang serve)")
+    ctx.cache["servers"] = servers
+    return ServerList(servers=servers)
+
+
+# -- environments ---------------------------------------------------------------------------------------
+
+class ReadEnvInput(BaseModel):
+    """Arguments of read_process_env."""
+
+    pid: int = Field(description="Process id on the host.")
+
+
+class ProcessEnv(BaseModel):
+    """A process's initial environment (/proc/PID/environ), secrets redacted."""
+
+    pid: int
+    env: dict[str, str] = Field(default_factory=dict)
+    readable: bool = True
+
+    def summary_line(self) -> str:
+        return f"pid {self.pid}: {len(self.env)} variables" if self.readable else f"pid {self.pid}: not readable"
+
+
+def _parse_environ(data: str) -> dict[str, str]:
+    env = {}
+    for item in data.split("\x00"):
+        if "=" in item:
+            k, _, v = item.partition("=")
+            if k:
+                env[k] = v
+    return env
+
+
+def read_environs(host: Host, pids: list[int]) -> dict[int, dict[str, str] | None]:
+    """Raw environments of several processes in one command (None: unreadable or gone). Not redacted."""
+    if not pids:
+        return {}
+    script = ("for p in " + " ".join(str(int(p)) for p in pids) + "; do printf '\\036%s\\037' \"$p\"; "
+              "if [ -r /proc/$p/environ ] && cat /proc/$p/environ 2>/dev/null; then printf '\\035ok'; fi; done; true")
+    res = host.run(Raw(script), check="ignore", timeout=60)
+    out: dict[int, dict[str, str] | None] = {p: None for p in pids}
+    for rec in res.stdout.split("\x1e"):
+        pid_s, sep, data = rec.partition("\x1f")
+        if not sep or not pid_s.strip().isdigit():
+            continue
+        if data.endswith("\x1dok"):
+            out[int(pid_s)] = _parse_environ(data[:-3])
+    return out
+
+
+@tool(effect="read")
+def read_process_env(ctx: ToolContext, args: ReadEnvInput) -> ProcessEnv:
+    """Read /proc/PID/environ of one process (its environment at exec time); secret-looking values are redacted."""
+    env = read_environs(ctx.host, [args.pid]).get(args.pid)
+    if env is None:
+        raise ToolFailed(f"cannot read /proc/{args.pid}/environ (process gone or owned by another user)")
+    return ProcessEnv(pid=args.pid, env=redact_env(env))
+
+
+class PropagationInput(BaseModel):
+    """Arguments of check_env_propagation."""
+
+    port: int | None = Field(default=None, description="Server port (default: the first server found).")
+    names: list[str] | None = Field(default=None, description="Variables (glob patterns allowed); default NCCL_*, "
+                                    "CUDA_*, SGLANG_*, TORCH_NCCL_* set anywhere.")
+    shell_env: dict[str, str] | None = Field(default=None, description="The launch shell's env, if known.")
+    python: str | None = Field(default=None, description="The server's python (default: the main's executable).")
+
+
+Status = Literal["propagated", "dropped-for-workers", "differs", "forced-by-sglang", "only-in-workers",
+                 "missing-in-parent", "only-in-shell"]
+
+
+class EnvRow(BaseModel):
+    """One variable's value in the launch shell, the main (parent) process and each worker."""
+
+    name: str
+    shell: str | None = None
+    parent: str | None = None
+    workers: dict[str, str | None] = Field(default_factory=dict, description="Rank -> value (None: unset).")
+    forced_by_sglang: bool = False
+    from_sitecustomize: bool = False
+    from_nccl_conf: bool = False
+    nccl_conf_value: str | None = None
+    status: Status
+    note: str = ""
+
+
+class Propagation(BaseModel):
+    """The env-propagation table of one server, plus where injected values come from."""
+
+    port: int
+    main_pid: int
+    worker_pids: dict[str, int] = Field(default_factory=dict)
+    shell_source: str = Field(description="'given', 'parent-process PID' or 'login env' (env -0).")
+    rows: list[EnvRow] = Field(default_factory=list)
+    sitecustomize: str | None = Field(default=None, description="Path of the sitecustomize.py the server imports.")
+    sitecustomize_vars: dict[str, str] = Field(default_factory=dict)
+    nccl_conf: dict[str, str] = Field(default_factory=dict)
+    nccl_conf_files: list[str] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+
+    @property
+    def dropped(self) -> list[str]:
+        return [r.name for r in self.rows if r.status == "dropped-for-workers"]
+
+    def summary_line(self) -> str:
+        lost = self.dropped
+        head = f"{len(self.rows)} variables across parent + {len(self.worker_pids)} workers"
+        return head + (f"; present in shell/parent but ABSENT in workers: {', '.join(lost)}" if lost else
+                       "; nothing dropped for the workers")
+
+
+_SITE_RE = [
+    re.compile(r"""os\.environ\[\s*['"]([A-Za-z_][A-Za-z0-9_]*)['"]\s*\]\s*=\s*['"]([^'"]*)['"]"""),
+    re.compile(r"""os\.environ\.setdefault\(\s*['"]([A-Za-z_][A-Za-z0-9_]*)['"]\s*,\s*['"]([^'"]*)['"]"""),
+    re.compile(r"""os\.putenv\(\s*['"]([A-Za-z_][A-Za-z0-9_]*)['"]\s*,\s*['"]([^'"]*)['"]"""),
+]
+
+
+def _sections(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    cur = None
+    for line in text.splitlines(keepends=True):
+        if line.startswith("@@") and line.strip()[2:].isidentifier():
+            cur = line.strip()[2:]
+            out[cur] = ""
+        elif cur:
+            out[cur] += line
+    return out
+
+
+def _injected(host: Host, python: str, conf_file: str | None) -> tuple[str | None, dict[str, str], dict[str, str], list[str]]:
+    """(sitecustomize path, vars it sets, nccl.conf values, conf files read) in one command."""
+    script = (
+        'echo @@site; "$SD_PY" -c "import sitecustomize, sys; print(sitecustomize.__file__)" 2>/dev/null; '
+        'echo @@conf; for f in /etc/nccl.conf "$HOME/.nccl.conf" ${SD_NCCL_CONF:+"$SD_NCCL_CONF"}; do '
+        'if [ -r "$f" ]; then echo "##file $f"; cat "$f"; echo; fi; done; true'
+    )
+    env = {"SD_PY": python}
+    if conf_file:
+        env["SD_NCCL_CONF"] = conf_file
+    res = host.run(Raw(script), env=env, check="ignore", timeout=60)
+    sec = _sections(res.stdout)
+    site_path = next((ln.strip() for ln in sec.get("site", "").splitlines() if ln.strip().endswith(".py")), None)
+    site_vars: dict[str, str] = {}
+    if site_path:
+        src = host.run(["cat", site_path], check="ignore").stdout
+        for rx in _SITE_RE:
+            for m in rx.finditer(src):
+                site_vars.setdefault(m.group(1), m.group(2))
+    conf: dict[str, str] = {}
+    files: list[str] = []
+    for line in sec.get("conf", "").splitlines():
+        if line.startswith("##file "):
+            files.append(line[7:].strip())
+            continue
+        line = line.split("#", 1)[0].strip()
+        if "=" in line:
+            k, _, v = line.partition("=")
+            conf.setdefault(k.strip(), v.strip())
+    return site_path, site_vars, conf, files
+
+
+def _status(shell: str | None, parent: str | None, workers: dict[str, str | None], forced: bool,
+            has_shell: bool) -> tuple[Status, str]:
+    vals = list(workers.values())
+    present = [v for v in vals if v is not None]
+    upstream = parent if parent is not None else shell
+    if forced and (not present or any(v != upstream for v in present)):
+        return "forced-by-sglang", "SGLang sets this itself before spawning workers"
+    if upstream is not None and workers and len(present) < len(vals):
+        missing = [k for k, v in workers.items() if v is None]
+        where = "parent" if parent is not None else "shell"
+        return "dropped-for-workers", f"set in the {where} but absent in worker(s) {', '.join(missing)}"
+    if has_shell and shell is not None and parent is None:
+        return ("missing-in-parent" if present or not workers else "only-in-shell",
+                "set in the launch shell but not in the server's main process")
+    if upstream is None and present:
+        return "only-in-workers", "not in the shell or parent environment: injected at or after start-up"
+    if len(set(present)) > 1 or (upstream is not None and any(v != upstream for v in present)):
+        return "differs", "values differ between processes"
+    if has_shell and shell is not None and parent is not None and shell != parent:
+        return "differs", "the parent's value differs from the shell's"
+    return "propagated", ""
+
+
+@tool(effect="read")
+def check_env_propagation(ctx: ToolContext, args: PropagationInput) -> Propagation:
+    """Table of NCCL_/CUDA_/SGLANG_/TORCH_NCCL_ variables: launch shell vs main process vs every TP worker.
+
+    Flags variables SGLang forces itself, ones injected by a sitecustomize.py, and /etc/nccl.conf values, so
+    "present in shell and parent, absent in workers" (status dropped-for-workers) stands out.
+    """
+    procs = list_processes(ctx.host)
+    servers = find_servers(procs, args.port)
+    if not servers:
+        raise NoData("no SGLang server running" + (f" on port {args.port}" if args.port else ""))
+    s = servers[0]
+    by_pid = {p.pid: p for p in procs}
+    parent_of_main = by_pid.get(s.main.ppid)
+    pids = [s.main.pid] + [s.ranks[r] for r in s.ranks]
+    use_parent_shell = args.shell_env is None and parent_of_main is not None and s.main.ppid > 1
+    if use_parent_shell:
+        pids.append(s.main.ppid)
+    envs = read_environs(ctx.host, pids)
+    problems: list[str] = []
+    parent_env = envs.get(s.main.pid)
+    if parent_env is None:
+        problems.append(f"cannot read the environment of the main process {s.main.pid}")
+        parent_env = {}
+    if args.shell_env is not None:
+        shell_env, source = dict(args.shell_env), "given"
+    elif use_parent_shell and envs.get(s.main.ppid) is not None:
+        shell_env, source = envs[s.main.ppid] or {}, f"parent-process {s.main.ppid} ({by_pid[s.main.ppid].title})"
+    else:
+        res = ctx.host.run(["env", "-0"], check="ignore")
+        shell_env, source = _parse_environ(res.stdout), "login env (env -0)"
+    worker_envs: dict[str, dict[str, str] | None] = {r: envs.get(pid) for r, pid in s.ranks.items()}
+    for r, e in worker_envs.items():
+        if e is None:
+            problems.append(f"cannot read the environment of worker {r} (pid {s.ranks[r]})")
+    python = args.python or _server_python(ctx.host, s.main)
+    site_path, site_vars, conf, conf_files = _injected(ctx.host, python, parent_env.get("NCCL_CONF_FILE"))
+    patterns = args.names or DEFAULT_PATTERNS
+    candidates: set[str] = set(shell_env) | set(parent_env) | set(site_vars) | set(conf)
+    for e in worker_envs.values():
+        candidates |= set(e or {})
+    names = sorted(n for n in candidates if any(fnmatch.fnmatchcase(n, pat) for pat in patterns))
+    if args.names:
+        names = sorted(set(names) | {n for n in args.names if not any(c in n for c in "*?[")})
+    rows = []
+    for name in names:
+        workers = {r: (e.get(name) if e is not None else None) for r, e in worker_envs.items() if e is not None}
+        status, note = _status(shell_env.get(name), parent_env.get(name), workers, name in FORCED_BY_SGLANG,
+                               has_shell=True)
+        if name in site_vars and status in ("only-in-workers", "differs"):
+            note = f"set by {site_path}"
+        row = EnvRow(name=name, shell=shell_env.get(name), parent=parent_env.get(name), workers=workers,
+                     forced_by_sglang=name in FORCED_BY_SGLANG, from_sitecustomize=name in site_vars,
+                     from_nccl_conf=name in conf, nccl_conf_value=conf.get(name), status=status, note=note)
+        row.shell = redact_value(name, row.shell) if row.shell is not None else None
+        row.parent = redact_value(name, row.parent) if row.parent is not None else None
+        row.workers = {k: (redact_value(name, v) if v is not None else None) for k, v in row.workers.items()}
+        row.nccl_conf_value = redact_value(name, row.nccl_conf_value) if row.nccl_conf_value is not None else None
+        rows.append(row)
+    order = {"dropped-for-workers": 0, "missing-in-parent": 1, "differs": 2, "only-in-workers": 3,
+             "forced-by-sglang": 4, "only-in-shell": 5, "propagated": 6}
+    rows.sort(key=lambda r: (order.get(r.status, 9), r.name))
+    return Propagation(port=s.port, main_pid=s.main.pid, worker_pids=dict(s.ranks), shell_source=source, rows=rows,
+                       sitecustomize=site_path, sitecustomize_vars=redact_env(site_vars), nccl_conf=redact_env(conf),
+                       nccl_conf_files=conf_files, problems=problems)
+
+
+def _server_python(host: Host, main: Proc) -> str:
+    """The interpreter the server runs: /proc/PID/exe when readable, else argv[0]."""
+    res = host.run(["readlink", f"/proc/{main.pid}/exe"], check="ignore")
+    exe = res.stdout.strip()
+    if res.ok and exe and "python" in exe.rsplit("/", 1)[-1]:
+        return exe
+    first = main.cmdline[0] if main.cmdline else "python3"
+    return first if "python" in first.rsplit("/", 1)[-1] else "python3"
+
+
+# -- HTTP -------------------------------------------------------------------------------------------------
+
+def http_get(host: Host, port: int, paths: list[str], timeout: float = 10.0) -> tuple[str, Any]:
+    """GET the first path that answers 200 through host.forward(port); (path, parsed body). ToolFailed otherwise."""
+    errors = []
+    with host.forward(port) as local:
+        with httpx.Client(base_url=f"http://127.0.0.1:{local}", timeout=timeout) as client:
+            for path in paths:
+                try:
+                    r = client.get(path)
+                except httpx.HTTPError as exc:
+                    errors.append(f"{path}: {type(exc).__name__}: {exc}")
+                    continue
+                if r.status_code != 200:
+                    errors.append(f"{path}: HTTP {r.status_code}")
+                    continue
+                try:
+                    return path, parse_body(r.text)
+                except BodyError as exc:
+                    errors.append(f"{path}: {exc}")
+    raise ToolFailed(f"no usable answer from port {port}: " + "; ".join(errors))
+
+
+class ServerInfoInput(BaseModel):
+    """Arguments of server_info."""
+
+    port: int = Field(default=30000, description="The server's HTTP port on the host.")
+
+
+class ServerInfoOutput(ServerInfo):
+    """Resolved server args (version-aware), accept length and last gen throughput, plus model info."""
+
+    source: str = Field(default="", description="Which endpoint answered (/server_info or /get_server_info).")
+    model_info: dict[str, Any] = Field(default_factory=dict)
+    problems: list[str] = Field(default_factory=list)
+
+    def summary_line(self) -> str:
+        spec = (f"{self.speculative_algorithm} steps={self.speculative_num_steps} topk={self.speculative_eagle_topk} "
+                f"draft_tokens={self.speculative_num_draft_tokens}" if self.speculative_algorithm else "no speculation")
+        return (f"sglang {self.version or '?'}: tp={self.tp_size}, attention={self.attention_backend}, {spec}, "
+                f"accept_length={self.accept_length}")
+
+
+@tool(effect="read")
+def server_info(ctx: ToolContext, args: ServerInfoInput) -> ServerInfoOutput:
+    """Query /server_info (falling back to /get_server_info) and /model_info through a port forward."""
+    source, body = http_get(ctx.host, args.port, ["/server_info", "/get_server_info"])
+    try:
+        info = normalise_server_info(body)
+    except BodyError as exc:
+        raise ToolFailed(f"{source} on port {args.port}: {exc}") from None
+    out = ServerInfoOutput(**info.model_dump(), source=source)
+    try:
+        _, model = http_get(ctx.host, args.port, ["/model_info", "/get_model_info"])
+        out.model_info = {k: v for k, v in model.items() if isinstance(v, (str, int, float, bool, list)) or v is None} \
+            if isinstance(model, dict) else {}
+    except ToolFailed as exc:
+        out.problems.append(str(exc))
+    return out
+
+
+from specdoctor.tools import launch as _launch  # noqa: E402,F401  (registers launch_server / stop_server)

@@ -136,7 +136,7 @@ def _safety_net(deps: RunDeps, values: dict[str, Any]) -> list[Decision]:
 def _finish(rec: RunRecord, deps: RunDeps, values: dict[str, Any], error: str | None, started: float,
             host: Host) -> RunOutcome:
     from specdoctor.engine.report_builder import build_report
-    from specdoctor.report import write_report
+    from specdoctor.report.writer import write_report
 
     extra = _safety_net(deps, values) if not deps.dry_run else []
     values = dict(values)

@@ -1,0 +1,59 @@
+"""The rules advisor reaches each verdict from the evidence it needs, and only from that."""
+
+from __future__ import annotations
+
+from specdoctor.advisor.rules import decide_verdict, game_plan
+from specdoctor.engine.state import StateView
+
+
+def _state(**facts) -> StateView:
+    results = facts.pop("results", {})
+    return StateView({"params": {}, "facts": facts, "results": results})
+
+
+MEASURE = {"baseline": {"median": 82.0, "samples": [81, 82, 83]},
+           "spec": {"median": 60.0, "samples": [59, 60, 61], "accept_length": 1.8}}
+
+
+def test_nothing_measured_is_inconclusive():
+    assert decide_verdict(_state()).verdict == "inconclusive"
+
+
+def test_claims_different_and_subtraction_same_is_baseline_not_reproducible():
+    v = decide_verdict(_state(measure=MEASURE, claims={"baseline": {"claimed": 89, "outcome": "DIFFERENT"},
+                                                       "spec": {"claimed": 94, "outcome": "DIFFERENT"}},
+                              subtraction={"outcome": "SAME"}))
+    assert v.verdict == "baseline-not-reproducible" and not v.culprits and v.confidence >= 0.8
+
+
+def test_bisection_culprit_makes_code_regression_and_mentions_enabled_gate():
+    gates = {"status": "ok", "output": {"gates": [{"name": "SGLANG_X", "default": "0", "state": "ENABLED-at-runtime"}]}}
+    bis = {"status": "ok", "output": {"culprits": ["p3"]}}
+    v = decide_verdict(_state(measure=MEASURE, subtraction={"outcome": "DIFFERENT"},
+                              results={"gates": gates, "bisect": bis}))
+    assert v.verdict == "code-regression" and v.culprits == ["p3"]
+    assert any("SGLANG_X" in r for r in v.reasons)
+
+
+def test_dropped_worker_env_is_environment():
+    prop = {"status": "ok", "output": {"rows": [{"name": "NCCL_PROTO", "status": "dropped-for-workers"}]}}
+    v = decide_verdict(_state(measure=MEASURE, claims={"spec": {"claimed": 94, "outcome": "DIFFERENT"}},
+                              results={"propagation": prop}))
+    assert v.verdict == "environment" and "NCCL_PROTO" in v.sentence
+
+
+def test_claims_within_noise_is_no_regression():
+    v = decide_verdict(_state(measure=MEASURE, claims={"baseline": {"claimed": 82, "outcome": "SAME"}}))
+    assert v.verdict == "no-regression"
+
+
+def test_game_plan_is_led_by_the_drafter_when_speculation_loses():
+    be = {"status": "ok", "output": {"tau_star": 2.46, "accept_length": 1.8,
+                                     "targets": [{"speedup": 1.0, "alpha": 0.68, "tau": 2.46},
+                                                 {"speedup": 1.2, "alpha": 0.8, "tau": 2.95}]}}
+    view = _state(measure=MEASURE, claims={"spec": {"claimed": 94, "outcome": "DIFFERENT"}},
+                  subtraction={"outcome": "SAME"}, results={"breakeven": be})
+    plan = game_plan(view, decide_verdict(view))
+    assert "drafter" in plan[0].title and "α ≥ 0.80" in plan[0].title
+    assert plan[0].basis == "modelled" and plan[0].gain_tps and plan[0].gain_tps > 30
+    assert plan[-1].title.startswith("Record an environment fingerprint")

@@ -43,3 +43,7 @@ def sshd() -> Iterator[SSHServer]:
         yield server
     finally:
         server.stop()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "packaging: builds the wheel and runs its CLI from a fresh venv (~30 s)")

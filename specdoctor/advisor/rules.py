@@ -122,7 +122,7 @@ def game_plan(v: StateView, verdict: Verdict) -> list[PlanAction]:
     base = _get(measure.get("baseline"), "median")
     spec = _get(measure.get("spec"), "median")
     be = v.output("breakeven") or {}
-    tau = _get(be, "accept_length", "tau")
+    tau = _get(be, "accept_len", "accept_length", "tau")
     tau_star = _get(be, "tau_star", "breakeven_accept_length")
     targets = _get(be, "targets", "alpha_needed", default=[]) or []
     if verdict.verdict == "code-regression":
@@ -160,7 +160,7 @@ def game_plan(v: StateView, verdict: Verdict) -> list[PlanAction]:
     if spec is not None and base is not None and tau_star is not None and (tau is None or tau < tau_star * 1.2):
         need = next((t for t in targets if isinstance(t, dict) and abs(_get(t, "speedup", default=0) - 1.2) < 1e-6),
                     None) or (targets[0] if targets and isinstance(targets[0], dict) else {})
-        a_need, t_need = _get(need, "alpha"), _get(need, "tau", "accept_length")
+        a_need, t_need = _get(need, "alpha_needed", "alpha"), _get(need, "tau_needed", "tau")
         speedup = _get(need, "speedup", default=1.2)
         target_tps = base * speedup
         actions.append(PlanAction(

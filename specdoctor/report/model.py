@@ -41,9 +41,9 @@ Outcome = Literal["DIFFERENT", "SAME", "UNKNOWN"]
 
 
 class _Model(BaseModel):
-    """Base: unknown keys are rejected so a typo in the engine fails loudly instead of vanishing."""
+    """Base: unknown keys are rejected and assignments validated, so engine mistakes fail loudly and early."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
 def _str_keys(value: Any) -> Any:

@@ -48,9 +48,9 @@ def test_claims_within_noise_is_no_regression():
 
 
 def test_game_plan_is_led_by_the_drafter_when_speculation_loses():
-    be = {"status": "ok", "output": {"tau_star": 2.46, "accept_length": 1.8,
-                                     "targets": [{"speedup": 1.0, "alpha": 0.68, "tau": 2.46},
-                                                 {"speedup": 1.2, "alpha": 0.8, "tau": 2.95}]}}
+    be = {"status": "ok", "output": {"tau_star": 2.46, "accept_len": 1.8,
+                                     "targets": [{"speedup": 1.0, "alpha_needed": 0.68, "tau_needed": 2.46},
+                                                 {"speedup": 1.2, "alpha_needed": 0.8, "tau_needed": 2.95}]}}
     view = _state(measure=MEASURE, claims={"spec": {"claimed": 94, "outcome": "DIFFERENT"}},
                   subtraction={"outcome": "SAME"}, results={"breakeven": be})
     plan = game_plan(view, decide_verdict(view))

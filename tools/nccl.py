@@ -1,0 +1,418 @@
+"""NCCL tools: inventory (topology, versions, sizes) and the all-reduce micro-benchmark sweep over a grid."""
+
+from __future__ import annotations
+
+import json
+import math
+import shlex
+import statistics
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from specdoctor.tools.nccl_grid import (
+    EXPERIMENT_NOTE,
+    MessageSize,
+    NcclConfig,
+    Skipped,
+    expand_grid,
+    experiment_only,
+    message_sizes,
+    sglang_forced_env,
+)
+
+from specdoctor.errors import NoData, ToolFailed, ToolRetry
+from specdoctor.host.base import Raw
+from specdoctor.parsers.nccl import latency_at, parse_all_reduce, parse_nccl_debug
+from specdoctor.parsers.nvidia_smi import parse_topo
+from specdoctor.parsers.sglang import parse_launch_command
+from specdoctor.stats.comparator import compare
+from specdoctor.toolkit import ToolContext, registry, tool
+
+__all__ = ["InventoryInput", "NcclInventory", "nccl_inventory", "SweepInput", "SizePoint", "ConfigResult",
+           "NcclSweep", "nccl_sweep", "DEBUG_ENV"]
+
+DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV"}
+
+_SCRIPT = r"""
+echo "@@topo"; nvidia-smi topo -m 2>&1 || true
+echo "@@numa"; (lscpu 2>/dev/null | grep -i '^NUMA') || true
+echo "@@etc_nccl_conf"; cat /etc/nccl.conf 2>/dev/null || true
+echo "@@nccl_conf_file"; if [ -n "${NCCL_CONF_FILE:-}" ]; then echo "path=$NCCL_CONF_FILE"; cat "$NCCL_CONF_FILE" 2>/dev/null; fi
+echo "@@home_nccl_conf"; cat "$HOME/.nccl.conf" 2>/dev/null || true
+echo "@@all_reduce_perf"; command -v all_reduce_perf 2>/dev/null || true
+echo "@@versions"; "$PY" -c "$VERSIONS" 2>/dev/null || echo '{}'
+"""
+_VERSIONS = r"""
+import json, importlib.metadata as md
+out = {}
+for dist in ("sglang", "torch"):
+    try: out[dist] = md.version(dist)
+    except Exception: pass
+if "sglang" not in out:
+    try:
+        import sglang; out["sglang"] = getattr(sglang, "__version__", None)
+    except Exception: pass
+try:
+    import torch
+    out["torch"] = torch.__version__
+    out["nccl"] = ".".join(str(x) for x in torch.cuda.nccl.version())
+except Exception: pass
+print(json.dumps(out))
+"""
+
+
+def _sections(text: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    cur = None
+    for line in text.splitlines():
+        if line.startswith("@@"):
+            cur = line[2:].strip()
+            out[cur] = []
+        elif cur is not None:
+            out[cur].append(line)
+    return out
+
+
+def _conf(lines: list[str]) -> dict[str, str]:
+    out = {}
+    for line in lines:
+        s = line.strip()
+        if s and not s.startswith("#") and "=" in s:
+            k, _, v = s.partition("=")
+            out[k.strip()] = v.strip()
+    return out
+
+
+class InventoryInput(BaseModel):
+    """Arguments of nccl_inventory."""
+
+    port: int | None = Field(default=None, description="Port of a running SGLang server to read TP/model from.")
+    launch: str | None = Field(default=None, description="SGLang launch line (when no server is running).")
+    python: str = Field(default="python3", description="Python on the host with torch/sglang.")
+    tp: int | None = Field(default=None, ge=1)
+    model_path: str | None = None
+    hidden_size: int | None = Field(default=None, ge=1)
+    draft_tokens: int | None = Field(default=None, ge=1)
+    batches: list[int] = Field(default_factory=lambda: [1, 16])
+
+
+class NcclInventory(BaseModel):
+    """What the sweep needs to know first: topology, versions, config files, TP, and the sizes that matter."""
+
+    interconnect: Literal["nvlink", "pcie", "mixed", "unknown"] = "unknown"
+    link_kinds: dict[str, int] = Field(default_factory=dict)
+    gpus: int = 0
+    numa_nodes: list[str] = Field(default_factory=list, description="NUMA nodes of the TP GPUs.")
+    crosses_numa: bool | None = None
+    nccl_version: str | None = None
+    torch_version: str | None = None
+    sglang_version: str | None = None
+    sglang_forced_env: dict[str, str] = Field(default_factory=dict)
+    nccl_conf: dict[str, dict[str, str]] = Field(default_factory=dict, description="Config file → NCCL_* it sets.")
+    tp: int | None = None
+    model_path: str | None = None
+    hidden_size: int | None = None
+    draft_tokens: int | None = None
+    sizes: list[MessageSize] = Field(default_factory=list)
+    bench_tool: Literal["all_reduce_perf", "allreduce_bench"] = "allreduce_bench"
+    all_reduce_perf: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+    def summary_line(self) -> str:
+        sizes = ", ".join(f"{s.label} {s.bytes} B" for s in self.sizes) or "no sizes"
+        return (f"{self.gpus} GPUs over {self.interconnect}, NCCL {self.nccl_version or '?'}, TP {self.tp or '?'}, "
+                f"hidden {self.hidden_size or '?'}; sizes: {sizes}; bench: {self.bench_tool}")
+
+
+def _server_args(ctx: ToolContext, port: int | None) -> dict[str, Any]:
+    """The running server's parsed args via find_server_processes (empty when none or the tool is absent)."""
+    try:
+        res = registry.call(ctx, "find_server_processes", {"port": port})
+    except Exception:  # the server family may not be installed; the inventory works without it
+        return {}
+    servers = (res.output or {}).get("servers") or [] if res.ok else []
+    return dict(servers[0].get("args") or {}) if servers else {}
+
+
+def _hidden(ctx: ToolContext, model_path: str, notes: list[str]) -> int | None:
+    try:
+        cfg = json.loads(ctx.host.read(f"{model_path.rstrip('/')}/config.json"))
+    except Exception as exc:
+        notes.append(f"could not read {model_path}/config.json on the host ({type(exc).__name__}); pass hidden_size")
+        return None
+    for node in (cfg, cfg.get("text_config") or {}, cfg.get("language_config") or {}):
+        if isinstance(node, dict) and isinstance(node.get("hidden_size"), int):
+            return node["hidden_size"]
+    notes.append(f"{model_path}/config.json has no hidden_size")
+    return None
+
+
+@tool(effect="read")
+def nccl_inventory(ctx: ToolContext, args: InventoryInput) -> NcclInventory:
+    """NCCL inventory: NVLink or PCIe, NUMA, NCCL/torch/SGLang versions, nccl.conf files, TP, hidden size, sizes.
+
+    The sizes are the all-reduces decode and verify actually issue: decode b·hidden·2 B, verify
+    b·draft_tokens·hidden·2 B (bf16), for each batch size asked (1 and 16 by default).
+    """
+    res = ctx.host.run(Raw(_SCRIPT), env={"PY": args.python, "VERSIONS": _VERSIONS}, check="ignore", timeout=120)
+    sec = _sections(res.stdout)
+    inv = NcclInventory()
+    notes = inv.notes
+    topo = parse_topo("\n".join(sec.get("topo", [])))
+    server = _server_args(ctx, args.port) if args.port is not None or args.launch is None else {}
+    if args.launch:
+        server = {**parse_launch_command(args.launch).as_args(), **server}
+    inv.tp = args.tp or server.get("tp_size") or None
+    inv.model_path = args.model_path or server.get("model_path")
+    inv.draft_tokens = args.draft_tokens or server.get("speculative_num_draft_tokens")
+    gpus = topo.gpus[: inv.tp] if inv.tp else topo.gpus
+    inv.gpus = len(topo.gpus)
+    kinds: dict[str, int] = {}
+    for i, a in enumerate(gpus):
+        for b in gpus[i + 1:]:
+            k = topo.links.get(a, {}).get(b)
+            if k:
+                kinds[k] = kinds.get(k, 0) + 1
+    inv.link_kinds = kinds
+    if kinds:
+        nv = sum(v for k, v in kinds.items() if k.startswith("NV"))
+        inv.interconnect = "nvlink" if nv == sum(kinds.values()) else "pcie" if nv == 0 else "mixed"
+    elif len(gpus) == 1:
+        notes.append("one GPU in scope: no all-reduce at TP 1")
+    else:
+        notes.append("no `nvidia-smi topo -m` matrix: interconnect unknown (LL128 will not be tried)")
+    numa = sorted({v for g in gpus if (v := topo.numa_affinity.get(g))})
+    inv.numa_nodes = numa
+    inv.crosses_numa = (len(numa) > 1 or "SYS" in kinds) if gpus else None
+    if inv.crosses_numa:
+        notes.append("TP GPUs span NUMA nodes / the CPU interconnect (SYS): small all-reduces pay 100s of µs there")
+    if inv.interconnect == "pcie" and (inv.tp or 0) > 2:
+        notes.append("PCIe-only with TP > 2: SGLang's custom all-reduce is disabled, so every TP all-reduce goes to "
+                     "NCCL and its knobs matter")
+    for name, key in (("/etc/nccl.conf", "etc_nccl_conf"), ("~/.nccl.conf", "home_nccl_conf")):
+        if vals := _conf(sec.get(key, [])):
+            inv.nccl_conf[name] = vals
+    ncf = sec.get("nccl_conf_file", [])
+    if ncf and ncf[0].startswith("path="):
+        inv.nccl_conf[ncf[0][5:]] = _conf(ncf[1:])
+    if inv.nccl_conf:
+        notes.append("NCCL config files set " + "; ".join(f"{p}: {', '.join(f'{k}={v}' for k, v in d.items())}"
+                                                          for p, d in inv.nccl_conf.items())
+                     + " — every NCCL process on the host reads them")
+    try:
+        ver = json.loads((sec.get("versions") or ["{}"])[-1] or "{}")
+    except json.JSONDecodeError:
+        ver = {}
+    inv.torch_version, inv.sglang_version, inv.nccl_version = ver.get("torch"), ver.get("sglang"), ver.get("nccl")
+    inv.sglang_forced_env = sglang_forced_env(inv.sglang_version)
+    perf = [x.strip() for x in sec.get("all_reduce_perf", []) if x.strip()]
+    if perf:
+        inv.bench_tool, inv.all_reduce_perf = "all_reduce_perf", perf[0]
+    inv.hidden_size = args.hidden_size or (_hidden(ctx, inv.model_path, notes) if inv.model_path else None)
+    if inv.hidden_size:
+        inv.sizes = message_sizes(inv.hidden_size, inv.draft_tokens, args.batches)
+    else:
+        notes.append("hidden size unknown: give the model path or hidden_size to size the all-reduces")
+    return inv
+
+
+class SweepInput(BaseModel):
+    """Arguments of nccl_sweep."""
+
+    grid: dict[str, list[str | None]] | None = Field(
+        default=None, description="NCCL var → values (null = NCCL's default); CHANNELS = MIN/MAX CTAS. None = default grid.")
+    sizes: list[int] = Field(default_factory=list, description="Message sizes in bytes; from the inventory when empty.")
+    tp: int | None = Field(default=None, ge=2, description="Ranks (the server's TP size); from the inventory when absent.")
+    interconnect: Literal["nvlink", "pcie", "mixed", "unknown"] | None = None
+    nccl_version: str | None = None
+    python: str = "python3"
+    tool: Literal["auto", "all_reduce_perf", "allreduce_bench"] = "auto"
+    backend: Literal["nccl", "gloo"] = Field(default="nccl", description="allreduce_bench backend (gloo: CPU tests).")
+    repeats: int = Field(default=5, ge=1, le=50, description="Runs per finalist and for the default.")
+    screen_repeats: int = Field(default=1, ge=1, le=10, description="Runs per configuration in the first pass.")
+    finalists: int = Field(default=3, ge=0, le=20, description="Best screened configs re-run `repeats` times.")
+    graph: int = Field(default=10, ge=0, description="All-reduces per CUDA graph (-G); 0 = eager.")
+    iters: int = Field(default=20, ge=1)
+    warmup: int = Field(default=5, ge=0)
+    use_json: bool = Field(default=False, description="Ask all_reduce_perf for -J JSON and parse that.")
+    timeout_s: float = Field(default=300, gt=0)
+    port: int | None = None
+
+
+class SizePoint(BaseModel):
+    """Latency of one configuration at one message size (median over its runs)."""
+
+    size: int
+    latency_us: float | None
+    samples: list[float] = Field(default_factory=list)
+
+
+class ConfigResult(BaseModel):
+    """One configuration: latencies per size, the score the comparator judged, the verdict."""
+
+    label: str
+    env: dict[str, str] = Field(default_factory=dict)
+    points: list[SizePoint] = Field(default_factory=list)
+    scores: list[float] = Field(default_factory=list, description="Per run: Σ latency over the sizes, µs.")
+    score_median: float | None = None
+    outcome: str | None = Field(default=None, description="Comparator vs default: DIFFERENT / SAME / UNKNOWN.")
+    verdict: str | None = Field(default=None, description="better / worse / no change / undecided.")
+    pct_change: float | None = None
+    p_value: float | None = None
+    promote: bool = False
+    seen_by_nccl: bool | None = Field(default=None, description="NCCL logged 'set by environment' for every variable.")
+    experiment_only: list[str] = Field(default_factory=list)
+    failed: str | None = None
+
+
+class NcclSweep(BaseModel):
+    """Config × size → latency, which configurations the comparator calls better, and the ones to promote."""
+
+    tool: str
+    tp: int
+    sizes: list[int]
+    interconnect: str
+    nccl_version: str | None = None
+    results: list[ConfigResult]
+    skipped: list[Skipped] = Field(default_factory=list)
+    promoted: list[str] = Field(default_factory=list)
+    best: str | None = None
+    runs: int = 0
+    notes: list[str] = Field(default_factory=list)
+
+    def summary_line(self) -> str:
+        best = f"best {self.best}" if self.best else "no configuration beats NCCL's default"
+        return f"{len(self.results)} configs × {len(self.sizes)} sizes on TP {self.tp} ({self.tool}, {self.runs} runs): {best}"
+
+
+def _cover(sizes: list[int]) -> tuple[int, int]:
+    """-b/-e for a ×2 sweep that brackets every size (the last row must reach the largest)."""
+    lo, hi = min(sizes), max(sizes)
+    return lo, lo * 2 ** max(0, math.ceil(math.log2(hi / lo) - 1e-12))
+
+
+def _argv(ctx: ToolContext, args: SweepInput, tool_name: str, tp: int, sizes: list[int], json_path: str | None) -> list[str]:
+    if tool_name == "all_reduce_perf":
+        b, e = _cover(sizes)
+        argv = ["all_reduce_perf", "-b", str(b), "-e", str(e), "-f", "2", "-g", str(tp), "-d", "bfloat16",
+                "-n", str(args.iters), "-w", str(args.warmup), "-G", str(args.graph)]
+        return argv + (["-J", json_path] if json_path else [])
+    script = ctx.remote_script("allreduce_bench.py")
+    return [args.python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(tp), script,
+            "--sizes", ",".join(str(s) for s in sizes), "-n", str(args.iters), "-w", str(args.warmup),
+            "-G", str(args.graph), "-d", "bfloat16", "--backend", args.backend]
+
+
+def _run_once(ctx: ToolContext, args: SweepInput, tool_name: str, tp: int, cfg: NcclConfig, n: int,
+              res: ConfigResult) -> None:
+    json_path = f"{ctx.run_dir}/nccl/{abs(hash(cfg.label)) % 10**8}-{n}.json" if (
+        args.use_json and tool_name == "all_reduce_perf") else None
+    if json_path:
+        ctx.host.run(["mkdir", "-p", json_path.rsplit("/", 1)[0]])
+        ctx.host.run(["rm", "-f", json_path])
+    env = {**DEBUG_ENV, **cfg.env}
+    out = ctx.host.run(_argv(ctx, args, tool_name, tp, args.sizes, json_path), env=env, check="ignore",
+                       timeout=args.timeout_s)
+    if not out.ok:
+        tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or [""]
+        res.failed = f"exit {out.exit}: {tail[0][:200]}"
+        return
+    text = ctx.host.read(json_path).decode() if json_path else out.stdout
+    try:
+        table = parse_all_reduce(text)
+    except ValueError as exc:
+        res.failed = str(exc)
+        return
+    lats = [latency_at(table, s) for s in args.sizes]
+    if any(x is None for x in lats):
+        res.failed = "the benchmark did not cover every size"
+        return
+    for p, lat in zip(res.points, lats, strict=True):
+        p.samples.append(round(float(lat), 3))  # type: ignore[arg-type]
+    res.scores.append(round(sum(lats), 3))  # type: ignore[arg-type]
+    logged = parse_nccl_debug(out.stdout + "\n" + out.stderr)
+    if logged.lines:
+        seen = {e.name: e.value for e in logged.env}
+        ok = all(seen.get(k) == v for k, v in cfg.env.items())
+        res.seen_by_nccl = ok if res.seen_by_nccl is None else (res.seen_by_nccl and ok)
+    if table.nccl_version and not args.nccl_version:
+        args.nccl_version = table.nccl_version
+
+
+def _summarise(res: ConfigResult) -> None:
+    for p in res.points:
+        p.latency_us = round(statistics.median(p.samples), 3) if p.samples else None
+    res.score_median = round(statistics.median(res.scores), 3) if res.scores else None
+
+
+@tool(effect="read")
+def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
+    """All-reduce micro-benchmark over an NCCL grid at the decode/verify sizes; the comparator picks what to promote.
+
+    Runs nccl-tests' all_reduce_perf (-G CUDA graphs, bf16, -g TP) when the host has it, else
+    tools/remote/allreduce_bench.py under torchrun. Every config runs `screen_repeats` times; the default and
+    the best `finalists` run up to `repeats` times, interleaved; a config is promoted only when the
+    comparator calls its summed latency DIFFERENT and better than the default. Runs only benchmarks.
+    """
+    notes: list[str] = []
+    if not args.sizes or args.tp is None or args.interconnect is None:
+        inv_res = registry.call(ctx, "nccl_inventory", {"port": args.port, "python": args.python})
+        inv = NcclInventory.model_validate(inv_res.output or {})
+        args.sizes = args.sizes or [s.bytes for s in inv.sizes]
+        args.tp = args.tp or inv.tp
+        args.interconnect = args.interconnect or inv.interconnect
+        args.nccl_version = args.nccl_version or inv.nccl_version
+        if args.tool == "auto":
+            args.tool = inv.bench_tool
+    if not args.sizes:
+        raise ToolRetry("no message sizes: give sizes, or a model path / hidden size to the inventory")
+    if not args.tp or args.tp < 2:
+        raise NoData("TP size below 2: the server does no all-reduce, nothing to sweep")
+    tool_name = args.tool
+    if tool_name == "auto":
+        found = ctx.host.run(["sh", "-c", "command -v all_reduce_perf"], check="ignore")
+        tool_name = "all_reduce_perf" if found.ok and found.stdout.strip() else "allreduce_bench"
+    args.sizes = sorted(set(args.sizes))
+    configs, skipped = expand_grid(args.grid, interconnect=args.interconnect or "unknown", nccl_version=args.nccl_version)
+    results = {c.label: ConfigResult(label=c.label, env=c.env, points=[SizePoint(size=s, latency_us=None) for s in args.sizes],
+                                     experiment_only=experiment_only(c.env)) for c in configs}
+    runs = 0
+    for i, cfg in enumerate(configs):
+        ctx.say(f"nccl sweep: {cfg.label} ({i + 1}/{len(configs)})")
+        for n in range(args.screen_repeats):
+            _run_once(ctx, args, tool_name, args.tp, cfg, n, results[cfg.label])
+            runs += 1
+            if results[cfg.label].failed:
+                break
+    default = results[configs[0].label]
+    if default.failed:
+        raise ToolFailed(f"the benchmark failed with NCCL's defaults: {default.failed}")
+    screened = sorted((r for r in results.values() if r is not default and r.scores and not r.failed),
+                      key=lambda r: statistics.median(r.scores))
+    finalists = [r for r in screened[: args.finalists] if statistics.median(r.scores) < statistics.median(default.scores)]
+    for n in range(args.screen_repeats, args.repeats):  # interleaved: default, f1, f2, default, f1, f2, ...
+        for r in [default, *finalists]:
+            cfg = next(c for c in configs if c.label == r.label)
+            _run_once(ctx, args, tool_name, args.tp, cfg, n, r)
+            runs += 1
+    for r in results.values():
+        _summarise(r)
+    for r in finalists:
+        if r.failed or len(r.scores) < 2 or len(default.scores) < 2:
+            continue
+        cmp = compare(default.scores, r.scores, unit="µs", higher_is_better=False)
+        r.outcome, r.verdict, r.pct_change, r.p_value = cmp.outcome, cmp.verdict, round(cmp.pct_change, 2), cmp.p_value
+        r.promote = cmp.outcome == "DIFFERENT" and cmp.verdict == "better"
+    promoted = sorted((r for r in results.values() if r.promote), key=lambda r: r.score_median or math.inf)
+    if any(r.experiment_only for r in promoted):
+        notes.append(EXPERIMENT_NOTE)
+    if args.repeats < 5:
+        notes.append("fewer than 5 runs per side: the comparator cannot reach p ≤ 0.01, so nothing is promoted")
+    return NcclSweep(tool=tool_name, tp=args.tp, sizes=args.sizes, interconnect=args.interconnect or "unknown",
+                     nccl_version=args.nccl_version, results=list(results.values()), skipped=skipped,
+                     promoted=[r.label for r in promoted], best=promoted[0].label if promoted else None, runs=runs,
+                     notes=notes + [f"command: {shlex.join(_argv(ctx, args, tool_name, args.tp, args.sizes, None))}"])
+
+
+# The disruptive end-to-end A/B lives in its own module and registers on import.
+from specdoctor.tools import nccl_promote as _promote  # noqa: E402,F401

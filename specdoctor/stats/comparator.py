@@ -116,6 +116,7 @@ class ClaimCheck(BaseModel):
     confidence: float
     n: int
     pct_diff: float = Field(description="100 * (claimed - median) / median.")
+    pct_change: float = Field(default=0.0, description="100 * (median - claimed) / claimed: measured vs the claim.")
     outcome: Outcome
     unit: str = ""
     reason: str = ""
@@ -147,7 +148,7 @@ def compare_to_claim(samples: Sequence[float], claimed: float, *, unit: str = ""
     else:
         outcome, reason = "UNKNOWN", "ambiguous"
     return ClaimCheck(claimed=claimed, median=med, ci_low=lo, ci_high=hi, confidence=confidence, n=len(vals),
-                      pct_diff=pct, outcome=outcome, unit=unit, reason=reason)
+                      pct_diff=pct, pct_change=100.0 * (med - claimed) / claimed if claimed else math.inf, outcome=outcome, unit=unit, reason=reason)
 
 
 class SequentialResult(BaseModel):

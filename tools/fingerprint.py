@@ -1,0 +1,373 @@
+"""Environment fingerprints (driver, NCCL, GPUs, topology, worker env, versions) and their ranked diff."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from specdoctor.tools.server import find_servers, http_get, list_processes, read_environs
+
+from specdoctor.errors import NoData, SpecdoctorError, ToolFailed, UsageError
+from specdoctor.host.base import Raw
+from specdoctor.host.redact import redact_env
+from specdoctor.parsers.nvidia_smi import parse_q, parse_query_csv, parse_topo
+from specdoctor.toolkit import ToolContext, tool
+
+__all__ = ["FingerprintInput", "GpuFingerprint", "Fingerprint", "fingerprint", "Change", "FingerprintDiff",
+           "FingerprintDiffInput", "diff_fingerprints", "fingerprint_diff", "ENV_PREFIXES"]
+
+ENV_PREFIXES = ("NCCL_", "CUDA_", "SGLANG_", "TORCH_NCCL_")
+_QUERY = ["index", "name", "uuid", "pci.bus_id", "driver_version", "clocks.sm", "clocks.max.sm", "clocks.mem",
+          "power.limit", "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current",
+          "pcie.link.width.max", "persistence_mode"]
+_PY_FACTS = (
+    "import platform, sys\n"
+    "print('python', platform.python_version())\n"
+    "try:\n import torch\n print('torch', torch.__version__)\n print('torch_cuda', torch.version.cuda)\n"
+    " v = torch.cuda.nccl.version()\n"
+    " print('nccl', '.'.join(map(str, v)) if isinstance(v, tuple) else '%d.%d.%d' % (v // 1000, v // 100 % 10, v % 100)"
+    " if v < 10000 else '%d.%d.%d' % (v // 10000, v // 100 % 100, v % 100))\n"
+    "except Exception as e:\n print('torch_error', type(e).__name__)\n"
+    "try:\n import sglang\n print('sglang', sglang.__version__)\nexcept Exception as e:\n print('sglang_error', type(e).__name__)\n"
+    "try:\n import importlib.metadata as m\n print('nccl_pip', m.version('nvidia-nccl-cu12'))\nexcept Exception:\n pass\n"
+)
+_SCRIPT = (
+    'echo @@query; nvidia-smi --query-gpu=' + ",".join(_QUERY) + ' --format=csv,noheader,nounits 2>&1; '
+    'echo @@q; nvidia-smi -q 2>&1; '
+    'echo @@topo; nvidia-smi topo -m 2>&1; '
+    'echo @@apps; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader,nounits 2>&1; '
+    'echo @@governor; cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>&1; '
+    'echo @@py; "$SD_PY" -c "$SD_PYSRC" 2>&1; '
+    'echo @@libnccl; (ldconfig -p 2>/dev/null | grep -o "/[^ ]*libnccl\\.so[^ ]*"; '
+    'ls /usr/lib/x86_64-linux-gnu/libnccl.so.* /usr/local/lib/libnccl.so.* 2>/dev/null) | head -5; '
+    'echo @@commit; if [ -n "$SD_REPO" ]; then git -C "$SD_REPO" rev-parse HEAD 2>&1; '
+    'git -C "$SD_REPO" status --porcelain 2>/dev/null | wc -l; fi; true'
+)
+
+
+class FingerprintInput(BaseModel):
+    """Arguments of fingerprint."""
+
+    port: int | None = Field(default=None, description="Server port: its workers' env and /server_info version.")
+    repo: str | None = Field(default=None, description="SGLang checkout on the host (commit).")
+    python: str | None = Field(default=None, description="The server's python (torch NCCL, sglang version).")
+
+
+class GpuFingerprint(BaseModel):
+    """One GPU's identity and the settings that change performance."""
+
+    index: int
+    name: str | None = None
+    uuid: str | None = None
+    bus_id: str | None = None
+    sm_clock_mhz: float | None = None
+    max_sm_clock_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+    power_limit_w: float | None = None
+    pcie_gen: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width: int | None = None
+    pcie_width_max: int | None = None
+    persistence_mode: str | None = None
+
+
+class Fingerprint(BaseModel):
+    """Everything about the box and the server that a tok/s figure depends on; stored with every measurement."""
+
+    driver: str | None = None
+    cuda_driver: str | None = Field(default=None, description="CUDA version the driver supports (nvidia-smi).")
+    cuda_runtime: str | None = Field(default=None, description="torch.version.cuda.")
+    nccl_version: str | None = None
+    nccl_source: str | None = Field(default=None, description="torch | pip:nvidia-nccl-cu12 | libnccl path.")
+    torch_version: str | None = None
+    gpus: list[GpuFingerprint] = Field(default_factory=list)
+    topology: dict[str, Any] = Field(default_factory=dict, description="links per GPU pair, link-kind counts.")
+    interconnect: str | None = Field(default=None, description="NVLink | PCIe, from the topology matrix.")
+    gpu_processes: list[dict[str, Any]] = Field(default_factory=list)
+    cpu_governor: str | None = None
+    worker_env: dict[str, str] = Field(default_factory=dict, description="NCCL_/CUDA_/SGLANG_/TORCH_NCCL_ env of "
+                                       "the first TP worker (redacted).")
+    worker_env_mismatch: list[str] = Field(default_factory=list, description="Names whose value differs between ranks.")
+    parent_env: dict[str, str] = Field(default_factory=dict)
+    sglang_version: str | None = None
+    server_version: str | None = None
+    commit: str | None = None
+    dirty_files: int | None = None
+    python: str | None = None
+    problems: list[str] = Field(default_factory=list)
+
+    def summary_line(self) -> str:
+        gpu = f"{len(self.gpus)}x {self.gpus[0].name}" if self.gpus else "no GPUs"
+        return (f"driver {self.driver}, CUDA {self.cuda_driver}, NCCL {self.nccl_version} ({self.nccl_source}), "
+                f"{gpu} {self.interconnect or ''}, sglang {self.sglang_version or self.server_version}, "
+                f"{len(self.worker_env)} worker env vars")
+
+
+def _sections(text: str) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    cur = None
+    for line in text.splitlines():
+        if re.fullmatch(r"@@[a-z_]+", line.strip()):
+            cur = line.strip()[2:]
+            out[cur] = []
+        elif cur:
+            out[cur].append(line)
+    return out
+
+
+def _interconnect(kinds: dict[str, int]) -> str | None:
+    if not kinds:
+        return None
+    nv = [k for k in kinds if k.startswith("NV")]
+    return f"NVLink ({', '.join(sorted(nv))})" if nv else f"PCIe ({', '.join(sorted(kinds))})"
+
+
+@tool(effect="read")
+def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
+    """Record driver, CUDA, NCCL version (and its source), GPUs, clocks, power, PCIe, topology, GPU processes,
+    CPU governor, the TP workers' NCCL/CUDA/SGLANG env, SGLang version, checkout commit and Python."""
+    procs = list_processes(ctx.host)
+    servers = find_servers(procs, args.port)
+    python = args.python
+    if not python and servers:
+        first = servers[0].main.cmdline[0] if servers[0].main.cmdline else ""
+        python = first if "python" in first.rsplit("/", 1)[-1] else None
+    env = {"SD_PY": python or "python3", "SD_PYSRC": _PY_FACTS}
+    if args.repo:
+        env["SD_REPO"] = args.repo
+    res = ctx.host.run(Raw(_SCRIPT), env=env, check="ignore", timeout=120)
+    sec = _sections(res.stdout)
+    fp = Fingerprint()
+    q = parse_q("\n".join(sec.get("q", [])))
+    fp.driver, fp.cuda_driver = q.driver, q.cuda
+    rows = parse_query_csv("\n".join(sec.get("query", [])), _QUERY)
+    by_bus = {g.bus_id.lower()[-12:]: g for g in q.gpus}
+    for i, row in enumerate(rows):
+        qg = by_bus.get((row.get("pci.bus_id") or "").lower()[-12:])
+
+        def num(key: str, qval: float | int | None, row: dict[str, str | None] = row) -> float | None:
+            v = row.get(key)
+            try:
+                return float(v) if v is not None else (float(qval) if qval is not None else None)
+            except ValueError:
+                return float(qval) if qval is not None else None
+
+        gen, gen_max = num("pcie.link.gen.current", qg and qg.pcie_gen_current), num("pcie.link.gen.max", qg and qg.pcie_gen_max)
+        w, w_max = num("pcie.link.width.current", qg and qg.pcie_width_current), num("pcie.link.width.max", qg and qg.pcie_width_max)
+        fp.gpus.append(GpuFingerprint(
+            index=int(row["index"]) if (row.get("index") or "").isdigit() else i, name=row.get("name"),
+            uuid=row.get("uuid"), bus_id=row.get("pci.bus_id"),
+            sm_clock_mhz=num("clocks.sm", qg and qg.sm_clock_mhz),
+            max_sm_clock_mhz=num("clocks.max.sm", qg and qg.max_sm_clock_mhz),
+            mem_clock_mhz=num("clocks.mem", qg and qg.mem_clock_mhz),
+            power_limit_w=num("power.limit", qg and qg.power_limit_w),
+            pcie_gen=int(gen) if gen else None, pcie_gen_max=int(gen_max) if gen_max else None,
+            pcie_width=int(w) if w else None, pcie_width_max=int(w_max) if w_max else None,
+            persistence_mode=row.get("persistence_mode") or (qg.persistence_mode if qg else None)))
+        fp.driver = fp.driver or row.get("driver_version")
+    if not fp.gpus and q.gpus:
+        for i, g in enumerate(q.gpus):
+            fp.gpus.append(GpuFingerprint(index=i, name=g.name, uuid=g.uuid, bus_id=g.bus_id, sm_clock_mhz=g.sm_clock_mhz,
+                                          max_sm_clock_mhz=g.max_sm_clock_mhz, mem_clock_mhz=g.mem_clock_mhz,
+                                          power_limit_w=g.power_limit_w, pcie_gen=g.pcie_gen_current,
+                                          pcie_gen_max=g.pcie_gen_max, pcie_width=g.pcie_width_current,
+                                          pcie_width_max=g.pcie_width_max, persistence_mode=g.persistence_mode))
+    if not fp.gpus:
+        fp.problems.append("nvidia-smi gave no GPUs: " + " ".join(sec.get("query", []))[:200])
+    topo = parse_topo("\n".join(sec.get("topo", [])))
+    if topo.devices:
+        kinds = topo.link_kinds()
+        fp.topology = {"links": {g: {k: v for k, v in topo.links.get(g, {}).items() if k.startswith("GPU")}
+                                 for g in topo.gpus}, "kinds": kinds,
+                       "numa": {g: topo.numa_affinity.get(g) for g in topo.gpus}}
+        fp.interconnect = _interconnect(kinds)
+    server_pids = {p.pid for s in servers for p in [s.main, *s.workers]}
+    for line in sec.get("apps", []):
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) >= 2 and cells[0].isdigit():
+            pid = int(cells[0])
+            fp.gpu_processes.append({"pid": pid, "name": cells[1], "used_mib": cells[2] if len(cells) > 2 else None,
+                                     "server": pid in server_pids})
+    gov = [ln.strip() for ln in sec.get("governor", []) if ln.strip()]
+    fp.cpu_governor = gov[0] if gov and "No such file" not in gov[0] and "cannot" not in gov[0] else None
+    facts = dict(ln.split(" ", 1) for ln in sec.get("py", []) if " " in ln)
+    fp.python = facts.get("python")
+    fp.torch_version, fp.cuda_runtime = facts.get("torch"), facts.get("torch_cuda")
+    fp.sglang_version = facts.get("sglang")
+    if facts.get("nccl"):
+        fp.nccl_version, fp.nccl_source = facts["nccl"], "torch.cuda.nccl.version()"
+    elif facts.get("nccl_pip"):
+        fp.nccl_version, fp.nccl_source = facts["nccl_pip"], "pip:nvidia-nccl-cu12"
+    else:
+        for path in sec.get("libnccl", []):
+            m = re.search(r"libnccl\.so\.(\d+\.\d+\.\d+)", path)
+            if m:
+                fp.nccl_version, fp.nccl_source = m.group(1), f"library {path.strip()}"
+                break
+    if not fp.nccl_version:
+        fp.problems.append("NCCL version unknown (no torch in the server's python, no libnccl.so.X.Y.Z)")
+    commit = [ln.strip() for ln in sec.get("commit", []) if ln.strip()]
+    if commit and re.fullmatch(r"[0-9a-f]{40}", commit[0]):
+        fp.commit = commit[0]
+        fp.dirty_files = int(commit[1]) if len(commit) > 1 and commit[1].isdigit() else None
+    elif args.repo:
+        fp.problems.append(f"no git commit for {args.repo}: {' '.join(commit)[:150]}")
+    if servers:
+        s = servers[0]
+        envs = read_environs(ctx.host, [s.main.pid, *s.ranks.values()])
+        ranks = {r: envs.get(pid) for r, pid in s.ranks.items()}
+        readable = {r: e for r, e in ranks.items() if e is not None}
+
+        def pick(e: dict[str, str]) -> dict[str, str]:
+            return {k: v for k, v in e.items() if k.startswith(ENV_PREFIXES)}
+
+        if readable:
+            first = pick(next(iter(readable.values())))
+            fp.worker_env = redact_env(first)
+            names = set().union(*(pick(e).keys() for e in readable.values()))
+            fp.worker_env_mismatch = sorted(n for n in names if len({e.get(n) for e in readable.values()}) > 1)
+        else:
+            fp.problems.append("workers' environments not readable")
+        fp.parent_env = redact_env(pick(envs.get(s.main.pid) or {}))
+        try:
+            _, body = http_get(ctx.host, s.port, ["/server_info", "/get_server_info"], timeout=5)
+            fp.server_version = str(body.get("version")) if isinstance(body, dict) and body.get("version") else None
+        except ToolFailed as exc:
+            fp.problems.append(str(exc))
+    else:
+        fp.problems.append("no SGLang server running: worker env not recorded")
+    return fp
+
+
+# -- diff ------------------------------------------------------------------------------------------------
+
+class Change(BaseModel):
+    """One difference between two fingerprints (a = earlier/good, b = now), ranked by suspicion."""
+
+    key: str
+    before: str | None = None
+    after: str | None = None
+    impact: Literal["high", "medium", "low"] = "low"
+    rank: int = Field(description="Lower = more suspicious.")
+    why: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.key}: {self.before!r} -> {self.after!r}"
+
+
+class FingerprintDiff(BaseModel):
+    """What changed between two fingerprints, most suspicious first."""
+
+    changes: list[Change] = Field(default_factory=list)
+    compared: list[str] = Field(default_factory=list, description="Top-level keys present on both sides.")
+
+    def summary_line(self) -> str:
+        if not self.changes:
+            return "no differences in the compared fields"
+        return f"{len(self.changes)} differences; first: {self.changes[0]}"
+
+
+class FingerprintDiffInput(BaseModel):
+    """Arguments of fingerprint_diff."""
+
+    a: dict[str, Any] | str = Field(description="Earlier (good) fingerprint, or a JSON file path on the host.")
+    b: dict[str, Any] | str = Field(description="Current fingerprint, or a JSON file path on the host.")
+
+
+def _flat_env(v: Any) -> dict[str, str]:
+    """worker_env as {NAME: value}; a per-rank {rank: {NAME: value}} is reduced to rank 0's view."""
+    if not isinstance(v, dict) or not v:
+        return {}
+    if all(isinstance(x, dict) for x in v.values()):
+        first = v[sorted(v, key=lambda k: (len(str(k)), str(k)))[0]]
+        return {str(k): str(x) for k, x in first.items()}
+    return {str(k): (str(x) if x is not None else None) for k, x in v.items() if x is not None}  # type: ignore[misc]
+
+
+def _s(v: Any) -> str | None:
+    return None if v is None else (v if isinstance(v, str) else json.dumps(v, sort_keys=True))
+
+
+def diff_fingerprints(a: dict[str, Any] | Fingerprint, b: dict[str, Any] | Fingerprint) -> FingerprintDiff:
+    """Rank differences: worker NCCL env, NCCL version, other worker env, driver/CUDA, GPUs, clocks/PCIe, versions.
+
+    Either side may be a full Fingerprint or a partial dict (every field optional); a field missing on one
+    side is not compared.
+    """
+    da = a.model_dump() if isinstance(a, BaseModel) else dict(a)
+    db = b.model_dump() if isinstance(b, BaseModel) else dict(b)
+    out = FingerprintDiff(compared=sorted(k for k in da if k in db))
+    ch: list[Change] = []
+    if "worker_env" in da and "worker_env" in db:
+        ea, eb = _flat_env(da["worker_env"]), _flat_env(db["worker_env"])
+        for name in sorted(set(ea) | set(eb)):
+            if ea.get(name) == eb.get(name):
+                continue
+            nccl = name.startswith(("NCCL_", "TORCH_NCCL_"))
+            if name in eb and name not in ea:
+                why = "new in the workers"
+            elif name in ea and name not in eb:
+                why = "LOST: the workers no longer get it"
+            else:
+                why = "value changed in the workers"
+            ch.append(Change(key=f"worker_env.{name}", before=ea.get(name), after=eb.get(name),
+                             impact="high" if nccl else "medium", rank=(0 if nccl else 20) + (0 if name not in eb else 1),
+                             why=why))
+    order = [("nccl_version", 10, "high"), ("driver", 30, "high"), ("cuda_driver", 31, "high"),
+             ("cuda_runtime", 32, "high"), ("torch_version", 33, "medium"), ("interconnect", 40, "high"),
+             ("cpu_governor", 60, "medium"), ("sglang_version", 70, "medium"), ("server_version", 71, "medium"),
+             ("commit", 72, "medium"), ("dirty_files", 73, "low"), ("python", 80, "low")]
+    for key, rank, impact in order:
+        if key in da and key in db and _s(da[key]) != _s(db[key]):
+            ch.append(Change(key=key, before=_s(da[key]), after=_s(db[key]), impact=impact, rank=rank))  # type: ignore[arg-type]
+    if isinstance(da.get("gpus"), list) and isinstance(db.get("gpus"), list):
+        ga, gb = da["gpus"], db["gpus"]
+        if len(ga) != len(gb):
+            ch.append(Change(key="gpus.count", before=str(len(ga)), after=str(len(gb)), impact="high", rank=35))
+        fields = [("name", 36, "high"), ("pcie_gen", 50, "medium"), ("pcie_width", 50, "medium"),
+                  ("power_limit_w", 51, "medium"), ("max_sm_clock_mhz", 52, "medium"), ("persistence_mode", 53, "low"),
+                  ("sm_clock_mhz", 90, "low"), ("mem_clock_mhz", 90, "low")]
+        for i, (x, y) in enumerate(zip(ga, gb, strict=False)):
+            if not (isinstance(x, dict) and isinstance(y, dict)):
+                if _s(x) != _s(y):
+                    ch.append(Change(key=f"gpus[{i}]", before=_s(x), after=_s(y), impact="high", rank=36))
+                continue
+            for f, rank, impact in fields:
+                if f in x and f in y and _s(x[f]) != _s(y[f]):
+                    ch.append(Change(key=f"gpus[{i}].{f}", before=_s(x[f]), after=_s(y[f]), impact=impact,  # type: ignore[arg-type]
+                                     rank=rank))
+    ka = (da.get("topology") or {}).get("kinds") if isinstance(da.get("topology"), dict) else None
+    kb = (db.get("topology") or {}).get("kinds") if isinstance(db.get("topology"), dict) else None
+    if ka is not None and kb is not None and ka != kb:
+        ch.append(Change(key="topology.kinds", before=_s(ka), after=_s(kb), impact="high", rank=41))
+    if isinstance(da.get("gpu_processes"), list) and isinstance(db.get("gpu_processes"), list):
+        oa = sorted({p.get("name") for p in da["gpu_processes"] if isinstance(p, dict) and not p.get("server")} - {None})
+        ob = sorted({p.get("name") for p in db["gpu_processes"] if isinstance(p, dict) and not p.get("server")} - {None})
+        if oa != ob:
+            ch.append(Change(key="gpu_processes.others", before=_s(oa), after=_s(ob), impact="medium", rank=55,
+                             why="other processes share the GPUs"))
+    ch.sort(key=lambda c: (c.rank, c.key))
+    out.changes = ch
+    return out
+
+
+def _load(ctx: ToolContext, v: dict[str, Any] | str) -> dict[str, Any]:
+    if isinstance(v, dict):
+        return v
+    try:
+        data = json.loads(ctx.host.read(v).decode("utf-8", "replace"))
+    except (UsageError, SpecdoctorError) as exc:
+        raise NoData(f"cannot read fingerprint {v}: {exc}") from None
+    except ValueError as exc:
+        raise ToolFailed(f"{v} is not a JSON fingerprint: {exc}") from None
+    if not isinstance(data, dict):
+        raise ToolFailed(f"{v} is not a JSON object")
+    return data
+
+
+@tool(effect="read")
+def fingerprint_diff(ctx: ToolContext, args: FingerprintDiffInput) -> FingerprintDiff:
+    """Diff two fingerprints (dicts or JSON files on the host); lost worker NCCL variables come first."""
+    return diff_fingerprints(_load(ctx, args.a), _load(ctx, args.b))

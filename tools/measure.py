@@ -1,0 +1,271 @@
+"""Measurement tools: batch-1 decode benchmark through /generate, and the Pinpoint-style comparator."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import httpx
+from pydantic import BaseModel, Field
+
+from specdoctor.errors import NoData, ToolFailed, ToolRetry, Unresolved
+from specdoctor.host.base import Host
+from specdoctor.parsers.sglang import (
+    BodyError,
+    DecodeLine,
+    normalise_meta_info,
+    parse_body,
+    parse_decode_lines,
+)
+from specdoctor.stats.comparator import Comparison, compare
+from specdoctor.stats.summary import median_ci
+from specdoctor.toolkit import ToolContext, tool
+
+__all__ = ["PROMPTS", "BenchmarkInput", "RequestResult", "RunResult", "Finding", "BenchmarkResult", "benchmark",
+           "log_findings", "CompareInput", "compare_samples"]
+
+# A fixed prompt set: every run sends the same requests, so runs are comparable across launches.
+PROMPTS = [
+    "Explain how a hash map handles collisions, step by step.",
+    "Write a short story about a lighthouse keeper who finds a message in a bottle.",
+    "Summarise the causes and consequences of the French Revolution.",
+    "Describe how to implement binary search in Python and analyse its complexity.",
+    "What are the trade-offs between tensor parallelism and pipeline parallelism?",
+    "List ten practical tips for writing maintainable code, with a sentence on each.",
+]
+
+
+class BenchmarkInput(BaseModel):
+    """Arguments of benchmark."""
+
+    port: int = Field(default=30000, description="The server's HTTP port on the host.")
+    runs: int = Field(default=5, ge=1, le=200, description="Measured runs (one tok/s value each).")
+    requests_per_run: int = Field(default=3, ge=1, le=50, description="Sequential batch-1 requests per run.")
+    max_new_tokens: int = Field(default=128, ge=2, le=8192)
+    warmup_runs: int = Field(default=1, ge=0, le=20, description="Runs made first and discarded.")
+    log_path: str | None = Field(default=None, description="Server log on the host, for Decode batch lines.")
+    label: str = "benchmark"
+    timeout_s: float = Field(default=300, description="Per-request timeout.")
+
+
+class RequestResult(BaseModel):
+    """One /generate request."""
+
+    completion_tokens: int
+    latency_s: float = Field(description="meta_info.e2e_latency when present, else client wall time.")
+    latency_source: str
+    tok_s: float
+    tpot_ms: float | None = None
+    spec_accept_length: float | None = None
+    spec_verify_ct: int | None = None
+
+
+class RunResult(BaseModel):
+    """One run: several requests, one throughput value (sum tokens / sum latency)."""
+
+    tok_s: float
+    tpot_ms: float | None = None
+    accept_length: float | None = None
+    requests: list[RequestResult] = Field(default_factory=list)
+
+
+class Finding(BaseModel):
+    """Something the measurement revealed beyond the numbers."""
+
+    kind: str
+    message: str
+    evidence: list[str] = Field(default_factory=list)
+
+
+class BenchmarkResult(BaseModel):
+    """Per-run tok/s samples with median and 95 % CI, TPOT, accept length, CUDA-graph use and findings."""
+
+    label: str = ""
+    port: int
+    samples: list[float] = Field(default_factory=list, description="One tok/s value per measured run.")
+    median: float
+    ci_low: float
+    ci_high: float
+    mean: float
+    stdev: float
+    cv: float | None = None
+    tpot_ms: float | None = None
+    accept_length: float | None = None
+    speculative: bool = False
+    cuda_graph: bool | None = Field(default=None, description="From the log: did every decode/verify replay a graph?")
+    log_accept_length: float | None = None
+    log_gen_throughput: float | None = None
+    runs: list[RunResult] = Field(default_factory=list)
+    max_new_tokens: int = 0
+    requests_per_run: int = 0
+    warmup_runs: int = 0
+    findings: list[Finding] = Field(default_factory=list)
+
+    def summary_line(self) -> str:
+        acc = f", accept length {self.accept_length:.2f}" if self.accept_length else ""
+        return (f"{self.label}: {self.median:.1f} tok/s [{self.ci_low:.1f}, {self.ci_high:.1f}] over "
+                f"{len(self.samples)} runs (cv {100 * (self.cv or 0):.1f} %){acc}")
+
+
+def _one_request(client: httpx.Client, prompt: str, max_new_tokens: int, timeout: float) -> RequestResult:
+    payload = {"text": prompt, "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens,
+                                                   "ignore_eos": True}}
+    t0 = time.perf_counter()
+    try:
+        r = client.post("/generate", json=payload, timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise ToolFailed(f"/generate failed: {type(exc).__name__}: {exc}") from None
+    wall = time.perf_counter() - t0
+    if r.status_code != 200:
+        raise ToolFailed(f"/generate answered HTTP {r.status_code}: {r.text[:200]}")
+    try:
+        body = parse_body(r.text)
+    except BodyError as exc:
+        raise ToolFailed(f"/generate: {exc}") from None
+    if isinstance(body, list) and body:
+        body = body[0]
+    meta = normalise_meta_info(body.get("meta_info") if isinstance(body, dict) else None)
+    tokens = meta.completion_tokens
+    if not tokens:
+        ids = body.get("output_ids") if isinstance(body, dict) else None
+        tokens = len(ids) if isinstance(ids, list) else 0
+    if not tokens:
+        raise ToolFailed("/generate returned no completion tokens")
+    latency, source = (meta.e2e_latency, "e2e_latency") if meta.e2e_latency else (wall, "client")
+    tpot = None
+    if meta.first_token_latency is not None and tokens > 1:
+        tpot = 1000 * (latency - meta.first_token_latency) / (tokens - 1)
+    elif tokens > 0:
+        tpot = 1000 * latency / tokens
+    accept = meta.spec_accept_length
+    if accept is None and meta.spec_verify_ct:
+        accept = tokens / meta.spec_verify_ct
+    return RequestResult(completion_tokens=tokens, latency_s=latency, latency_source=source, tok_s=tokens / latency,
+                         tpot_ms=tpot, spec_accept_length=accept, spec_verify_ct=meta.spec_verify_ct)
+
+
+def _run(client: httpx.Client, args: BenchmarkInput, offset: int) -> RunResult:
+    reqs = [_one_request(client, PROMPTS[(offset + i) % len(PROMPTS)], args.max_new_tokens, args.timeout_s)
+            for i in range(args.requests_per_run)]
+    tokens = sum(r.completion_tokens for r in reqs)
+    latency = sum(r.latency_s for r in reqs)
+    tpots = [r.tpot_ms for r in reqs if r.tpot_ms is not None]
+    accepts = [r.spec_accept_length for r in reqs if r.spec_accept_length is not None]
+    return RunResult(tok_s=tokens / latency, tpot_ms=statistics.fmean(tpots) if tpots else None,
+                     accept_length=statistics.fmean(accepts) if accepts else None, requests=reqs)
+
+
+def log_findings(lines: list[DecodeLine], speculative: bool) -> tuple[list[Finding], bool | None]:
+    """Findings from Decode-batch lines: verify not replaying a CUDA graph, accept length seen in the log."""
+    findings: list[Finding] = []
+    graphs = [ln.graph for ln in lines if ln.graph is not None]
+    cuda_graph = all(graphs) if graphs else None
+    spec_lines = [ln for ln in lines if ln.accept_len is not None]
+    no_graph = [ln for ln in spec_lines if ln.graph is False]
+    if speculative and no_graph:
+        bs1 = [ln for ln in no_graph if (ln.running_req or 0) <= 1]
+        findings.append(Finding(
+            kind="verify-no-cuda-graph",
+            message=(f"verify is not replaying a CUDA graph: {len(no_graph)} of {len(spec_lines)} speculative "
+                     f"Decode batch lines say 'cuda graph: False'"
+                     + (f" ({len(bs1)} at batch size 1, so not a max-bs overflow)" if bs1 else "")
+                     + ". TARGET_VERIFY can be captured; check --disable-cuda-graph, cuda-graph max bs and "
+                       "num_draft_tokens against the captured width."),
+            evidence=[f"running-req={ln.running_req} accept_len={ln.accept_len} graph={ln.graph} "
+                      f"gen_tps={ln.gen_throughput}" for ln in no_graph[:5]]))
+    elif not speculative and graphs and not any(graphs):
+        findings.append(Finding(kind="decode-no-cuda-graph",
+                                message="decode is not replaying a CUDA graph ('cuda graph: False' on every line)"))
+    return findings, cuda_graph
+
+
+def _read_log_from(host: Host, path: str, offset: int) -> str:
+    res = host.run(["tail", "-c", f"+{offset + 1}", path], check="ignore")
+    return res.stdout if res.ok else ""
+
+
+def _log_size(host: Host, path: str) -> int | None:
+    res = host.run(["wc", "-c", path], check="ignore")
+    first = res.stdout.split()[:1]
+    return int(first[0]) if res.ok and first and first[0].isdigit() else None
+
+
+@tool(effect="read")
+def benchmark(ctx: ToolContext, args: BenchmarkInput) -> BenchmarkResult:
+    """Batch-1 decode throughput via /generate (temperature 0, ignore_eos, fixed prompts): one tok/s per run.
+
+    Warm-up runs are discarded; each run is several sequential requests (not independent samples on their own);
+    reports the median with a 95 % bootstrap CI, TPOT, accept length and findings from the server log.
+    """
+    log_offset = _log_size(ctx.host, args.log_path) if args.log_path else None
+    runs: list[RunResult] = []
+    with ctx.host.forward(args.port) as local:
+        with httpx.Client(base_url=f"http://127.0.0.1:{local}") as client:
+            try:
+                client.get("/health", timeout=10)
+            except httpx.HTTPError as exc:
+                raise NoData(f"no server answering on port {args.port}: {type(exc).__name__}") from None
+            for w in range(args.warmup_runs):
+                ctx.say(f"{args.label}: warm-up {w + 1}/{args.warmup_runs}")
+                _run(client, args, 0)
+            for i in range(args.runs):
+                runs.append(_run(client, args, i * args.requests_per_run))
+                ctx.say(f"{args.label}: run {i + 1}/{args.runs}: {runs[-1].tok_s:.1f} tok/s")
+    samples = [r.tok_s for r in runs]
+    lo, hi = median_ci(samples)
+    mean = statistics.fmean(samples)
+    sd = statistics.stdev(samples) if len(samples) > 1 else 0.0
+    tpots = [r.tpot_ms for r in runs if r.tpot_ms is not None]
+    accepts = [r.accept_length for r in runs if r.accept_length is not None]
+    out = BenchmarkResult(label=args.label, port=args.port, samples=samples, median=statistics.median(samples),
+                          ci_low=lo, ci_high=hi, mean=mean, stdev=sd, cv=sd / mean if mean else None,
+                          tpot_ms=statistics.median(tpots) if tpots else None,
+                          accept_length=statistics.median(accepts) if accepts else None,
+                          speculative=bool(accepts), runs=runs, max_new_tokens=args.max_new_tokens,
+                          requests_per_run=args.requests_per_run, warmup_runs=args.warmup_runs)
+    if args.log_path:
+        text = _read_log_from(ctx.host, args.log_path, log_offset or 0)
+        lines = parse_decode_lines(text)
+        if not lines and log_offset:
+            lines = parse_decode_lines(_read_log_from(ctx.host, args.log_path, 0))
+        spec = out.speculative or any(ln.accept_len is not None for ln in lines)
+        out.speculative = spec
+        out.findings, out.cuda_graph = log_findings(lines, spec)
+        accs = [ln.accept_len for ln in lines if ln.accept_len is not None]
+        gens = [ln.gen_throughput for ln in lines if ln.gen_throughput]
+        out.log_accept_length = statistics.fmean(accs) if accs else None
+        out.log_gen_throughput = statistics.median(gens) if gens else None
+        if not lines:
+            out.findings.append(Finding(kind="no-decode-log", message=f"no 'Decode batch' lines in {args.log_path} "
+                                        "(decode_log_interval larger than the requests?)"))
+    if out.cv is not None and out.cv > 0.05:
+        out.findings.append(Finding(kind="noisy", message=f"run-to-run spread is high (cv {100 * out.cv:.1f} %): "
+                                    "other load on the GPUs or clocks changing?"))
+    return out
+
+
+class CompareInput(BaseModel):
+    """Arguments of compare_samples."""
+
+    a: list[float] = Field(description="Samples of the reference (one value per run).")
+    b: list[float] = Field(description="Samples of the candidate.")
+    unit: str = "tok/s"
+    higher_is_better: bool = True
+    magnitude: float | None = Field(default=None, description="Smallest change that matters, in `unit` "
+                                    "(default 5 % of A's median): sets how sure SAME must be.")
+
+
+@tool(effect="read")
+def compare_samples(ctx: ToolContext, args: CompareInput) -> Comparison:
+    """Pinpoint-style comparison: DIFFERENT (p <= 0.01 on min(KS, MWU)), SAME, or UNKNOWN (more runs needed).
+
+    The effect is median(b) - median(a) in the user's unit with a bootstrap CI and % change.
+    """
+    if len(args.a) < 2 or len(args.b) < 2:
+        raise ToolRetry("need at least 2 samples on each side (ideally 5+)")
+    try:
+        return compare(args.a, args.b, unit=args.unit, higher_is_better=args.higher_is_better,
+                       magnitude=args.magnitude)
+    except ValueError as exc:
+        raise Unresolved(str(exc)) from None
+

@@ -1,0 +1,166 @@
+"""The MCP server: every allowed tool with its pydantic input schema, results as structured ToolResults."""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+
+from specdoctor import __version__
+from specdoctor.embed.client import Client
+from specdoctor.errors import UsageError
+from specdoctor.toolkit import ToolResult, ToolSpec
+
+__all__ = ["HINTS_URI", "REPORT_URI", "build_server", "latest_report", "output_schema", "runs_dir", "serve_stdio",
+           "tool_definition"]
+
+log = logging.getLogger("specdoctor.mcp")
+
+HINTS_URI = "specdoctor://host/hints"
+REPORT_URI = "specdoctor://report/latest"
+
+
+def runs_dir() -> Path:
+    """Where reports are looked for: `$SPECDOCTOR_RUNS`, else `./specdoctor-runs` (the CLI's default)."""
+    return Path(os.environ.get("SPECDOCTOR_RUNS") or "specdoctor-runs")
+
+
+def latest_report(root: Path | None = None) -> Path | None:
+    """The newest `*/report.json` under the runs folder (by modification time), or None."""
+    root = root or runs_dir()
+    found = [p for p in root.glob("*/report.json") if p.is_file()]
+    return max(found, key=lambda p: p.stat().st_mtime) if found else None
+
+
+def _prefix_refs(node: Any, prefix: str) -> Any:
+    if isinstance(node, dict):
+        return {k: (v.replace("#/$defs/", f"#/$defs/{prefix}", 1) if k == "$ref" and isinstance(v, str)
+                    else _prefix_refs(v, prefix)) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_prefix_refs(v, prefix) for v in node]
+    return node
+
+
+def output_schema(spec: ToolSpec) -> dict[str, Any]:
+    """The ToolResult envelope's JSON schema with `output` typed as the tool's output model (or null)."""
+    envelope = copy.deepcopy(ToolResult.model_json_schema(mode="serialization"))
+    out = _prefix_refs(spec.output_model.model_json_schema(mode="serialization"), "out_")
+    defs = envelope.setdefault("$defs", {})
+    defs.update({f"out_{k}": v for k, v in out.pop("$defs", {}).items()})
+    out.pop("title", None)
+    envelope["properties"]["output"] = {"anyOf": [out, {"type": "null"}], "default": None,
+                                        "description": f"{spec.output_model.__name__} when status is ok."}
+    return envelope
+
+
+def tool_definition(spec: ToolSpec) -> types.Tool:
+    """One registry entry as an MCP Tool: input schema from the pydantic model, effect as annotations."""
+    schema = copy.deepcopy(spec.input_model.model_json_schema())
+    schema.pop("title", None)
+    schema["type"] = "object"
+    schema.setdefault("properties", {})
+    read = spec.effect == "read"
+    return types.Tool(
+        name=spec.name, title=spec.summary_line[:120], description=f"[{spec.effect}] {spec.description}",
+        input_schema=schema, output_schema=output_schema(spec),
+        annotations=types.ToolAnnotations(read_only_hint=read, destructive_hint=not read, open_world_hint=False),
+    )
+
+
+def _instructions(client: Client) -> str:
+    h = client.hints
+    lines = [f"specdoctor {__version__}: typed tools that diagnose speculative-decoding (EAGLE-3 on SGLang) "
+             f"performance regressions on host {client.host.name}."]
+    if h.repo:
+        lines.append(f"The SGLang checkout on this host is {h.repo} (pass it as `repo`).")
+    if h.python:
+        lines.append(f"Its python is {h.python}.")
+    if h.launch:
+        lines.append(f"The server's launch line: {h.launch}")
+    lines.append(f"Read {HINTS_URI} for these hints as JSON and {REPORT_URI} for the newest report.")
+    lines.append("Mutating/disruptive tools are exposed; the tree is backed up before the first mutation and "
+                 "restored, and started servers stopped, when this server exits." if client.allow_mutations else
+                 "Only read-only tools are exposed (start with --allow-mutations for the others).")
+    return " ".join(lines)
+
+
+def _call_result(res: ToolResult) -> types.CallToolResult:
+    data = res.model_dump(mode="json")
+    return types.CallToolResult(
+        content=[types.TextContent(text=f"[{res.status}] {res.summary}"),
+                 types.TextContent(text=json.dumps(data, separators=(",", ":")))],
+        structured_content=data, is_error=res.status == "error")
+
+
+def build_server(client: Client) -> Server[Any]:
+    """A low-level MCP Server bound to one Client (its host, its effects, its safety net)."""
+    specs = {s.name: s for s in client.tools()}
+    definitions = [tool_definition(s) for s in specs.values()]
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=definitions)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in specs:
+            why = " (a mutating tool: start the server with --allow-mutations)" if params.name in {
+                s.name for s in client.registry.all()} else ""
+            raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}{why}")
+        log.info("call %s %s", params.name, json.dumps(params.arguments or {})[:300])
+        try:
+            res = await anyio.to_thread.run_sync(client.call, params.name, dict(params.arguments or {}))
+        except UsageError as exc:
+            res = ToolResult(tool=params.name, status="error", summary=str(exc), error=str(exc))
+        log.info("done %s: %s %s", params.name, res.status, res.summary)
+        return _call_result(res)
+
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[
+            types.Resource(uri=HINTS_URI, name="host-hints", mime_type="application/json",
+                           description="What the host says about itself: repo path, python, launch line, claims."),
+            types.Resource(uri=REPORT_URI, name="latest-report", mime_type="application/json",
+                           description="The newest report.json under $SPECDOCTOR_RUNS or ./specdoctor-runs."),
+        ])
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        if uri == HINTS_URI:
+            text = json.dumps({"host": client.host.name, "run_id": client.run_id,
+                               "allow_mutations": client.allow_mutations, **client.hints.model_dump(mode="json")})
+        elif uri == REPORT_URI:
+            path = latest_report()
+            if path is None:
+                raise MCPError(INVALID_PARAMS, f"no report.json under {runs_dir().resolve()} yet")
+            text = path.read_text()
+        else:
+            raise MCPError(INVALID_PARAMS, f"unknown resource {uri}")
+        return types.ReadResourceResult(contents=[
+            types.TextResourceContents(uri=uri, mime_type="application/json", text=text)])
+
+    return Server("specdoctor", version=__version__, instructions=_instructions(client),
+                  on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
+                  on_read_resource=read_resource)
+
+
+async def _serve(client: Client) -> None:
+    server = build_server(client)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def serve_stdio(client: Client) -> None:
+    """Serve MCP on stdin/stdout until the client disconnects, then run the Client's safety net."""
+    try:
+        anyio.run(_serve, client)
+    finally:
+        for row in client.close():
+            log.info("cleanup %s %s: %s %s", row.tool, row.repo or "", row.status, row.summary)

@@ -1,0 +1,25 @@
+"""`specdoctor.investigate(host, ...)`: the whole playbook from Python, returning where the report went."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from specdoctor.engine.runner import Approver, RunOutcome
+
+__all__ = ["investigate"]
+
+
+def investigate(host: str, *, yes: bool = True, view: Any = None, approver: Approver | None = None,
+                **options: Any) -> RunOutcome:
+    """Run a playbook (default `regression`) on `host` and write report.md/json/html; return the RunOutcome.
+
+    `options` are `InvestigateOptions` fields (repo, python, launch, expect, out, playbook, llm, ...).
+    `yes=True` by default because a library call has nobody to ask; the engine still backs the tree up
+    first and restores it (verified) and stops its servers on every path. Pass `yes=False` and an
+    `approver(payload) -> bool` to decide each mutating step yourself.
+    """
+    from specdoctor.engine.runner import InvestigateOptions
+    from specdoctor.engine.runner import investigate as run_playbook
+
+    return run_playbook(InvestigateOptions(host=host, yes=yes, **options), view=view, approver=approver)

@@ -72,7 +72,10 @@ def _raw_paramiko(server: SSHServer) -> paramiko.SSHClient:
 def bench(server: SSHServer, calls: int = 200) -> BenchResult:
     """Median seconds per `true` for each way, all against the same sshd."""
     with server.connect() as host:
-        ours = _time("SSHHost.run", lambda: host.run(["true"]) and None, calls)
+        def ours_run() -> None:
+            host.run(["true"])
+
+        ours = _time("SSHHost.run", ours_run, calls)
 
     client = _raw_paramiko(server)
 
@@ -91,9 +94,11 @@ def bench(server: SSHServer, calls: int = 200) -> BenchResult:
     cm = ["-o", "ControlMaster=auto", "-o", f"ControlPath={control}", "-o", "ControlPersist=60"]
     argv = server.ssh_argv(*cm)
     subprocess.run([*argv, "true"], check=True, stdin=subprocess.DEVNULL)  # opens the master
+    def openssh_run() -> None:
+        subprocess.run([*argv, "true"], check=True, stdin=subprocess.DEVNULL)
+
     try:
-        openssh = _time("ssh ControlMaster", lambda: subprocess.run([*argv, "true"], check=True,
-                                                                    stdin=subprocess.DEVNULL) and None, calls)
+        openssh = _time("ssh ControlMaster", openssh_run, calls)
     finally:
         subprocess.run([*server.ssh_argv(*cm, "-O", "exit")], capture_output=True, stdin=subprocess.DEVNULL)
     r_base = ours.median_s / base.median_s

@@ -40,7 +40,7 @@ def open_host(
     if parsed.kind == "local":
         return LocalHost(audit=audit)
     if parsed.kind == "sim":
-        from specdoctor.sim import open_sim_host  # lazy: the simulator is optional at runtime
+        from specdoctor.sim import open_sim_host  # type: ignore[attr-defined,unused-ignore]  # lazy: optional
 
         assert parsed.scenario is not None
         return open_sim_host(parsed.scenario, audit=audit)

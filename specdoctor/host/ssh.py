@@ -157,7 +157,7 @@ class SSHHost(Host):
                 self.hostname,
                 port=self.port,
                 username=self.user,
-                key_filename=self.identity_files or None,
+                key_filename=self.identity_files or None,  # type: ignore[arg-type]  # paramiko takes a list too
                 allow_agent=self.allow_agent,
                 look_for_keys=not self.identity_files,
                 timeout=self.connect_timeout,

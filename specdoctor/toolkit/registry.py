@@ -11,7 +11,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from specdoctor.errors import HostError, NoData, SpecdoctorError, ToolFailed, ToolRetry, Unresolved, UsageError
+from specdoctor.errors import (
+    HostError,
+    NoData,
+    SpecdoctorError,
+    ToolFailed,
+    ToolRetry,
+    Unresolved,
+    UsageError,
+)
 from specdoctor.host.redact import redact_text
 from specdoctor.toolkit.context import ApprovalRequest, ToolContext
 from specdoctor.toolkit.result import ToolResult

@@ -18,6 +18,8 @@ __all__ = [
     "unquote_c_path",
     "is_logging_line",
     "logging_only",
+    "Ambiguous",
+    "ambiguous_lines",
 ]
 
 
@@ -168,3 +170,28 @@ def logging_only(lines: list[str]) -> bool:
             continue
         return False
     return True
+
+
+class Ambiguous(BaseModel):
+    """A patch-script output line that does not say cleanly 'applied'."""
+
+    line_no: int
+    kind: str = Field(description="WARN / SKIP / ERROR / could-not-find / FAIL / exit-code")
+    line: str
+
+
+_AMBIGUOUS = [("WARN", re.compile(r"\bWARN(?:ING)?\b", re.I)), ("SKIP", re.compile(r"\bSKIP(?:PED|PING)?\b", re.I)),
+              ("ERROR", re.compile(r"\bERROR\b|\bTraceback\b", re.I)), ("FAIL", re.compile(r"\bFAIL(?:ED|URE)?\b", re.I)),
+              ("could-not-find", re.compile(r"could\s*n[o']t\s+find|not\s+found", re.I))]
+
+
+def ambiguous_lines(output: str, exit_code: int = 0) -> list[Ambiguous]:
+    """Flag WARN / SKIP / ERROR / FAIL / 'could not find' lines (quoted) and a non-zero exit of a patch script."""
+    out: list[Ambiguous] = []
+    for i, line in enumerate(output.splitlines(), 1):
+        kinds = [k for k, pat in _AMBIGUOUS if pat.search(line)]
+        if kinds:
+            out.append(Ambiguous(line_no=i, kind="+".join(kinds), line=line.strip()))
+    if exit_code != 0:
+        out.append(Ambiguous(line_no=0, kind="exit-code", line=f"the script exited with status {exit_code}"))
+    return out

@@ -1,0 +1,224 @@
+"""Feature gates: env-var reads added by local patches, their defaults, and their ACTUAL values in every server process."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from specdoctor.tools.repo import full_diff, git, unquote_c_path
+
+from specdoctor.host.base import Raw
+from specdoctor.parsers.environ import EnvDecl, find_gate_reads, is_enabled_value, parse_environ_py
+from specdoctor.toolkit import ToolContext, registry, tool
+
+__all__ = ["GateInput", "Gate", "GateScan", "ServerProcess", "scan_feature_gates", "server_processes",
+           "locate_environ_py"]
+
+GateState = Literal["off-by-default-and-unset", "on-by-default-and-unset", "ENABLED-at-runtime", "set-but-default",
+                    "unknown"]
+
+
+class ServerProcess(BaseModel):
+    """A process of the running server whose environment was read."""
+
+    pid: int
+    role: str = Field(description="'parent' or the process title (e.g. sglang::scheduler_TP3).")
+    env: dict[str, str] | None = Field(default=None, description="None when /proc/PID/environ was unreadable.")
+
+
+class Gate(BaseModel):
+    """One env-var gate found in ADDED lines, with its runtime value in each server process."""
+
+    name: str
+    reader: str
+    default: str | None
+    file: str
+    line: str
+    declared_in_sglang: EnvDecl | None = None
+    state: GateState
+    values: dict[str, str | None] = Field(default_factory=dict, description="process label → value (None: unset).")
+    reason: str
+
+
+class GateScan(BaseModel):
+    """Gates in the local patches, verified against the running processes; SGLang's own gate catalog."""
+
+    repo: str
+    gates: list[Gate] = Field(default_factory=list)
+    processes: list[ServerProcess] = Field(default_factory=list)
+    process_source: str = "none"
+    environ_py: str | None = Field(default=None, description="Where SGLang's environ.py was read on the host.")
+    sglang_gates: list[EnvDecl] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list)
+
+    def summary_line(self) -> str:
+        enabled = [g.name for g in self.gates if g.state == "ENABLED-at-runtime"]
+        return (f"{len(self.gates)} gates in added lines, {len(self.processes)} server processes checked"
+                + (f"; ENABLED at runtime: {', '.join(enabled)}" if enabled else "; none enabled at runtime")
+                + f"; {len(self.sglang_gates)} SGLang gates catalogued")
+
+
+class GateInput(BaseModel):
+    """Arguments of scan_feature_gates."""
+
+    repo: str = Field(description="Path of the git checkout on the host.")
+    port: int | None = Field(default=None, description="Port of the running server (None: any sglang server).")
+    python: str | None = Field(default=None, description="Python of the server, to locate SGLang's environ.py.")
+    include_catalog: bool = Field(default=True, description="Return SGLang's whole environ.py catalog.")
+
+
+def _label(pid: int, title: str, parent: bool) -> str:
+    return "parent" if parent else (title.split()[0] if title.startswith("sglang::") else f"pid{pid}")
+
+
+def _parse_environ(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in text.split("\x00"):
+        k, sep, v = item.partition("=")
+        if sep and k:
+            out[k] = v
+    return out
+
+
+def _read_env(ctx: ToolContext, pid: int) -> dict[str, str] | None:
+    res = ctx.host.run(["cat", f"/proc/{pid}/environ"], check="ignore")
+    return _parse_environ(res.stdout) if res.ok else None
+
+
+def server_processes(ctx: ToolContext, port: int | None) -> tuple[list[ServerProcess], str, list[str]]:
+    """Parent and worker processes of the running server with their environments; (procs, source, problems)."""
+    problems: list[str] = []
+    try:
+        res = registry.call(ctx, "find_server_processes", {"port": port})
+        servers = (res.output or {}).get("servers") or [] if res.ok else []
+        if not res.ok:
+            problems.append(f"find_server_processes: {res.status}: {res.summary}")
+    except Exception as exc:  # the server tools may not be installed; fall back to ps
+        servers, res = [], None
+        problems.append(f"find_server_processes unavailable: {type(exc).__name__}")
+    if servers:
+        s = servers[0]
+        procs: list[ServerProcess] = []
+        members = [(s.get("main") or {}, True)] + [(w, False) for w in s.get("workers") or []]
+        for proc, parent in members:
+            pid = int(proc.get("pid") or 0)
+            if pid:
+                procs.append(ServerProcess(pid=pid, role=_label(pid, proc.get("title") or "", parent),
+                                           env=_read_env(ctx, pid)))
+        return procs, "find_server_processes", problems
+    return _ps_processes(ctx, port), "ps", problems
+
+
+def _ps_processes(ctx: ToolContext, port: int | None) -> list[ServerProcess]:
+    res = ctx.host.run(["ps", "-eo", "pid=,ppid=,args="], check="ignore")
+    rows: list[tuple[int, int, str]] = []
+    for line in res.stdout.splitlines():
+        parts = line.strip().split(None, 2)
+        if len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit():
+            rows.append((int(parts[0]), int(parts[1]), parts[2]))
+    mains = [r for r in rows if re.search(r"sglang[.]launch_server|sglang serve|sglang[.]srt[.]server", r[2])
+             and not r[2].startswith("sglang::")]
+    if port is not None:
+        mains = [r for r in mains if re.search(rf"--port[= ]{port}\b", r[2])] or \
+            ([r for r in mains if "--port" not in r[2]] if port == 30000 else [])
+    if not mains:
+        return []
+    main = mains[0]
+    children: dict[int, list[tuple[int, int, str]]] = {}
+    for r in rows:
+        children.setdefault(r[1], []).append(r)
+    out = [ServerProcess(pid=main[0], role="parent", env=_read_env(ctx, main[0]))]
+    stack = list(children.get(main[0], []))
+    while stack:
+        r = stack.pop()
+        if r[2].startswith("sglang::scheduler"):
+            out.append(ServerProcess(pid=r[0], role=_label(r[0], r[2], False), env=_read_env(ctx, r[0])))
+        stack.extend(children.get(r[0], []))
+    return out
+
+
+def locate_environ_py(ctx: ToolContext, repo: str, python: str | None) -> str | None:
+    """The environ.py the server imports: from the given python's sglang package, else the checkout's copy."""
+    if python:
+        code = ("import importlib.util as u; s = u.find_spec('sglang'); "
+                "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')")
+        res = ctx.host.run([python, "-c", code], check="ignore", timeout=60)
+        loc = res.stdout.strip().splitlines()[-1:] if res.ok else []
+        if loc and loc[0] and ctx.host.exists(f"{loc[0]}/srt/environ.py"):
+            return f"{loc[0]}/srt/environ.py"
+    for rel in ("python/sglang/srt/environ.py", "sglang/srt/environ.py"):
+        if ctx.host.exists(f"{repo.rstrip('/')}/{rel}"):
+            return f"{repo.rstrip('/')}/{rel}"
+    return None
+
+
+def _added_lines(ctx: ToolContext, repo: str) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
+    for pf in full_diff(ctx, repo):
+        path = unquote_c_path(pf.target_file if pf.target_file != "/dev/null" else pf.source_file)
+        out.extend((path, ln.value.rstrip("\n")) for h in pf for ln in h if ln.is_added)
+    untracked = ctx.host.run(git(repo, "ls-files", "--others", "--exclude-standard", "-z")).stdout.split("\x00")
+    for path in [p for p in untracked if p.endswith(".py")]:
+        script = f"head -c 1000000 -- {shlex.quote(repo.rstrip('/') + '/' + path)}"
+        res = ctx.host.run(Raw(script), check="ignore")
+        out.extend((path, line) for line in res.stdout.splitlines())
+    return out
+
+
+def _state(default: str | None, values: dict[str, str | None]) -> tuple[GateState, str]:
+    if not values:
+        return "unknown", "no server process to read: the gate's runtime value is unknown"
+    enabled = {k: v for k, v in values.items() if is_enabled_value(v, default)}
+    if enabled:
+        where = ", ".join(f"{k}={v}" for k, v in enabled.items())
+        return "ENABLED-at-runtime", f"set away from its default ({default}) in {where}"
+    if any(v is not None for v in values.values()):
+        return "set-but-default", f"set to its default ({default}) in some processes"
+    on = default is not None and default.strip().strip("'\"").lower() not in ("", "0", "false", "no", "none", "off")
+    checked = len(values)
+    return ("on-by-default-and-unset" if on else "off-by-default-and-unset",
+            f"default {default}; verified unset in all {checked} server processes")
+
+
+@tool(effect="read")
+def scan_feature_gates(ctx: ToolContext, args: GateInput) -> GateScan:
+    """Find env-var gates in the patches' ADDED lines and verify their value in every running server process.
+
+    Readers: os.environ.get / os.environ[...] / os.getenv / get_bool_env_var / envs.SGLANG_X.get() /
+    EnvBool(...)-style declarations. Values come from /proc/PID/environ of the parent and each
+    sglang::scheduler_TP* worker. Also parses SGLang's own environ.py on the host (never imports it).
+    """
+    scan = GateScan(repo=args.repo)
+    found: dict[str, Gate] = {}
+    reads = [(path, r) for path, line in _added_lines(ctx, args.repo) for r in find_gate_reads(line)]
+    scan.environ_py = locate_environ_py(ctx, args.repo, args.python)
+    catalog = None
+    if scan.environ_py:
+        try:
+            catalog = parse_environ_py(ctx.host.read(scan.environ_py).decode("utf-8", "replace"))
+            scan.sglang_gates = catalog.fields if args.include_catalog else []
+        except (SyntaxError, ValueError) as exc:  # a broken file on the host is a finding, not a crash
+            scan.problems.append(f"could not parse {scan.environ_py}: {type(exc).__name__}: {exc}")
+    procs, scan.process_source, problems = server_processes(ctx, args.port)
+    scan.processes, scan.problems = procs, scan.problems + problems
+    for path, r in reads:
+        if r.name in found:
+            continue
+        decl = catalog.get(r.name) if catalog else None
+        default = r.default
+        if default is None and decl is not None:
+            default = decl.default_source
+        values: dict[str, Any] = {}
+        for p in procs:
+            if p.env is not None:
+                values[p.role if p.role not in values else f"{p.role}:{p.pid}"] = p.env.get(r.name)
+        unreadable = [p.role for p in procs if p.env is None]
+        state, reason = _state(default, values)
+        if unreadable:
+            reason += f" (could not read: {', '.join(unreadable)})"
+        found[r.name] = Gate(name=r.name, reader=r.reader, default=default, file=path, line=r.line,
+                             declared_in_sglang=decl, state=state, values=values, reason=reason)
+    scan.gates = sorted(found.values(), key=lambda g: (g.state != "ENABLED-at-runtime", g.name))
+    return scan

@@ -281,7 +281,7 @@ def _stash(r: Report) -> Section:
         s.blocks.append(_NOT_RUN)
         return s
     ncmd = len(r.commands)
-    facts = [["backup id: ", Code(st.backup_id or fmt.DASH)], ["backup ref: ", Code(st.backup_ref or fmt.DASH)],
+    facts: list[list[Span]] = [["backup id: ", Code(st.backup_id or fmt.DASH)], ["backup ref: ", Code(st.backup_ref or fmt.DASH)],
              ["patch file: ", Code(st.patch_path or fmt.DASH)], ["tree hash before: ", Code(st.hash_before or fmt.DASH)],
              ["re-applied: ", ", ".join(st.applied) or "nothing"]]
     if st.script:

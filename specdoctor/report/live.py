@@ -20,6 +20,7 @@ from rich.progress import (
     MofNCompleteColumn,
     Progress,
     SpinnerColumn,
+    TaskID,
     TextColumn,
     TimeElapsedColumn,
 )
@@ -66,7 +67,7 @@ class LiveView:
         self._live: Live | None = None
         self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
                                   MofNCompleteColumn(), TimeElapsedColumn(), console=self.console)
-        self._task: int | None = None
+        self._task: TaskID | None = None
 
     # --- engine callbacks -------------------------------------------------------------------------
     def start(self, plan: list[tuple[str, str, str, str]]) -> None:

@@ -57,6 +57,22 @@ def approver_for(view):
     return approve
 
 
+def show_outcome(view, outcome, as_json: bool) -> None:
+    """The summary panel (live view) and where the files are; JSON on stdout with --json."""
+    from specdoctor.report.writer import load_report
+
+    try:
+        view.finish(load_report(outcome.out_dir))
+    except Exception as exc:  # the files are written; a display problem must not hide them
+        typer.echo(f"(could not render the summary: {exc})", err=True)
+    if as_json:
+        typer.echo(outcome.model_dump_json(indent=2))
+    else:
+        typer.echo(f"verdict: {outcome.verdict}")
+        for kind, path in outcome.files.items():
+            typer.echo(f"{kind}: {path}")
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def investigate(
@@ -96,8 +112,4 @@ def register(app: typer.Typer) -> None:
             identity_files=identity or [])
         view = make_view(plain=as_json or not sys.stdout.isatty())
         outcome = run(opts, view=view, approver=approver_for(view))
-        if as_json:
-            typer.echo(outcome.model_dump_json(indent=2))
-        else:
-            view.finish_paths(outcome) if hasattr(view, "finish_paths") else typer.echo(
-                f"verdict: {outcome.verdict}\nreport: {outcome.files.get('md', outcome.out_dir)}")
+        show_outcome(view, outcome, as_json)

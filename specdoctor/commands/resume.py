@@ -17,12 +17,9 @@ def register(app: typer.Typer) -> None:
         """Stop what the run started, restore the tree, and finish the remaining steps."""
         import sys
 
-        from specdoctor.commands.investigate import approver_for, make_view
+        from specdoctor.commands.investigate import approver_for, make_view, show_outcome
         from specdoctor.engine.runner import resume as do_resume
 
         view = make_view(plain=as_json or not sys.stdout.isatty())
         outcome = do_resume(run_id, view=view, approver=approver_for(view), yes=yes)
-        if as_json:
-            typer.echo(outcome.model_dump_json(indent=2))
-        else:
-            typer.echo(f"verdict: {outcome.verdict}\nreport: {outcome.files.get('md', outcome.out_dir)}")
+        show_outcome(view, outcome, as_json)

@@ -108,7 +108,10 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
     _nccl(report, v, res, cmds)
     be = v.output("breakeven")
     if be:
-        report.breakeven = be
+        try:
+            report.breakeven = be
+        except ValueError as exc:  # a malformed analysis must not cost the whole report
+            report.findings.append(m.Finding(title=f"break-even analysis could not be shown: {exc}"[:300]))
     for d in values.get("decisions") or []:
         report.decisions.append(m.Decision(
             step=d.get("step", ""), tool=d.get("tool"), status=d.get("status", "ok"), checked=d.get("checked", ""),

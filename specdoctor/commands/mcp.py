@@ -21,14 +21,14 @@ def register(app: typer.Typer) -> None:
         accept_new_host_key: Annotated[bool, typer.Option(
             "--accept-new-host-key", help="Trust an SSH host key not yet in known_hosts.")] = False,
         audit: Annotated[Path | None, typer.Option("--audit", help="Append every host command to this JSONL.")] = None,
-        verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Log each call to stderr.")] = False,
+        verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Also log each tool call to stderr.")] = False,
     ) -> None:
         """Serve specdoctor's tools over MCP (stdio) for Claude Desktop, Cursor or any MCP client.
 
         stdout carries only the protocol. Read-only tools always; mutating ones only with --allow-mutations.
         """
-        logging.basicConfig(stream=sys.stderr, level=logging.INFO if verbose else logging.WARNING,
-                            format="specdoctor-mcp %(levelname)s %(message)s")
+        logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="specdoctor-mcp %(levelname)s %(message)s")
+        logging.getLogger("specdoctor").setLevel(logging.DEBUG if verbose else logging.INFO)
         from specdoctor.embed.client import connect
         from specdoctor.embed.mcp_server import serve_stdio
         from specdoctor.host import AuditLog

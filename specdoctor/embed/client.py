@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import threading
 import time
 import uuid
@@ -18,6 +19,8 @@ from specdoctor.toolkit import ApprovalRequest, Effect, ToolContext, ToolResult,
 from specdoctor.toolkit.registry import ToolRegistry
 
 __all__ = ["Client", "CleanupRecord", "connect", "READ_ONLY", "ALL_EFFECTS"]
+
+log = logging.getLogger("specdoctor.embed")
 
 READ_ONLY: tuple[Effect, ...] = ("read",)
 ALL_EFFECTS: tuple[Effect, ...] = ("read", "mutate", "disrupt")
@@ -150,6 +153,8 @@ class Client:
             return ToolResult(tool=name, status="error", error=res.error or res.summary, evidence=res.evidence,
                               summary=f"{name} refused: backing up {repo} first failed: {res.summary}")
         self.backups[repo] = _backup_id(res)
+        log.info("backed up %s as %s before %s; close() restores it (by hand: specdoctor restore --backup %s)",
+                 repo, self.backups[repo], name, self.backups[repo])
         return None
 
     def _safety_ctx(self) -> ToolContext:

@@ -6,6 +6,8 @@ import copy
 import json
 import logging
 import os
+import signal
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -115,12 +117,12 @@ def build_server(client: Client) -> Server[Any]:
             why = " (a mutating tool: start the server with --allow-mutations)" if params.name in {
                 s.name for s in client.registry.all()} else ""
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}{why}")
-        log.info("call %s %s", params.name, json.dumps(params.arguments or {})[:300])
+        log.debug("call %s %s", params.name, json.dumps(params.arguments or {})[:300])
         try:
             res = await anyio.to_thread.run_sync(client.call, params.name, dict(params.arguments or {}))
         except UsageError as exc:
             res = ToolResult(tool=params.name, status="error", summary=str(exc), error=str(exc))
-        log.info("done %s: %s %s", params.name, res.status, res.summary)
+        log.debug("done %s: %s %s", params.name, res.status, res.summary)
         return _call_result(res)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
@@ -157,10 +159,23 @@ async def _serve(client: Client) -> None:
         await server.run(read, write, server.create_initialization_options())
 
 
+def _terminate(signum: int, frame: Any) -> None:
+    raise SystemExit(128 + signum)
+
+
 def serve_stdio(client: Client) -> None:
-    """Serve MCP on stdin/stdout until the client disconnects, then run the Client's safety net."""
+    """Serve MCP on stdin/stdout until the client disconnects, then run the Client's safety net.
+
+    MCP clients close stdin, wait ~2 s, then SIGTERM the process group and SIGKILL ~2 s later: SIGTERM
+    while serving ends the loop (cleanup still runs); during cleanup it is ignored so the restore finishes.
+    """
+    main = threading.current_thread() is threading.main_thread()
+    if main:
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         anyio.run(_serve, client)
     finally:
+        if main:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
         for row in client.close():
             log.info("cleanup %s %s: %s %s", row.tool, row.repo or "", row.status, row.summary)

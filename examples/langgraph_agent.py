@@ -1,0 +1,73 @@
+"""A LangGraph ReAct agent whose tools are specdoctor's typed tools (`specdoctor.tools.as_langchain`).
+
+    python examples/langgraph_agent.py --host sim:seed --model gpt-4.1      # OPENAI_API_KEY set
+    python examples/langgraph_agent.py --host root@gpu-box --base-url http://127.0.0.1:8000/v1 --model local
+
+`as_langchain(client)` gives LangChain StructuredTools (pydantic args schemas, ToolResult JSON as the tool
+message), usable in `langgraph.prebuilt.ToolNode` (below: the classic agent ⇄ tools graph) or any prebuilt
+agent (`langchain.agents.create_agent`, the deprecated `langgraph.prebuilt.create_react_agent`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
+from langchain_openai import ChatOpenAI
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from specdoctor.tools import as_langchain
+
+import specdoctor
+
+PROMPT = ("You diagnose a speculative-decoding (EAGLE-3 on SGLang) slowdown on a GPU server. Use the tools "
+          "to gather evidence (start with catalog_diffs on the repo), then answer with a short finding.")
+
+
+def build_agent(llm: ChatOpenAI, tools: list[Any]) -> Any:
+    """agent → (tool calls?) → ToolNode → agent ... until the model answers without tool calls."""
+    bound = llm.bind_tools(tools)
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [bound.invoke([SystemMessage(PROMPT), *state["messages"]])]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("agent", agent)
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "agent")
+    graph.add_conditional_edges("agent", tools_condition)
+    graph.add_edge("tools", "agent")
+    return graph.compile()
+
+
+def run(host: str = "sim:seed", *, model: str = "gpt-4.1", base_url: str | None = None,
+        question: str = "Why did speculative decoding get slower?") -> dict[str, Any]:
+    """Run the agent to its answer; return the answer and the tools called (name, status, summary)."""
+    llm = ChatOpenAI(model=model, base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY") or "unused",
+                     temperature=0, max_retries=0)
+    with specdoctor.connect(host) as client:  # read-only; pass allow_mutations=True for the rest
+        agent = build_agent(llm, as_langchain(client))
+        state = agent.invoke({"messages": [("user", f"{question} The SGLang checkout is at {client.hints.repo}.")]},
+                             {"recursion_limit": 20})
+    trail = []
+    for m in state["messages"]:
+        if isinstance(m, ToolMessage):
+            result = json.loads(str(m.content))
+            trail.append({"tool": m.name or "", "status": result["status"], "summary": result["summary"]})
+    last = state["messages"][-1]
+    return {"answer": str(last.content) if isinstance(last, AIMessage) else "", "tools": trail}
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--host", default="sim:seed")
+    p.add_argument("--model", default="gpt-4.1")
+    p.add_argument("--base-url", default=None)
+    a = p.parse_args()
+    out = run(a.host, model=a.model, base_url=a.base_url)
+    for t in out["tools"]:
+        print(f"  {t['tool']}: [{t['status']}] {t['summary']}")
+    print(out["answer"])

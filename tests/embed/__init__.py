@@ -1,0 +1,1 @@
+"""Tests of the embedding surface: Python client, LangChain/OpenAI exports, MCP server, examples."""

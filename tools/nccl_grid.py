@@ -159,8 +159,8 @@ def expand_grid(grid: dict[str, list[str | None]] | None, *, interconnect: str =
             env.update(_channel_env(value, ver) if name == CHANNELS else {name: value})
         label = " ".join(parts) or "default"
         if "NCCL_PROTO" in env and _has_ll128(env["NCCL_PROTO"]) and interconnect in ("pcie", "mixed", "unknown"):
-            skipped.append(Skipped(label=label, reason=f"LL128 on a {interconnect} box: NCCL disables it there for "
-                                   "correctness (data corruption risk); never forced"))
+            skipped.append(Skipped(label=label, reason=f"LL128 with a {interconnect} interconnect: NCCL only enables it on NVLink, "
+                                   "forcing it risks data corruption; never forced"))
             continue
         key = tuple(sorted(env.items()))
         if key in seen:

@@ -1,0 +1,151 @@
+"""`specdoctor sweep-nccl`: inventory → all-reduce sweep over an NCCL grid → (with --yes) end-to-end promotion."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from specdoctor.errors import UsageError
+
+__all__ = ["register", "run_sweep"]
+
+
+def _fmt(x: float | None, spec: str = ".1f") -> str:
+    return "—" if x is None else format(x, spec)
+
+
+def run_sweep(host_spec: str, *, port: int | None, launch: str | None, python: str | None, grid: list[str],
+              repeats: int, yes: bool, progress=None, accept_new_host_key: bool = False,
+              inventory: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Open the host and run the three tools; returns {'inventory', 'sweep', 'promotion'} as JSON-able dicts."""
+    from specdoctor.host import open_host
+    from specdoctor.toolkit import ToolContext, registry
+    from specdoctor.tools.nccl_grid import parse_grid_option
+
+    host = open_host(host_spec, accept_new_host_key=accept_new_host_key)
+    try:
+        hints = host.hints
+        launch = launch or (hints.launch if hints else None)
+        python = python or (hints.python if hints else None) or "python3"
+        ctx = ToolContext(host=host, run_id="sweep-nccl", auto_approve=yes, progress=progress)
+        out: dict[str, Any] = {}
+        inv = registry.call(ctx, "nccl_inventory", {"port": port, "launch": launch if port is None else None,
+                                                    "python": python, **(inventory or {})})
+        if not inv.ok:
+            raise UsageError(f"nccl_inventory {inv.status}: {inv.summary}")
+        out["inventory"] = inv.output
+        i = inv.output or {}
+        args: dict[str, Any] = {"sizes": [s["bytes"] for s in i.get("sizes", [])], "tp": i.get("tp"),
+                                "interconnect": i.get("interconnect"), "nccl_version": i.get("nccl_version"),
+                                "python": python, "tool": i.get("bench_tool", "auto"), "repeats": repeats,
+                                "port": port}
+        if grid:
+            args["grid"] = parse_grid_option(grid)
+        sw = registry.call(ctx, "nccl_sweep", args)
+        if not sw.ok:
+            raise UsageError(f"nccl_sweep {sw.status}: {sw.summary}")
+        out["sweep"] = sw.output
+        promoted = [r for r in (sw.output or {}).get("results", []) if r.get("promote")]
+        if yes and promoted:
+            if not launch:
+                raise UsageError("promotion relaunches the server: give --launch CMD (the SGLang launch line)")
+            cands = [{"label": r["label"], "env": r["env"]} for r in promoted]
+            pr = registry.call(ctx, "nccl_promote", {"command": launch, "candidates": cands, "python": python,
+                                                     "port": port})
+            out["promotion"] = pr.output if pr.output is not None else {"status": pr.status, "summary": pr.summary}
+        return out
+    finally:
+        host.close()
+
+
+def _render(out: dict[str, Any], console: Console, yes: bool) -> None:
+    inv, sw, pr = out.get("inventory") or {}, out.get("sweep") or {}, out.get("promotion")
+    t = Table(title="NCCL inventory", show_header=False)
+    for k in ("interconnect", "gpus", "tp", "nccl_version", "sglang_version", "hidden_size", "draft_tokens",
+              "bench_tool"):
+        t.add_row(k, str(inv.get(k)))
+    t.add_row("sizes", ", ".join(f"{s['label']}: {s['bytes']} B" for s in inv.get("sizes", [])))
+    if inv.get("sglang_forced_env"):
+        t.add_row("SGLang forces", ", ".join(f"{k}={v}" for k, v in inv["sglang_forced_env"].items()))
+    console.print(t)
+    sizes = sw.get("sizes", [])
+    lat = Table("config", *[f"{s} B (µs)" for s in sizes], "Σ µs", "vs default", "verdict",
+                title=f"all-reduce latency, TP {sw.get('tp')} ({sw.get('tool')})")
+    for r in sw.get("results", []):
+        pts = {p["size"]: p.get("latency_us") for p in r.get("points", [])}
+        verdict = r.get("failed") or (f"{r.get('outcome')} {r.get('verdict')}" if r.get("outcome") else "screened")
+        name = r["label"] + (" ★" if r.get("promote") else "")
+        lat.add_row(name, *[_fmt(pts.get(s)) for s in sizes], _fmt(r.get("score_median")),
+                    "—" if r.get("pct_change") is None else f"{r['pct_change']:+.1f} %", verdict)
+    console.print(lat)
+    for s in sw.get("skipped", []):
+        console.print(f"skipped {s['label']}: {s['reason']}", markup=False)
+    for n in inv.get("notes", []) + sw.get("notes", []):
+        console.print(f"note: {n}", markup=False)
+    if pr is None:
+        if sw.get("promoted") and not yes:
+            console.print("Promoted: " + ", ".join(sw["promoted"]) + " — rerun with --yes to relaunch the server "
+                          "under each and confirm end to end (with proof the workers see the variables).")
+        elif not sw.get("promoted"):
+            console.print("No configuration beat NCCL's defaults by the comparator: keep the defaults.")
+        return
+    if pr.get("status"):
+        console.print(f"promotion {pr['status']}: {pr.get('summary')}", markup=False)
+        return
+    if pr.get("launcher_drops"):
+        console.print(f"[bold red]The launcher drops NCCL variables before the workers start[/bold red]: "
+                      f"{pr.get('launcher_report')}")
+    e2e = Table("config", "propagated", "tok/s", "95% CI", "vs default", "outcome",
+                title=f"end to end (default {_fmt(pr.get('baseline_median'))} tok/s)")
+    for r in pr.get("results", []):
+        ci = f"[{_fmt(r.get('ci_low'))}, {_fmt(r.get('ci_high'))}]" if r.get("ci_low") is not None else "—"
+        e2e.add_row(r["label"], "yes" if r.get("propagated") else "NO", _fmt(r.get("median")), ci,
+                    "—" if r.get("pct_change") is None else f"{r['pct_change']:+.1f} %",
+                    r.get("skipped") or f"{r.get('outcome')} {r.get('verdict')}")
+    console.print(e2e)
+    for r in pr.get("results", []):
+        for p in r.get("propagation", []):
+            workers = ", ".join(f"{k}={v}" for k, v in sorted(p.get("workers", {}).items())) or "not read"
+            console.print(f"  {r['label']}: {p['name']}={p['expected']} → workers {workers}; NCCL logged it in "
+                          f"{len(p.get('logged_pids', []))} processes", markup=False)
+    if pr.get("best"):
+        lo, hi = pr.get("best_delta_ci") or (None, None)
+        console.print(f"[bold]best: {pr['best']}[/bold] {pr['best_gain_pct']:+.1f} % tok/s "
+                      f"(Δ 95% CI [{_fmt(lo, '+.2f')}, {_fmt(hi, '+.2f')}] tok/s)")
+    console.print(f"where to set it: {pr.get('where_to_set')}", markup=False)
+    console.print(pr.get("not_sitecustomize", ""), markup=False)
+    for n in pr.get("notes", []):
+        console.print(f"note: {n}", markup=False)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("sweep-nccl")
+    def sweep_nccl(
+        host: Annotated[str, typer.Option(help="user@host, local, or sim:SCENARIO.")],
+        port: Annotated[int | None, typer.Option(help="Port of the running SGLang server.")] = None,
+        launch: Annotated[str | None, typer.Option(help="SGLang launch line (needed to promote).")] = None,
+        python: Annotated[str | None, typer.Option(help="Python on the host.")] = None,
+        grid: Annotated[list[str] | None, typer.Option(help="NAME=v1,v2 ('default' = unset; CHANNELS=4,16) (repeat).")] = None,
+        repeats: Annotated[int, typer.Option(help="Runs for the default and each finalist (>= 5 to promote).")] = 5,
+        yes: Annotated[bool, typer.Option("--yes", help="Relaunch the server to confirm promoted settings.")] = False,
+        accept_new_host_key: Annotated[bool, typer.Option("--accept-new-host-key")] = False,
+        tp: Annotated[int | None, typer.Option(help="TP size, when no server/launch line says it.")] = None,
+        hidden_size: Annotated[int | None, typer.Option(help="Model hidden size, when config.json is not on the host.")] = None,
+        draft_tokens: Annotated[int | None, typer.Option(help="Speculative draft tokens per verify.")] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the three tool outputs as JSON.")] = False,
+    ) -> None:
+        """NCCL sweep: inventory, all-reduce latency over a grid at decode/verify sizes, end-to-end promotion."""
+        err = Console(stderr=True)
+        out = run_sweep(host, port=port, launch=launch, python=python, grid=grid or [], repeats=repeats, yes=yes,
+                        progress=None if as_json else (lambda m: err.print(m, markup=False, style="dim")),
+                        accept_new_host_key=accept_new_host_key,
+                        inventory={k: v for k, v in dict(tp=tp, hidden_size=hidden_size, draft_tokens=draft_tokens).items()
+                                   if v is not None})
+        if as_json:
+            typer.echo(json.dumps(out, indent=2))
+            return
+        _render(out, Console(), yes)

@@ -1,0 +1,266 @@
+"""Disruptive repo tools: find the patches the server needs to start, and bisect the rest to the slow culprit(s).
+
+Each trial: the checkout is reset to HEAD + essentials + a subset (from the run's backup), the server is
+launched and measured through the `launch_server` / `benchmark` / `stop_server` tools, and the samples are
+judged against the references with the comparator. The search is `specdoctor.stats.ddmin` (pure); the
+tree is restored byte-identical at the end, whatever happened.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+from specdoctor.tools.worktree import ApplyInput, Backup, apply_patches, ensure_backup, restore
+
+from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
+from specdoctor.stats.ddmin import CachedOracle, Outcome, TrialRecord, classify, isolate, prefix_search
+from specdoctor.toolkit import ToolContext, registry, tool
+
+__all__ = ["EssentialInput", "Essentials", "BisectInput", "BisectResult", "Trial", "find_essential_patches",
+           "bisect_patches"]
+
+
+class Trial(BaseModel):
+    """One server launch: which patches, what came out, and why when it could not be judged."""
+
+    patches: list[str]
+    outcome: str = Field(description="regressed / same / unresolved (bisect); starts / fails / unresolved.")
+    cause: str | None = None
+    samples: list[float] = Field(default_factory=list)
+    median: float | None = None
+    purpose: str = ""
+
+
+class _Runner:
+    """Runs trials for one tool call: apply → launch → (measure) → stop, recording everything."""
+
+    def __init__(self, ctx: ToolContext, repo: str, launch: str, python: str | None, port: int | None,
+                 backup: Backup, essential: list[str]):
+        self.ctx = dataclasses.replace(ctx, auto_approve=True)  # this disruptive call was approved as a whole
+        self.repo, self.launch, self.python, self.port = repo, launch, python, port
+        self.backup, self.essential = backup, essential
+        self.trials: list[Trial] = []
+        self.launches = 0
+
+    def _call(self, name: str, args: dict[str, Any]) -> Any:
+        return registry.call(self.ctx, name, args)
+
+    def run(self, subset: list[str], purpose: str, measure: dict[str, Any] | None,
+            judge: Any = None) -> Trial:
+        trial = Trial(patches=subset, outcome="unresolved", purpose=purpose)
+        self.trials.append(trial)
+        try:
+            applied = apply_patches(self.ctx, ApplyInput(repo=self.repo, files=sorted(set(self.essential + subset))))
+        except ToolRetry as exc:
+            trial.cause = f"patch: {exc}"
+            return trial
+        except Unresolved as exc:  # a conflict: recorded, never counted good or bad
+            trial.cause = f"patch conflict: {exc}"
+            return trial
+        if not applied.verified:
+            trial.cause = "tree not as asked: " + "; ".join(applied.mismatches)[:300]
+            return trial
+        self.launches += 1
+        res = self._call("launch_server", {"command": self.launch, "python": self.python, "cwd": None,
+                                           "port": self.port, "label": f"trial-{len(self.trials)}"})
+        if not res.ok:
+            trial.outcome = "fails" if measure is None else "unresolved"
+            trial.cause = f"server did not start: {res.summary}"[:400]
+            return trial
+        out = res.output or {}
+        try:
+            if measure is None:
+                trial.outcome = "starts"
+                return trial
+            runs, cap = measure["runs"], measure["max_runs"]
+            while True:
+                bench = self._call("benchmark", {"port": out.get("port"), "runs": runs,
+                                                 "requests_per_run": measure["requests_per_run"],
+                                                 "max_new_tokens": measure["max_new_tokens"],
+                                                 "log_path": out.get("log_path"), "label": trial.purpose[:40]})
+                if not bench.ok:
+                    trial.cause = f"benchmark failed: {bench.summary}"[:400]
+                    return trial
+                trial.samples += [float(x) for x in (bench.output or {}).get("samples", [])]
+                verdict = judge(trial.samples) if judge else "regressed"
+                if verdict is not None:
+                    trial.outcome = verdict
+                    break
+                if len(trial.samples) >= cap:
+                    trial.cause = f"comparator undecided after {len(trial.samples)} runs"
+                    break
+            trial.median = statistics.median(trial.samples) if trial.samples else None
+            return trial
+        finally:
+            self._call("stop_server", {"pgid": out.get("pgid")})
+
+
+class EssentialInput(BaseModel):
+    """Arguments of find_essential_patches."""
+
+    repo: str = Field(description="Path of the git checkout on the host.")
+    launch: str = Field(description="The speculative server's SGLang launch line.")
+    python: str | None = Field(default=None, description="Python on the host that runs the server.")
+    essential: list[str] = Field(default_factory=list, description="The user's essential list (no launches).")
+    port: int | None = Field(default=None, description="Port for trial servers (default: the launch line's).")
+    restore: bool = Field(default=True, description="Put the tree back (verified) at the end.")
+
+
+class Essentials(BaseModel):
+    """The minimal patch set the speculative server needs to start."""
+
+    essential: list[str]
+    source: Literal["user", "search"]
+    launches: int
+    trials: list[Trial] = Field(default_factory=list)
+    restored: bool = False
+
+    def summary_line(self) -> str:
+        return f"{len(self.essential)} essential patches ({self.source}, {self.launches} launches): " + \
+            ", ".join(p.rsplit("/", 1)[-1] for p in self.essential)
+
+
+def _match(paths: list[str], changed: list[str]) -> list[str]:
+    out = []
+    for p in paths:
+        hit = [c for c in changed if c == p or c.endswith("/" + p.lstrip("/"))]
+        if not hit:
+            raise ToolRetry(f"{p!r} is not one of the changed paths of the backup")
+        out.append(hit[0])
+    return out
+
+
+def _finish(ctx: ToolContext, repo: str, backup: Backup, runner: _Runner | None, do_restore: bool) -> bool:
+    if runner is not None:
+        registry.call(runner.ctx, "stop_server", {"pgid": None})
+    if do_restore:
+        return restore(ctx, repo, backup.backup_id).verified
+    return False
+
+
+@tool(effect="disrupt")
+def find_essential_patches(ctx: ToolContext, args: EssentialInput) -> Essentials:
+    """The minimal set of patches without which the speculative server fails to start.
+
+    From the user's list when given (no launch); otherwise searched by launching with subsets
+    (shortest-prefix delta debugging on "starts / does not start"). The tree is restored at the end.
+    """
+    backup = ensure_backup(ctx, args.repo)
+    if args.essential:
+        return Essentials(essential=_match(args.essential, backup.changed), source="user", launches=0)
+    runner = _Runner(ctx, args.repo, args.launch, args.python, args.port, backup, [])
+    ok = False
+    try:
+        oracle: CachedOracle[str] = CachedOracle(
+            lambda s: "regressed" if runner.run(sorted(s), "start?", None).outcome == "starts" else "same")
+        if oracle(backup.changed, "all patches") != "regressed":
+            raise ToolFailed("the server does not start even with every patch applied: " +
+                             (runner.trials[-1].cause or "?"))
+        found = [] if oracle([], "no patches") == "regressed" else prefix_search(backup.changed, oracle)
+        result = Essentials(essential=sorted(found), source="search", launches=runner.launches,
+                            trials=runner.trials)
+        ok = True
+    finally:
+        restored = _finish(ctx, args.repo, backup, runner, args.restore)
+    if ok:
+        result.restored = restored
+    return result
+
+
+class BisectInput(BaseModel):
+    """Arguments of bisect_patches."""
+
+    repo: str = Field(description="Path of the git checkout on the host.")
+    launch: str = Field(description="The speculative server's SGLang launch line.")
+    python: str | None = None
+    essential: list[str] = Field(default_factory=list, description="Always applied, never bisected.")
+    order: list[str] = Field(default_factory=list, description="Priority order (triage_diffs); others follow.")
+    patches: list[str] | None = Field(default=None, description="Candidates (default: every non-essential change).")
+    port: int | None = None
+    runs: int = Field(default=5, ge=3, description="Benchmark runs per look.")
+    max_runs: int = Field(default=15, ge=3, description="Runs per trial before it is unresolved.")
+    requests_per_run: int = Field(default=3, ge=1)
+    max_new_tokens: int = Field(default=128, ge=2)
+    magnitude_pct: float = Field(default=5.0, gt=0, description="Smallest slowdown that matters, % of the slow ref.")
+    reference_slow: list[float] | None = Field(default=None, description="tok/s with all patches (skips a launch).")
+    reference_fast: list[float] | None = Field(default=None, description="tok/s with essentials only.")
+    confirm: bool = Field(default=True, description="Confirm an inferred culprit with its own trial.")
+    restore: bool = True
+
+
+class BisectResult(BaseModel):
+    """Culprit patch(es), every trial with its cause, and the launches used."""
+
+    verdict: str
+    culprits: list[str] = Field(default_factory=list)
+    confirmed: bool = False
+    launches: int
+    naive_launches: int = Field(description="What one-at-a-time would have needed (P + 1).")
+    order: list[str] = Field(default_factory=list)
+    trials: list[Trial] = Field(default_factory=list)
+    search: list[TrialRecord] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    restored: bool = False
+
+    def summary_line(self) -> str:
+        who = ", ".join(c.rsplit("/", 1)[-1] for c in self.culprits) or "none"
+        return (f"{self.verdict}: {who}{' (confirmed)' if self.confirmed else ''} in {self.launches} launches "
+                f"(one-at-a-time: {self.naive_launches})")
+
+
+@tool(effect="disrupt")
+def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
+    """Statistical delta debugging over the non-essential patches to find what makes the server slow.
+
+    References: all patches (slow) and essentials only (fast), measured once each unless given. Trials
+    run in triage order, halves are inferred when the other half is fast, results are cached by subset,
+    interacting culprits are found by shortest-prefix search. A trial is regressed / same / unresolved
+    (patch conflict, failed start, crash, undecided comparator: recorded with its cause, never counted).
+    """
+    backup = ensure_backup(ctx, args.repo)
+    essential = _match(args.essential, backup.changed)
+    pool = _match(args.patches, backup.changed) if args.patches is not None else backup.changed
+    pool = [p for p in pool if p not in essential]
+    ranked = [p for p in _match([o for o in args.order if any(c.endswith(o) for c in pool)], pool)
+              if p in pool] if args.order else []
+    items = list(dict.fromkeys(ranked + pool))
+    runner = _Runner(ctx, args.repo, args.launch, args.python, args.port, backup, essential)
+    refs: dict[str, list[float]] = {"slow": list(args.reference_slow or []), "fast": list(args.reference_fast or [])}
+    measure = {"runs": args.runs, "max_runs": args.max_runs, "requests_per_run": args.requests_per_run,
+               "max_new_tokens": args.max_new_tokens}
+
+    def judge(samples: list[float]) -> Outcome | None:
+        mag = args.magnitude_pct / 100 * statistics.median(refs["slow"])
+        return classify(samples, refs["slow"], refs["fast"] or None, magnitude=mag)
+
+    def test(subset: frozenset[str]) -> Outcome:
+        chosen = [p for p in items if p in subset]
+        if len(chosen) == len(items) and not refs["slow"]:
+            t = runner.run(chosen, "reference: all patches", measure)
+            refs["slow"] = t.samples if t.outcome == "regressed" else []
+            return "regressed" if refs["slow"] else "unresolved"
+        t = runner.run(chosen, f"{len(chosen)} of {len(items)} patches", measure, judge)
+        if t.outcome == "same" and not refs["fast"]:
+            refs["fast"] = list(t.samples)
+        return t.outcome if t.outcome in ("regressed", "same") else "unresolved"  # type: ignore[return-value]
+
+    oracle: CachedOracle[str] = CachedOracle(test)
+    if args.reference_slow:
+        oracle.seed(frozenset(items), "regressed")
+    if args.reference_fast:
+        oracle.seed(frozenset(), "same")
+    ok = False
+    try:
+        found = isolate(items, oracle, confirm=args.confirm)
+        result = BisectResult(verdict=found.verdict, culprits=found.culprits, confirmed=found.confirmed,
+                              launches=runner.launches, naive_launches=len(items) + 1, order=items,
+                              trials=runner.trials, search=found.trials, notes=found.notes)
+        ok = True
+    finally:
+        restored = _finish(ctx, args.repo, backup, runner, args.restore)
+    if ok:
+        result.restored = restored
+    return result

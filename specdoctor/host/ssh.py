@@ -82,6 +82,12 @@ def map_paramiko_exceptions(target: str, tried: str = "") -> Iterator[None]:
         raise ConnectionLost(f"SSH connection to {target} failed: {exc}") from None
 
 
+def _feed(chan: paramiko.Channel, data: bytes) -> None:
+    with contextlib.suppress(OSError, EOFError, paramiko.SSHException):  # the channel closed (timeout, exit)
+        chan.sendall(data)
+        chan.shutdown_write()
+
+
 class SSHHost(Host):
     """One persistent connection reused for every command; reconnects once if it was dropped."""
 
@@ -199,9 +205,10 @@ class SSHHost(Host):
         with map_paramiko_exceptions(self.name):
             chan = transport.open_session(timeout=self.connect_timeout)
             chan.exec_command(line)
-            if stdin is not None:
-                chan.sendall(stdin)
-            chan.shutdown_write()
+            if stdin is None:
+                chan.shutdown_write()
+            else:  # fed from a thread: a program echoing big stdin would otherwise deadlock on the window
+                threading.Thread(target=_feed, args=(chan, stdin), daemon=True).start()
             out, err = bytearray(), bytearray()
             deadline = time.monotonic() + timeout if timeout else None
             while True:

@@ -83,6 +83,13 @@ def test_stdin_is_delivered(host: Host) -> None:
     assert res.stdout.split()[0] == hashlib.sha256(data).hexdigest()
 
 
+def test_big_stdin_echoed_back_does_not_deadlock(host: Host) -> None:
+    data = bytes(range(256)) * (8 * 4096)  # 8 MiB: several SSH windows in both directions at once
+    res = host.run(["od", "-An", "-v", "-tx1", "-w32"], stdin=data[: 1 << 16])
+    assert bytes.fromhex(res.stdout.replace("\n", " ")) == data[: 1 << 16]
+    assert len(host.run(["cat"], stdin=data, timeout=60).stdout) == len(data)
+
+
 def test_timeout_raises_promptly_and_host_stays_usable(host: Host) -> None:
     t0 = time.monotonic()
     with pytest.raises(CommandTimedOut) as info:

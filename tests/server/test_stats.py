@@ -70,3 +70,15 @@ def test_summary_and_ci():
     assert s.median == 82.0 and s.ci_low <= 82.0 <= s.ci_high and 0 < s.cv < 0.01
     assert median_ci([5.0, 5.0, 5.0]) == (5.0, 5.0)
     assert summarize([]).n == 0
+
+
+def test_power_benchmark_meets_its_goals_on_a_small_run():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "comparator_power.py"
+    spec = importlib.util.spec_from_file_location("comparator_power", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.aa_false_positive_rate(150, 0.03, 11, sequential=True) <= 0.02
+    assert mod.runs_needed(10.0, 40, 0.03, 12)["median"] <= 10

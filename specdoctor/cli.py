@@ -18,7 +18,7 @@ from specdoctor.errors import SpecdoctorError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Diagnose speculative-decoding performance regressions on SGLang GPU servers.")
-err_console = Console(stderr=True, highlight=False)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)  # one-line errors stay one line
 
 # Order here is the order in `specdoctor --help`.
 _COMMAND_MODULES = ["investigate", "resume", "restore", "runs", "breakeven", "sweep_nccl", "tools", "mcp",

@@ -1,0 +1,34 @@
+"""SimHost: a LocalHost whose commands run inside a scenario's sandbox (clean login env, sandbox HOME)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from specdoctor.host.audit import AuditLog
+from specdoctor.host.local import LocalHost
+from specdoctor.sim.sandbox import Sandbox, build_sandbox
+from specdoctor.sim.scenario import load_scenario
+
+__all__ = ["SimHost", "open_sim_host"]
+
+
+class SimHost(LocalHost):
+    """The simulated GPU host: same commands as a real box; `close()` stops every sandbox process by PID."""
+
+    def __init__(self, sandbox: Sandbox, *, audit: AuditLog | None = None):
+        super().__init__(name=f"sim:{sandbox.scenario.name}", audit=audit, base_env=sandbox.base_env,
+                         inherit_env=False)
+        self.sandbox = sandbox
+        self.hints = sandbox.hints
+        self._closed = False
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.sandbox.remove()
+
+
+def open_sim_host(target: str, *, audit: AuditLog | None = None, root: Path | None = None) -> SimHost:
+    """`sim:NAME` / `sim:path.yaml`: lay the scenario out (starting its running server) and return its host."""
+    return SimHost(build_sandbox(load_scenario(target), root), audit=audit)

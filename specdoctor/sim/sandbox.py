@@ -1,0 +1,349 @@
+"""Lay a scenario out as a sandbox: venv with the stand-in sglang, a real git checkout, models, bin/ tools."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from importlib import resources
+from pathlib import Path
+
+import httpx
+
+from specdoctor.errors import ScenarioError
+from specdoctor.host.base import Host, HostHints, Raw
+from specdoctor.sim.scenario import Patch, Scenario, base_tree, load_scenario
+
+__all__ = ["Sandbox", "build_sandbox"]
+
+_SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+_GIT_DATE = "2026-01-12T09:30:00+00:00"
+_BUS_IDS = ["16", "38", "49", "5A", "98", "B8", "C9", "DA", "1B", "2C", "3D", "4E", "8F", "A0", "B1", "C2"]
+
+
+def _free_port(preferred: int) -> int:
+    for port in (preferred, 0):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return s.getsockname()[1]
+    raise ScenarioError("no free TCP port on 127.0.0.1")
+
+
+def _subst(text: str, ctx: dict[str, str]) -> str:
+    for key, value in ctx.items():
+        text = text.replace("{" + key + "}", value)
+    return text
+
+
+def _apply_patch(content: str, patch: Patch) -> str:
+    if patch.replace is not None:
+        if patch.replace not in content:
+            raise ScenarioError(f"patch {patch.id}: text to replace not found in {patch.file}")
+        return content.replace(patch.replace, patch.add, 1)
+    lines = content.splitlines(keepends=True)
+    add = patch.add if patch.add.endswith("\n") else patch.add + "\n"
+    if patch.after is None:
+        return content + ("" if content.endswith("\n") or not content else "\n") + add
+    for i, line in enumerate(lines):
+        if patch.after in line:
+            return "".join(lines[: i + 1]) + add + "".join(lines[i + 1:])
+    raise ScenarioError(f"patch {patch.id}: anchor {patch.after!r} not found in {patch.file}")
+
+
+def _present(content: str, patch: Patch) -> bool:
+    have = {ln.strip() for ln in content.splitlines()}
+    want = [ln.strip() for ln in patch.add.splitlines() if ln.strip()]
+    return bool(want) and all(ln in have for ln in want)
+
+
+def _git(repo: Path, *args: str, env: dict[str, str]) -> str:
+    res = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env, check=False)
+    if res.returncode != 0:
+        raise ScenarioError(f"git {' '.join(args)} failed: {res.stderr.strip()}")
+    return res.stdout.strip()
+
+
+def _proc_starttime(pid: int) -> int | None:
+    try:
+        data = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(data.rsplit(")", 1)[1].split()[19])
+
+
+class Sandbox:
+    """A laid-out scenario. Everything a host command needs is in `base_env` and absolute paths."""
+
+    def __init__(self, scenario: Scenario, root: Path, base_env: dict[str, str], repo: str, python: str,
+                 hints: HostHints, port: int, launch: str, server_log: str):
+        self.scenario = scenario
+        self.root = root
+        self.base_env = base_env
+        self.repo = repo
+        self.python = python
+        self.hints = hints
+        self.port = port
+        self.launch = launch
+        self.server_log = server_log
+
+    @property
+    def pid_dir(self) -> Path:
+        return self.root / "run" / "pids"
+
+    def server_pids(self) -> list[int]:
+        """PIDs (main first, then workers) of every live server the sandbox's pidfiles list."""
+        out = []
+        for entry in self._pidfile_procs():
+            out.append(entry[0])
+        return out
+
+    def _pidfile_procs(self) -> list[tuple[int, int | None]]:
+        procs: list[tuple[int, int | None]] = []
+        for f in sorted(self.pid_dir.glob("*.json")) if self.pid_dir.is_dir() else []:
+            try:
+                data = json.loads(f.read_text())
+            except (OSError, ValueError):
+                continue
+            for p in data.get("procs", []):
+                if _proc_starttime(int(p["pid"])) == p.get("starttime"):
+                    procs.append((int(p["pid"]), p.get("starttime")))
+        return procs
+
+    def start_server(self, host: Host | None = None, *, timeout: float = 20.0) -> list[int]:
+        """Start the scenario's 'already running' server (as the host's user), wait for /health, return PIDs."""
+        env = dict(self.base_env)
+        env.update(self.scenario.server.running_env)
+        exports = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+        script = Raw(f"cd {shlex.quote(self.repo)} && env {exports} nohup {self.launch} "
+                     f"> {shlex.quote(self.server_log)} 2>&1 < /dev/null & echo $!")
+        if host is None:
+            from specdoctor.host.local import LocalHost
+
+            host = LocalHost(name="sim-setup", base_env=self.base_env, inherit_env=False)
+        pid = int(host.run(script, timeout=30).stdout.strip().splitlines()[-1])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not Path(f"/proc/{pid}").exists() or _is_zombie(pid):
+                break
+            try:
+                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1.0).status_code == 200:
+                    return self.server_pids()
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        tail = Path(self.server_log).read_text(errors="replace")[-2000:] if Path(self.server_log).exists() else ""
+        raise ScenarioError(f"simulated server did not become healthy on port {self.port}:\n{tail}")
+
+    def stop_all(self, grace: float = 2.0) -> list[int]:
+        """Stop, by PID, every process the sandbox's servers recorded (SIGTERM, then SIGKILL)."""
+        procs = self._pidfile_procs()
+        for pid, _ in procs:
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + grace
+        alive = procs
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.05)
+            alive = [(p, st) for p, st in alive if _proc_starttime(p) == st and not _is_zombie(p)]
+        for pid, st in alive:
+            if _proc_starttime(pid) == st:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+        for f in self.pid_dir.glob("*.json") if self.pid_dir.is_dir() else []:
+            f.unlink(missing_ok=True)
+        return [p for p, _ in procs]
+
+    def remove(self) -> None:
+        """Stop everything, then delete the sandbox folder."""
+        self.stop_all()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def _layout_python(root: Path, scenario: Scenario, twin_root: str) -> tuple[Path, Path]:
+    base = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
+    ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    site = root / "lib" / ver / "site-packages"
+    site.mkdir(parents=True)
+    (root / "bin").mkdir()
+    (root / "pyvenv.cfg").write_text(f"home = {base.parent}\ninclude-system-site-packages = false\n"
+                                     f"version = {sys.version.split()[0]}\n")
+    python = root / "bin" / "python"
+    python.symlink_to(base)
+    (root / "bin" / "python3").symlink_to("python")
+    src = resources.files("specdoctor.sim.standin").joinpath("sglang")
+    with resources.as_file(src) as src_path:
+        shutil.copytree(src_path, site / "sglang", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (site / "sglang" / "_twin" / "location.txt").write_text(twin_root + "\n")
+    (site / "sglang" / "version.py").write_text(f'__version__ = "{scenario.sglang.version}"\n')
+    for dist, version in ((f"sglang-{scenario.sglang.version}", scenario.sglang.version),
+                          (f"nvidia_nccl_cu12-{scenario.hardware.nccl}", scenario.hardware.nccl)):
+        info = site / f"{dist}.dist-info"
+        info.mkdir()
+        name = dist.rsplit("-", 1)[0].replace("_", "-")
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    if scenario.sitecustomize:
+        (site / "sitecustomize.py").write_text(scenario.sitecustomize)
+    bin_src = resources.files("specdoctor.sim.standin").joinpath("bin")
+    with resources.as_file(bin_src) as bin_path:
+        for tool in sorted(Path(bin_path).iterdir()):
+            if tool.name.startswith((".", "_")) or tool.suffix == ".pyc" or tool.is_dir():
+                continue
+            target = root / "bin" / tool.name
+            target.write_text(f"#!{python}\n" + tool.read_text())
+            target.chmod(0o755)
+    return python, site
+
+
+def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_server: bool | None = None,
+                  port: int | None = None) -> Sandbox:
+    """Lay out `scenario` under `root` (a fresh temp dir by default); start its running server if it has one.
+
+    The sandbox is world-readable/writable so commands may arrive over sshd as another user.
+    """
+    sc = load_scenario(scenario) if isinstance(scenario, str) else scenario
+    root = Path(tempfile.mkdtemp(prefix=f"specdoctor-sim-{sc.name}-")) if root is None else Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    root = root.resolve()
+    for sub in ("home", "models", "etc", "run/pids", ".sim"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    home = root / "home"
+    chosen = port or _free_port(sc.server.port)
+    ctx = {"root": str(root), "home": str(home), "models": str(root / "models"), "port": str(chosen),
+           "python": str(root / "bin" / "python")}
+    repo = Path(_subst(sc.sglang.dir, ctx))
+    ctx["repo"] = str(repo)
+    python, _site = _layout_python(root, sc, str(root))
+    base_env = {"PATH": f"{root / 'bin'}:{_SYSTEM_PATH}", "HOME": str(home), "LANG": "C.UTF-8"}
+    nccl_conf = root / "etc" / "nccl.conf"
+    if sc.nccl_conf:
+        nccl_conf.write_text(sc.nccl_conf)
+        base_env["NCCL_CONF_FILE"] = str(nccl_conf)
+    base_env.update({k: _subst(v, ctx) for k, v in sc.shell_env.items()})
+    (home / ".gitconfig").write_text("[user]\n\tname = GPU Box User\n\temail = user@gpu-box\n"
+                                     "[safe]\n\tdirectory = *\n[init]\n\tdefaultBranch = main\n")
+    git_env = {**base_env, "GIT_AUTHOR_DATE": _GIT_DATE, "GIT_COMMITTER_DATE": _GIT_DATE}
+    commit = _layout_repo(repo, sc, git_env)
+    ctx["commit"] = commit
+    for f in sc.files:
+        target = Path(_subst(f.path, ctx))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        content = _subst(f.content, ctx)
+        for p in sc.sglang.patches:
+            content = content.replace(f"@@PATCH:{p.id}@@", json.dumps({"file": p.file, "after": p.after,
+                                                                       "add": p.add}))
+        target.write_text(content)
+        target.chmod(f.mode)
+    model_path = Path(_subst(sc.server.model_path, ctx))
+    model_path.mkdir(parents=True, exist_ok=True)
+    (model_path / "config.json").write_text(json.dumps(sc.server.model_config_json, indent=2))
+    if sc.server.draft_model_path:
+        draft = Path(_subst(sc.server.draft_model_path, ctx))
+        draft.mkdir(parents=True, exist_ok=True)
+        (draft / "config.json").write_text(json.dumps(sc.server.draft_config or {}, indent=2))
+    good = None
+    if sc.good_fingerprint is not None:
+        good = home / "fingerprints" / "good-run.json"
+        good.parent.mkdir(parents=True, exist_ok=True)
+        good.write_text(_subst(json.dumps(sc.good_fingerprint, indent=2), ctx))
+    _write_twin(root, sc, str(repo), nccl_conf if sc.nccl_conf else None)
+    _open_permissions(root)
+    launch = _subst(sc.server.launch, ctx)
+    hints = HostHints(repo=str(repo), python=str(python), launch=launch, expect=dict(sc.hints.expect),
+                      patch_script=_subst(sc.hints.patch_script, ctx) if sc.hints.patch_script else None,
+                      essential=list(sc.hints.essential), good_fingerprint=str(good) if good else None,
+                      description=sc.description)
+    box = Sandbox(sc, root, base_env, str(repo), str(python), hints, chosen, launch,
+                  _subst(sc.server.log, ctx))
+    if start_server if start_server is not None else sc.server.running:
+        try:
+            box.start_server()
+        except Exception:
+            box.remove()
+            raise
+    return box
+
+
+def _layout_repo(repo: Path, sc: Scenario, env: dict[str, str]) -> str:
+    files = base_tree(sc.sglang.base)
+    repo.mkdir(parents=True, exist_ok=True)
+    for rel, content in files.items():
+        target = repo / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content)
+    _git(repo, "init", "-q", env=env)
+    _git(repo, "add", "-A", env=env)
+    _git(repo, "commit", "-q", "-m", sc.sglang.commit_message, env=env)
+    commit = _git(repo, "rev-parse", "HEAD", env=env)
+    for patch in sc.sglang.patches:
+        target = repo / patch.file
+        if patch.untracked:
+            if target.exists():
+                raise ScenarioError(f"patch {patch.id}: untracked file {patch.file} already exists in the base")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(patch.add if patch.add.endswith("\n") else patch.add + "\n")
+            continue
+        if not target.exists():
+            raise ScenarioError(f"patch {patch.id}: {patch.file} is not in base tree {sc.sglang.base}")
+        before = target.read_text()
+        if _present(before, patch):
+            raise ScenarioError(f"patch {patch.id}: its added lines are already in the base {patch.file}")
+        target.write_text(_apply_patch(before, patch))
+    for patch in sc.sglang.patches:
+        if not _present((repo / patch.file).read_text(), patch):
+            raise ScenarioError(f"patch {patch.id} is not detectable after applying (later patch overwrote it?)")
+    return commit
+
+
+def _write_twin(root: Path, sc: Scenario, repo: str, nccl_conf: Path | None) -> None:
+    hw = sc.hardware.model_dump()
+    hw["bus_ids"] = sc.hardware.bus_ids or [f"00000000:{b}:00.0" for b in _BUS_IDS[: sc.hardware.gpu_count]]
+    hw["pcie_per_gpu"] = {str(i): sc.hardware.pcie_per_gpu.get(i, sc.hardware.pcie).model_dump()
+                          for i in range(sc.hardware.gpu_count)}
+    mc = sc.server.model_config_json
+    hidden = mc.get("hidden_size") or (mc.get("text_config") or {}).get("hidden_size") or 7168
+    twin = {
+        "name": sc.name, "version": sc.sglang.version, "seed": sc.seed, "time_scale": sc.time_scale, "repo": repo,
+        "hardware": hw,
+        "patches": [{"id": p.id, "file": p.file, "add": p.add, "essential": p.essential,
+                     "missing_error": p.missing_error} for p in sc.sglang.patches],
+        "server": {"worker_env_drop": sc.server.worker_env_drop, "worker_env_set": sc.server.worker_env_set,
+                   "hidden_size": hidden, "max_total_num_tokens": sc.server.max_total_num_tokens},
+        "perf": sc.perf.model_dump(by_alias=True),
+        "allreduce": sc.allreduce.model_dump(by_alias=True),
+        "nccl_conf_default": str(nccl_conf) if nccl_conf else None,
+    }
+    (root / ".sim" / "twin.json").write_text(json.dumps(twin, indent=1))
+    (root / ".sim" / "launches").write_text("0")
+
+
+def _open_permissions(root: Path) -> None:
+    """a+rwX everywhere: the sshd test user (not the owner) must read, write and git-commit here."""
+    for dirpath, _dirnames, filenames in os.walk(root):
+        os.chmod(dirpath, 0o777)
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            if os.path.islink(p):
+                continue
+            mode = os.stat(p).st_mode
+            os.chmod(p, 0o777 if mode & 0o111 else 0o666)

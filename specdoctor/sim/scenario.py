@@ -1,0 +1,364 @@
+"""Scenario models (pydantic) and loading: built-in YAMLs, shared patch library and SGLang base trees."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from specdoctor.errors import ScenarioError
+
+__all__ = [
+    "AllReduceModel",
+    "Effect",
+    "EnvCond",
+    "Gate",
+    "Hardware",
+    "Patch",
+    "PerfModel",
+    "Scenario",
+    "ServerSpec",
+    "Truth",
+    "base_tree",
+    "list_scenarios",
+    "load_scenario",
+]
+
+Verdict = Literal["no-regression", "code-regression", "environment", "baseline-not-reproducible", "inconclusive"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, protected_namespaces=())
+
+
+class Gate(_Strict):
+    """An env-var gate in a patch's added code (what scan_feature_gates should find)."""
+
+    name: str
+    default: str
+    reader: Literal["os.environ.get", "os.getenv", "get_bool_env_var", "envs"] = "os.environ.get"
+
+
+class Patch(_Strict):
+    """A local change left uncommitted: `add` inserted after the first line containing `after` (or replacing `replace`)."""
+
+    id: str
+    file: str
+    description: str = ""
+    add: str
+    after: str | None = None
+    replace: str | None = None
+    untracked: bool = Field(default=False, description="A new file left untracked (add is its whole content).")
+    essential: bool = Field(default=False, description="The speculative server refuses to start without it.")
+    missing_error: str | None = None
+    gate: Gate | None = None
+
+
+class PcieLink(_Strict):
+    gen_max: int = 5
+    gen_current: int = 5
+    width_max: int = 16
+    width_current: int = 16
+
+
+class Hardware(_Strict):
+    """One GPU box: what nvidia-smi, nccl-tests and check_env report."""
+
+    gpu_name: str
+    gpu_count: int = Field(ge=1, le=16)
+    memory_gb: float = 96.0
+    interconnect: Literal["pcie", "nvlink"] = "pcie"
+    driver: str
+    cuda: str
+    nccl: str
+    torch: str = "2.9.1+cu129"
+    compute_capability: str = "12.0"
+    pcie: PcieLink = Field(default_factory=PcieLink)
+    pcie_per_gpu: dict[int, PcieLink] = Field(default_factory=dict)
+    clocks_sm_mhz: int = 2430
+    clocks_sm_max_mhz: int = 2430
+    clocks_mem_mhz: int = 14001
+    power_limit_w: float = 600.0
+    persistence_mode: bool = True
+    temperature_c: int = 41
+    topology: list[str] = Field(description="nvidia-smi topo -m rows: link type to every GPU ('X' for self).")
+    cpu_affinity: list[str]
+    numa_affinity: list[int]
+    bus_ids: list[str] | None = None
+    hostname: str = "gpu-box"
+
+    @model_validator(mode="after")
+    def _shape(self) -> Hardware:
+        n = self.gpu_count
+        rows = [r.split() for r in self.topology]
+        if len(rows) != n or any(len(r) != n for r in rows) or any(rows[i][i] != "X" for i in range(n)):
+            raise ValueError(f"topology must be {n} rows of {n} link types with X on the diagonal")
+        if len(self.cpu_affinity) != n or len(self.numa_affinity) != n:
+            raise ValueError("cpu_affinity and numa_affinity need one entry per GPU")
+        if self.bus_ids is not None and len(self.bus_ids) != n:
+            raise ValueError("bus_ids needs one entry per GPU")
+        return self
+
+
+class EnvCond(_Strict):
+    """A condition on one env var (unset reads as '')."""
+
+    equals: str | None = None
+    in_: list[str] | None = Field(default=None, alias="in")
+    not_in: list[str] | None = None
+    set: bool | None = None
+
+
+class EffectWhen(_Strict):
+    patches: list[str] = Field(default_factory=list, description="All of these patches present (AND: may interact).")
+    patches_absent: list[str] = Field(default_factory=list)
+    env: dict[str, EnvCond] = Field(default_factory=dict, description="Values in the TP0 worker's environment.")
+    args: dict[str, Any] = Field(default_factory=dict, description="Resolved server args, e.g. attention_backend.")
+    speculative: bool | None = None
+
+
+class Effect(_Strict):
+    """A performance effect: ms added to decode/verify/draft, then a scale; alpha shifted."""
+
+    id: str
+    description: str = ""
+    when: EffectWhen = Field(default_factory=EffectWhen)
+    decode_ms: float = 0.0
+    verify_ms: float = 0.0
+    draft_ms: float = 0.0
+    scale: float = 1.0
+    alpha_delta: float = 0.0
+
+
+class Drift(_Strict):
+    amplitude: float = 0.0
+    period_s: float = 600.0
+
+
+class PerfModel(_Strict):
+    """Step times at the reference NCCL env, acceptance, noise, effects (see docs/scenarios.md)."""
+
+    decode_ms: float = Field(gt=0)
+    verify_ms_base: float = Field(gt=0)
+    verify_ms_per_token: float = 0.0
+    draft_ms_per_step: float = Field(ge=0)
+    alpha: float = Field(ge=0, lt=1, description="Per-token acceptance of the draft.")
+    cv: float = Field(default=0.025, ge=0, lt=0.5)
+    drift: Drift = Field(default_factory=Drift)
+    verify_cuda_graph: bool = True
+    no_cuda_graph_factor: float = 1.3
+    prefill_ms: float = 20.0
+    prefill_ms_per_token: float = 0.02
+    allreduce_per_forward: int = 0
+    reference_env: dict[str, str] = Field(default_factory=dict)
+    effects: list[Effect] = Field(default_factory=list)
+
+
+class Protocol(_Strict):
+    base_us: float
+    busbw_gbs: float
+
+
+class Factor(_Strict):
+    base: float = 1.0
+    bw: float = 1.0
+
+
+class AllReduceModel(_Strict):
+    """latency(size) = base_us*Πbase + size*2(n-1)/n / (busbw*Πbw), best allowed protocol."""
+
+    protocols: dict[str, Protocol]
+    default_protocol: str = "auto"
+    auto_overhead: float = 1.0
+    factors: dict[str, dict[str, Factor]] = Field(default_factory=dict)
+    noise_cv: float = 0.02
+
+
+class ServerSpec(_Strict):
+    model_path: str
+    model_config_json: dict[str, Any] = Field(alias="model_config")
+    draft_model_path: str | None = None
+    draft_config: dict[str, Any] | None = None
+    port: int = 30000
+    launch: str = Field(description="The launch line in SGLang's flag syntax; {port}/{models}/... substituted.")
+    running: bool = Field(default=False, description="A server is already running when specdoctor arrives.")
+    running_env: dict[str, str] = Field(default_factory=dict, description="Extra env the running server was given.")
+    log: str = "{home}/sglang_server.log"
+    worker_env_drop: list[str] = Field(default_factory=list, description="Env the launcher drops for workers.")
+    worker_env_set: dict[str, str] = Field(default_factory=dict, description="Env the launcher sets for workers.")
+    max_total_num_tokens: int = 400000
+
+
+class ExtraFile(_Strict):
+    """A file placed on the host (patch scripts, notes); `mode` as octal text, e.g. "0o755"."""
+
+    path: str
+    content: str
+    mode: int = 0o644
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _octal(cls, v: Any) -> Any:
+        return int(v, 8) if isinstance(v, str) else v
+
+
+class SGLangCheckout(_Strict):
+    version: str
+    base: str = Field(description="Name of a base tree in _bases.yaml.")
+    dir: str = "{home}/sglang"
+    commit_message: str = "Merge upstream sglang"
+    use_patches: list[str] = Field(default_factory=list, description="Patch ids from _library.yaml.")
+    patches: list[Patch] = Field(default_factory=list)
+
+
+class UserHints(_Strict):
+    """What the user tells specdoctor (becomes HostHints)."""
+
+    expect: dict[str, float] = Field(default_factory=dict)
+    essential: list[str] = Field(default_factory=list)
+    patch_script: str | None = None
+
+
+class Truth(_Strict):
+    """Ground truth for tests and benchmarks; specdoctor's engine never reads it."""
+
+    verdict: Verdict
+    culprits: list[str] = Field(default_factory=list)
+    culprit_files: list[str] = Field(default_factory=list)
+    expected_findings: list[str] = Field(default_factory=list)
+    nccl_win: dict[str, str] | None = None
+    baseline_tps: float | None = None
+    spec_tps: float | None = None
+    verify_ms: float | None = None
+    accept_length: float | None = None
+    breakeven_tau: float | None = None
+    notes: str = ""
+
+
+class Scenario(_Strict):
+    """One simulated GPU box and its history."""
+
+    name: str
+    description: str
+    seed: int = 0
+    time_scale: float = Field(default=200.0, gt=0, description="Model seconds per wall second.")
+    hardware: Hardware
+    sglang: SGLangCheckout
+    files: list[ExtraFile] = Field(default_factory=list)
+    sitecustomize: str | None = None
+    nccl_conf: str | None = None
+    shell_env: dict[str, str] = Field(default_factory=dict, description="Exported in the user's login shell.")
+    server: ServerSpec
+    perf: PerfModel
+    allreduce: AllReduceModel
+    hints: UserHints = Field(default_factory=UserHints)
+    good_fingerprint: dict[str, Any] | None = None
+    truth: Truth
+
+    @model_validator(mode="after")
+    def _refs(self) -> Scenario:
+        ids = [p.id for p in self.sglang.patches]
+        if len(ids) != len(set(ids)):
+            raise ValueError(f"duplicate patch ids: {ids}")
+        known = set(ids)
+        for eff in self.perf.effects:
+            for pid in eff.when.patches + eff.when.patches_absent:
+                if pid not in known:
+                    raise ValueError(f"effect {eff.id} names unknown patch {pid!r}")
+        for pid in self.truth.culprits:
+            if pid not in known:
+                raise ValueError(f"truth names unknown culprit patch {pid!r}")
+        if self.allreduce.default_protocol != "auto" and self.allreduce.default_protocol not in self.allreduce.protocols:
+            raise ValueError(f"default_protocol {self.allreduce.default_protocol!r} is not a protocol")
+        return self
+
+
+def _read_builtin(name: str) -> str:
+    return resources.files("specdoctor.sim.scenarios").joinpath(name).read_text(encoding="utf-8")
+
+
+def _library() -> dict[str, dict]:
+    return yaml.safe_load(_read_builtin("_library.yaml"))["patches"]
+
+
+def base_tree(name: str) -> dict[str, str]:
+    """The files of a named SGLang base tree (path -> content), resolving `extends`."""
+    trees = yaml.safe_load(_read_builtin("_bases.yaml"))["trees"]
+    if name not in trees:
+        raise ScenarioError(f"unknown base tree {name!r} (known: {', '.join(sorted(trees))})")
+    spec = trees[name]
+    files = dict(base_tree(spec["extends"])) if spec.get("extends") else {}
+    for path in spec.get("remove") or []:
+        files.pop(path, None)
+    files.update(spec.get("files") or {})
+    return files
+
+
+def _builtin_names() -> list[str]:
+    return sorted(p.name[:-5] for p in resources.files("specdoctor.sim.scenarios").iterdir()
+                  if p.name.endswith(".yaml") and not p.name.startswith("_"))
+
+
+def _merge(base: dict, over: dict) -> dict:
+    """Deep merge for `extends`: mappings merge key by key, anything else (lists too) is replaced."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _raw(ref: str, depth: int = 0) -> dict:
+    if ref in _builtin_names():
+        text = _read_builtin(f"{ref}.yaml")
+    else:
+        path = Path(ref).expanduser()
+        if not path.is_file():
+            raise ScenarioError(f"no built-in scenario or file named {ref!r} (built-ins: {', '.join(_builtin_names())})")
+        text = path.read_text(encoding="utf-8")
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"scenario {ref}: invalid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ScenarioError(f"scenario {ref}: expected a mapping at the top level")
+    parent = raw.pop("extends", None)
+    if parent:
+        if depth > 4:
+            raise ScenarioError(f"scenario {ref}: `extends` nests too deep")
+        raw = _merge(_raw(str(parent), depth + 1), raw)
+    return raw
+
+
+def load_scenario(name_or_path: str | Path) -> Scenario:
+    """A built-in scenario by name (`seed`) or a YAML file by path; `extends` and library patches resolved."""
+    ref = str(name_or_path)
+    raw = _raw(ref)
+    checkout = raw.get("sglang") or {}
+    if checkout.get("use_patches"):
+        lib = _library()
+        own = list(checkout.get("patches") or [])
+        merged = []
+        for pid in checkout["use_patches"]:
+            if pid not in lib:
+                raise ScenarioError(f"scenario {ref}: unknown library patch {pid!r}")
+            merged.append({"id": pid, **lib[pid]})
+        checkout["patches"] = merged + own
+    try:
+        return Scenario.model_validate(raw)
+    except ValidationError as exc:
+        raise ScenarioError(f"scenario {ref} is invalid:\n{exc}") from None
+
+
+def list_scenarios() -> list[tuple[str, str]]:
+    """Built-in scenarios as (name, one-line description)."""
+    out = []
+    for name in _builtin_names():
+        raw = yaml.safe_load(_read_builtin(f"{name}.yaml"))
+        out.append((name, str(raw.get("description", "")).strip().splitlines()[0]))
+    return out

@@ -1,0 +1,34 @@
+"""Where the twin's hidden model lives, and SGLang-style log lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+__all__ = ["load_twin", "log", "sandbox_root", "ts"]
+
+
+def sandbox_root() -> str:
+    """The sandbox root, written next to this package when the sandbox was laid out."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    with open(os.path.join(here, "location.txt"), encoding="utf-8") as fh:
+        return fh.read().strip()
+
+
+def load_twin() -> dict:
+    """The scenario model (hardware, patches, perf) that the sandbox wrote at <root>/.sim/twin.json."""
+    with open(os.path.join(sandbox_root(), ".sim", "twin.json"), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def ts() -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S")
+
+
+def log(msg: str, tag: str = "") -> None:
+    """One SGLang log line on stderr: `[YYYY-mm-dd HH:MM:SS TP0] msg` (tag only when TP>1)."""
+    prefix = f"[{ts()}{' ' + tag if tag else ''}] "
+    sys.stderr.write(prefix + msg + "\n")
+    sys.stderr.flush()

@@ -1,0 +1,133 @@
+"""Scheduler (one per TP rank) and detokenizer processes: titled like SGLang's, dying with their parent.
+
+Each child is started with argv == [title] (so /proc/PID/cmdline reads `sglang::scheduler_TP3`) and reads
+a tiny bootstrap from stdin that puts the venv's site-packages on sys.path and runs its sitecustomize,
+exactly what the interpreter does at startup for a normally started process.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from .config import load_twin, log
+from .perf import evaluate, patch_present
+
+__all__ = ["proc_starttime", "spawn_children", "worker_main"]
+
+PR_SET_NAME = 15
+PR_SET_PDEATHSIG = 1
+
+_BOOT = """import site, sys
+sys.path[:] = [p for p in sys.path if 'site-packages' not in p and 'dist-packages' not in p]
+site.addsitedir({site!r})
+sys.modules.pop('sitecustomize', None)
+site.execsitecustomize()
+import json
+from sglang._twin.workers import worker_main
+worker_main({role!r}, {rank!r}, json.loads({payload!r}))
+"""
+
+
+def proc_starttime(pid: int) -> int | None:
+    """Field 22 of /proc/PID/stat: together with the PID it names one process (PIDs get reused)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    return int(data.rsplit(")", 1)[1].split()[19])
+
+
+def _site_dir() -> str:
+    return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def spawn_children(tp: int, env: dict[str, str], payload: dict) -> list[tuple[str, subprocess.Popen]]:
+    """Start sglang::scheduler_TP{i} (or sglang::scheduler at TP=1) and sglang::detokenizer."""
+    children = []
+    roles = [(f"sglang::scheduler_TP{i}" if tp > 1 else "sglang::scheduler", "scheduler", i) for i in range(tp)]
+    roles.append(("sglang::detokenizer", "detokenizer", 0))
+    for title, role, rank in roles:
+        code = _BOOT.format(site=_site_dir(), role=role, rank=rank, payload=json.dumps(payload))
+        proc = subprocess.Popen([title], executable=sys.executable, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                env=env, close_fds=True)
+        assert proc.stdin is not None
+        proc.stdin.write(code.encode())
+        proc.stdin.close()
+        children.append((title, proc))
+    return children
+
+
+def _prctl(title: str) -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        libc.prctl(PR_SET_NAME, ctypes.c_char_p(title[:15].encode()), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _nccl_debug(rank: int, twin: dict, env: dict[str, str]) -> None:
+    if env.get("NCCL_DEBUG", "").upper() not in ("INFO", "TRACE"):
+        return
+    host = socket.gethostname()
+    pid = os.getpid()
+    cuda = twin["hardware"].get("cuda", "12.9")
+    pre = f"{host}:{pid}:{pid} [{rank}] NCCL INFO "
+    lines = [f"NCCL version {twin['hardware']['nccl']}+cuda{cuda}"]
+    conf = env.get("NCCL_CONF_FILE")
+    if conf and os.path.exists(conf):
+        lines.append(f"NCCL_CONF_FILE set by environment to {conf}")
+    for key in sorted(env):
+        if key.startswith("NCCL_") and key not in ("NCCL_DEBUG", "NCCL_CONF_FILE"):
+            lines.append(f"{key} set by environment to {env[key]}")
+    for line in lines:
+        sys.stderr.write(pre + line + "\n")
+    sys.stderr.flush()
+
+
+def _emit(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def worker_main(role: str, rank: int, payload: dict) -> None:
+    """Body of a scheduler/detokenizer process: report readiness (TP0: the evaluated model), then idle."""
+    title = f"sglang::{role}" + (f"_TP{rank}" if role == "scheduler" and payload["tp"] > 1 else "")
+    _prctl(title)
+    if os.getppid() != payload["parent"]:
+        sys.exit(0)
+    twin = load_twin()
+    tag = f"TP{rank}" if payload["tp"] > 1 else ""
+    if role == "scheduler":
+        from .perf import read_nccl_conf
+
+        env = dict(os.environ)
+        for k, v in read_nccl_conf(env.get("NCCL_CONF_FILE") or twin.get("nccl_conf_default")).items():
+            env.setdefault(k, v)
+        _nccl_debug(rank, twin, env)
+    if role == "scheduler" and rank == 0:
+        args = payload["args"]
+        present = {p["id"] for p in twin["patches"] if patch_present(twin["repo"], p)}
+        if args.get("speculative_algorithm"):
+            for p in twin["patches"]:
+                if p.get("essential") and p["id"] not in present:
+                    _emit({"error": p.get("missing_error") or f"essential patch {p['id']} is missing",
+                           "file": p["file"]})
+                    sys.exit(1)
+        result = evaluate(twin, dict(os.environ), args, present)
+        log("Init torch distributed begin.", tag)
+        gpu_mem = float(twin["hardware"].get("memory_gb", 96.0))
+        log(f"Load weight begin. avail mem={gpu_mem - 1.2:.2f} GB", tag)
+        _emit({"ready": True, "perf": result})
+    else:
+        _emit({"ready": True})
+    while True:  # idle until the parent goes (PDEATHSIG) or we are signalled
+        time.sleep(3600)

@@ -1,0 +1,1 @@
+"""`sglang` console script (stand-in)."""

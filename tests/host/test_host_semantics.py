@@ -10,6 +10,17 @@ import pytest
 
 from specdoctor.errors import CommandFailed, CommandTimedOut, UsageError
 from specdoctor.host import Host, Raw, Result
+from specdoctor.testing import SSHServer
+
+_HTTP_SERVER = """
+import http.server, os, sys
+os.chdir(sys.argv[1])
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+tmp = sys.argv[2] + ".tmp"
+open(tmp, "w").write(str(srv.server_address[1]))
+os.replace(tmp, sys.argv[2])
+srv.serve_forever()
+"""
 
 
 def test_run_captures_stdout_stderr_and_exit(host: Host) -> None:
@@ -157,3 +168,36 @@ def test_result_display_is_shell_safe(host: Host) -> None:
     res = host.run(["echo", "a b", "c'd"])
     assert isinstance(res, Result)
     assert host.run(Raw(res.display)).stdout == res.stdout
+
+
+def test_forward_reaches_a_loopback_http_server_on_the_host(host: Host, sshd: SSHServer, workdir: str) -> None:
+    import threading
+
+    import httpx
+
+    site = Path(workdir) / "site"
+    site.mkdir()
+    (site / "hello.txt").write_text("hello through the tunnel")
+    port_file = f"{workdir}/http.port"
+    host.put(_HTTP_SERVER.encode(), f"{workdir}/serve.py")
+    pid = host.run(["sh", "-c", 'nohup "$0" "$@" >/dev/null 2>&1 & echo $!', sshd.python, f"{workdir}/serve.py",
+                    str(site), port_file]).stdout.strip()
+    try:
+        deadline = time.monotonic() + 10
+        while not host.exists(port_file) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        remote_port = int(host.read(port_file))
+        with host.forward(remote_port) as local_port:
+            assert (local_port != remote_port) == (host.name != "local")  # SSH tunnels; local needs none
+            with httpx.Client(base_url=f"http://127.0.0.1:{local_port}", timeout=10) as client:
+                results: list[str] = []
+                threads = [threading.Thread(target=lambda: results.append(client.get("/hello.txt").text))
+                           for _ in range(4)]
+                for t in threads:
+                    t.start()
+                for t in threads:
+                    t.join()
+                assert results == ["hello through the tunnel"] * 4
+                assert client.get("/nope").status_code == 404
+    finally:
+        host.run(["kill", pid], check="ignore")

@@ -6,27 +6,15 @@ import json
 import re
 import shutil
 import subprocess
-import threading
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 from specdoctor.errors import HostAuthFailed, HostKeyRejected, HostUnreachable
 from specdoctor.host import AuditLog, open_host
 from specdoctor.host.ssh import SSHHost
 from specdoctor.testing import SSHServer
-
-_HTTP_SERVER = """
-import http.server, os, sys
-os.chdir(sys.argv[1])
-srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
-tmp = sys.argv[2] + ".tmp"
-open(tmp, "w").write(str(srv.server_address[1]))
-os.replace(tmp, sys.argv[2])
-srv.serve_forever()
-"""
 
 
 def _openssh_fingerprint(pub: Path) -> str:
@@ -134,39 +122,6 @@ def test_reconnects_after_the_connection_drops(sshd: SSHServer) -> None:
     with sshd.connect() as h:
         h._transport().close()
         assert h.run(["echo", "back"]).stdout == "back\n"
-
-
-def test_forward_reaches_a_loopback_http_server_on_the_host(sshd: SSHServer) -> None:
-    site = Path(sshd.workdir) / "site"
-    site.mkdir(mode=0o777, exist_ok=True)
-    (site / "hello.txt").write_text("hello through the tunnel")
-    port_file = f"{sshd.workdir}/http.port"
-    with sshd.connect() as h:
-        h.put(_HTTP_SERVER.encode(), f"{sshd.workdir}/serve.py")
-        pid = h.run(["sh", "-c", 'nohup "$0" "$@" >/dev/null 2>&1 & echo $!', sshd.python,
-                     f"{sshd.workdir}/serve.py", str(site), port_file]).stdout.strip()
-        try:
-            deadline = time.monotonic() + 10
-            while not h.exists(port_file) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            remote_port = int(h.read(port_file))
-            with h.forward(remote_port) as local_port:
-                assert local_port != remote_port
-                with httpx.Client(base_url=f"http://127.0.0.1:{local_port}", timeout=10) as client:
-                    results: list[str] = []
-
-                    def fetch() -> None:
-                        results.append(client.get("/hello.txt").text)
-
-                    threads = [threading.Thread(target=fetch) for _ in range(4)]
-                    for t in threads:
-                        t.start()
-                    for t in threads:
-                        t.join()
-                    assert results == ["hello through the tunnel"] * 4
-                    assert client.get("/nope").status_code == 404
-        finally:
-            h.run(["kill", pid], check="ignore")
 
 
 def test_ssh_config_supplies_hostname_port_user_and_key(sshd: SSHServer, tmp_path: Path) -> None:

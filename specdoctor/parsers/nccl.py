@@ -310,7 +310,8 @@ def parse_nccl_debug(text: str) -> NcclDebugLog:
         out.lines.append(line)
         msg = line.message
         if e := _ENV_SET.match(msg):
-            out.env.append(NcclEnvSetting(name=e.group(1), value=e.group(2).strip(), pid=line.pid, host=line.host))
+            value = e.group(2).strip().removesuffix(".")  # NCCL >= 2.2x ends the line with a period
+            out.env.append(NcclEnvSetting(name=e.group(1), value=value, pid=line.pid, host=line.host))
         elif v := re.match(r"^NCCL version (\S+)", msg):
             out.version = out.version or v.group(1)
         elif d := _DRIVER.match(msg):

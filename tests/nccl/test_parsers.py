@@ -137,3 +137,16 @@ def test_latency_interpolation(fixture_text):
     mid = latency_at(run, 24576)  # between 16 KiB (17.07) and 32 KiB (23.82), log-log
     assert 17.07 < mid < 23.82
     assert latency_at(run, 3) is None and latency_at(run, 2**40) is None
+
+
+def test_harness_output_from_a_real_h200():
+    """allreduce_bench.py on one H200 (torch 2.11, NCCL 2.28.9): NCCL's INFO lines interleave the table."""
+    from .conftest import FIXTURES
+
+    text = (FIXTURES / "h200-1gpu-allreduce-bench-nccl-2.28.9-graph10.txt").read_text()
+    run = parse_all_reduce(text)
+    assert run.tool == "allreduce_bench" and run.nccl_version == "2.28.9" and run.ngpus == 1
+    assert [r.size for r in run.rows] == [14336, 43008, 229376, 688128]
+    log = parse_nccl_debug(text)
+    assert log.version == "2.28.9+cuda13.0"
+    assert log.env_by_pid("NCCL_NVLS_ENABLE") == {460: "0"}  # "set by environment to 0." — period stripped

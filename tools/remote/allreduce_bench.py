@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     rank, world = dist.get_rank(), dist.get_world_size()
     device = torch.device("cuda", local_rank) if gpu else torch.device("cpu")
     sizes = parse_sizes(a.sizes, a.minbytes, a.maxbytes, a.stepfactor)
-    use_graph = gpu and a.graph > 0
+    use_graph = gpu and a.graph > 0 and world > 1  # one rank: in-place all-reduce is a no-op, the graph empty
 
     rows, wrong_total = [], 0
     for size in sizes:
@@ -161,7 +161,7 @@ def _json_doc(a, rows, world, nccl, avg_bus, wrong_total, torch_version) -> dict
         "version": 2, "tool": "allreduce_bench", "collective": "all_reduce", "torch": torch_version,
         "backend": a.backend, "args": ["allreduce_bench.py", *sys.argv[1:]], "nccl_version": nccl,
         "config": {"nthreads": 1, "ngpus": world, "warmup_iters": a.warmup_iters, "iterations": a.iters,
-                   "graph": a.graph if a.backend == "nccl" else 0},
+                   "graph": a.graph if a.backend == "nccl" and world > 1 else 0},
         "results": [{"size": r["size"], "count": r["count"], "type": a.datatype, "redop": "sum", "root": "-1",
                      "out_of_place": None,
                      "in_place": {"time": r["time"], "alg_bw": r["algbw"], "bus_bw": r["busbw"], "nwrong": r["wrong"]}}
@@ -172,7 +172,7 @@ def _json_doc(a, rows, world, nccl, avg_bus, wrong_total, torch_version) -> dict
 
 
 def _print_table(a, rows, world, nccl, avg_bus, wrong_total, torch_version, sizes, gpu) -> None:
-    graph = a.graph if gpu else 0
+    graph = a.graph if gpu and world > 1 else 0
     print(f"# allreduce_bench.py: all_reduce via torch.distributed (backend {a.backend}, torch {torch_version}, "
           f"NCCL {nccl or 'n/a'})")
     if nccl:

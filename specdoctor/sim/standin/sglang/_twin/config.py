@@ -7,7 +7,7 @@ import os
 import sys
 import time
 
-__all__ = ["load_twin", "log", "sandbox_root", "ts"]
+__all__ = ["exec_environ", "load_twin", "log", "sandbox_root", "ts"]
 
 
 def sandbox_root() -> str:
@@ -32,3 +32,18 @@ def log(msg: str, tag: str = "") -> None:
     prefix = f"[{ts()}{' ' + tag if tag else ''}] "
     sys.stderr.write(prefix + msg + "\n")
     sys.stderr.flush()
+
+
+def exec_environ() -> dict[str, str]:
+    """The environment this process was exec'd with (before any sitecustomize edited os.environ)."""
+    try:
+        with open("/proc/self/environ", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return dict(os.environ)
+    out = {}
+    for item in raw.split(b"\0"):
+        if b"=" in item:
+            k, _, v = item.partition(b"=")
+            out[k.decode(errors="replace")] = v.decode(errors="replace")
+    return out

@@ -1,0 +1,283 @@
+"""Stand-in `nvidia-smi`: -L, --query-gpu, --query-compute-apps, topo -m, -q, --version (real layouts)."""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import sys
+import time
+
+from .config import load_twin, sandbox_root
+
+__all__ = ["main"]
+
+LEGEND = """
+Legend:
+
+  X    = Self
+  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)
+  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node
+  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)
+  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)
+  PIX  = Connection traversing at most a single PCIe bridge
+  NV#  = Connection traversing a bonded set of # NVLinks
+"""
+
+
+def _uuid(i: int, name: str, host: str) -> str:
+    h = hashlib.sha1(f"{host}/{name}/{i}".encode()).hexdigest()
+    return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
+
+
+def _gpu_procs() -> list[dict]:
+    """Scheduler processes of live servers in the sandbox: rank i sits on GPU i."""
+    out = []
+    for f in glob.glob(os.path.join(sandbox_root(), "run", "pids", "*.json")):
+        try:
+            with open(f, encoding="utf-8") as fh:
+                procs = json.load(fh)["procs"]
+        except (OSError, ValueError, KeyError):
+            continue
+        for p in procs:
+            title = p.get("title", "")
+            if not title.startswith("sglang::scheduler") or not os.path.exists(f"/proc/{p['pid']}"):
+                continue
+            rank = int(title.rsplit("TP", 1)[1]) if "TP" in title else 0
+            out.append({"gpu": rank, "pid": p["pid"], "name": title})
+    return out
+
+
+def _gpus(twin: dict) -> list[dict]:
+    hw = twin["hardware"]
+    mem_mib = int(hw["memory_gb"] * 1024)
+    used = {p["gpu"] for p in _gpu_procs()}
+    gpus = []
+    for i in range(hw["gpu_count"]):
+        link = hw["pcie_per_gpu"][str(i)]
+        busy = i in used
+        gpus.append({
+            "index": i, "name": hw["gpu_name"], "uuid": _uuid(i, hw["gpu_name"], hw["hostname"]), "bus_id": hw["bus_ids"][i],
+            "mem_total": mem_mib, "mem_used": int(mem_mib * 0.92) if busy else 1, "link": link,
+            "sm": hw["clocks_sm_mhz"] if busy else 180, "sm_max": hw["clocks_sm_max_mhz"],
+            "mem_clk": hw["clocks_mem_mhz"] if busy else 405, "power_limit": hw["power_limit_w"],
+            "power": hw["power_limit_w"] * (0.22 if busy else 0.05), "temp": hw["temperature_c"] + (6 if busy else 0),
+            "pstate": "P0" if busy else "P8", "persistence": hw["persistence_mode"],
+        })
+    return gpus
+
+
+_FIELDS = {
+    "index": ("index", lambda g, t: str(g["index"]), ""),
+    "count": ("count", lambda g, t: str(t["hardware"]["gpu_count"]), ""),
+    "name": ("name", lambda g, t: g["name"], ""),
+    "gpu_name": ("name", lambda g, t: g["name"], ""),
+    "uuid": ("uuid", lambda g, t: g["uuid"], ""),
+    "gpu_uuid": ("uuid", lambda g, t: g["uuid"], ""),
+    "driver_version": ("driver_version", lambda g, t: t["hardware"]["driver"], ""),
+    "vbios_version": ("vbios_version", lambda g, t: "98.02.52.00.03", ""),
+    "pci.bus_id": ("pci.bus_id", lambda g, t: g["bus_id"], ""),
+    "gpu_bus_id": ("pci.bus_id", lambda g, t: g["bus_id"], ""),
+    "memory.total": ("memory.total", lambda g, t: str(g["mem_total"]), "MiB"),
+    "memory.used": ("memory.used", lambda g, t: str(g["mem_used"]), "MiB"),
+    "memory.free": ("memory.free", lambda g, t: str(g["mem_total"] - g["mem_used"]), "MiB"),
+    "clocks.sm": ("clocks.current.sm", lambda g, t: str(g["sm"]), "MHz"),
+    "clocks.current.sm": ("clocks.current.sm", lambda g, t: str(g["sm"]), "MHz"),
+    "clocks.max.sm": ("clocks.max.sm", lambda g, t: str(g["sm_max"]), "MHz"),
+    "clocks.max.graphics": ("clocks.max.graphics", lambda g, t: str(g["sm_max"]), "MHz"),
+    "clocks.mem": ("clocks.current.memory", lambda g, t: str(g["mem_clk"]), "MHz"),
+    "clocks.max.mem": ("clocks.max.memory", lambda g, t: str(t["hardware"]["clocks_mem_mhz"]), "MHz"),
+    "power.limit": ("power.limit", lambda g, t: f"{g['power_limit']:.2f}", "W"),
+    "power.draw": ("power.draw", lambda g, t: f"{g['power']:.2f}", "W"),
+    "pcie.link.gen.current": ("pcie.link.gen.current", lambda g, t: str(g["link"]["gen_current"]), ""),
+    "pcie.link.gen.gpucurrent": ("pcie.link.gen.gpucurrent", lambda g, t: str(g["link"]["gen_current"]), ""),
+    "pcie.link.gen.max": ("pcie.link.gen.max", lambda g, t: str(g["link"]["gen_max"]), ""),
+    "pcie.link.width.current": ("pcie.link.width.current", lambda g, t: str(g["link"]["width_current"]), ""),
+    "pcie.link.width.max": ("pcie.link.width.max", lambda g, t: str(g["link"]["width_max"]), ""),
+    "persistence_mode": ("persistence_mode", lambda g, t: "Enabled" if g["persistence"] else "Disabled", ""),
+    "temperature.gpu": ("temperature.gpu", lambda g, t: str(g["temp"]), ""),
+    "utilization.gpu": ("utilization.gpu", lambda g, t: "0", "%"),
+    "utilization.memory": ("utilization.memory", lambda g, t: "0", "%"),
+    "pstate": ("pstate", lambda g, t: g["pstate"], ""),
+    "compute_cap": ("compute_cap", lambda g, t: t["hardware"]["compute_capability"], ""),
+}
+
+
+def _csv(header: list[str], rows: list[list[str]], fmt: str) -> str:
+    opts = {o.strip() for o in fmt.split(",")}
+    if "csv" not in opts:
+        raise SystemExit('"' + fmt + '" is not a valid format. Try "csv" or "csv,noheader,nounits".')
+    out = [] if "noheader" in opts else [", ".join(header)]
+    for r in rows:
+        out.append(", ".join(v.split(" ")[0] if "nounits" in opts else v for v in r))
+    return "\n".join(out) + "\n"
+
+
+def _query_gpu(twin: dict, fields: str, fmt: str, ids: list[int] | None) -> int:
+    names = [f.strip() for f in fields.split(",") if f.strip()]
+    for n in names:
+        if n not in _FIELDS:
+            sys.stdout.write(f'Field "{n}" is not a valid field to query.\n\n')
+            return 2
+    header = [_FIELDS[n][0] + (f" [{_FIELDS[n][2]}]" if _FIELDS[n][2] else "") for n in names]
+    rows = []
+    for g in _gpus(twin):
+        if ids is not None and g["index"] not in ids:
+            continue
+        rows.append([_FIELDS[n][1](g, twin) + (f" {_FIELDS[n][2]}" if _FIELDS[n][2] else "") for n in names])
+    sys.stdout.write(_csv(header, rows, fmt))
+    return 0
+
+
+def _query_apps(twin: dict, fields: str, fmt: str) -> int:
+    gpus = _gpus(twin)
+    known = {"pid": ("pid", ""), "process_name": ("process_name", ""), "used_memory": ("used_gpu_memory", "MiB"),
+             "used_gpu_memory": ("used_gpu_memory", "MiB"), "gpu_bus_id": ("gpu_bus_id", ""),
+             "gpu_uuid": ("gpu_uuid", ""), "name": ("process_name", "")}
+    names = [f.strip() for f in fields.split(",") if f.strip()]
+    for n in names:
+        if n not in known:
+            sys.stdout.write(f'Field "{n}" is not a valid field to query.\n\n')
+            return 2
+    header = [known[n][0] + (f" [{known[n][1]}]" if known[n][1] else "") for n in names]
+    rows = []
+    for p in sorted(_gpu_procs(), key=lambda p: p["gpu"]):
+        g = gpus[p["gpu"]] if p["gpu"] < len(gpus) else gpus[0]
+        vals = {"pid": str(p["pid"]), "process_name": p["name"], "name": p["name"],
+                "used_memory": f"{g['mem_used'] - 1} MiB", "used_gpu_memory": f"{g['mem_used'] - 1} MiB",
+                "gpu_bus_id": g["bus_id"], "gpu_uuid": g["uuid"]}
+        rows.append([vals[n] for n in names])
+    sys.stdout.write(_csv(header, rows, fmt))
+    return 0
+
+
+def _topo(twin: dict) -> str:
+    hw = twin["hardware"]
+    n = hw["gpu_count"]
+    head = "\t" + "\t".join(f"GPU{i}" for i in range(n)) + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\n"
+    lines = [head]
+    for i, row in enumerate(hw["topology"]):
+        cells = [" X " if c == "X" else c for c in row.split()]
+        lines.append(f"GPU{i}\t" + "\t".join(cells) + f"\t{hw['cpu_affinity'][i]}\t{hw['numa_affinity'][i]}\t\tN/A\n")
+    return "".join(lines) + LEGEND
+
+
+def _q(twin: dict, ids: list[int] | None) -> str:
+    hw = twin["hardware"]
+    arch = "Blackwell" if hw["compute_capability"].startswith(("10", "12")) else "Hopper"
+    out = ["", "==============NVSMI LOG==============", "",
+           f"{'Timestamp':<42}: {time.strftime('%a %b %d %H:%M:%S %Y')}",
+           f"{'Driver Version':<42}: {hw['driver']}", f"{'CUDA Version':<42}: {hw['cuda']}", "",
+           f"{'Attached GPUs':<42}: {hw['gpu_count']}"]
+    procs = _gpu_procs()
+    for g in _gpus(twin):
+        if ids is not None and g["index"] not in ids:
+            continue
+        link = g["link"]
+
+        def kv(indent: int, key: str, val: str) -> str:
+            return " " * indent + f"{key:<{42 - indent}}: {val}"
+
+        out += [f"GPU {g['bus_id']}", kv(4, "Product Name", g["name"]), kv(4, "Product Brand", "NVIDIA RTX"),
+                kv(4, "Product Architecture", arch), kv(4, "Persistence Mode",
+                                                        "Enabled" if g["persistence"] else "Disabled"),
+                kv(4, "GPU UUID", g["uuid"]), kv(4, "Minor Number", str(g["index"])),
+                kv(4, "VBIOS Version", "98.02.52.00.03"),
+                "    PCI", kv(8, "Bus", "0x" + g["bus_id"].split(":")[1]), kv(8, "Device", "0x00"),
+                kv(8, "Domain", "0x0000"), kv(8, "Bus Id", g["bus_id"]),
+                "        GPU Link Info", "            PCIe Generation",
+                kv(16, "Max", str(link["gen_max"])), kv(16, "Current", str(link["gen_current"])),
+                kv(16, "Device Current", str(link["gen_current"])), kv(16, "Device Max", str(link["gen_max"])),
+                kv(16, "Host Max", str(link["gen_max"])), "            Link Width",
+                kv(16, "Max", f"{link['width_max']}x"), kv(16, "Current", f"{link['width_current']}x"),
+                kv(4, "Performance State", g["pstate"]),
+                "    FB Memory Usage", kv(8, "Total", f"{g['mem_total']} MiB"), kv(8, "Reserved", "604 MiB"),
+                kv(8, "Used", f"{g['mem_used']} MiB"), kv(8, "Free", f"{g['mem_total'] - g['mem_used']} MiB"),
+                "    Utilization", kv(8, "Gpu", "0 %"), kv(8, "Memory", "0 %"),
+                "    Temperature", kv(8, "GPU Current Temp", f"{g['temp']} C"),
+                "    GPU Power Readings", kv(8, "Current Power Limit", f"{g['power_limit']:.2f} W"),
+                kv(8, "Max Power Limit", f"{g['power_limit']:.2f} W"),
+                "    Clocks", kv(8, "Graphics", f"{g['sm']} MHz"), kv(8, "SM", f"{g['sm']} MHz"),
+                kv(8, "Memory", f"{g['mem_clk']} MHz"), "    Max Clocks", kv(8, "Graphics", f"{g['sm_max']} MHz"),
+                kv(8, "SM", f"{g['sm_max']} MHz"), kv(8, "Memory", f"{hw['clocks_mem_mhz']} MHz")]
+        mine = [p for p in procs if p["gpu"] == g["index"]]
+        if not mine:
+            out.append(kv(4, "Processes", "None"))
+        else:
+            out.append("    Processes")
+            for p in mine:
+                out += [kv(8, "GPU instance ID", "N/A"), kv(8, "Process ID", str(p["pid"])),
+                        kv(12, "Type", "C"), kv(12, "Name", p["name"]),
+                        kv(12, "Used GPU Memory", f"{g['mem_used'] - 1} MiB")]
+        out.append("")
+    return "\n".join(out) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    twin = load_twin()
+    hw = twin["hardware"]
+    ids: list[int] | None = None
+    fmt = "csv"
+    query = apps = None
+    for i, a in enumerate(argv):
+        if a.startswith("--format="):
+            fmt = a.split("=", 1)[1]
+        elif a == "--format" and i + 1 < len(argv):
+            fmt = argv[i + 1]
+        elif a.startswith(("-i=", "--id=")):
+            ids = [int(x) for x in a.split("=", 1)[1].split(",")]
+        elif a in ("-i", "--id") and i + 1 < len(argv):
+            ids = [int(x) for x in argv[i + 1].split(",")]
+        elif a.startswith("--query-gpu="):
+            query = a.split("=", 1)[1]
+        elif a.startswith("--query-compute-apps="):
+            apps = a.split("=", 1)[1]
+    if argv[:1] == ["topo"]:
+        if any(a in ("-m", "--matrix") for a in argv[1:]):
+            sys.stdout.write(_topo(twin))
+            return 0
+        sys.stdout.write("topo -- Display topological information about the system.\n\n    -m, --matrix\n")
+        return 0 if len(argv) == 1 else 2
+    if "--version" in argv:
+        sys.stdout.write(f"NVIDIA-SMI version  : {hw['driver']}\nNVML version        : {hw['driver'][:6]}\n"
+                         f"DRIVER version      : {hw['driver']}\nCUDA Version        : {hw['cuda']}\n")
+        return 0
+    if "-L" in argv or "--list-gpus" in argv:
+        for g in _gpus(twin):
+            sys.stdout.write(f"GPU {g['index']}: {g['name']} (UUID: {g['uuid']})\n")
+        return 0
+    if query is not None:
+        return _query_gpu(twin, query, fmt, ids)
+    if apps is not None:
+        return _query_apps(twin, apps, fmt)
+    if any(a in ("-q", "--query", "-a") for a in argv):
+        sys.stdout.write(_q(twin, ids))
+        return 0
+    if argv:
+        sys.stdout.write(f"Invalid combination of input arguments: {' '.join(argv)}. "
+                         "Please run 'nvidia-smi -h' for help.\n")
+        return 2
+    return _table(twin)
+
+
+def _table(twin: dict) -> int:
+    hw = twin["hardware"]
+    w = sys.stdout.write
+    w(time.strftime("%a %b %d %H:%M:%S %Y") + "\n")
+    w("+-----------------------------------------------------------------------------------------+\n")
+    w(f"| NVIDIA-SMI {hw['driver']:<21}Driver Version: {hw['driver']:<15}CUDA Version: {hw['cuda']:<9}|\n")
+    w("|-----------------------------------------+------------------------+----------------------+\n")
+    for g in _gpus(twin):
+        w(f"| {g['index']:>3}  {g['name'][:36]:<36}|{g['bus_id']:>17} Off |{'Off':>21} |\n")
+        w(f"| N/A   {g['temp']}C    {g['pstate']}  {g['power']:>8.0f}W / {g['power_limit']:>4.0f}W |"
+          f"{g['mem_used']:>9}MiB / {g['mem_total']:>6}MiB |      0%      Default |\n")
+    w("+-----------------------------------------------------------------------------------------+\n")
+    procs = _gpu_procs()
+    w("| Processes:                                                                              |\n")
+    if not procs:
+        w("|  No running processes found                                                             |\n")
+    for p in sorted(procs, key=lambda p: p["gpu"]):
+        w(f"| {p['gpu']:>4}   N/A  N/A  {p['pid']:>8}      C   {p['name'][:38]:<38}  {'N/A':>9} |\n")
+    w("+-----------------------------------------------------------------------------------------+\n")
+    return 0

@@ -22,6 +22,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from specdoctor.tools import as_langchain
 
 import specdoctor
+from specdoctor.host import Host
 
 PROMPT = ("You diagnose a speculative-decoding (EAGLE-3 on SGLang) slowdown on a GPU server. Use the tools "
           "to gather evidence (start with catalog_diffs on the repo), then answer with a short finding.")
@@ -43,7 +44,7 @@ def build_agent(llm: ChatOpenAI, tools: list[Any]) -> Any:
     return graph.compile()
 
 
-def run(host: str = "sim:seed", *, model: str = "gpt-4.1", base_url: str | None = None,
+def run(host: str | Host = "sim:seed", *, model: str = "gpt-4.1", base_url: str | None = None,
         question: str = "Why did speculative decoding get slower?") -> dict[str, Any]:
     """Run the agent to its answer; return the answer and the tools called (name, status, summary)."""
     llm = ChatOpenAI(model=model, base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY") or "unused",

@@ -17,13 +17,14 @@ from openai import OpenAI
 from specdoctor.tools import as_openai
 
 import specdoctor
+from specdoctor.host import Host
 from specdoctor.toolkit import ToolResult
 
 SYSTEM = ("You diagnose a speculative-decoding (EAGLE-3 on SGLang) slowdown on a GPU server. Use the tools "
           "to gather evidence (start with catalog_diffs on the repo), then answer with a short finding.")
 
 
-def run(host: str = "sim:seed", *, model: str = "gpt-4.1", base_url: str | None = None,
+def run(host: str | Host = "sim:seed", *, model: str = "gpt-4.1", base_url: str | None = None,
         question: str = "Why did speculative decoding get slower?", max_steps: int = 8) -> dict[str, Any]:
     """Drive the loop; return the final answer and the tools called (name, status, summary)."""
     llm = OpenAI(base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY") or "unused", max_retries=0)

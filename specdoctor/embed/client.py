@@ -49,12 +49,15 @@ class Client:
     the client backs the working tree up itself (a refused backup refuses the call), and `close()` — also
     run by `with`, and by an atexit hook if the process exits first — restores every backup (verified) and
     stops every server this client's run started. `approve`, when given, is asked before each mutation.
+    `owns_host=False` leaves the Host open on close (its opener closes it); the safety net still runs.
     """
 
     def __init__(self, host: Host, *, allow_mutations: bool = False,
                  approve: Callable[[ApprovalRequest], bool] | None = None, run_id: str | None = None,
-                 progress: Callable[[str], None] | None = None, reg: ToolRegistry = registry):
+                 progress: Callable[[str], None] | None = None, reg: ToolRegistry = registry,
+                 owns_host: bool = True):
         self.host = host
+        self.owns_host = owns_host
         self.registry = reg
         self.allow_mutations = allow_mutations
         self.ctx = ToolContext(host=host, run_id=run_id or _new_run_id(), auto_approve=allow_mutations and not approve,
@@ -153,8 +156,8 @@ class Client:
             return ToolResult(tool=name, status="error", error=res.error or res.summary, evidence=res.evidence,
                               summary=f"{name} refused: backing up {repo} first failed: {res.summary}")
         self.backups[repo] = _backup_id(res)
-        log.info("backed up %s as %s before %s; close() restores it (by hand: specdoctor restore --backup %s)",
-                 repo, self.backups[repo], name, self.backups[repo])
+        log.info("backed up %s as %s before %s; close() restores it (by hand: specdoctor restore --host %s "
+                 "--repo %s --backup %s)", repo, self.backups[repo], name, self.host.name, repo, self.backups[repo])
         return None
 
     def _safety_ctx(self) -> ToolContext:
@@ -172,7 +175,8 @@ class Client:
                 if self._mutated:
                     self._cleanup()
             finally:
-                self.host.close()
+                if self.owns_host:
+                    self.host.close()
             return self.cleanup
 
     def _cleanup(self) -> None:
@@ -210,6 +214,12 @@ def connect(host: str | Host, *, allow_mutations: bool = False,
             approve: Callable[[ApprovalRequest], bool] | None = None, accept_new_host_key: bool = False,
             audit: AuditLog | None = None, run_id: str | None = None,
             progress: Callable[[str], None] | None = None) -> Client:
-    """Open a host spec (`user@gpu-box`, `local`, `sim:seed`) or wrap an open Host, and return a Client."""
-    h = host if isinstance(host, Host) else open_host(host, audit=audit, accept_new_host_key=accept_new_host_key)
+    """Open a host spec (`user@gpu-box`, `local`, `sim:seed`) or wrap an open Host, and return a Client.
+
+    A Host you pass in stays yours: `close()` runs the safety net but leaves that Host open.
+    """
+    if isinstance(host, Host):
+        return Client(host, allow_mutations=allow_mutations, approve=approve, run_id=run_id, progress=progress,
+                      owns_host=False)
+    h = open_host(host, audit=audit, accept_new_host_key=accept_new_host_key)
     return Client(h, allow_mutations=allow_mutations, approve=approve, run_id=run_id, progress=progress)

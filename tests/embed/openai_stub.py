@@ -14,7 +14,8 @@ Each POST /v1/chat/completions consumes the next script entry: a `Reply`, or a c
 body (a dict) and returning a `Reply` (so an answer can depend on the tool results in the conversation).
 Replies become real `chat.completion` objects (tool calls get ids `call_<n>`); `response_format` requests
 just get the reply's `content` (put the JSON there). Streaming is refused (400). When the script is used up
-the stub answers 400 with an explanatory error, so a runaway loop fails fast instead of hanging.
+the stub answers 400 with an explanatory error, so a runaway loop fails fast instead of hanging; a script
+callable that raises (a failed `assert` on the request) also gets a 400, and its message lands in `errors`.
 GET /v1/models lists `model`. Run it by hand with `python tests/embed/openai_stub.py script.json` (a JSON
 list of Reply objects) to try the examples from a terminal.
 """
@@ -63,6 +64,7 @@ class OpenAIStub:
         self.script = list(script)
         self.model = model
         self.requests: list[dict[str, Any]] = []
+        self.errors: list[str] = []
         self._lock = threading.Lock()
         self._calls = 0
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -100,7 +102,12 @@ class OpenAIStub:
             if not self.script:
                 return 400, _error(f"script exhausted after {len(self.requests) - 1} replies")
             entry = self.script.pop(0)
-        reply = entry(body) if callable(entry) else entry
+        try:
+            reply = entry(body) if callable(entry) else entry
+        except Exception as exc:  # a failed expectation in a script entry: the test sees it in `errors`
+            with self._lock:
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+            return 400, _error(f"script entry {len(self.requests)} raised {type(exc).__name__}: {exc}")
         message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
         if reply.tool_calls:
             calls = []

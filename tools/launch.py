@@ -181,9 +181,9 @@ def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     if not res.ok or not pid_s.isdigit():
         raise ToolFailed(f"could not start the server: {(res.stderr or res.stdout).strip()[:300]}")
     pid = int(pid_s)
-    stat = ctx.host.run(["cat", f"/proc/{pid}/stat"], check="ignore").stdout
-    m = re.match(r"^\d+ \(.*\) \S+ \d+ (\d+)", stat, re.S)
-    pgid = int(m.group(1)) if m else pid
+    # setsid (not a group leader in a non-interactive sh, so it does not fork) makes the pid its own group id;
+    # reading /proc/PID/stat right away could race the setsid() call and see the launching shell's group.
+    pgid = pid
     result = LaunchResult(pids=[pid], pgid=pgid, port=port, log_path=log, argv=argv, env=redact_env(env),
                           label=label)
     _record(ctx, {"pgid": pgid, "pids": [pid], "port": port, "log": log, "label": label, "time": time.time()})

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import shlex
+import threading
 
+from specdoctor.errors import ConnectionLost
 from specdoctor.host.base import Host, Raw
 
-__all__ = ["WEIRD", "make_messy_repo", "fingerprint"]
+__all__ = ["WEIRD", "make_messy_repo", "fingerprint", "FaultyHost"]
 
 WEIRD = "dir with space/na\u00efve f\u00efle\nwith newline.py"
 """A file name with spaces, unicode and a newline."""
@@ -69,3 +72,59 @@ def fingerprint(host: Host, repo: str) -> str:
     """HEAD, index entries, stash list and every file's bytes+mode (ignored files too) — no specdoctor code."""
     res = host.run(["bash", "-c", _FP, "fp", repo])
     return hashlib.sha256(res.stdout.encode()).hexdigest() + "\n" + res.stdout
+
+
+class FaultyHost(Host):
+    """Wraps an SSHHost; at command number `fail_at` the connection is dropped before, during or after it.
+
+    Every later command fails too (the controller lost its link), as if the laptop's SSH died.
+    """
+
+    def __init__(self, inner: Host, fail_at: int, mode: str = "during"):
+        super().__init__(audit=inner.audit)
+        self.inner, self.fail_at, self.mode, self.count = inner, fail_at, mode, 0
+        self.name = inner.name
+
+    def _drop(self) -> None:
+        client = getattr(self.inner, "_client", None)
+        transport = client.get_transport() if client is not None else None
+        if transport is not None:
+            transport.close()
+
+    def _tick(self) -> None:
+        self.count += 1
+        if self.count > self.fail_at:
+            raise ConnectionLost(f"connection to {self.name} is gone (injected at command {self.fail_at})")
+
+    def _exec(self, cmd, *, env, cwd, timeout, stdin):
+        self._tick()
+        if self.count < self.fail_at:
+            return self.inner._exec(cmd, env=env, cwd=cwd, timeout=timeout, stdin=stdin)
+        if self.mode == "before":
+            self._drop()
+        elif self.mode == "during":
+            threading.Timer(0.003, self._drop).start()
+            with contextlib.suppress(ConnectionLost):
+                self.inner._exec(cmd, env=env, cwd=cwd, timeout=timeout, stdin=stdin)
+        else:
+            self.inner._exec(cmd, env=env, cwd=cwd, timeout=timeout, stdin=stdin)
+            self._drop()
+        raise ConnectionLost(f"injected: connection to {self.name} dropped {self.mode} command {self.fail_at}")
+
+    def read(self, path: str) -> bytes:
+        self._tick()
+        if self.count == self.fail_at:
+            self._drop()
+            raise ConnectionLost("injected during read")
+        return self.inner.read(path)
+
+    def put(self, data, remote_path: str, *, mode: int | None = None) -> None:
+        payload = data.read_bytes() if hasattr(data, "read_bytes") else data
+        self.run(f"mkdir -p \"$(dirname {shlex.quote(remote_path)})\" && cat > {shlex.quote(remote_path)}",
+                 stdin=payload)
+
+    def _forward(self, remote_port: int, remote_host: str):
+        return self.inner._forward(remote_port, remote_host)
+
+    def close(self) -> None:
+        self.inner.close()

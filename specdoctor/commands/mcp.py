@@ -29,10 +29,6 @@ def register(app: typer.Typer) -> None:
         """
         logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="specdoctor-mcp %(levelname)s %(message)s")
         logging.getLogger("specdoctor").setLevel(logging.DEBUG if verbose else logging.INFO)
-        from specdoctor.embed.client import connect
-        from specdoctor.embed.mcp_server import serve_stdio
-        from specdoctor.host import AuditLog
+        from specdoctor.embed.mcp_server import run_mcp
 
-        client = connect(host, allow_mutations=allow_mutations, accept_new_host_key=accept_new_host_key,
-                         audit=AuditLog(audit) if audit else None)
-        serve_stdio(client)
+        run_mcp(host, allow_mutations=allow_mutations, accept_new_host_key=accept_new_host_key, audit=audit)

@@ -7,7 +7,10 @@ import json
 import logging
 import os
 import signal
+import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +22,12 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
 from specdoctor import __version__
-from specdoctor.embed.client import Client
+from specdoctor.embed.client import Client, connect
 from specdoctor.errors import UsageError
 from specdoctor.toolkit import ToolResult, ToolSpec
 
-__all__ = ["HINTS_URI", "REPORT_URI", "build_server", "latest_report", "output_schema", "runs_dir", "serve_stdio",
-           "tool_definition"]
+__all__ = ["HINTS_URI", "REPORT_URI", "build_server", "latest_report", "output_schema", "run_mcp", "runs_dir",
+           "serve_stdio", "stdout_to_stderr", "tool_definition"]
 
 log = logging.getLogger("specdoctor.mcp")
 
@@ -157,6 +160,33 @@ async def _serve(client: Client) -> None:
     server = build_server(client)
     async with stdio_server() as (read, write):
         await server.run(read, write, server.create_initialization_options())
+
+
+@contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """Point fd 1 at stderr for a while: processes started meanwhile (a simulated host's server) inherit
+    stderr, not the protocol pipe. `stdio_server` does the same while serving."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        os.dup2(2, 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+def run_mcp(host: str, *, allow_mutations: bool = False, accept_new_host_key: bool = False,
+            audit: Path | None = None) -> None:
+    """`specdoctor mcp`: open the host (stdout kept clean), then serve until the MCP client leaves."""
+    from specdoctor.host import AuditLog
+
+    with stdout_to_stderr():
+        client = connect(host, allow_mutations=allow_mutations, accept_new_host_key=accept_new_host_key,
+                         audit=AuditLog(audit) if audit else None)
+    log.info("serving %d tools for %s (%s)", len(client.tools()), client.host.name,
+             "mutations allowed" if allow_mutations else "read-only")
+    serve_stdio(client)
 
 
 def _terminate(signum: int, frame: Any) -> None:

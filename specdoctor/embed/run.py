@@ -21,5 +21,12 @@ def investigate(host: str, *, yes: bool = True, view: Any = None, approver: Appr
     """
     from specdoctor.engine.runner import InvestigateOptions
     from specdoctor.engine.runner import investigate as run_playbook
+    from specdoctor.errors import UsageError
+    from specdoctor.host import parse_host_spec
 
+    unknown = sorted(set(options) - set(InvestigateOptions.model_fields))
+    if unknown:  # the options model ignores extras: a typo would silently run with defaults
+        raise UsageError(f"unknown investigate option(s) {', '.join(unknown)}; valid: "
+                         f"{', '.join(sorted(set(InvestigateOptions.model_fields) - {'host', 'yes'}))}")
+    parse_host_spec(host)  # a bad spec fails before anything is written
     return run_playbook(InvestigateOptions(host=host, yes=yes, **options), view=view, approver=approver)

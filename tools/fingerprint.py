@@ -157,7 +157,8 @@ def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
         gen, gen_max = num("pcie.link.gen.current", qg and qg.pcie_gen_current), num("pcie.link.gen.max", qg and qg.pcie_gen_max)
         w, w_max = num("pcie.link.width.current", qg and qg.pcie_width_current), num("pcie.link.width.max", qg and qg.pcie_width_max)
         fp.gpus.append(GpuFingerprint(
-            index=int(row["index"]) if (row.get("index") or "").isdigit() else i, name=row.get("name"),
+            index=int(row["index"]) if (row.get("index") or "").isdigit() else i,
+            name=(qg.name if qg and qg.name else row.get("name")),  # -q's Product Name is the full name
             uuid=row.get("uuid"), bus_id=row.get("pci.bus_id"),
             sm_clock_mhz=num("clocks.sm", qg and qg.sm_clock_mhz),
             max_sm_clock_mhz=num("clocks.max.sm", qg and qg.max_sm_clock_mhz),
@@ -290,14 +291,29 @@ def _s(v: Any) -> str | None:
     return None if v is None else (v if isinstance(v, str) else json.dumps(v, sort_keys=True))
 
 
+_TOP_ALIASES = {"cuda": "cuda_driver", "cuda_version": "cuda_driver", "nccl": "nccl_version",
+                "sglang": "sglang_version", "governor": "cpu_governor"}
+_GPU_ALIASES = {"clocks_sm_max": "max_sm_clock_mhz", "clocks_sm": "sm_clock_mhz", "clocks_mem": "mem_clock_mhz",
+                "power_limit": "power_limit_w", "pcie_gen_current": "pcie_gen", "pcie_width_current": "pcie_width"}
+
+
+def _aliases(d: dict[str, Any]) -> dict[str, Any]:
+    """Accept hand-written/saved fingerprints that use nvidia-smi-ish names (cuda, clocks_sm_max, ...)."""
+    out = {_TOP_ALIASES.get(k, k): v for k, v in d.items()}
+    if isinstance(out.get("gpus"), list):
+        out["gpus"] = [{_GPU_ALIASES.get(k, k): v for k, v in g.items()} if isinstance(g, dict) else g
+                       for g in out["gpus"]]
+    return out
+
+
 def diff_fingerprints(a: dict[str, Any] | Fingerprint, b: dict[str, Any] | Fingerprint) -> FingerprintDiff:
     """Rank differences: worker NCCL env, NCCL version, other worker env, driver/CUDA, GPUs, clocks/PCIe, versions.
 
     Either side may be a full Fingerprint or a partial dict (every field optional); a field missing on one
     side is not compared.
     """
-    da = a.model_dump() if isinstance(a, BaseModel) else dict(a)
-    db = b.model_dump() if isinstance(b, BaseModel) else dict(b)
+    da = _aliases(a.model_dump() if isinstance(a, BaseModel) else dict(a))
+    db = _aliases(b.model_dump() if isinstance(b, BaseModel) else dict(b))
     out = FingerprintDiff(compared=sorted(k for k in da if k in db))
     ch: list[Change] = []
     if "worker_env" in da and "worker_env" in db:

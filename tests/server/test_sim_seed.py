@@ -21,7 +21,8 @@ def seed():
 def test_seed_processes_and_propagation(seed):
     ctx = ToolContext(host=seed, run_id="sim-find")
     want = parse_launch_command(seed.hints.launch)
-    s = registry.call(ctx, "find_server_processes", {"port": want.port}).output["servers"][0]
+    servers = registry.call(ctx, "find_server_processes", {"port": want.port}).output["servers"]
+    s = next(x for x in servers if x["args"]["model_path"] == want.model_path)  # other sandboxes may run too
     assert s["port"] == want.port and len(s["ranks"]) == want.tp_size == 8
     assert sorted(s["ranks"]) == sorted(f"TP{i}" for i in range(8)) and s["detokenizer"]
     for key in ("speculative_algorithm", "speculative_num_steps", "speculative_eagle_topk",

@@ -184,7 +184,7 @@ class BisectInput(BaseModel):
     max_runs: int = Field(default=15, ge=3, description="Runs per trial before it is unresolved.")
     requests_per_run: int = Field(default=3, ge=1)
     max_new_tokens: int = Field(default=128, ge=2)
-    magnitude_pct: float = Field(default=5.0, gt=0, description="Smallest slowdown that matters, % of the slow ref.")
+    magnitude_pct: float = Field(default=10.0, gt=0, description="Smallest slowdown that matters, % of the slow ref.")
     reference_slow: list[float] | None = Field(default=None, description="tok/s with all patches (skips a launch).")
     reference_fast: list[float] | None = Field(default=None, description="tok/s with essentials only.")
     confirm: bool = Field(default=True, description="Confirm an inferred culprit with its own trial.")

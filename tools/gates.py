@@ -104,8 +104,10 @@ def server_processes(ctx: ToolContext, port: int | None) -> tuple[list[ServerPro
         members = [(s.get("main") or {}, True)] + [(w, False) for w in s.get("workers") or []]
         for proc, parent in members:
             pid = int(proc.get("pid") or 0)
+            argv = proc.get("cmdline") or []
+            title = argv[0] if argv and str(argv[0]).startswith("sglang::") else proc.get("title") or ""
             if pid:
-                procs.append(ServerProcess(pid=pid, role=_label(pid, proc.get("title") or "", parent),
+                procs.append(ServerProcess(pid=pid, role=_label(pid, title, parent),
                                            env=_read_env(ctx, pid)))
         return procs, "find_server_processes", problems
     return _ps_processes(ctx, port), "ps", problems

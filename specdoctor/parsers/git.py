@@ -142,6 +142,9 @@ _LOG_START = re.compile(
 )
 
 
+_CONTROL = re.compile(r"^\s*(?:for\s[^:]+\sin\s.+|if\s.+|elif\s.+|else|try|finally|except(?:\s.*)?)\s*:\s*(?:#.*)?$")
+
+
 def is_logging_line(line: str) -> bool:
     """A single line that is blank, a comment, or starts a logging/print call."""
     s = line.strip()
@@ -158,7 +161,7 @@ def logging_only(lines: list[str]) -> bool:
     """True when every changed line is a logging call (multi-line calls included), print, comment or blank."""
     if not lines:
         return False
-    depth = 0
+    depth, logs = 0, 0
     for line in lines:
         if depth > 0:
             depth += _paren_balance(line)
@@ -166,10 +169,12 @@ def logging_only(lines: list[str]) -> bool:
         if not line.strip() or line.strip().startswith("#"):
             continue
         if _LOG_START.match(line):
-            depth = max(0, _paren_balance(line))
+            depth, logs = max(0, _paren_balance(line)), logs + 1
+            continue
+        if _CONTROL.match(line):  # a loop/branch header whose body is only logging
             continue
         return False
-    return True
+    return logs > 0 or all(not ln.strip() or ln.strip().startswith("#") for ln in lines)
 
 
 class Ambiguous(BaseModel):

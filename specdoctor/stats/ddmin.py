@@ -9,6 +9,7 @@ start) are never counted as good or bad. `ddmin` alone finds e.g. the minimal se
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Hashable, Sequence
 from typing import Generic, Literal, TypeVar
 
@@ -192,22 +193,26 @@ def isolate(items: Sequence[T], oracle: CachedOracle[T], *, confirm: bool = True
 
 def classify(trial: Sequence[float], slow: Sequence[float], fast: Sequence[float] | None = None,
              magnitude: float | None = None) -> Outcome | None:
-    """A trial's tok/s samples vs the references: 'same' (as fast), 'regressed' (slow), None (need more runs).
+    """A trial's tok/s samples vs the references: 'same' (fast), 'regressed' (slow), None (need more runs).
 
-    DIFFERENT-and-faster than the slow reference → same; DIFFERENT-and-slower than the fast reference (or
-    SAME as the slow one) → regressed. Both are easy to prove with large effects; SAME alone is not.
+    `magnitude` is the smallest speed difference that matters (default 10 % of the slow median). Fast:
+    significantly faster than the slow reference, by more than `magnitude` (95 % CI of the difference),
+    and not clearly slower than the fast reference. Slow: clearly slower than the fast reference, or no
+    speed-up as large as `magnitude` over the slow one. Small but significant differences (a patch with
+    a minor effect) therefore do not flip a verdict.
     """
-    c_slow = compare(slow, trial, magnitude=magnitude)
-    if c_slow.outcome == "DIFFERENT" and c_slow.delta > 0:
-        if fast:
-            c_fast = compare(fast, trial, magnitude=magnitude)
-            if c_fast.outcome == "DIFFERENT" and c_fast.delta < 0:
-                return "regressed"  # between the two: a partial slowdown still counts as slow
-        return "same"
+    mag = abs(magnitude) if magnitude is not None else 0.1 * statistics.median(slow)
+    c_slow = compare(slow, trial, magnitude=mag)
+    lo, hi = c_slow.delta_ci
+    faster = c_slow.outcome == "DIFFERENT" and lo > mag
     if fast:
-        c_fast = compare(fast, trial, magnitude=magnitude)
-        if c_fast.outcome == "DIFFERENT" and c_fast.delta < 0:
+        c_fast = compare(fast, trial, magnitude=mag)
+        if c_fast.outcome == "DIFFERENT" and c_fast.delta_ci[1] < -mag:
             return "regressed"
-    if c_slow.outcome == "SAME":
+        if faster:
+            return "same"
+    elif faster:
+        return "same"
+    if len(trial) >= 3 and hi < mag:
         return "regressed"
     return None

@@ -1,22 +1,19 @@
-"""The examples run end to end against `sim:seed`, their LLM parts against the local OpenAI stub."""
+"""The examples run end to end against `sim:seed`, their LLM parts against the local OpenAI stub.
+
+examples/mcp_config.json is exercised by test_mcp_wire.py.
+"""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import re
-import shutil
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-import anyio
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-
 from specdoctor.embed import Client
 
-from .conftest import REPO_ROOT, SEED_FILES, child_env
+from .conftest import REPO_ROOT, SEED_FILES
 from .openai_stub import OpenAIStub, Reply, ToolCall
 
 
@@ -67,21 +64,3 @@ def test_langgraph_agent_example(seed: Client) -> None:
     with OpenAIStub(_script()) as llm:
         out = _example("langgraph_agent").run(seed.host, model="stub-model", base_url=llm.base_url)
     _check(out, llm)
-
-
-def test_mcp_client_config_example(tmp_path: Path, home: Path) -> None:
-    config = json.loads((REPO_ROOT / "examples" / "mcp_config.json").read_text())
-    server = config["mcpServers"]["specdoctor"]
-    env = child_env(home, **server.get("env", {}))
-    command = shutil.which(server["command"], path=env["PATH"])
-    assert command, "the config's command must be the installed console script"
-    params = StdioServerParameters(command=command, args=server["args"], env=env, cwd=str(tmp_path))
-
-    async def main() -> list[str]:
-        with open(tmp_path / "stderr.log", "w") as errlog:
-            async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
-                await s.initialize()
-                return [t.name for t in (await s.list_tools()).tools]
-
-    names = anyio.run(main)
-    assert "catalog_diffs" in names and "triage_diffs" in names

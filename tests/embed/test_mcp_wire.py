@@ -1,16 +1,21 @@
-"""The raw wire: `specdoctor mcp` writes nothing but JSON-RPC on stdout, for a handshake-era (2025-06-18) client."""
+"""The raw wire, started exactly as examples/mcp_config.json says: stdout carries nothing but JSON-RPC.
+
+The client here is hand-written JSON lines speaking the handshake-era protocol (2025-06-18), as Claude
+Desktop / Cursor do; the SDK-driven tests are in test_mcp.py.
+"""
 
 from __future__ import annotations
 
 import json
 import selectors
+import shutil
 import subprocess
 import time
 from pathlib import Path
 
 from specdoctor.toolkit import registry
 
-from .conftest import SPECDOCTOR, child_env
+from .conftest import REPO_ROOT, SPECDOCTOR, child_env
 
 
 def _exchange(proc: subprocess.Popen[bytes]) -> tuple[list[bytes], bytes]:
@@ -42,9 +47,14 @@ def _exchange(proc: subprocess.Popen[bytes]) -> tuple[list[bytes], bytes]:
     return lines, err
 
 
-def test_stdout_carries_only_json_rpc(tmp_path: Path, home: Path) -> None:
-    with subprocess.Popen([SPECDOCTOR, "mcp", "--host", "sim:seed", "-v"], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=child_env(home), cwd=tmp_path) as proc:
+def test_the_example_config_serves_only_json_rpc_on_stdout(tmp_path: Path, home: Path) -> None:
+    server = json.loads((REPO_ROOT / "examples" / "mcp_config.json").read_text())["mcpServers"]["specdoctor"]
+    env = child_env(home, **server.get("env", {}))
+    command = shutil.which(server["command"], path=env["PATH"])
+    assert command == SPECDOCTOR, "the config's command must be the installed console script"
+    assert server["args"] == ["mcp", "--host", "sim:seed"]
+    with subprocess.Popen([command, *server["args"], "-v"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, env=env, cwd=tmp_path) as proc:
         lines, err = _exchange(proc)
     messages = [json.loads(ln) for ln in lines if ln.strip()]  # every stdout line must be JSON ...
     assert messages and all(m.get("jsonrpc") == "2.0" for m in messages), (lines, err[-2000:])  # JSON-RPC

@@ -298,7 +298,8 @@ def _sections(text: str) -> dict[str, str]:
     return out
 
 
-def _injected(host: Host, python: str, conf_file: str | None) -> tuple[str | None, dict[str, str], dict[str, str], list[str]]:
+def _injected(host: Host, python: str, conf_file: str | None,
+              path: str | None = None) -> tuple[str | None, dict[str, str], dict[str, str], list[str]]:
     """(sitecustomize path, vars it sets, nccl.conf values, conf files read) in one command."""
     script = (
         'echo @@site; "$SD_PY" -c "import sitecustomize, sys; print(sitecustomize.__file__)" 2>/dev/null; '
@@ -306,6 +307,8 @@ def _injected(host: Host, python: str, conf_file: str | None) -> tuple[str | Non
         'if [ -r "$f" ]; then echo "##file $f"; cat "$f"; echo; fi; done; true'
     )
     env = {"SD_PY": python}
+    if path and "/" not in python:
+        env["PATH"] = path  # resolve a bare `python` the way the server's own environment did
     if conf_file:
         env["SD_NCCL_CONF"] = conf_file
     res = host.run(Raw(script), env=env, check="ignore", timeout=60)
@@ -389,7 +392,8 @@ def check_env_propagation(ctx: ToolContext, args: PropagationInput) -> Propagati
         if e is None:
             problems.append(f"cannot read the environment of worker {r} (pid {s.ranks[r]})")
     python = args.python or _server_python(ctx.host, s.main)
-    site_path, site_vars, conf, conf_files = _injected(ctx.host, python, parent_env.get("NCCL_CONF_FILE"))
+    site_path, site_vars, conf, conf_files = _injected(ctx.host, python, parent_env.get("NCCL_CONF_FILE"),
+                                                       parent_env.get("PATH"))
     patterns = args.names or DEFAULT_PATTERNS
     candidates: set[str] = set(shell_env) | set(parent_env) | set(site_vars) | set(conf)
     for e in worker_envs.values():
@@ -421,13 +425,14 @@ def check_env_propagation(ctx: ToolContext, args: PropagationInput) -> Propagati
 
 
 def _server_python(host: Host, main: Proc) -> str:
-    """The interpreter the server runs: /proc/PID/exe when readable, else argv[0]."""
+    """The interpreter the server runs: argv[0] when it is a python (a venv's bin/python must be called by
+    that path for its site-packages, and so its sitecustomize, to apply), else /proc/PID/exe."""
+    first = main.cmdline[0] if main.cmdline else ""
+    if "python" in first.rsplit("/", 1)[-1]:
+        return first
     res = host.run(["readlink", f"/proc/{main.pid}/exe"], check="ignore")
     exe = res.stdout.strip()
-    if res.ok and exe and "python" in exe.rsplit("/", 1)[-1]:
-        return exe
-    first = main.cmdline[0] if main.cmdline else "python3"
-    return first if "python" in first.rsplit("/", 1)[-1] else "python3"
+    return exe if res.ok and exe else "python3"
 
 
 # -- HTTP -------------------------------------------------------------------------------------------------

@@ -33,9 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # spec_model.py sits b
 from spec_model import GPU_1B, KMAX, TINY, ModelConfig, SpecEngine  # noqa: E402
 from specdoctor.tools.breakeven import BreakevenInput, alpha_from_accept_length, analyze  # noqa: E402
 
-__all__ = ["Phase", "Point", "Validation", "Runner", "draw_accepts", "measure", "main"]
+__all__ = ["Phase", "Point", "Validation", "Runner", "draw_accepts", "self_check", "measure", "write", "main"]
 
-_SPIN_CYCLES = 200_000  # ~0.1 ms busy kernel before each timed replay, so launch latency stays out of it
+_SPIN_CYCLES = 1_000_000  # ~0.5 ms busy kernel before each timed replay, so launch latency stays out of it
 
 
 class Phase(BaseModel):
@@ -90,6 +90,7 @@ class Validation(BaseModel):
     baseline_tps: dict[str, float] = Field(description="Plain-decode loop tok/s, per sync mode.")
     points: list[Point]
     worst_error_pct: dict[str, float]
+    self_check: dict[str, str] = Field(default_factory=dict, description="Loop correctness checks on the device.")
     fingerprint: dict[str, str]
     seconds: float
 
@@ -221,6 +222,39 @@ def draw_accepts(alpha: float, k: int, cycles: int, rng: np.random.Generator) ->
     return np.cumprod(ok, axis=1).sum(axis=1).astype(np.int64)
 
 
+def self_check(device: torch.device, graphs: bool) -> dict[str, str]:
+    """Small fp32 model: the greedy spec loop must emit plain decoding's tokens, and graphs must match eager.
+
+    Why: the CPU tests cannot run CUDA graphs; this runs the same index/rewind logic captured on the device.
+    """
+    cfg = ModelConfig(vocab=512, hidden=128, layers=2, heads=4, kv_heads=2, inter=256)
+    out: dict[str, str] = {}
+
+    def engine(mode: str) -> SpecEngine:
+        eng = SpecEngine(cfg, max_len=128, max_out=64, max_cycles=80, dtype=torch.float32, device=device, seed=7,
+                         accept_mode=mode)  # type: ignore[arg-type]
+        eng.prefill(torch.randint(0, cfg.vocab, (16,), generator=torch.Generator().manual_seed(7)).to(device))
+        return eng
+
+    eng = engine("greedy")
+    run = Runner(eng, graphs)
+    run.run_decode(48, True)
+    plain = eng.out[:48].tolist()
+    for k in (1, 3, 5):
+        run.run_spec(k, 48, None, True)
+        got = eng.out[:48].tolist()
+        bad = next((i for i, (a, b) in enumerate(zip(plain, got, strict=True)) if a != b), None)
+        out[f"greedy_k{k}_equals_plain"] = "ok" if bad is None else f"MISMATCH at token {bad}"
+    acc = draw_accepts(0.7, 4, 80, np.random.default_rng(3))
+    toks = []
+    for use_graphs in ({graphs, False} if graphs else {False}):
+        e2 = engine("simulate")
+        Runner(e2, use_graphs).run_spec(4, 48, acc, True)
+        toks.append((e2.out[:48].tolist(), int(e2.pos), int(e2.out_len)))
+    out["graphs_equal_eager"] = "ok" if all(t == toks[0] for t in toks) else "MISMATCH"
+    return out
+
+
 def _fingerprint(device: torch.device) -> dict[str, str]:
     """What the numbers were measured on: GPU, driver, topology, torch/CUDA/NCCL versions, environment."""
     fp = {"python": sys.version.split()[0], "platform": platform.platform(), "torch": torch.__version__,
@@ -259,11 +293,13 @@ def measure(args: argparse.Namespace) -> Validation:
     cfg = (TINY if args.tiny else GPU_1B).model_copy(update={k: v for k, v in {
         "layers": args.layers, "hidden": args.hidden, "inter": args.inter, "vocab": args.vocab}.items() if v})
     max_cycles = args.gen + 2
-    eng = SpecEngine(cfg, max_len=args.prompt + args.gen + 2 * KMAX + 8, max_out=args.gen, max_cycles=max_cycles,
+    max_len = -(-(args.prompt + args.gen + 2 * KMAX + 8) // 64) * 64  # aligned: attention kernels like it
+    eng = SpecEngine(cfg, max_len=max_len, max_out=args.gen, max_cycles=max_cycles,
                      dtype=dtype, device=device, seed=args.seed, accept_mode=args.accept)
     gen = torch.Generator().manual_seed(args.seed)
     eng.prefill(torch.randint(0, cfg.vocab, (args.prompt,), generator=gen).to(device))
     graphs = args.graphs if args.graphs is not None else device.type == "cuda"
+    checks = self_check(device, graphs)
     run = Runner(eng, graphs)
     ks = sorted({int(x) for x in args.ks.split(",")})
     if not ks or min(ks) < 1 or max(ks) > KMAX:
@@ -321,7 +357,7 @@ def measure(args: argparse.Namespace) -> Validation:
                       prompt_tokens=args.prompt, gen_tokens=args.gen, reps=args.reps, accept_mode=args.accept,
                       phases=phases, host_overhead_ms=round(host, 5),
                       baseline_tps={("sync" if s else "nosync"): round(1e3 / v, 3) for s, v in decode_loop.items()},
-                      points=points, worst_error_pct=worst, fingerprint=_fingerprint(device),
+                      points=points, worst_error_pct=worst, self_check=checks, fingerprint=_fingerprint(device),
                       seconds=round(time.perf_counter() - t_start, 3))
 
 
@@ -421,6 +457,7 @@ def main(argv: list[str] | None = None) -> int:
     for p in res.points:
         print(f"{p.k:>2} {p.tau_target:>5.2f} {p.tau_measured:>5.2f} {str(p.sync):>5} {p.measured_tps:>10.1f} "
               f"{p.predicted_tps:>10.1f} {p.error_pct:>7.2f}")
+    print(f"self-check: {res.self_check}")
     print(f"worst |error| %: {res.worst_error_pct}  files: {', '.join(str(x) for x in paths)}")
     return 0
 

@@ -9,9 +9,11 @@ __all__ = ["is_secret_name", "redact_value", "redact_env", "redact_text", "remem
 
 REDACTED = "***REDACTED***"
 
-_SECRET_NAME = re.compile(r"(TOKEN|KEY|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
+# Matched per `_`-separated word, not as a substring: GIT_AUTHOR_NAME is no secret, and treating it as one
+# would remember its value (e.g. "specdoctor") and scrub that word from every later text.
+_SECRET_WORD = re.compile(r"^(AUTH|CREDENTIALS?|PASS|PASSWORD|PASSWD|SECRETS?|[A-Z0-9]*(TOKEN|KEY|SECRET|PASSWORD))$")
 # Names that match the pattern above but are not secrets.
-_NOT_SECRET = {"SSH_AUTH_SOCK", "KEY_FILE", "PUBLIC_KEY", "TOKENIZERS_PARALLELISM"}
+_NOT_SECRET = {"SSH_AUTH_SOCK", "KEY_FILE", "PUBLIC_KEY", "TOKENIZERS_PARALLELISM", "NCCL_IB_PKEY"}
 _URL_CRED = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]+):(?P<pw>[^@/\s]+)@")
 _ASSIGN = re.compile(r"\b(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s'\"]+)")
 _TOKEN_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{8,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{16,})\b")
@@ -22,7 +24,11 @@ _lock = threading.Lock()
 
 def is_secret_name(name: str) -> bool:
     """True for env-var names that look like they hold secrets (`*TOKEN*`, `*KEY*`, ...)."""
-    return name not in _NOT_SECRET and bool(_SECRET_NAME.search(name))
+    upper = name.upper()
+    words = re.split(r"[_\-.]+", upper)
+    # "..._PER_TOKEN" names a rate or a mode (SGLANG_USE_AITER_FP8_PER_TOKEN), not a token
+    return upper not in _NOT_SECRET and any(
+        _SECRET_WORD.match(w) and not (i and words[i - 1] == "PER") for i, w in enumerate(words))
 
 
 def remember_secret(value: str) -> None:

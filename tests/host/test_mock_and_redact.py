@@ -54,13 +54,16 @@ def test_mock_host_rejects_nul_before_the_handler() -> None:
 
 
 @pytest.mark.parametrize("name", ["HF_TOKEN", "OPENAI_API_KEY", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "github_token",
-                                  "HUGGING_FACE_HUB_TOKEN", "MY_CREDENTIALS", "AUTH_HEADER"])
+                                  "HUGGING_FACE_HUB_TOKEN", "MY_CREDENTIALS", "AUTH_HEADER", "APIKEY", "accessToken",
+                                  "WANDB_API_KEY", "ANTHROPIC_API_KEY", "SLACK_SECRET", "HF_HUB_TOKEN"])
 def test_secret_names(name: str) -> None:
     assert is_secret_name(name)
     assert redact_value(name, "some-value-123") == REDACTED
 
 
-@pytest.mark.parametrize("name", ["PATH", "NCCL_PROTO", "SSH_AUTH_SOCK", "TOKENIZERS_PARALLELISM", "CUDA_VISIBLE_DEVICES"])
+@pytest.mark.parametrize("name", ["PATH", "NCCL_PROTO", "SSH_AUTH_SOCK", "TOKENIZERS_PARALLELISM", "CUDA_VISIBLE_DEVICES",
+                                  "GIT_AUTHOR_NAME", "GIT_AUTHOR_DATE", "SGLANG_USE_AITER_FP8_PER_TOKEN",
+                                  "MAX_NEW_TOKENS", "PWD", "NCCL_IB_PKEY"])
 def test_non_secret_names_keep_values(name: str) -> None:
     assert not is_secret_name(name)
     assert redact_value(name, "value") == "value"
@@ -90,6 +93,12 @@ def test_redact_text_scrubs_secrets(text: str, secret: str) -> None:
 def test_values_seen_under_secret_names_are_scrubbed_anywhere_later() -> None:
     redact_value("MY_SERVICE_TOKEN", "plainlookingvalue42")
     assert redact_text("the server printed plainlookingvalue42 in a log") == f"the server printed {REDACTED} in a log"
+
+
+def test_git_identity_is_not_remembered_as_a_secret() -> None:
+    """A substring match on AUTH once made GIT_AUTHOR_NAME=specdoctor scrub "specdoctor" from every report."""
+    assert redact_env({"GIT_AUTHOR_NAME": "specdoctor"}) == {"GIT_AUTHOR_NAME": "specdoctor"}
+    assert redact_text("specdoctor report") == "specdoctor report"
 
 
 def test_redact_text_leaves_ordinary_text_alone() -> None:

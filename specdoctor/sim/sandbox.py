@@ -16,12 +16,13 @@ from importlib import resources
 from pathlib import Path
 
 import httpx
+from pydantic import BaseModel
 
 from specdoctor.errors import ScenarioError
 from specdoctor.host.base import Host, HostHints, Raw
 from specdoctor.sim.scenario import Patch, Scenario, base_tree, load_scenario
 
-__all__ = ["Sandbox", "build_sandbox"]
+__all__ = ["Launched", "Sandbox", "build_sandbox"]
 
 _SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _GIT_DATE = "2026-01-12T09:30:00+00:00"
@@ -81,6 +82,16 @@ def _proc_starttime(pid: int) -> int | None:
     return int(data.rsplit(")", 1)[1].split()[19])
 
 
+class Launched(BaseModel):
+    """A background launch: the PID the shell started, whether /health answered, where the log is."""
+
+    pid: int
+    port: int
+    healthy: bool
+    log: str
+    seconds: float
+
+
 class Sandbox:
     """A laid-out scenario. Everything a host command needs is in `base_env` and absolute paths."""
 
@@ -119,30 +130,45 @@ class Sandbox:
                     procs.append((int(p["pid"]), p.get("starttime")))
         return procs
 
-    def start_server(self, host: Host | None = None, *, timeout: float = 20.0) -> list[int]:
-        """Start the scenario's 'already running' server (as the host's user), wait for /health, return PIDs."""
-        env = dict(self.base_env)
-        env.update(self.scenario.server.running_env)
-        exports = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
-        script = Raw(f"cd {shlex.quote(self.repo)} && env {exports} nohup {self.launch} "
-                     f"> {shlex.quote(self.server_log)} 2>&1 < /dev/null & echo $!")
+    def launch_server(self, host: Host | None = None, *, line: str | None = None, env: dict[str, str] | None = None,
+               log: str | None = None, port: int | None = None, timeout: float = 20.0) -> Launched:
+        """Run a launch line in the background on `host` (as its user), cwd = the repo; wait for /health or exit.
+
+        `line` defaults to the scenario's launch; `env` is added to the host's base env. Never raises on a
+        failed start: `Launched.healthy` is False and the log says why.
+        """
         if host is None:
             from specdoctor.host.local import LocalHost
 
             host = LocalHost(name="sim-setup", base_env=self.base_env, inherit_env=False)
+        log = log or self.server_log
+        exports = " ".join(shlex.quote(f"{k}={v}") for k, v in (env or {}).items())
+        script = Raw(f"cd {shlex.quote(self.repo)} && {'env ' + exports + ' ' if exports else ''}"
+                     f"nohup {line or self.launch} > {shlex.quote(log)} 2>&1 < /dev/null & echo $!")
+        t0 = time.monotonic()
         pid = int(host.run(script, timeout=30).stdout.strip().splitlines()[-1])
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        port = port or self.port
+        healthy = False
+        while time.monotonic() - t0 < timeout:
             if not Path(f"/proc/{pid}").exists() or _is_zombie(pid):
                 break
-            try:
-                if httpx.get(f"http://127.0.0.1:{self.port}/health", timeout=1.0).status_code == 200:
-                    return self.server_pids()
+            try:  # our server (its pidfile exists) and healthy: not some other server on the same port
+                if (self.pid_dir / f"{pid}.json").exists() and \
+                        httpx.get(f"http://127.0.0.1:{port}/health", timeout=1.0).status_code == 200:
+                    healthy = True
+                    break
             except httpx.HTTPError:
                 pass
-            time.sleep(0.05)
-        tail = Path(self.server_log).read_text(errors="replace")[-2000:] if Path(self.server_log).exists() else ""
-        raise ScenarioError(f"simulated server did not become healthy on port {self.port}:\n{tail}")
+            time.sleep(0.02)
+        return Launched(pid=pid, port=port, healthy=healthy, log=log, seconds=time.monotonic() - t0)
+
+    def start_server(self, host: Host | None = None, *, timeout: float = 20.0) -> list[int]:
+        """Start the scenario's 'already running' server (with its extra env) and return its PIDs."""
+        res = self.launch_server(host, env=dict(self.scenario.server.running_env), timeout=timeout)
+        if not res.healthy:
+            tail = Path(res.log).read_text(errors="replace")[-2000:] if Path(res.log).exists() else ""
+            raise ScenarioError(f"simulated server did not become healthy on port {res.port}:\n{tail}")
+        return self.server_pids()
 
     def stop_all(self, grace: float = 2.0) -> list[int]:
         """Stop, by PID, every process the sandbox's servers recorded (SIGTERM, then SIGKILL)."""
@@ -276,11 +302,18 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
     box = Sandbox(sc, root, base_env, str(repo), str(python), hints, chosen, launch,
                   _subst(sc.server.log, ctx))
     if start_server if start_server is not None else sc.server.running:
-        try:
-            box.start_server()
-        except Exception:
-            box.remove()
-            raise
+        for attempt in range(3):  # another process may take the port between our check and the bind
+            res = box.launch_server(env=dict(sc.server.running_env))
+            if res.healthy:
+                break
+            log = Path(res.log).read_text(errors="replace") if Path(res.log).exists() else ""
+            if "address already in use" not in log or port is not None or attempt == 2:
+                box.remove()
+                raise ScenarioError(f"simulated server did not become healthy on port {res.port}:\n{log[-2000:]}")
+            box.port = _free_port(0)
+            ctx["port"] = str(box.port)
+            box.launch = _subst(sc.server.launch, ctx)
+            box.hints.launch = box.launch
     return box
 
 

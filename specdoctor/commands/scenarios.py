@@ -1,0 +1,65 @@
+"""`specdoctor scenarios list|show`: the simulated GPU hosts built into specdoctor."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(help="Built-in simulated GPU hosts (use them as --host sim:NAME).", no_args_is_help=True)
+
+    @group.command("list")
+    def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
+        """Name and one-line description of every built-in scenario."""
+        from specdoctor.sim import list_scenarios
+
+        rows = list_scenarios()
+        if as_json:
+            typer.echo(json.dumps([{"name": n, "description": d} for n, d in rows], indent=2))
+            return
+        table = Table("scenario", "description")
+        for name, desc in rows:
+            table.add_row(f"sim:{name}", desc)
+        Console().print(table)
+
+    @group.command("show")
+    def show_cmd(
+        name: Annotated[str, typer.Argument(help="Built-in name or path to a scenario YAML.")],
+        truth: Annotated[bool, typer.Option("--truth", help="Also print the ground truth (spoils the diagnosis).")] = False,
+        as_json: Annotated[bool, typer.Option("--json", help="Print the validated scenario as JSON.")] = False,
+    ) -> None:
+        """What a scenario's box looks like: hardware, checkout, patches, server, claims."""
+        from specdoctor.sim import load_scenario
+
+        sc = load_scenario(name)
+        if as_json:
+            data = sc.model_dump(mode="json", by_alias=True, exclude=None if truth else {"truth"})
+            typer.echo(json.dumps(data, indent=2))
+            return
+        con = Console()
+        hw = sc.hardware
+        con.print(f"[bold]sim:{sc.name}[/bold] — {sc.description}", highlight=False)
+        con.print(f"hardware: {hw.gpu_count}x {hw.gpu_name} ({hw.interconnect}), driver {hw.driver}, "
+                  f"CUDA {hw.cuda}, NCCL {hw.nccl}", highlight=False)
+        con.print(f"sglang {sc.sglang.version} checkout at {sc.sglang.dir} with {len(sc.sglang.patches)} local patches",
+                  highlight=False)
+        table = Table("patch", "file", "essential", "gate", "description")
+        for p in sc.sglang.patches:
+            table.add_row(p.id, p.file, "yes" if p.essential else "", p.gate.name if p.gate else "", p.description)
+        con.print(table)
+        con.print(f"server: {'already running' if sc.server.running else 'not running'}; launch: "
+                  f"{' '.join(sc.server.launch.split())}", highlight=False)
+        if sc.shell_env:
+            con.print(f"launch shell exports: {sc.shell_env}", highlight=False)
+        con.print(f"user claims: {sc.hints.expect}", highlight=False)
+        if truth:
+            con.print(f"truth: {sc.truth.model_dump(exclude_none=True)}", highlight=False)
+
+    app.add_typer(group, name="scenarios")

@@ -116,11 +116,15 @@ class NcclInventory(BaseModel):
     sizes: list[MessageSize] = Field(default_factory=list)
     bench_tool: Literal["all_reduce_perf", "allreduce_bench"] = "allreduce_bench"
     all_reduce_perf: str | None = None
+    launcher_drops: bool | None = Field(default=None, description="The running server's parent has NCCL_* its "
+                                        "TP workers lack (None: no running server checked).")
+    propagation: list[dict[str, Any]] = Field(default_factory=list, description="check_env_propagation rows.")
     notes: list[str] = Field(default_factory=list)
 
     def summary_line(self) -> str:
         sizes = ", ".join(f"{s.label} {s.bytes} B" for s in self.sizes) or "no sizes"
-        return (f"{self.gpus} GPUs over {self.interconnect}, NCCL {self.nccl_version or '?'}, TP {self.tp or '?'}, "
+        drops = "LAUNCHER DROPS NCCL VARIABLES FOR THE WORKERS; " if self.launcher_drops else ""
+        return (drops + f"{self.gpus} GPUs over {self.interconnect}, NCCL {self.nccl_version or '?'}, TP {self.tp or '?'}, "
                 f"hidden {self.hidden_size or '?'}; sizes: {sizes}; bench: {self.bench_tool}")
 
 
@@ -132,6 +136,25 @@ def _server_args(ctx: ToolContext, port: int | None) -> dict[str, Any]:
         return {}
     servers = (res.output or {}).get("servers") or [] if res.ok else []
     return dict(servers[0].get("args") or {}) if servers else {}
+
+
+def _propagation(ctx: ToolContext, port: int | None, inv: NcclInventory) -> None:
+    """Does the running server's launcher pass NCCL_* on to its TP workers? Checked before any tuning claim."""
+    try:
+        res = registry.call(ctx, "check_env_propagation", {"port": port, "names": ["NCCL_*"]})
+    except Exception as exc:  # noqa: BLE001 - the server family may be absent; the inventory works without it
+        inv.notes.append(f"propagation not checked: {exc}")
+        return
+    if not res.ok or not res.output:
+        return
+    inv.propagation = [r for r in res.output.get("rows", []) if isinstance(r, dict)]
+    lost = [r for r in inv.propagation if r.get("status") in ("dropped-for-workers", "missing-in-parent")]
+    inv.launcher_drops = bool(lost)
+    if lost:
+        inv.notes.insert(0, "the launcher drops NCCL variables for the TP workers: " + "; ".join(
+            f"{r['name']}={r.get('parent') or r.get('shell')} upstream, workers: "
+            + ", ".join(f"{k}={v}" for k, v in sorted(r["workers"].items())) for r in lost)
+            + " — fix propagation before trusting any NCCL tuning")
 
 
 def _hidden(ctx: ToolContext, model_path: str, notes: list[str]) -> int | None:
@@ -159,8 +182,12 @@ def nccl_inventory(ctx: ToolContext, args: InventoryInput) -> NcclInventory:
     inv = NcclInventory()
     notes = inv.notes
     topo = parse_topo("\n".join(sec.get("topo", [])))
-    server = _server_args(ctx, args.port) if args.port is not None or args.launch is None else {}
-    if args.launch:
+    server = _server_args(ctx, args.port)
+    if server:
+        _propagation(ctx, args.port, inv)
+    elif args.port is not None:
+        notes.append(f"no SGLang server found on port {args.port}: TP and model read from the launch line")
+    if args.launch:  # the running server's own args win over the launch line
         server = {**parse_launch_command(args.launch).as_args(), **server}
     inv.tp = args.tp or server.get("tp_size") or None
     inv.model_path = args.model_path or server.get("model_path")
@@ -240,11 +267,14 @@ class SweepInput(BaseModel):
 
 
 class SizePoint(BaseModel):
-    """Latency of one configuration at one message size (median over its runs)."""
+    """Latency of one configuration at one message size (median over its runs), and the comparator's call."""
 
     size: int
     latency_us: float | None
     samples: list[float] = Field(default_factory=list)
+    outcome: str | None = None
+    verdict: str | None = None
+    pct_change: float | None = None
 
 
 class ConfigResult(BaseModel):
@@ -255,9 +285,10 @@ class ConfigResult(BaseModel):
     points: list[SizePoint] = Field(default_factory=list)
     scores: list[float] = Field(default_factory=list, description="Per run: Σ latency over the sizes, µs.")
     score_median: float | None = None
-    outcome: str | None = Field(default=None, description="Comparator vs default: DIFFERENT / SAME / UNKNOWN.")
-    verdict: str | None = Field(default=None, description="better / worse / no change / undecided.")
-    pct_change: float | None = None
+    outcome: str | None = Field(default=None, description="Comparator vs default over the sizes: DIFFERENT / SAME / UNKNOWN.")
+    verdict: str | None = Field(default=None, description="better / trade-off / worse / no change / undecided.")
+    pct_change: float | None = Field(default=None, description="Geometric mean over sizes of the latency change, %.")
+    worse_at: list[int] = Field(default_factory=list, description="Sizes where it is DIFFERENT and slower.")
     p_value: float | None = None
     promote: bool = False
     seen_by_nccl: bool | None = Field(default=None, description="NCCL logged 'set by environment' for every variable.")
@@ -304,15 +335,17 @@ def _argv(ctx: ToolContext, args: SweepInput, tool_name: str, tp: int, sizes: li
 
 
 def _run_once(ctx: ToolContext, args: SweepInput, tool_name: str, tp: int, cfg: NcclConfig, n: int,
-              res: ConfigResult) -> None:
+              res: ConfigResult, grid_vars: set[str]) -> None:
     json_path = f"{ctx.run_dir}/nccl/{abs(hash(cfg.label)) % 10**8}-{n}.json" if (
         args.use_json and tool_name == "all_reduce_perf") else None
     if json_path:
         ctx.host.run(["mkdir", "-p", json_path.rsplit("/", 1)[0]])
         ctx.host.run(["rm", "-f", json_path])
     env = {**DEBUG_ENV, **cfg.env}
-    out = ctx.host.run(_argv(ctx, args, tool_name, tp, args.sizes, json_path), env=env, check="ignore",
-                       timeout=args.timeout_s)
+    # "default" means NCCL's own choice, not whatever the login shell or ~/.bashrc exports for a grid variable
+    unset = [x for v in sorted(grid_vars - set(cfg.env)) for x in ("-u", v)]
+    argv = ["env", *unset, *_argv(ctx, args, tool_name, tp, args.sizes, json_path)]
+    out = ctx.host.run(argv, env=env, check="ignore", timeout=args.timeout_s)
     if not out.ok:
         tail = (out.stderr or out.stdout).strip().splitlines()[-1:] or [""]
         res.failed = f"exit {out.exit}: {tail[0][:200]}"
@@ -351,8 +384,9 @@ def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
 
     Runs nccl-tests' all_reduce_perf (-G CUDA graphs, bf16, -g TP) when the host has it, else
     tools/remote/allreduce_bench.py under torchrun. Every config runs `screen_repeats` times; the default and
-    the best `finalists` run up to `repeats` times, interleaved; a config is promoted only when the
-    comparator calls its summed latency DIFFERENT and better than the default. Runs only benchmarks.
+    the best `finalists` (by geometric-mean latency ratio) run up to `repeats` times, interleaved; a config
+    is promoted only when the comparator calls it DIFFERENT and faster at one size or more (slower sizes are
+    listed as a trade-off for the end-to-end A/B to settle). Runs only benchmarks.
     """
     notes: list[str] = []
     if not args.sizes or args.tp is None or args.interconnect is None:
@@ -376,34 +410,57 @@ def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
     configs, skipped = expand_grid(args.grid, interconnect=args.interconnect or "unknown", nccl_version=args.nccl_version)
     results = {c.label: ConfigResult(label=c.label, env=c.env, points=[SizePoint(size=s, latency_us=None) for s in args.sizes],
                                      experiment_only=experiment_only(c.env)) for c in configs}
+    grid_vars = {k for c in configs for k in c.env}
     runs = 0
     for i, cfg in enumerate(configs):
         ctx.say(f"nccl sweep: {cfg.label} ({i + 1}/{len(configs)})")
         for n in range(args.screen_repeats):
-            _run_once(ctx, args, tool_name, args.tp, cfg, n, results[cfg.label])
+            _run_once(ctx, args, tool_name, args.tp, cfg, n, results[cfg.label], grid_vars)
             runs += 1
             if results[cfg.label].failed:
                 break
     default = results[configs[0].label]
     if default.failed:
         raise ToolFailed(f"the benchmark failed with NCCL's defaults: {default.failed}")
-    screened = sorted((r for r in results.values() if r is not default and r.scores and not r.failed),
-                      key=lambda r: statistics.median(r.scores))
-    finalists = [r for r in screened[: args.finalists] if statistics.median(r.scores) < statistics.median(default.scores)]
+    base_med = [statistics.median(p.samples) for p in default.points]
+
+    def ratio(r: ConfigResult) -> float:
+        """Geometric mean over sizes of median latency / default's: every size weighs the same."""
+        meds = [statistics.median(p.samples) for p in r.points]
+        return math.exp(statistics.fmean(math.log(m / b) for m, b in zip(meds, base_med, strict=True)))
+
+    screened = sorted((r for r in results.values() if r is not default and r.scores and not r.failed), key=ratio)
+    finalists = [r for r in screened[: args.finalists] if ratio(r) < 1.0]
     for n in range(args.screen_repeats, args.repeats):  # interleaved: default, f1, f2, default, f1, f2, ...
         for r in [default, *finalists]:
             cfg = next(c for c in configs if c.label == r.label)
-            _run_once(ctx, args, tool_name, args.tp, cfg, n, r)
+            _run_once(ctx, args, tool_name, args.tp, cfg, n, r, grid_vars)
             runs += 1
     for r in results.values():
         _summarise(r)
     for r in finalists:
         if r.failed or len(r.scores) < 2 or len(default.scores) < 2:
             continue
-        cmp = compare(default.scores, r.scores, unit="µs", higher_is_better=False)
-        r.outcome, r.verdict, r.pct_change, r.p_value = cmp.outcome, cmp.verdict, round(cmp.pct_change, 2), cmp.p_value
-        r.promote = cmp.outcome == "DIFFERENT" and cmp.verdict == "better"
-    promoted = sorted((r for r in results.values() if r.promote), key=lambda r: r.score_median or math.inf)
+        r.pct_change = round(100.0 * (ratio(r) - 1.0), 2)
+        better_p = []
+        for p, d in zip(r.points, default.points, strict=True):
+            c = compare(d.samples, p.samples, unit="µs", higher_is_better=False)
+            p.outcome, p.verdict, p.pct_change = c.outcome, c.verdict, round(c.pct_change, 2)
+            if c.outcome == "DIFFERENT" and c.verdict == "better":
+                better_p.append(c.p_value)
+        worse = [p.size for p in r.points if p.outcome == "DIFFERENT" and p.verdict == "worse"]
+        r.promote = bool(better_p)
+        r.outcome = "DIFFERENT" if better_p or worse else (
+            "SAME" if all(p.outcome == "SAME" for p in r.points) else "UNKNOWN")
+        r.verdict = ("better" if not worse else "trade-off") if better_p else ("worse" if worse else (
+            "no change" if r.outcome == "SAME" else "undecided"))
+        r.p_value = min(better_p) if better_p else None
+        r.worse_at = worse
+    promoted = sorted((r for r in results.values() if r.promote), key=lambda r: (bool(r.worse_at), ratio(r)))
+    for r in promoted:
+        if r.worse_at:
+            notes.append(f"{r.label}: faster at some sizes but slower at {', '.join(f'{s} B' for s in r.worse_at)}; "
+                         "the end-to-end A/B at the server's batch decides")
     if any(r.experiment_only for r in promoted):
         notes.append(EXPERIMENT_NOTE)
     if args.repeats < 5:

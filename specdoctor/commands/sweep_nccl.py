@@ -20,7 +20,7 @@ def _fmt(x: float | None, spec: str = ".1f") -> str:
 
 def run_sweep(host_spec: str, *, port: int | None, launch: str | None, python: str | None, grid: list[str],
               repeats: int, yes: bool, progress=None, accept_new_host_key: bool = False,
-              inventory: dict[str, Any] | None = None) -> dict[str, Any]:
+              inventory: dict[str, Any] | None = None, promote_port: int | None = None) -> dict[str, Any]:
     """Open the host and run the three tools; returns {'inventory', 'sweep', 'promotion'} as JSON-able dicts."""
     from specdoctor.host import open_host
     from specdoctor.toolkit import ToolContext, registry
@@ -31,9 +31,13 @@ def run_sweep(host_spec: str, *, port: int | None, launch: str | None, python: s
         hints = host.hints
         launch = launch or (hints.launch if hints else None)
         python = python or (hints.python if hints else None) or "python3"
+        if port is None and launch:  # the server that launch line starts, not whichever one is found first
+            from specdoctor.parsers.sglang import parse_launch_command
+
+            port = parse_launch_command(launch).port
         ctx = ToolContext(host=host, run_id="sweep-nccl", auto_approve=yes, progress=progress)
         out: dict[str, Any] = {}
-        inv = registry.call(ctx, "nccl_inventory", {"port": port, "launch": launch if port is None else None,
+        inv = registry.call(ctx, "nccl_inventory", {"port": port, "launch": launch,
                                                     "python": python, **(inventory or {})})
         if not inv.ok:
             raise UsageError(f"nccl_inventory {inv.status}: {inv.summary}")
@@ -55,7 +59,7 @@ def run_sweep(host_spec: str, *, port: int | None, launch: str | None, python: s
                 raise UsageError("promotion relaunches the server: give --launch CMD (the SGLang launch line)")
             cands = [{"label": r["label"], "env": r["env"]} for r in promoted]
             pr = registry.call(ctx, "nccl_promote", {"command": launch, "candidates": cands, "python": python,
-                                                     "port": port})
+                                                     "port": promote_port or port})
             out["promotion"] = pr.output if pr.output is not None else {"status": pr.status, "summary": pr.summary}
         return out
     finally:
@@ -133,6 +137,8 @@ def register(app: typer.Typer) -> None:
         repeats: Annotated[int, typer.Option(help="Runs for the default and each finalist (>= 5 to promote).")] = 5,
         yes: Annotated[bool, typer.Option("--yes", help="Relaunch the server to confirm promoted settings.")] = False,
         accept_new_host_key: Annotated[bool, typer.Option("--accept-new-host-key")] = False,
+        promote_port: Annotated[int | None, typer.Option(help="Port for the relaunches (default: --port; the "
+                                                         "server there must be stopped first).")] = None,
         tp: Annotated[int | None, typer.Option(help="TP size, when no server/launch line says it.")] = None,
         hidden_size: Annotated[int | None, typer.Option(help="Model hidden size, when config.json is not on the host.")] = None,
         draft_tokens: Annotated[int | None, typer.Option(help="Speculative draft tokens per verify.")] = None,
@@ -144,7 +150,7 @@ def register(app: typer.Typer) -> None:
                         progress=None if as_json else (lambda m: err.print(m, markup=False, style="dim")),
                         accept_new_host_key=accept_new_host_key,
                         inventory={k: v for k, v in dict(tp=tp, hidden_size=hidden_size, draft_tokens=draft_tokens).items()
-                                   if v is not None})
+                                   if v is not None}, promote_port=promote_port)
         if as_json:
             typer.echo(json.dumps(out, indent=2))
             return

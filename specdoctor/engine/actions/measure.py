@@ -45,7 +45,9 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
     fp = view.output("fingerprint") or {}
     gpus = fp.get("gpus") or []
     interconnect = fp.get("interconnect") or (fp.get("topology") or {}).get("interconnect")
-    out.facts["topology"] = {"gpu_count": len(gpus), "interconnect": interconnect}
+    kind = (interconnect or "").lower()
+    out.facts["topology"] = {"gpu_count": len(gpus), "detail": interconnect,
+                             "interconnect": "nvlink" if "nvlink" in kind else "pcie" if "pcie" in kind else None}
     found = (f"server on port {server['port']} (pid {server['pid']}, {server['workers']} workers)"
              if server["running"] else "no SGLang server running")
     out.summary = found
@@ -57,6 +59,15 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
     return out
 
 
+def free_port(deps, view: StateView) -> int | None:
+    """A free TCP port on the host's loopback (our servers never take the user's port)."""
+    py = view.params.get("python") or "python3"
+    res = deps.host.run([py, "-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); "
+                                   "print(s.getsockname()[1])"], check="ignore", timeout=30)
+    text = res.stdout.strip()
+    return int(text) if res.ok and text.isdigit() else None
+
+
 def measure_config(deps, view: StateView, *, label: str, speculative: bool, results: dict[str, Any],
                    env: dict[str, str] | None = None, runs: int | None = None) -> dict[str, Any]:
     """Launch a server (spec or baseline), benchmark it, stop it; a measurement dict or {'error': ...}."""
@@ -66,7 +77,8 @@ def measure_config(deps, view: StateView, *, label: str, speculative: bool, resu
     p = view.params
     launched = call_tool(deps, "launch_server", {
         "command": launch, "python": p.get("python"), "drop_speculative": not speculative,
-        "env": {**(view.get("facts.server_env") or {}), **(env or {})}, "label": label, "timeout_s": p.get("launch_timeout_s", 600)}, results, key=f"launch_{label}")
+        "env": {**(view.get("facts.server_env") or {}), **(env or {})}, "label": label,
+        "port": free_port(deps, view), "timeout_s": p.get("launch_timeout_s", 600)}, results, key=f"launch_{label}")
     if not launched.ok:
         return {"error": launched.summary, "status": launched.status, "label": label}
     lo = launched.output or {}

@@ -19,6 +19,24 @@ def compare_measurements(a: dict[str, Any], b: dict[str, Any], unit: str = "tok/
     return res.model_dump() if hasattr(res, "model_dump") else dict(res)
 
 
+def _ambiguous(output: dict[str, Any] | None) -> list[str]:
+    return [a.get("line", str(a)) if isinstance(a, dict) else str(a) for a in (output or {}).get("ambiguous", [])]
+
+
+def _merge(acc: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """Pool per-run samples across rounds; keep the newest summary fields, recompute the median and CI."""
+    if new.get("error") or not new.get("samples"):
+        return acc or new
+    from specdoctor.stats.summary import summarize
+
+    samples = list(acc.get("samples") or []) + list(new["samples"])
+    merged = {**acc, **new, "samples": samples}
+    s = summarize(samples)
+    data = s.model_dump() if hasattr(s, "model_dump") else dict(s)
+    merged.update({k: data[k] for k in ("median", "ci_low", "ci_high") if k in data})
+    return merged
+
+
 def essential_files(view: StateView) -> list[str]:
     out = view.output("essentials") or {}
     return list(out.get("essential") or out.get("files") or view.params.get("essential") or [])
@@ -36,34 +54,48 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
                                       found="no backup", decided="skipped the subtraction",
                                       why="every mutation is backed up first"))
         return out
-    deps.view.progress("measuring with all patches applied")
-    full = measure_config(deps, view, label="all-patches", speculative=True, results=out.results)
     ambiguous: list[str] = []
     applied: list[str] = []
+    essentials = essential_files(view)
+    script = view.params.get("patch_script")
+    full: dict[str, Any] = {}
+    reduced: dict[str, Any] = {}
+    comparison: dict[str, Any] = {}
+    rounds = int(view.params.get("subtract_rounds", 3))
     try:
-        call_tool(deps, "stash_all", {"repo": repo}, out.results, key="stash_all")
-        essentials = essential_files(view)
-        script = view.params.get("patch_script")
-        if essentials:
-            r = call_tool(deps, "apply_patches", {"repo": repo, "files": essentials, "backup_id": backup_id},
-                          out.results, key="apply_essentials")
-            applied += list((r.output or {}).get("applied") or essentials)
-            ambiguous += [a.get("line", str(a)) if isinstance(a, dict) else str(a)
-                          for a in (r.output or {}).get("ambiguous", [])]
-        if script:
-            r = call_tool(deps, "apply_patches", {"repo": repo, "script": script, "python": view.params.get("python")},
-                          out.results, key="apply_patch_script")
-            applied.append(f"script {script}")
-            ambiguous += [a.get("line", str(a)) if isinstance(a, dict) else str(a)
-                          for a in (r.output or {}).get("ambiguous", [])]
-        deps.view.progress("measuring with essential patches only")
-        reduced = measure_config(deps, view, label="essentials-only", speculative=True, results=out.results)
+        for rnd in range(rounds):
+            runs = view.params.get("runs", 5) if rnd == 0 else view.params.get("extra_runs", 8)
+            # A (all patches) then B (essentials only); each round adds runs to both arms (Pinpoint-style).
+            call_tool(deps, "restore_worktree", {"repo": repo, "backup_id": backup_id}, out.results,
+                      key=f"restore_a{rnd}")
+            deps.view.progress(f"round {rnd + 1}: measuring with all patches applied")
+            full = _merge(full, measure_config(deps, view, label=f"all-patches-{rnd + 1}", speculative=True,
+                                               results=out.results, runs=runs))
+            call_tool(deps, "stash_all", {"repo": repo}, out.results, key=f"stash_all_{rnd}")
+            if essentials:
+                r = call_tool(deps, "apply_patches", {"repo": repo, "files": essentials, "backup_id": backup_id},
+                              out.results, key=f"apply_essentials_{rnd}")
+                if rnd == 0:
+                    applied += list((r.output or {}).get("applied") or essentials)
+                    ambiguous += _ambiguous(r.output)
+            if script:
+                r = call_tool(deps, "apply_patches", {"repo": repo, "script": script,
+                                                      "python": view.params.get("python")},
+                              out.results, key=f"apply_patch_script_{rnd}")
+                if rnd == 0:
+                    applied.append(f"script {script}")
+                    ambiguous += _ambiguous(r.output)
+            deps.view.progress(f"round {rnd + 1}: measuring with essential patches only")
+            reduced = _merge(reduced, measure_config(deps, view, label=f"essentials-only-{rnd + 1}",
+                                                     speculative=True, results=out.results, runs=runs))
+            if not (full.get("samples") and reduced.get("samples")):
+                break
+            comparison = compare_measurements(full, reduced)
+            if comparison.get("outcome") != "UNKNOWN":
+                break
     finally:
         restored = call_tool(deps, "restore_worktree", {"repo": repo, "backup_id": backup_id}, out.results,
                              key="restore_after_subtract")
-    comparison: dict[str, Any] = {}
-    if full.get("samples") and reduced.get("samples"):
-        comparison = compare_measurements(full, reduced)
     outcome = comparison.get("outcome", "UNRESOLVED" if (full.get("error") or reduced.get("error")) else "UNKNOWN")
     out.facts["subtraction"] = {"outcome": outcome, "comparison": comparison, "all_patches": full,
                                 "essentials_only": reduced, "applied": applied, "ambiguous": ambiguous,

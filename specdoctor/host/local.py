@@ -55,6 +55,8 @@ class LocalHost(Host):
             return 127, "", f"{argv[0]}: command not found\n"
         except PermissionError:
             return 126, "", f"{argv[0]}: permission denied\n"
+        except OSError as exc:  # e.g. a program name too long to exec: a failed command, not a crash
+            return 126, "", f"{argv[0][:200]}: {exc.strerror or exc}\n"
         try:
             out, err = proc.communicate(input=stdin, timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -71,6 +73,8 @@ class LocalHost(Host):
             return Path(path).read_bytes()
         except FileNotFoundError:
             raise UsageError(f"no such file on {self.name}: {path}") from None
+        except OSError as exc:  # a directory, no permission, a name too long: one-line error, not a crash
+            raise UsageError(f"cannot read {path[:200]} on {self.name}: {exc.strerror or exc}") from None
 
     def put(self, data: bytes | Path, remote_path: str, *, mode: int | None = None) -> None:
         payload = data.read_bytes() if isinstance(data, Path) else data

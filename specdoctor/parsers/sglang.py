@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from specdoctor.errors import UsageError
+
 __all__ = [
     "LaunchArgs",
     "parse_launch_command",
@@ -135,7 +137,10 @@ def split_command(cmd: str | list[str]) -> list[str]:
         if m and ("sglang" in line[m.end():] or line[m.end():].startswith("--")):
             line = line[m.end():]
         lines.append(line)
-    return shlex.split(" ".join(lines))
+    try:
+        return shlex.split(" ".join(lines))
+    except ValueError as exc:  # unbalanced quotes / trailing backslash: the caller's input, not a crash
+        raise UsageError(f"cannot parse the launch line ({exc}): {' '.join(lines)[:200]!r}") from None
 
 
 def _resolve_flag(name: str) -> tuple[str | None, str | None]:

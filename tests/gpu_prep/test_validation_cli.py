@@ -38,6 +38,8 @@ def test_files_and_table(tiny_run, validation):
     assert len(doc.points) == 10 and {p.sync for p in doc.points} == {True, False}
     assert set(doc.worst_error_pct) == {"sync", "nosync"}
     assert doc.worst_error_pct["sync"] == max(abs(p.error_pct) for p in doc.points if p.sync)
+    assert doc.self_check == {"greedy_k1_equals_plain": "ok", "greedy_k3_equals_plain": "ok",
+                              "greedy_k5_equals_plain": "ok", "graphs_equal_eager": "ok"}
     assert "torch" in doc.fingerprint and "python" in doc.fingerprint
     with (out / "spec_validation.csv").open() as fh:
         rows = list(csv.DictReader(fh))

@@ -1,10 +1,4 @@
-"""Disruptive repo tools: find the patches the server needs to start, and bisect the rest to the slow culprit(s).
-
-Each trial: the checkout is reset to HEAD + essentials + a subset (from the run's backup), the server is
-launched and measured through the `launch_server` / `benchmark` / `stop_server` tools, and the samples are
-judged against the references with the comparator. The search is `specdoctor.stats.ddmin` (pure); the
-tree is restored byte-identical at the end, whatever happened.
-"""
+"""Disruptive repo tools: find the patches the server needs to start, and bisect the rest to the slow culprit(s)."""
 
 from __future__ import annotations
 
@@ -53,7 +47,8 @@ class _Runner:
         trial = Trial(patches=subset, outcome="unresolved", purpose=purpose)
         self.trials.append(trial)
         try:
-            applied = apply_patches(self.ctx, ApplyInput(repo=self.repo, files=sorted(set(self.essential + subset))))
+            applied = apply_patches(self.ctx, ApplyInput(repo=self.repo, files=sorted(set(self.essential + subset)),
+                                                          from_clean=True))
         except ToolRetry as exc:
             trial.cause = f"patch: {exc}"
             return trial

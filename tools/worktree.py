@@ -1,11 +1,4 @@
-"""Safe mutation of a checkout: exact backups (ref + tarball + hash), byte-identical restore, stash, patch re-apply.
-
-A backup is a commit whose tree is the whole working tree (tracked + untracked, written with a temporary
-index) and whose parents are HEAD, a commit of the real index, and every stash entry (so they stay
-reachable); its message is the metadata JSON. It lives at `refs/specdoctor/backups/<id>` in the repo and,
-with a tarball/patch/meta.json copy, under `~/.specdoctor/backups/<id>/` on the host, so any later process
-can restore it. Every mutating tool backs up first when the run has no backup yet.
-"""
+"""Safe mutation of a checkout: exact backups (ref + tarball + hash), byte-identical restore, stash, patch re-apply."""
 
 from __future__ import annotations
 
@@ -23,11 +16,15 @@ from specdoctor.tools.repo import git, repo_state
 from specdoctor.errors import BackupError, CommandFailed, RepoRefused, ToolRetry, Unresolved
 from specdoctor.host.base import Raw
 from specdoctor.parsers.git import (
+    REF_MARKER,
     Ambiguous,
+    BackupInfo,
     StashEntry,
     ambiguous_lines,
+    parse_backup_refs,
     parse_stash_list,
     parse_submodule_status,
+    select_hunks,
     split_z,
 )
 from specdoctor.toolkit import ToolContext, tool
@@ -86,10 +83,8 @@ def check_mutable(ctx: ToolContext, repo: str) -> tuple[str, str | None, str]:
 
 def _tree_of_worktree(ctx: ToolContext, repo: str, gdir: str, include_ignored: bool) -> str:
     """Write the working tree (tracked + untracked) as a tree with a throwaway index; the real index is untouched."""
-    tmp = f"{gdir}/specdoctor-index-{secrets.token_hex(6)}"
-    ctx.host.run(["find", gdir, "-maxdepth", "1", "-name", "specdoctor-index-*", "-mmin", "+30", "-delete"],
-                 check="ignore")
-    env = {"GIT_INDEX_FILE": tmp}
+    tmp, env = f"{gdir}/specdoctor-index-{secrets.token_hex(6)}", {}
+    env["GIT_INDEX_FILE"] = tmp
     try:
         ctx.host.run(["cp", "-p", f"{gdir}/index", tmp], check="ignore")
         ctx.host.run(git(repo, "add", "-A", *(["--force"] if include_ignored else []), "--", "."), env=env,
@@ -186,7 +181,12 @@ def _changed(ctx: ToolContext, repo: str, a: str, b: str) -> list[tuple[str, str
 
 
 def make_backup(ctx: ToolContext, args: BackupInput) -> Backup:
-    """Write a new backup (refuses if the id exists); the ref is written last, so it exists only when complete."""
+    """Write a new backup (refuses if the id exists); the ref is written last, so it exists only when complete.
+
+    The backup is a commit whose tree is the whole working tree (tracked + untracked, via a throwaway
+    index), with parents HEAD, a commit of the real index and every stash entry (kept reachable); its
+    message is the metadata JSON, copied with state.tar.gz and worktree.patch to ~/.specdoctor/backups/<id>/.
+    """
     repo = args.repo
     bid = _sanitize(args.backup_id) if args.backup_id else run_backup_id(ctx)
     ref = BACKUP_NS + bid
@@ -259,10 +259,10 @@ def load_backup(ctx: ToolContext, repo: str, backup_id: str) -> Backup:
                   created=meta.get("created", ""))
 
 
-def ensure_backup(ctx: ToolContext, repo: str) -> Backup:
-    """This run's backup: reused when it exists (never overwritten), else written now."""
-    bid = run_backup_id(ctx)
-    key = f"worktree:backup:{repo}"
+def ensure_backup(ctx: ToolContext, repo: str, backup_id: str | None = None) -> Backup:
+    """This run's backup (or the named one): reused when it exists (never overwritten), else written now."""
+    bid = _sanitize(backup_id) if backup_id else run_backup_id(ctx)
+    key = f"worktree:backup:{repo}:{bid}"
     ctx.host.run(git(repo, "update-ref", "-d", RESTORED_NS + bid), check="ignore")  # about to change files again
     if key in ctx.cache:
         return ctx.cache[key]
@@ -294,6 +294,8 @@ def backup_worktree(ctx: ToolContext, args: BackupInput) -> Backup:
 
 
 def _clear_stale_lock(ctx: ToolContext, gdir: str) -> None:
+    ctx.host.run(["find", gdir, "-maxdepth", "1", "-name", "specdoctor-index-*", "-mmin", "+30", "-delete"],
+                 check="ignore")  # throwaway indexes left by a dropped connection
     lock = f"{gdir}/index.lock"
     for _ in range(10):
         if not ctx.host.exists(lock):
@@ -326,7 +328,7 @@ def write_paths_from(ctx: ToolContext, repo: str, head: str, tree: str, paths: l
     if keep:
         tmp = f"{gdir}/specdoctor-index-{secrets.token_hex(6)}"
         env = {"GIT_INDEX_FILE": tmp}
-        try:
+        try:  # a throwaway index: the real one is not touched
             ctx.host.run(git(top, "read-tree", tree), env=env)
             ctx.host.run(git(top, "checkout-index", "-f", "-q", "-z", "--stdin"), env=env,
                          stdin="".join(f"{p}\x00" for p in keep).encode("utf-8", "surrogateescape"), timeout=600)
@@ -373,8 +375,7 @@ def restore(ctx: ToolContext, repo: str, backup_id: str, force_head: bool = Fals
     out = Restored(backup_id=b.backup_id, expected_hash=b.hash, actual_hash=cur.hash, verified=cur.hash == b.hash,
                    changed_anything=False)
     if out.verified:
-        ctx.host.run(git(repo, "update-ref", RESTORED_NS + b.backup_id, b.commit), check="ignore")
-        return out
+        return _mark_restored(ctx, repo, b, out)
     safety = SAFETY_NS + f"{b.backup_id}-{time.strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(2)}"
     scommit = ctx.host.run(git(repo, "commit-tree", cur.worktree_tree, "-p", head, "-m",
                                f"specdoctor pre-restore state of {b.backup_id}"), env=_IDENT).stdout.strip()
@@ -408,6 +409,10 @@ def restore(ctx: ToolContext, repo: str, backup_id: str, force_head: bool = Fals
                 if x != y]
         raise BackupError(f"restore of {b.backup_id} could not be verified: {', '.join(what)} differ; the state "
                           f"before this restore is kept at {safety}")
+    return _mark_restored(ctx, repo, b, out)
+
+
+def _mark_restored(ctx: ToolContext, repo: str, b: Backup, out: Restored) -> Restored:
     ctx.host.run(git(repo, "update-ref", RESTORED_NS + b.backup_id, b.commit))
     return out
 
@@ -422,51 +427,18 @@ def restore_worktree(ctx: ToolContext, args: RestoreInput) -> Restored:
     return restore(ctx, args.repo, args.backup_id or run_backup_id(ctx), args.force_head)
 
 
-class BackupInfo(BaseModel):
-    """One backup as listed by `specdoctor restore --list`."""
-
-    backup_id: str
-    commit: str
-    created: str
-    head: str
-    branch: str | None
-    changed: int
-    stashes: int
-    hash: str
-    restored: bool
-
-
 def list_backups(ctx: ToolContext, repo: str) -> list[BackupInfo]:
     """Every backup in the repo, newest first, with whether it was restored since."""
-    marker = "@@specdoctor-ref@@"
     res = ctx.host.run(git(repo, "for-each-ref", "--sort=-creatordate",
-                           f"--format={marker}%(refname)%00%(objectname)%00%(contents)", "refs/specdoctor/"))
-    restored: dict[str, str] = {}
-    out: list[BackupInfo] = []
-    for rec in res.stdout.split(marker)[1:]:
-        name, sha, body = (rec.split("\x00", 2) + ["", ""])[:3]
-        if name.startswith(RESTORED_NS):
-            restored[name.removeprefix(RESTORED_NS)] = sha
-            continue
-        if not name.startswith(BACKUP_NS):
-            continue
-        try:
-            meta = json.loads(body)
-        except ValueError:
-            continue
-        out.append(BackupInfo(backup_id=name.removeprefix(BACKUP_NS), commit=sha, created=meta.get("created", ""),
-                              head=meta.get("head", ""), branch=meta.get("branch"),
-                              changed=len(meta.get("changed", [])), stashes=len(meta.get("stashes", [])),
-                              hash=meta.get("hash", ""), restored=False))
-    for info in out:
-        info.restored = restored.get(info.backup_id) == info.commit
-    return out
+                           f"--format={REF_MARKER}%(refname)%00%(objectname)%00%(contents)", "refs/specdoctor/"))
+    return parse_backup_refs(res.stdout, BACKUP_NS, RESTORED_NS)
 
 
 class StashInput(BaseModel):
     """Arguments of stash_all."""
 
     repo: str = Field(description="Path of the git checkout on the host.")
+    backup_id: str | None = Field(default=None, description="Default: this run's backup (taken if missing).")
 
 
 class Stashed(BaseModel):
@@ -483,8 +455,9 @@ class Stashed(BaseModel):
                 f"{'clean' if self.clean else 'NOT clean'} at {self.head[:10]}")
 
 
-def _status_clean(ctx: ToolContext, repo: str) -> bool:
-    return not ctx.host.run(git(repo, "status", "--porcelain=v1", "-z", "--untracked-files=all")).stdout
+def _stash_shas(ctx: ToolContext, repo: str) -> list[str]:
+    return [s.sha for s in parse_stash_list(ctx.host.run(git(repo, "stash", "list", "--format=%H%x00%gs"),
+                                                         check="ignore").stdout)]
 
 
 @tool(effect="mutate")
@@ -494,13 +467,12 @@ def stash_all(ctx: ToolContext, args: StashInput) -> Stashed:
     The changes are held by this run's backup ref (taken first if missing), not by a `git stash` entry,
     so the user's stash list is never touched; `restore_worktree` puts everything back.
     """
-    b = ensure_backup(ctx, args.repo)
-    before = [s.sha for s in parse_stash_list(ctx.host.run(git(args.repo, "stash", "list", "--format=%H%x00%gs"),
-                                                           check="ignore").stdout)]
+    b = ensure_backup(ctx, args.repo, args.backup_id)
+    before = _stash_shas(ctx, args.repo)
     clean_to_head(ctx, args.repo, b.include_ignored)
-    after = [s.sha for s in parse_stash_list(ctx.host.run(git(args.repo, "stash", "list", "--format=%H%x00%gs"),
-                                                          check="ignore").stdout)]
-    return Stashed(backup_id=b.backup_id, head=b.head, reverted=b.changed, clean=_status_clean(ctx, args.repo),
+    after = _stash_shas(ctx, args.repo)
+    return Stashed(backup_id=b.backup_id, head=b.head, reverted=b.changed, clean=not ctx.host.run(git(args.repo, "status", "--porcelain=v1", "-z",
+                                                       "--untracked-files=all")).stdout,
                    stash_list_unchanged=before == after)
 
 
@@ -513,7 +485,8 @@ class ApplyInput(BaseModel):
     script: str | None = Field(default=None, description="A user's patch script on the host, run after the files.")
     script_args: list[str] = Field(default_factory=list)
     python: str = Field(default="python3", description="Interpreter for the script.")
-    from_clean: bool = Field(default=True, description="Start from a clean HEAD (the backup holds everything).")
+    from_clean: bool = Field(default=False, description="First reset to a clean HEAD (the backup holds it all).")
+    backup_id: str | None = Field(default=None, description="Default: this run's backup (taken if missing).")
     timeout_s: float = Field(default=600, gt=0)
 
 
@@ -528,6 +501,7 @@ class Applied(BaseModel):
     """What apply_patches did and whether the tree is what was asked for."""
 
     backup_id: str
+    applied: list[str] = Field(default_factory=list, description="Every path patched (files and hunks).")
     applied_files: list[str] = Field(default_factory=list)
     applied_hunks: dict[str, list[int]] = Field(default_factory=dict)
     script_exit: int | None = None
@@ -548,32 +522,27 @@ class Applied(BaseModel):
 def _apply_hunks(ctx: ToolContext, repo: str, top: str, b: Backup, path: str, wanted: list[int]) -> list[str]:
     diff = ctx.host.run(git(repo, "diff", "--no-color", "--no-ext-diff", "--no-renames", "--src-prefix=a/",
                             "--dst-prefix=b/", b.head, b.commit, "--", path)).stdout
-    files = list(unidiff.PatchSet(diff))
-    if not files:
-        raise ToolRetry(f"{path} has no textual patch in backup {b.backup_id}")
-    hunks = list(files[0])
-    bad = [i for i in wanted if i < 0 or i >= len(hunks)]
-    if bad:
-        raise ToolRetry(f"{path} has {len(hunks)} hunks; no hunk {bad}")
-    header = diff.split("\n@@", 1)[0] + "\n"
-    patch = header + "".join(str(hunks[i]) for i in sorted(set(wanted)))
+    try:
+        patch, lines = select_hunks(diff, wanted)
+    except ValueError as exc:
+        raise ToolRetry(f"{path} in backup {b.backup_id}: {exc}") from None
     res = ctx.host.run(git(top, "apply", "--whitespace=nowarn", "-"), stdin=patch.encode(), check="ignore")
     if not res.ok:
         raise Unresolved(f"patch conflict applying hunks {wanted} of {path}: {res.stderr.strip()[:300]}")
-    return [ln.value for i in wanted for ln in hunks[i] if ln.is_added or ln.is_removed]
+    return lines
 
 
 @tool(effect="mutate")
 def apply_patches(ctx: ToolContext, args: ApplyInput) -> Applied:
     """Re-apply a chosen subset of the catalogued patches (whole files or single hunks) and/or run a patch script.
 
-    Starts from a clean HEAD (the run's backup, taken first if missing, holds the user's versions),
-    writes the chosen files from the backup, applies chosen hunks with `git apply`, then runs the script
+    The run's backup (taken first if missing) holds the user's versions; with from_clean the tree is
+    first reset to HEAD. It writes the chosen files from the backup, applies chosen hunks with `git apply`, then runs the script
     with the given python and flags WARN / SKIP / ERROR / 'could not find' lines and a non-zero exit as
-    ambiguous. Finally it checks that the tree is exactly what was asked for.
+    ambiguous. Finally it checks that the tree is what was asked for (with from_clean: nothing else changed).
     """
     repo = args.repo
-    b = ensure_backup(ctx, repo)
+    b = ensure_backup(ctx, repo, args.backup_id)
     unknown = [p for p in [*args.files, *args.hunks] if p not in b.changed]
     if unknown:
         raise ToolRetry(f"not catalogued patches of backup {b.backup_id}: {', '.join(unknown[:5])}")
@@ -584,8 +553,8 @@ def apply_patches(ctx: ToolContext, args: ApplyInput) -> Applied:
     if args.files:
         write_paths_from(ctx, repo, b.head, b.worktree_tree, args.files)
     hunk_lines = {p: _apply_hunks(ctx, repo, top, b, p, idx) for p, idx in args.hunks.items() if idx}
-    out = Applied(backup_id=b.backup_id, applied_files=list(args.files), applied_hunks=dict(args.hunks),
-                  verified=False, tree="")
+    out = Applied(backup_id=b.backup_id, applied_files=args.files, applied_hunks=args.hunks, verified=False, tree="",
+                  applied=list(dict.fromkeys([*args.files, *args.hunks])))
     before = _tree_of_worktree(ctx, repo, gdir, False)
     if args.script:
         res = ctx.host.run([args.python, args.script, *args.script_args], cwd=top, check="ignore",

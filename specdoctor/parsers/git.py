@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 
+import unidiff
 from pydantic import BaseModel, Field
 
 __all__ = [
@@ -20,6 +22,10 @@ __all__ = [
     "logging_only",
     "Ambiguous",
     "ambiguous_lines",
+    "select_hunks",
+    "BackupInfo",
+    "REF_MARKER",
+    "parse_backup_refs",
 ]
 
 
@@ -199,4 +205,60 @@ def ambiguous_lines(output: str, exit_code: int = 0) -> list[Ambiguous]:
             out.append(Ambiguous(line_no=i, kind="+".join(kinds), line=line.strip()))
     if exit_code != 0:
         out.append(Ambiguous(line_no=0, kind="exit-code", line=f"the script exited with status {exit_code}"))
+    return out
+
+
+def select_hunks(diff: str, wanted: list[int]) -> tuple[str, list[str]]:
+    """A patch with only the `wanted` hunks of a one-file diff, and their changed lines (ValueError if absent)."""
+    files = list(unidiff.PatchSet(diff))
+    if not files:
+        raise ValueError("no textual patch")
+    hunks = list(files[0])
+    bad = [i for i in wanted if i < 0 or i >= len(hunks)]
+    if bad:
+        raise ValueError(f"{len(hunks)} hunks; no hunk {bad}")
+    header = diff.split("\n@@", 1)[0] + "\n"
+    chosen = sorted(set(wanted))
+    lines = [ln.value for i in chosen for ln in hunks[i] if ln.is_added or ln.is_removed]
+    return header + "".join(str(hunks[i]) for i in chosen), lines
+
+
+class BackupInfo(BaseModel):
+    """One specdoctor backup ref as listed by `specdoctor restore --list`."""
+
+    backup_id: str
+    commit: str
+    created: str
+    head: str
+    branch: str | None
+    changed: int
+    stashes: int
+    hash: str
+    restored: bool
+
+
+REF_MARKER = "@@specdoctor-ref@@"
+
+
+def parse_backup_refs(text: str, backup_ns: str, restored_ns: str) -> list[BackupInfo]:
+    """`git for-each-ref --format=MARKER%(refname)%00%(objectname)%00%(contents)` → backups (JSON messages)."""
+    restored: dict[str, str] = {}
+    out: list[BackupInfo] = []
+    for rec in text.split(REF_MARKER)[1:]:
+        name, sha, body = (rec.split("\x00", 2) + ["", ""])[:3]
+        sha = sha.strip()
+        if name.startswith(restored_ns):
+            restored[name.removeprefix(restored_ns)] = sha
+            continue
+        try:
+            meta = json.loads(body) if name.startswith(backup_ns) else None
+        except ValueError:
+            meta = None
+        if isinstance(meta, dict):
+            out.append(BackupInfo(backup_id=name.removeprefix(backup_ns), commit=sha, created=meta.get("created", ""),
+                                  head=meta.get("head", ""), branch=meta.get("branch"),
+                                  changed=len(meta.get("changed", [])), stashes=len(meta.get("stashes", [])),
+                                  hash=meta.get("hash", ""), restored=False))
+    for info in out:
+        info.restored = restored.get(info.backup_id) == info.commit
     return out

@@ -53,7 +53,7 @@ def _steps(home: str, repo: str) -> dict[str, tuple[Callable, Callable]]:
 
     def script_step(ctx):
         apply_patches(ctx, ApplyInput(repo=repo, hunks={TOPK: [0]}, script=_script(ctx.host, home),
-                                      python="python3"))
+                                      python="python3", from_clean=True))
 
     return {
         "backup": (nothing, lambda ctx: backup_worktree(ctx, BackupInput(repo=repo))),

@@ -220,8 +220,8 @@ def nccl_inventory(ctx: ToolContext, args: InventoryInput) -> NcclInventory:
         if vals := _conf(sec.get(key, [])):
             inv.nccl_conf[name] = vals
     ncf = sec.get("nccl_conf_file", [])
-    if ncf and ncf[0].startswith("path="):
-        inv.nccl_conf[ncf[0][5:]] = _conf(ncf[1:])
+    if ncf and ncf[0].startswith("path=") and (vals := _conf(ncf[1:])):
+        inv.nccl_conf[ncf[0][5:]] = vals
     if inv.nccl_conf:
         notes.append("NCCL config files set " + "; ".join(f"{p}: {', '.join(f'{k}={v}' for k, v in d.items())}"
                                                           for p, d in inv.nccl_conf.items())

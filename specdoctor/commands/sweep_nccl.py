@@ -76,6 +76,8 @@ def _render(out: dict[str, Any], console: Console, yes: bool) -> None:
     if inv.get("sglang_forced_env"):
         t.add_row("SGLang forces", ", ".join(f"{k}={v}" for k, v in inv["sglang_forced_env"].items()))
     console.print(t)
+    if inv.get("launcher_drops"):  # before any latency or tuning claim
+        console.print("[bold red]Propagation first:[/bold red] " + (inv.get("notes") or [""])[0], highlight=False)
     sizes = sw.get("sizes", [])
     lat = Table("config", *[f"{s} B (µs)" for s in sizes], "Σ µs", "vs default", "verdict",
                 title=f"all-reduce latency, TP {sw.get('tp')} ({sw.get('tool')})")
@@ -88,7 +90,7 @@ def _render(out: dict[str, Any], console: Console, yes: bool) -> None:
     console.print(lat)
     for s in sw.get("skipped", []):
         console.print(f"skipped {s['label']}: {s['reason']}", markup=False)
-    for n in inv.get("notes", []) + sw.get("notes", []):
+    for n in inv.get("notes", [])[1 if inv.get("launcher_drops") else 0:] + sw.get("notes", []):
         console.print(f"note: {n}", markup=False)
     if pr is None:
         if sw.get("promoted") and not yes:

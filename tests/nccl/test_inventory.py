@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import sys
 
 from specdoctor.tools.nccl import NcclInventory
@@ -51,7 +52,11 @@ def test_nvlink_subset_by_tp(perf_ctx, tmp_path):
 
 
 def test_no_topology_and_no_model(bare_ctx):
-    res = registry.call(bare_ctx, "nccl_inventory", {"tp": 2, "python": sys.executable})
+    with socket.socket() as s:  # a port nobody serves: other tests' servers on this machine stay out of it
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = registry.call(bare_ctx, "nccl_inventory", {"tp": 2, "python": sys.executable, "port": port})
     inv = NcclInventory.model_validate(res.output)
     assert inv.interconnect == "unknown" and inv.sizes == []
     assert any("hidden size unknown" in n for n in inv.notes)
+    assert inv.launcher_drops is None  # no server: propagation not claimed either way

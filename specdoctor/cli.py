@@ -59,3 +59,7 @@ def main() -> None:
             sys.exit(130)
         err_console.print(f"specdoctor: internal error: {type(exc).__name__}: {exc}", markup=False)
         sys.exit(70)
+
+
+if __name__ == "__main__":
+    main()

@@ -267,7 +267,7 @@ def _targets(inp: BreakevenInput, r: _Resolved, steps: int, model: tuple[float, 
         if s <= 0:
             raise UsageError(f"target speedup must be positive, got {s:g}")
         need = s * tau_star
-        alpha = alpha_from_accept_length(need, steps) if need <= steps + 1 else None
+        alpha = alpha_from_accept_length(max(need, 1.0), steps) if need <= steps + 1 else None
         req = TargetRequirement(speedup=s, steps=steps, tau_needed=round(need, 4),
                                 alpha_needed=None if alpha is None else round(alpha, 4))
         if model is not None:

@@ -34,6 +34,14 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
         server = {"running": True, "port": s.get("port"), "pid": (s.get("main") or {}).get("pid"),
                   "argv": argv, "args": s.get("args") or {}, "workers": len(s.get("workers") or []),
                   "launch": " ".join(argv)}
+    if server.get("pid"):
+        # Where the running server logs: its stderr/stdout as the kernel sees them (no guessing of paths).
+        for fd in ("2", "1"):
+            r = deps.host.run(["readlink", f"/proc/{server['pid']}/fd/{fd}"], check="ignore")
+            target = r.stdout.strip()
+            if r.ok and target.startswith("/") and not target.startswith(("/dev/", "/proc/")):
+                server["log_path"] = target
+                break
     launch = view.params.get("launch") or server.get("launch")
     out.facts = {"server": server, "launch": launch, "server_env": {}}
     if server.get("pid"):
@@ -118,7 +126,8 @@ def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
         bench = call_tool(deps, "benchmark", {
             "port": server["port"], "runs": view.params.get("runs", 5),
             "requests_per_run": view.params.get("requests_per_run", 3),
-            "max_new_tokens": view.params.get("max_new_tokens", 128), "warmup_runs": 1, "label": "spec-running"},
+            "max_new_tokens": view.params.get("max_new_tokens", 128), "warmup_runs": 1, "label": "spec-running",
+            "log_path": server.get("log_path")},
             out.results, key="bench_spec_running")
         measure["spec"] = dict(bench.output or {}, label="spec (running server)") if bench.ok else {
             "error": bench.summary}

@@ -82,6 +82,9 @@ def map_paramiko_exceptions(target: str, tried: str = "") -> Iterator[None]:
         raise ConnectionLost(f"SSH connection to {target} failed: {exc}") from None
 
 
+_EOF_GRACE = 0.5  # seconds without output after the exit status before giving up on EOF
+
+
 def _feed(chan: paramiko.Channel, data: bytes) -> None:
     with contextlib.suppress(OSError, EOFError, paramiko.SSHException):  # the channel closed (timeout, exit)
         chan.sendall(data)
@@ -211,21 +214,29 @@ class SSHHost(Host):
                 threading.Thread(target=_feed, args=(chan, stdin), daemon=True).start()
             out, err = bytearray(), bytearray()
             deadline = time.monotonic() + timeout if timeout else None
+            last_data = time.monotonic()
             while True:
                 if chan.recv_ready():
                     out += chan.recv(65536)
+                    last_data = time.monotonic()
                     continue
                 if chan.recv_stderr_ready():
                     err += chan.recv_stderr(65536)
+                    last_data = time.monotonic()
                     continue
-                if chan.exit_status_ready() and not chan.recv_ready() and not chan.recv_stderr_ready():
+                # The exit status may overtake output still held back by the flow-control window, so wait
+                # for EOF too; a background child that keeps the pipe open only gets a short grace period.
+                if chan.exit_status_ready() and (chan.eof_received or time.monotonic() - last_data > _EOF_GRACE):
                     break
                 if not transport.is_active():
                     raise ConnectionLost(f"SSH connection to {self.name} dropped while running: {quote_command(cmd)}")
                 if deadline is not None and time.monotonic() > deadline:
                     chan.close()
                     raise CommandTimedOut(self.name, quote_command(cmd), timeout)
-                select.select([chan], [], [], 0.05)
+                if chan.eof_received:  # the pipe stays readable after EOF: wait on the exit status instead
+                    chan.status_event.wait(0.05)
+                else:
+                    select.select([chan], [], [], 0.05)
             code = chan.recv_exit_status()
             # drain anything that raced the exit status
             while chan.recv_ready():

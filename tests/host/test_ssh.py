@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from specdoctor.errors import HostAuthFailed, HostKeyRejected, HostUnreachable
-from specdoctor.host import AuditLog, open_host
+from specdoctor.host import AuditLog, Raw, open_host
 from specdoctor.host.ssh import SSHHost
 from specdoctor.testing import SSHServer
 
@@ -189,3 +189,20 @@ def test_sshd_fixture_stops_by_pid(tmp_path: Path) -> None:
     server.stop()
     assert not Path(f"/proc/{pid}").exists() and not root.exists()
     assert shutil.which("ssh-keygen")
+
+
+def test_large_output_is_never_truncated_by_an_early_exit_status(sshd: SSHServer) -> None:
+    """The exit status can overtake output held back by SSH flow control; reads must still be complete."""
+    data = bytes(range(256)) * (16 * 1024)  # 4 MiB: twice paramiko's default window
+    path = f"{sshd.workdir}/big-{id(data)}.bin"
+    Path(path).write_bytes(data)
+    with sshd.connect() as h:
+        for _ in range(5):
+            assert h.read(path) == data
+
+
+def test_background_child_holding_stdout_does_not_hang_the_command(sshd: SSHServer) -> None:
+    with sshd.connect() as h:
+        t0 = time.monotonic()
+        res = h.run(Raw("sleep 3 & echo started"))
+        assert res.stdout == "started\n" and time.monotonic() - t0 < 2.5

@@ -104,17 +104,37 @@ _STATES = {"MERGE_HEAD": "merge", "rebase-merge": "rebase", "rebase-apply": "reb
            "CHERRY_PICK_HEAD": "cherry-pick", "REVERT_HEAD": "revert", "BISECT_LOG": "bisect"}
 
 
-def repo_state(ctx: ToolContext, repo: str) -> tuple[str | None, str | None, str, list[str]]:
-    """(HEAD sha or None, branch or None, absolute git dir, operations in progress) in one round-trip."""
-    res = ctx.host.run(git(repo, "rev-parse", "--absolute-git-dir"), check="ignore")
+_STATE_SCRIPT = """
+g=$(git -C "$1" rev-parse --absolute-git-dir) || exit 3
+printf '%s\\n' "$g"
+git -C "$1" rev-parse --verify -q HEAD || echo
+git -C "$1" symbolic-ref -q HEAD || echo
+printf '@@\\n'; ls -1a "$g"
+printf '@@\\n'; git -C "$1" ls-files -u -z | head -c 200
+printf '\\n@@\\n'; git -C "$1" submodule status 2>/dev/null
+printf '@@\\n'; git -C "$1" submodule foreach --quiet 'test -z "$(git status --porcelain)" || echo "$sm_path"' 2>/dev/null
+"""
+
+
+def repo_state(ctx: ToolContext, repo: str, *, full: bool = False) -> tuple[str | None, str | None, str, list[str]]:
+    """(HEAD sha or None, branch or None, absolute git dir, operations in progress) in one round-trip.
+
+    With `full`, "conflicts" and "submodule ..." entries for unmerged paths and moved or dirty
+    submodules are added to the in-progress list (check_mutable's needs, same round-trip).
+    """
+    res = ctx.host.run(["sh", "-c", _STATE_SCRIPT, "repo_state", repo], check="ignore")
     if not res.ok:
         raise ToolRetry(f"{repo} is not a git checkout on {ctx.host.name}: {res.stderr.strip()[:200]}")
-    gdir = res.stdout.strip()
-    head = ctx.host.run(git(repo, "rev-parse", "--verify", "-q", "HEAD"), check="ignore").stdout.strip() or None
-    br = ctx.host.run(git(repo, "symbolic-ref", "-q", "HEAD"), check="ignore")
-    branch = br.stdout.strip().removeprefix("refs/heads/") if br.ok else None
-    probe = ctx.host.run(["ls", "-1a", gdir], check="ignore").stdout.split()
-    busy = [what for name, what in _STATES.items() if name in probe]
+    head_part, probe, unmerged, subs, dirty = (res.stdout.split("@@\n") + ["", "", "", ""])[:5]
+    lines = head_part.split("\n")
+    gdir, head = lines[0].strip(), lines[1].strip() or None
+    branch = lines[2].strip().removeprefix("refs/heads/") or None
+    busy = [what for name, what in _STATES.items() if name in probe.split()]
+    if full:
+        busy += ["conflicts"] if unmerged.strip() else []
+        busy += [f"submodule {ln[1:].split(' ')[1]} (other commit checked out)" for ln in subs.splitlines()
+                 if ln[:1] in "+U" and " " in ln[1:]]
+        busy += [f"submodule {p} (local changes)" for p in dirty.splitlines() if p.strip()]
     return head, branch, gdir, busy
 
 

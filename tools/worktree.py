@@ -23,7 +23,6 @@ from specdoctor.parsers.git import (
     ambiguous_lines,
     parse_backup_refs,
     parse_stash_list,
-    parse_submodule_status,
     select_hunks,
     split_z,
 )
@@ -65,19 +64,18 @@ def _toplevel(ctx: ToolContext, repo: str) -> str:
 
 def check_mutable(ctx: ToolContext, repo: str) -> tuple[str, str | None, str]:
     """Refuse (RepoRefused, one line) mid-merge/rebase, with conflicts, dirty submodules or no commit; else HEAD."""
-    head, branch, gdir, busy = repo_state(ctx, repo)
-    if busy:
-        raise RepoRefused(f"{repo}: a {busy[0]} is in progress; finish or abort it before specdoctor changes files")
+    head, branch, gdir, busy = repo_state(ctx, repo, full=True)
+    ops = [b for b in busy if b != "conflicts" and not b.startswith("submodule ")]
+    if ops:
+        raise RepoRefused(f"{repo}: a {ops[0]} is in progress; finish or abort it before specdoctor changes files")
     if head is None:
         raise RepoRefused(f"{repo}: HEAD has no commit yet; nothing to back up against")
-    if ctx.host.run(git(repo, "ls-files", "-u", "-z")).stdout:
+    if "conflicts" in busy:
         raise RepoRefused(f"{repo}: the index has unresolved conflicts; resolve them first")
-    for sub in parse_submodule_status(ctx.host.run(git(repo, "submodule", "status"), check="ignore").stdout):
-        dirty = sub.moved or (sub.flag != "-" and ctx.host.run(
-            git(f"{repo.rstrip('/')}/{sub.path}", "status", "--porcelain"), check="ignore").stdout.strip())
-        if dirty:
-            raise RepoRefused(f"{repo}: submodule {sub.path} has local changes or another commit checked out; "
-                              "commit or reset it first (specdoctor does not back up submodule contents)")
+    subs = [b for b in busy if b.startswith("submodule ")]
+    if subs:
+        raise RepoRefused(f"{repo}: {subs[0]}; commit or reset it first (specdoctor does not back up "
+                          "submodule contents)")
     return head, branch, gdir
 
 

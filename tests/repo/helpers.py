@@ -8,7 +8,7 @@ import shlex
 import threading
 
 from specdoctor.errors import ConnectionLost
-from specdoctor.host.base import Host, Raw
+from specdoctor.host.base import Host
 
 __all__ = ["WEIRD", "make_messy_repo", "fingerprint", "FaultyHost"]
 
@@ -18,42 +18,36 @@ WEIRD = "dir with space/na\u00efve f\u00efle\nwith newline.py"
 _ID = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
 
 
-def _w(host: Host, path: str, text: str) -> None:
-    host.run(Raw(f"mkdir -p \"$(dirname {shlex.quote(path)})\" && printf %s {shlex.quote(text)} > {shlex.quote(path)}"))
+def _w(path: str, text: str) -> str:
+    return f"mkdir -p \"$(dirname {shlex.quote(path)})\" && printf %s {shlex.quote(text)} > {shlex.quote(path)}\n"
 
 
 def make_messy_repo(host: Host, repo: str, *, detached: bool = False) -> None:
-    """Commits, two user stashes, a staged+unstaged file, an untracked file, a deleted file, an ignored file."""
-    g = ["git", "-C", repo]
-    host.run(["mkdir", "-p", repo])
-    host.run([*g, "init", "-q", "-b", "main"])
-    _w(host, f"{repo}/python/sglang/srt/models/kimi_k25.py", "EntryClass = [KimiK25ForConditionalGeneration]\n")
-    _w(host, f"{repo}/python/sglang/srt/layers/moe/topk.py", "def select_experts():\n    return 1\n")
-    _w(host, f"{repo}/python/sglang/srt/entrypoints/engine.py", "def launch():\n    pass\n")
-    _w(host, f"{repo}/{WEIRD}", "weird = 1\n")
-    _w(host, f"{repo}/gone.txt", "to be deleted\n")
-    _w(host, f"{repo}/run.sh", "#!/bin/sh\necho hi\n")
-    _w(host, f"{repo}/.gitignore", "*.log\n")
-    host.run(["chmod", "+x", f"{repo}/run.sh"])
-    host.run([*g, "add", "-A"], env=_ID)
-    host.run([*g, "commit", "-q", "-m", "base"], env=_ID)
-    _w(host, f"{repo}/python/sglang/srt/layers/moe/topk.py", "def select_experts():\n    return 2\n")
-    host.run([*g, "stash", "-q"], env=_ID)
-    _w(host, f"{repo}/python/sglang/srt/entrypoints/engine.py", "def launch():\n    return 'stash2'\n")
-    host.run([*g, "stash", "push", "-q", "-m", "second stash"], env=_ID)
-    if detached:
-        host.run([*g, "checkout", "-q", "--detach", "HEAD"])
-    _w(host, f"{repo}/python/sglang/srt/models/kimi_k25.py",
-       "EntryClass = [KimiK25ForConditionalGeneration]\n\ndef set_eagle3_layers_to_capture():\n    pass\n")
-    host.run([*g, "add", "python/sglang/srt/models/kimi_k25.py"])
-    _w(host, f"{repo}/python/sglang/srt/models/kimi_k25.py",
-       "EntryClass = [KimiK25ForConditionalGeneration]\n\ndef set_eagle3_layers_to_capture():\n    return 3\n")
-    _w(host, f"{repo}/python/sglang/srt/layers/moe/topk.py",
-       "import os\ndef select_experts():\n    k0 = int(os.environ.get('SGLANG_OEA_K0', '0'))\n    return 1\n")
-    _w(host, f"{repo}/{WEIRD}", "weird = 2\n")
-    host.run(["rm", f"{repo}/gone.txt"])
-    _w(host, f"{repo}/new_untracked.py", "logger.info('new')\n")
-    _w(host, f"{repo}/server.log", "ignored\n")
+    """Commits, two user stashes, a staged+unstaged file, an untracked file, a deleted file, an ignored file.
+
+    Built in one shell round-trip (argv: the script's only input is the quoted repo path).
+    """
+    kimi, topk = "python/sglang/srt/models/kimi_k25.py", "python/sglang/srt/layers/moe/topk.py"
+    eng = "python/sglang/srt/entrypoints/engine.py"
+    steps = [
+        "set -e", 'mkdir -p "$R" && cd "$R"', "git init -q -b main",
+        _w(kimi, "EntryClass = [KimiK25ForConditionalGeneration]\n"),
+        _w(topk, "def select_experts():\n    return 1\n"), _w(eng, "def launch():\n    pass\n"),
+        _w(WEIRD, "weird = 1\n"), _w("gone.txt", "to be deleted\n"), _w("run.sh", "#!/bin/sh\necho hi\n"),
+        _w(".gitignore", "*.log\n"), "chmod +x run.sh", "git add -A", "git commit -q -m base",
+        _w(topk, "def select_experts():\n    return 2\n"), "git stash -q",
+        _w(eng, "def launch():\n    return 'stash2'\n"), "git stash push -q -m 'second stash'",
+        "git checkout -q --detach HEAD" if detached else "true",
+        _w(kimi, "EntryClass = [KimiK25ForConditionalGeneration]\n\ndef set_eagle3_layers_to_capture():\n    pass\n"),
+        f"git add {shlex.quote(kimi)}",
+        _w(kimi, "EntryClass = [KimiK25ForConditionalGeneration]\n\ndef set_eagle3_layers_to_capture():\n"
+                 "    return 3\n"),
+        _w(topk, "import os\ndef select_experts():\n    k0 = int(os.environ.get('SGLANG_OEA_K0', '0'))\n"
+                 "    return 1\n"),
+        _w(WEIRD, "weird = 2\n"), "rm gone.txt", _w("new_untracked.py", "logger.info('new')\n"),
+        _w("server.log", "ignored\n"),
+    ]
+    host.run(["bash", "-c", 'R="$1"\n' + "\n".join(steps), "make_messy_repo", repo], env=_ID)
 
 
 _FP = r"""

@@ -32,10 +32,11 @@ class _Runner:
     """Runs trials for one tool call: apply → launch → (measure) → stop, recording everything."""
 
     def __init__(self, ctx: ToolContext, repo: str, launch: str, python: str | None, port: int | None,
-                 backup: Backup, essential: list[str]):
+                 backup: Backup, essential: list[str], env: dict[str, str] | None = None):
         self.ctx = dataclasses.replace(ctx, auto_approve=True)  # this disruptive call was approved as a whole
         self.repo, self.launch, self.python, self.port = repo, launch, python, port
         self.backup, self.essential = backup, essential
+        self.env = dict(env or {})
         self.trials: list[Trial] = []
         self.launches = 0
 
@@ -60,7 +61,8 @@ class _Runner:
             return trial
         self.launches += 1
         res = self._call("launch_server", {"command": self.launch, "python": self.python, "cwd": None,
-                                           "port": self.port, "label": f"trial-{len(self.trials)}"})
+                                           "port": self.port, "env": self.env,
+                                           "label": f"trial-{len(self.trials)}"})
         if not res.ok:
             trial.outcome = "fails" if measure is None else "unresolved"
             trial.cause = f"server did not start: {res.summary}"[:400]
@@ -101,6 +103,7 @@ class EssentialInput(BaseModel):
     python: str | None = Field(default=None, description="Python on the host that runs the server.")
     essential: list[str] = Field(default_factory=list, description="The user's essential list (no launches).")
     port: int | None = Field(default=None, description="Port for trial servers (default: the launch line's).")
+    env: dict[str, str] = Field(default_factory=dict, description="Env for trial servers (e.g. the running server's).")
     restore: bool = Field(default=True, description="Put the tree back (verified) at the end.")
 
 
@@ -146,7 +149,7 @@ def find_essential_patches(ctx: ToolContext, args: EssentialInput) -> Essentials
     backup = ensure_backup(ctx, args.repo)
     if args.essential:
         return Essentials(essential=_match(args.essential, backup.changed), source="user", launches=0)
-    runner = _Runner(ctx, args.repo, args.launch, args.python, args.port, backup, [])
+    runner = _Runner(ctx, args.repo, args.launch, args.python, args.port, backup, [], env=args.env)
     ok = False
     try:
         oracle: CachedOracle[str] = CachedOracle(
@@ -175,6 +178,7 @@ class BisectInput(BaseModel):
     order: list[str] = Field(default_factory=list, description="Priority order (triage_diffs); others follow.")
     patches: list[str] | None = Field(default=None, description="Candidates (default: every non-essential change).")
     port: int | None = None
+    env: dict[str, str] = Field(default_factory=dict, description="Env for trial servers (e.g. the running server's).")
     runs: int = Field(default=5, ge=3, description="Benchmark runs per look.")
     max_runs: int = Field(default=15, ge=3, description="Runs per trial before it is unresolved.")
     requests_per_run: int = Field(default=3, ge=1)
@@ -222,7 +226,7 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
     ranked = [p for p in _match([o for o in args.order if any(c.endswith(o) for c in pool)], pool)
               if p in pool] if args.order else []
     items = list(dict.fromkeys(ranked + pool))
-    runner = _Runner(ctx, args.repo, args.launch, args.python, args.port, backup, essential)
+    runner = _Runner(ctx, args.repo, args.launch, args.python, args.port, backup, essential, env=args.env)
     refs: dict[str, list[float]] = {"slow": list(args.reference_slow or []), "fast": list(args.reference_fast or [])}
     measure = {"runs": args.runs, "max_runs": args.max_runs, "requests_per_run": args.requests_per_run,
                "max_new_tokens": args.max_new_tokens}

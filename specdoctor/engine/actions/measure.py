@@ -24,8 +24,8 @@ def _fmt(x: Any, nd: int = 1) -> str:
 def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
     """Find the running SGLang server (if any) and settle the launch command and topology to use."""
     out = ActionOutcome()
-    res = call_tool(deps, "find_server_processes", {"port": args.get("port")} if args.get("port") else {},
-                    out.results, key=step.id)
+    port = args.get("port") or _launch_port(view.params.get("launch"))
+    res = call_tool(deps, "find_server_processes", {"port": port} if port else {}, out.results, key=step.id)
     servers = (res.output or {}).get("servers", []) if res.ok else []
     server: dict[str, Any] = {"running": False}
     if servers:
@@ -65,6 +65,18 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
         why="the user's --launch wins; otherwise the running server's own command line is the ground truth",
         evidence=[e.command for e in res.evidence]))
     return out
+
+
+def _launch_port(launch: str | None) -> int | None:
+    """The port a given launch line serves on: the server to examine when the user named one."""
+    if not launch:
+        return None
+    from specdoctor.parsers.sglang import parse_launch_command
+
+    try:
+        return parse_launch_command(launch).port
+    except Exception:  # an unparsable line is reported later by the tools that need it
+        return None
 
 
 def free_port(deps, view: StateView) -> int | None:

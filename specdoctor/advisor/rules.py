@@ -147,14 +147,15 @@ def game_plan(v: StateView, verdict: Verdict) -> list[PlanAction]:
             expected_gain="back to the good run's figures", basis="none", cost="low", risk="low",
             detail="set them in the launch environment the workers inherit (not sitecustomize.py); verify in "
                    "/proc/<worker>/environ"))
-    nccl = v.output("nccl_promote") or v.get("facts.nccl") or {}
-    best = _get(nccl, "best", "winner")
-    if isinstance(best, dict) and best.get("env"):
-        gain = _get(best, "gain_tps", "delta")
+    nccl = v.get("facts.nccl") or {}
+    if nccl.get("best") and nccl.get("env"):
+        pct = nccl.get("best_gain_pct")
+        spec_now = _get(measure.get("spec"), "median")
+        gain = spec_now * pct / 100.0 if isinstance(pct, (int, float)) and spec_now else None
         actions.append(PlanAction(
-            title="Set " + " ".join(f"{k}={val}" for k, val in best["env"].items()) + " where the workers inherit it",
-            expected_gain=f"+{gain:.1f} tok/s" if isinstance(gain, (int, float)) else "measured end to end",
-            gain_tps=gain if isinstance(gain, (int, float)) else None, basis="measured", cost="low",
+            title="Set " + " ".join(f"{k}={val}" for k, val in nccl["env"].items()) + " where the workers inherit it",
+            expected_gain=f"+{pct:.1f} % tok/s end to end" if isinstance(pct, (int, float)) else "measured end to end",
+            gain_tps=gain, basis="measured", cost="low",
             risk="medium (NCCL debugging knobs; revisit on NCCL upgrade)",
             detail="promoted from the NCCL sweep and confirmed by an end-to-end A/B"))
     if spec is not None and base is not None and tau_star is not None and (tau is None or tau < tau_star * 1.2):

@@ -43,7 +43,7 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
                 server["log_path"] = target
                 break
     launch = view.params.get("launch") or server.get("launch")
-    out.facts = {"server": server, "launch": launch, "server_env": {}}
+    out.facts = {"server": server, "launch": launch, "server_env": {}, "trial_port": free_port(deps, view)}
     if server.get("pid"):
         env_res = call_tool(deps, "read_process_env", {"pid": server["pid"]}, out.results, key=f"{step.id}_env")
         env = (env_res.output or {}).get("env", {}) if env_res.ok else {}

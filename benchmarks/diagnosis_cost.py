@@ -1,9 +1,4 @@
-"""Server launches used by bisect_patches' search vs one-at-a-time, over random culprits and a noisy simulated server.
-
-Run: `.venv/bin/python benchmarks/diagnosis_cost.py [--seeds 20]`. Each trial "launch" draws benchmark
-runs (tok/s with Gaussian noise) and judges them with specdoctor's comparator against the slow reference,
-as the tool does (more runs while UNKNOWN, then unresolved); the search itself is `specdoctor.stats.ddmin.isolate`.
-"""
+"""Server launches used by bisect_patches' search vs one-at-a-time, over random culprits and a noisy simulated server."""
 
 from __future__ import annotations
 

@@ -1,11 +1,4 @@
-"""Delta debugging over patch sets, as pure functions of an oracle `test(subset) -> Outcome` (no I/O).
-
-`isolate` finds the patches that make the server slow with as few trials as possible: adaptive bisection
-(test the higher-priority half; a fast half clears it, so the other half is inferred guilty without a trial),
-one confirmation trial when the last step was an inference, and Zeller's ddmin (with complements) when the
-confirmation shows the culprit is not alone (interacting patches). Unresolved trials (conflict, failed
-start) are never counted as good or bad. `ddmin` alone finds e.g. the minimal set a server needs to start.
-"""
+"""Delta debugging over patch sets, as pure functions of an oracle `test(subset) -> Outcome` (no I/O)."""
 
 from __future__ import annotations
 
@@ -134,6 +127,11 @@ def prefix_search(items: Sequence[T], oracle: CachedOracle[T], *, target: Outcom
 
 def isolate(items: Sequence[T], oracle: CachedOracle[T], *, confirm: bool = True) -> SearchResult:
     """Find the patches (in priority order, most suspect first) that make essentials + patches slow.
+
+    Adaptive bisection: test the higher-priority half; a fast half clears it, so the other half is inferred
+    guilty without a trial; one confirmation trial when the last step was an inference; shortest-prefix
+    search when the confirmation shows the culprit is not alone (interacting patches). Unresolved trials
+    (conflict, failed start) are never counted as good or bad.
 
     `oracle(all)` is the slow reference and `oracle([])` the fast one (essentials only); seed them in the
     oracle when they were measured before, and they cost nothing. The fast reference is measured last,

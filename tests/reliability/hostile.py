@@ -17,6 +17,7 @@ import shlex
 import shutil
 import sys
 import tempfile
+import time
 import types
 import typing
 from collections import Counter
@@ -28,7 +29,6 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
 
 from specdoctor.errors import SpecdoctorError
 from specdoctor.host import LocalHost
@@ -36,7 +36,8 @@ from specdoctor.host.ssh import SSHHost
 from specdoctor.toolkit import ToolContext, registry
 
 __all__ = ["CANARY", "Campaign", "CaseOutcome", "ProbeLocalHost", "ProbeSSHHost", "Workspace", "hostile_text",
-           "string_fields", "run_case", "run_campaign", "run_local_campaign", "default_budget", "workspace"]
+           "string_fields", "run_case", "run_campaign", "run_local_campaign", "default_budget", "ssh_budget", "ssh_probe_factory",
+           "workspace"]
 
 CANARY = Path(tempfile.gettempdir()) / f"specdoctor-canary-{os.getpid()}-{secrets.token_hex(4)}"
 """Created by every payload if (and only if) some shell interprets it."""
@@ -204,51 +205,48 @@ class ProbeLocalHost(LocalHost):
         self.run(script, stdin=payload)
 
 
-DUMPER = r"""
-import json, os, sys
-log, tag = sys.argv[1], sys.argv[2]
-argv = [os.fsencode(a).hex() for a in sys.argv[3:]]
-env = {k.hex(): v.hex() for k, v in os.environb.items()}
-with open(log, "a") as fh:
-    fh.write(json.dumps({"tag": tag, "argv": argv, "env": env}) + "\n")
-os.execvp(sys.argv[3], sys.argv[3:])
+DUMPER = r"""#!/bin/sh
+# Record argv (NUL-separated; NUL cannot occur in argv) and the environment exactly as received, then exec.
+dir=$1; tag=$2; shift 2
+printf '%s\000' "$@" > "$dir/$tag.argv"
+env -0 > "$dir/$tag.env"
+exec "$@"
 """
 
 
 class ProbeSSHHost(SSHHost):
-    """SSHHost whose every command first goes through DUMPER, which records argv/env as received, then execs it."""
+    """SSHHost whose every command first goes through DUMPER, which records argv/env as received, then execs it.
 
-    def __init__(self, *a: Any, ws: Workspace, python: str, dumper: str, log: str, **kw: Any):
-        self.ws, self.py, self.dumper, self.log = ws, python, dumper, log
+    `log` is a folder: one `<tag>.argv` and `<tag>.env` file per command.
+    """
+
+    def __init__(self, *a: Any, ws: Workspace, dumper: str, log: str, **kw: Any):
+        self.ws, self.dumper, self.log = ws, dumper, log
         self.rec = _Recorder()
         super().__init__(*a, **kw)
 
     def _exec(self, cmd, *, env, cwd, timeout, stdin):
         argv = ["sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
         tag = self.rec.expect(argv, {**self.base_env, **env})
-        return super()._exec([self.py, "-S", "-I", self.dumper, self.log, tag, *argv], env=env,
+        return super()._exec(["sh", self.dumper, self.log, tag, *argv], env=env,
                              cwd=cwd or self.ws.cwd, timeout=min(timeout or 20, 20), stdin=stdin)
 
     def mismatches(self) -> list[str]:
         """Commands whose argv or env differed at the program from what specdoctor sent."""
-        got: dict[str, dict] = {}
-        if os.path.exists(self.log):
-            for line in Path(self.log).read_text().splitlines():
-                rec = json.loads(line)
-                got[rec["tag"]] = rec
         bad = []
         for tag, (argv, env) in self.rec.sent.items():
-            r = got.get(tag)
-            if r is None:
-                continue  # never reached the program (cwd missing, connection refused before exec)
-            received = [bytes.fromhex(a) for a in r["argv"]]
+            argv_file, env_file = Path(self.log) / f"{tag}.argv", Path(self.log) / f"{tag}.env"
+            if not argv_file.exists():
+                continue  # never reached the program (cwd missing, NUL refused before sending)
+            received = argv_file.read_bytes().split(b"\0")[:-1]
             if received != [a.encode("utf-8", "surrogateescape") for a in argv]:
                 bad.append(f"argv {argv!r} arrived as {received!r}")
-            renv = {bytes.fromhex(k): bytes.fromhex(v) for k, v in r["env"].items()}
+            renv = dict(e.split(b"=", 1) for e in env_file.read_bytes().split(b"\0") if b"=" in e)
             for k, v in env.items():
                 if renv.get(k.encode()) != v.encode("utf-8", "surrogateescape"):
                     bad.append(f"env {k}={v!r} arrived as {renv.get(k.encode())!r}")
-        Path(self.log).unlink(missing_ok=True)
+            argv_file.unlink()
+            env_file.unlink(missing_ok=True)
         self.rec.sent.clear()
         return bad
 
@@ -294,6 +292,7 @@ class CaseOutcome:
     escaped: bool
     mismatches: list[str]
     detail: str = ""
+    seconds: float = 0.0
 
 
 @dataclass
@@ -329,6 +328,7 @@ def run_case(host: ProbeLocalHost | ProbeSSHHost, ws: Workspace, tool: str, fld:
     args[fld] = _shape(value, kind, fld)
     ctx = ctx or ToolContext(host=host, run_id="adhoc", auto_approve=True)
     detail = ""
+    t0 = time.perf_counter()
     try:
         res = registry.call(ctx, tool, args)
         outcome = res.status
@@ -341,22 +341,55 @@ def run_case(host: ProbeLocalHost | ProbeSSHHost, ws: Workspace, tool: str, fld:
     if escaped:
         CANARY.unlink()
     bad = host.mismatches() if isinstance(host, ProbeSSHHost) else []
-    return CaseOutcome(tool, fld, outcome, escaped, bad, detail)
+    return CaseOutcome(tool, fld, outcome, escaped, bad, detail, round(time.perf_counter() - t0, 3))
 
 
-# Seconds per case on a quiet 2-core box differ 50x between tools; slow ones get fewer cases.
-_VERY_SLOW = {"nccl_sweep"}
-_SLOW = {"find_essential_patches", "bisect_patches", "backup_worktree", "fingerprint", "nccl_inventory",
-         "apply_patches"}
+# Seconds per case differ 50x between tools (a sweep or a bisection launches servers); slow ones get fewer cases.
+_VERY_SLOW = {"nccl_sweep", "bisect_patches", "nccl_inventory", "find_essential_patches", "fingerprint"}
+_SLOW = {"apply_patches", "check_env_propagation", "scan_feature_gates", "launch_server", "stash_all",
+         "nccl_promote", "breakeven_empirical", "triage_diffs", "backup_worktree"}
 
 
 def default_budget(scale: float) -> Callable[[str, str], int]:
-    """Cases per (tool, field): 30*scale for quick tools, 8*scale for slow ones, 3*scale for the sweep."""
+    """Cases per (tool, field): 85*scale for quick tools, 8*scale for slow ones, 2*scale for the slowest."""
     def budget(tool: str, fld: str) -> int:
-        base = 3 if tool in _VERY_SLOW else 8 if tool in _SLOW else 30
+        base = 2 if tool in _VERY_SLOW else 8 if tool in _SLOW else 85
         return max(1, round(base * scale))
 
     return budget
+
+
+def ssh_budget(tool: str, fld: str) -> int:
+    """~100 cases over SSH: 7 per quick pair, 1 per slow pair; the slowest tools only run over LocalHost."""
+    return 0 if tool in _VERY_SLOW else 1 if tool in _SLOW else 7
+
+
+def ssh_probe_factory(sshd: Any) -> Callable[[Workspace], ProbeSSHHost]:
+    """Probe hosts logged in to the test sshd (`specdoctor.testing.SSHServer`) with the dumper in the workspace."""
+    def make(ws: Workspace) -> ProbeSSHHost:
+        dumper, log = ws.root / "dumper.sh", ws.root / "argv"
+        dumper.write_text(DUMPER)
+        log.mkdir(mode=0o777)
+        os.chmod(log, 0o777)
+        return ProbeSSHHost(sshd.host, user=sshd.user, port=sshd.port, identity_files=[str(sshd.key_path)],
+                            known_hosts=str(sshd.known_hosts), allow_agent=False,
+                            ssh_config=str(sshd.root / "ssh_config"), ws=ws, dumper=str(dumper), log=str(log),
+                            base_env={"HOME": ws.home, "GIT_CEILING_DIRECTORIES": str(ws.root)})
+
+    return make
+
+
+def _fuzz_pair(camp: Campaign, host: Any, ws: Workspace, pair: tuple[str, str, str], n: int) -> None:
+    ctx = ToolContext(host=host, run_id="adhoc", auto_approve=True)  # one backup per pair
+
+    @settings(max_examples=n, deadline=None, database=None, derandomize=True,
+              phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(value=hostile_text())
+    def one(value: str) -> None:
+        camp.cases.append(run_case(host, ws, *pair, value, ctx=ctx))
+
+    one()
+    registry.call(ctx, "stop_server", {"grace_s": 1})
 
 
 def run_campaign(host_factory: Callable[[Workspace], Any], budget: int | Callable[[str, str], int], *,
@@ -372,17 +405,9 @@ def run_campaign(host_factory: Callable[[Workspace], Any], budget: int | Callabl
         try:
             for tool, fld, kind in pairs:
                 n = budget if isinstance(budget, int) else budget(tool, fld)
-                ctx = ToolContext(host=host, run_id="adhoc", auto_approve=True)  # one backup per pair
-
-                @settings(max_examples=n, deadline=None, database=None, derandomize=True,
-                          phases=[Phase.explicit, Phase.generate], suppress_health_check=list(HealthCheck))
-                @given(value=hostile_text())
-                def one(value: str) -> None:
-                    camp.cases.append(run_case(host, ws, *current, value, ctx=ctx))
-
-                current = (tool, fld, kind)
-                one()
-                registry.call(ctx, "stop_server", {"grace_s": 1})
+                if n <= 0:
+                    continue
+                _fuzz_pair(camp, host, ws, (tool, fld, kind), n)
             camp.commands = host.rec.commands
         finally:
             host.close()

@@ -197,9 +197,12 @@ def _q(twin: dict, ids: list[int] | None) -> str:
                 "    Utilization", kv(8, "Gpu", "0 %"), kv(8, "Memory", "0 %"),
                 "    Temperature", kv(8, "GPU Current Temp", f"{g['temp']} C"),
                 "    GPU Power Readings", kv(8, "Current Power Limit", f"{g['power_limit']:.2f} W"),
+                kv(8, "Default Power Limit", f"{g['power_limit']:.2f} W"),
                 kv(8, "Max Power Limit", f"{g['power_limit']:.2f} W"),
                 "    Clocks", kv(8, "Graphics", f"{g['sm']} MHz"), kv(8, "SM", f"{g['sm']} MHz"),
-                kv(8, "Memory", f"{g['mem_clk']} MHz"), "    Max Clocks", kv(8, "Graphics", f"{g['sm_max']} MHz"),
+                kv(8, "Memory", f"{g['mem_clk']} MHz"), "    Applications Clocks",
+                kv(8, "Graphics", f"{g['sm_max']} MHz"), kv(8, "Memory", f"{hw['clocks_mem_mhz']} MHz"),
+                "    Max Clocks", kv(8, "Graphics", f"{g['sm_max']} MHz"),
                 kv(8, "SM", f"{g['sm_max']} MHz"), kv(8, "Memory", f"{hw['clocks_mem_mhz']} MHz")]
         mine = [p for p in procs if p["gpu"] == g["index"]]
         if not mine:

@@ -172,9 +172,14 @@ def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     log = f"{ctx.run_dir}/{label}-{int(time.time())}-{port}.log"
     env_part = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
     run = f"setsid nohup env {env_part} {shlex.join(argv)}" if env_part else f"setsid nohup {shlex.join(argv)}"
+    # The host records the group itself, in the same command that starts it: a link dropped right after the
+    # start (before we read the pid) must not leave a server that a later stop_server/resume cannot find.
+    rest = json.dumps({"port": port, "log": log, "label": label, "time": time.time()})[1:]
     script = (f"mkdir -p {shlex.quote(ctx.run_dir)} && "
               + (f"cd {shlex.quote(args.cwd)} && " if args.cwd else "")
-              + f"{{ {run} > {shlex.quote(log)} 2>&1 < /dev/null & }} && echo $!")
+              + f"{{ {run} > {shlex.quote(log)} 2>&1 < /dev/null & }} && pid=$! && "
+              + f"printf '{{\"pgid\": %s, \"pids\": [%s], %s\\n' \"$pid\" \"$pid\" {shlex.quote(rest)} "
+              + f">> {shlex.quote(ctx.run_dir + '/started.json')}; echo $pid")
     ctx.say(f"launching {label} on port {port}")
     res = ctx.host.run(Raw(script), check="ignore", timeout=60)
     pid_s = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""

@@ -41,7 +41,7 @@ def main(names: list[str]) -> int:
         report = json.loads((out / "report.json").read_text())
         counts = _count(out / "audit.jsonl")
         culprits = sorted(report.get("stash", {}).get("culprits", []) if report.get("stash") else [])
-        ok = outcome.verdict == truth.verdict and culprits == sorted(truth.culprits)
+        ok = outcome.verdict == truth.verdict and culprits == sorted(truth.culprit_files)
         bisect = [d for d in report["decisions"] if d["step"] == "bisect" and d["status"] == "ok"]
         rows.append((name, f"{wall:.1f}", counts["launches"], _requests(report), counts["commands"],
                      outcome.verdict, ",".join(culprits) or "-", "yes" if ok else "NO",

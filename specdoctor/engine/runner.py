@@ -180,8 +180,12 @@ def _run(rec: RunRecord, host: Host, first_input: Any, view: Any, approver: Appr
         return _finish(rec, deps, values, None, started, host)
 
 
-def investigate(options: InvestigateOptions, *, view: Any = None, approver: Approver | None = None) -> RunOutcome:
-    """Run a playbook against a host and write report.md/json/html + audit.jsonl under the out folder."""
+def investigate(options: InvestigateOptions, *, view: Any = None, approver: Approver | None = None,
+                host: Host | None = None) -> RunOutcome:
+    """Run a playbook against a host and write report.md/json/html + audit.jsonl under the out folder.
+
+    `host` lets a caller pass an already open Host (it stays open; `options.host` is then only its name).
+    """
     os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")
     view = view or NullView()
     run_id = new_run_id()
@@ -190,7 +194,11 @@ def investigate(options: InvestigateOptions, *, view: Any = None, approver: Appr
     audit = AuditLog(out_dir / "audit.jsonl")
     playbook = load_playbook(options.playbook)
     playbook.check_references()
-    host = open_host(options.host, audit=audit, **_host_options(options))
+    own_host = host is None
+    if host is None:
+        host = open_host(options.host, audit=audit, **_host_options(options))
+    else:
+        host.audit = audit
     try:
         params = _params(options, host, playbook)
         view_state = StateView({"params": params})
@@ -205,7 +213,8 @@ def investigate(options: InvestigateOptions, *, view: Any = None, approver: Appr
         first = {"run_id": run_id, "params": params, "results": {}, "facts": {}, "decisions": [], "done": []}
         return _run(rec, host, first, view, approver, _advisor(options), options.dry_run)
     finally:
-        host.close()
+        if own_host:
+            host.close()
 
 
 def resume(run_id: str, *, view: Any = None, approver: Approver | None = None, yes: bool | None = None) -> RunOutcome:

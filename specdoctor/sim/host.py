@@ -20,6 +20,7 @@ class SimHost(LocalHost):
                          inherit_env=False)
         self.sandbox = sandbox
         self.hints = sandbox.hints
+        self.reopen_spec = f"sim:attach={sandbox.root}"
         self._closed = False
 
     def close(self) -> None:
@@ -30,5 +31,10 @@ class SimHost(LocalHost):
 
 
 def open_sim_host(target: str, *, audit: AuditLog | None = None, root: Path | None = None) -> SimHost:
-    """`sim:NAME` / `sim:path.yaml`: lay the scenario out (starting its running server) and return its host."""
+    """`sim:NAME` / `sim:path.yaml`: lay the scenario out (starting its running server) and return its host.
+
+    `sim:attach=ROOT` reattaches to a sandbox laid out earlier (what `specdoctor resume` uses).
+    """
+    if target.startswith("attach="):
+        return SimHost(Sandbox.attach(Path(target[len("attach="):])), audit=audit)
     return SimHost(build_sandbox(load_scenario(target), root), audit=audit)

@@ -107,6 +107,23 @@ class Sandbox:
         self.launch = launch
         self.server_log = server_log
 
+    def save(self) -> None:
+        """Record how to reattach (a later process resumes a run on the same sandbox)."""
+        data = {"scenario": self.scenario.model_dump(mode="json"), "base_env": self.base_env, "repo": self.repo,
+                "python": self.python, "hints": self.hints.model_dump(mode="json"), "port": self.port,
+                "launch": self.launch, "server_log": self.server_log}
+        (self.root / ".sim" / "sandbox.json").write_text(json.dumps(data))
+
+    @classmethod
+    def attach(cls, root: Path) -> Sandbox:
+        """The sandbox laid out earlier under `root` (by a process that may since have died)."""
+        path = Path(root) / ".sim" / "sandbox.json"
+        if not path.is_file():
+            raise ScenarioError(f"no simulated-host sandbox at {root}")
+        d = json.loads(path.read_text())
+        return cls(Scenario.model_validate(d["scenario"]), Path(root), d["base_env"], d["repo"], d["python"],
+                   HostHints.model_validate(d["hints"]), d["port"], d["launch"], d["server_log"])
+
     @property
     def pid_dir(self) -> Path:
         return self.root / "run" / "pids"
@@ -301,6 +318,7 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
                       description=sc.description)
     box = Sandbox(sc, root, base_env, str(repo), str(python), hints, chosen, launch,
                   _subst(sc.server.log, ctx))
+    box.save()
     if start_server if start_server is not None else sc.server.running:
         for attempt in range(3):  # another process may take the port between our check and the bind
             res = box.launch_server(env=dict(sc.server.running_env))
@@ -314,6 +332,7 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
             ctx["port"] = str(box.port)
             box.launch = _subst(sc.server.launch, ctx)
             box.hints.launch = box.launch
+            box.save()
     return box
 
 

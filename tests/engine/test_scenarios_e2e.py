@@ -1,0 +1,67 @@
+"""Every built-in scenario reaches its truth verdict and culprits, over LocalHost and over the loopback sshd."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from specdoctor.engine.runner import InvestigateOptions, investigate
+from specdoctor.sim import SimHost, build_sandbox, list_scenarios, load_scenario
+
+SCENARIOS = [name for name, _ in list_scenarios()]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tree_state(host, repo: str) -> str:
+    """What a user would compare: status incl. untracked, the diff, and the stash list (not specdoctor's code)."""
+    parts = [host.run(["git", "-C", repo, "status", "--porcelain=v1", "-uall"]).stdout,
+             host.run(["git", "-C", repo, "diff", "HEAD"]).stdout,
+             host.run(["git", "-C", repo, "stash", "list"]).stdout]
+    return "\n--\n".join(parts)
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECDOCTOR_HOME", str(tmp_path / "home"))
+
+
+@pytest.mark.parametrize("kind", ["local", "ssh"])
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_scenario_reaches_its_truth(name, kind, request, tmp_path):
+    truth = load_scenario(name).truth
+    root = Path(tempfile.mkdtemp(prefix=f"e2e-{name}-"))
+    os.chmod(root, 0o777)
+    sb = build_sandbox(load_scenario(name), root, start_server=False, port=_free_port())
+    if kind == "local":
+        host = SimHost(sb)
+    else:
+        host = request.getfixturevalue("sshd").connect(base_env=sb.base_env)
+        host.hints = sb.hints
+    try:
+        if load_scenario(name).server.running:
+            sb.start_server(host)
+        before = _tree_state(host, sb.repo)
+        out = investigate(InvestigateOptions(host=f"{kind}:{name}", yes=True, out=str(tmp_path / "out")), host=host)
+        report = json.loads(Path(out.files["json"]).read_text())
+        assert out.verdict == truth.verdict, report["summary"]
+        culprits = sorted((report.get("stash") or {}).get("culprits") or [])
+        assert culprits == sorted(truth.culprit_files)
+        if name == "single-culprit":
+            bisect = [d for d in report["decisions"] if d["step"] == "bisect"][0]
+            launches = int(bisect["found"].split(" in ")[1].split()[0])
+            assert launches <= 5, bisect["found"]
+        assert _tree_state(host, sb.repo) == before
+        assert report["meta"]["status"] == "complete"
+    finally:
+        host.close()
+        sb.remove()

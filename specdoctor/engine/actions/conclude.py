@@ -19,19 +19,30 @@ def conclude(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     out = ActionOutcome(summary=f"verdict {verdict.verdict} ({verdict.confidence:.0%}): {verdict.sentence}")
     out.facts = {"verdict": verdict.model_dump(), "game_plan": [a.model_dump() for a in plan]}
     if deps.advisor is not None:
-        verdict, plan = deps.advisor.refine(view, verdict, plan)
-        narrative = deps.advisor.narrate(view, verdict, plan)
-        if narrative is not None:
-            out.facts["narrative"] = {**narrative.model_dump(), "llm_made": True, "model": deps.advisor.model}
-        unknown = [f for f in ((view.output("triage") or {}).get("files") or [])
-                   if f.get("subsystem") in (None, "unknown")]
-        guesses = deps.advisor.triage_unknown(unknown)
-        if guesses:
-            out.facts["llm_triage"] = [{**g.model_dump(), "llm_made": True} for g in guesses]
+        try:
+            _advise(deps, view, verdict, plan, out)
+        except Exception as exc:  # the LLM is optional: its failure costs prose, never the run
+            out.decisions.append(Decision(step=step.id, title=step.title, status="error",
+                                          checked="LLM advisor (narrative, triage of unknown files)",
+                                          found=f"LLM advisor failed: {type(exc).__name__}: {str(exc)[:200]}",
+                                          decided="report without LLM passages", why="the rules' verdict stands",
+                                          llm_made=True))
     out.decisions.append(Decision(step=step.id, title=step.title, checked="all findings and measurements",
                                   found="; ".join(verdict.reasons), decided=f"verdict {verdict.verdict}",
                                   why=verdict.sentence, llm_made=verdict.llm_made))
     return out
+
+
+def _advise(deps, view: StateView, verdict, plan, out: ActionOutcome) -> None:
+    """Narrative and triage refinements from the LLM advisor, marked as LLM-made."""
+    narrative = deps.advisor.narrate(view, verdict, plan)
+    if narrative is not None:
+        out.facts["narrative"] = {**narrative.model_dump(), "llm_made": True, "model": deps.advisor.model}
+    unknown = [f for f in ((view.output("triage") or {}).get("files") or [])
+               if f.get("subsystem") in (None, "unknown")]
+    guesses = deps.advisor.triage_unknown(unknown)
+    if guesses:
+        out.facts["llm_triage"] = [{**g.model_dump(), "llm_made": True} for g in guesses]
 
 
 @action("read")
@@ -54,7 +65,14 @@ def llm_explore(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutc
             return ToolResult(tool=name, status="needs_approval", summary=f"{name} is not a read-only tool; refused")
         return registry.call(ctx, name, tool_args)
 
-    trail = deps.advisor.explore(view, call_read_tool, openai_schemas(("read",)))
+    try:
+        trail = deps.advisor.explore(view, call_read_tool, openai_schemas(("read",)))
+    except Exception as exc:  # an unreachable or confused LLM costs the exploration, never the run
+        out.status, out.summary = "error", f"LLM exploration failed: {type(exc).__name__}: {str(exc)[:200]}"
+        out.decisions.append(Decision(step=step.id, title=step.title, status="error", checked="LLM exploration",
+                                      found=out.summary, decided="continued without it", why="the LLM is optional",
+                                      llm_made=True))
+        return out
     out.facts["llm_explore"] = trail
     out.summary = f"LLM explored {sum(1 for t in trail if t['tool'])} read-only tool calls"
     for t in trail:

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
 from embed.openai_stub import OpenAIStub, Reply, ToolCall
+
 from specdoctor.engine.runner import InvestigateOptions, investigate
 from specdoctor.sim import open_sim_host
 

@@ -159,18 +159,28 @@ def game_plan(v: StateView, verdict: Verdict) -> list[PlanAction]:
             risk="medium (NCCL debugging knobs; revisit on NCCL upgrade)",
             detail="promoted from the NCCL sweep and confirmed by an end-to-end A/B"))
     if spec is not None and base is not None and tau_star is not None and (tau is None or tau < tau_star * 1.2):
-        need = next((t for t in targets if isinstance(t, dict) and abs(_get(t, "speedup", default=0) - 1.2) < 1e-6),
-                    None) or (targets[0] if targets and isinstance(targets[0], dict) else {})
-        a_need, t_need = _get(need, "alpha_needed", "alpha"), _get(need, "tau_needed", "tau")
-        speedup = _get(need, "speedup", default=1.2)
+        reachable = [t for t in targets if isinstance(t, dict) and _get(t, "alpha_needed", "alpha") is not None]
+        even = next((t for t in reachable if abs(_get(t, "speedup", default=0) - 1.0) < 1e-6), None)
+        best = max(reachable, key=lambda t: _get(t, "speedup", default=0), default=None)
+        title = "Improve the drafter's acceptance (fine-tune the draft head on the served model's outputs)"
+        if even:
+            title += (f": τ ≥ {_get(even, 'tau_needed', 'tau'):.2f} (α ≥ {_get(even, 'alpha_needed', 'alpha'):.2f}) "
+                      "just to break even")
+        if best and best is not even:
+            title += (f"; τ ≥ {_get(best, 'tau_needed', 'tau'):.2f} (α ≥ {_get(best, 'alpha_needed', 'alpha'):.2f}) "
+                      f"for {_get(best, 'speedup'):g}×")
+        speedup = _get(best, "speedup", default=1.0) if best else 1.0
         target_tps = base * speedup
+        unreachable = [t for t in targets if isinstance(t, dict) and _get(t, "alpha_needed", "alpha") is None]
         actions.append(PlanAction(
-            title=f"Improve the drafter's acceptance: fine-tune the draft head to τ ≥ {t_need or tau_star:.2f}"
-                  + (f" (α ≥ {a_need:.2f})" if a_need is not None else ""),
+            title=title,
             expected_gain=f"+{target_tps - spec:.1f} tok/s vs today's speculative ({speedup:g}× baseline)",
             gain_tps=target_tps - spec, basis="modelled", cost="high (training data + GPU days)", risk="low",
             detail=f"break-even τ* = {tau_star:.2f} vs measured τ = {tau if tau is not None else float('nan'):.2f}; "
-                   "below τ* speculation is slower than plain decoding"))
+                   "below τ* speculation is slower than plain decoding"
+                   + ("; " + ", ".join(f"{_get(t, 'speedup'):g}× needs τ {_get(t, 'tau_needed', 'tau'):.2f}, "
+                                        "out of reach at this k (more draft steps)" for t in unreachable)
+                      if unreachable else "")))
         if spec < base:
             actions.append(PlanAction(
                 title="Serve without speculation until the drafter clears break-even",

@@ -130,7 +130,8 @@ def _findings(report: m.Report, v: StateView, facts: dict, res: dict, cmds: _Com
         report.findings.append(m.Finding(title=reason, severity="warning"))
     spec = (facts.get("measure") or {}).get("spec") or {}
     for f in spec.get("findings") or []:
-        report.findings.append(m.Finding(title=str(f.get("title", f)) if isinstance(f, dict) else str(f),
+        title = (f.get("message") or f.get("title") or str(f)) if isinstance(f, dict) else str(f)
+        report.findings.append(m.Finding(title=title,
                                          severity="warning",
                                          evidence=[_evidence("reproduce", res.get("bench_spec_running"), cmds)]))
     gates = _g(v.output("gates"), "gates", default=[]) or []
@@ -147,8 +148,14 @@ def _findings(report: m.Report, v: StateView, facts: dict, res: dict, cmds: _Com
         report.findings.append(m.Finding(title=f"ambiguous patch-script output: {line}", severity="warning",
                                          detail="a SKIP/WARN line means the patch may not be what you think",
                                          evidence=[_evidence("subtract", res.get("subtract"), cmds)]))
-    for s in _g(v.output("triage"), "files", default=[]) or []:
-        if s.get("on_hot_path") is False:
+    for s in _g(v.output("triage"), "rows", "files", default=[]) or []:
+        if s.get("logging_only"):
+            report.findings.append(m.Finding(title=f"{s.get('path')} only adds logging: {s.get('reason', '')}",
+                                             evidence=[_evidence("triage", res.get("triage"), cmds)]))
+        elif s.get("essential"):
+            report.findings.append(m.Finding(title=f"{s.get('path')} is essential: {s.get('reason', '')}",
+                                             evidence=[_evidence("triage", res.get("triage"), cmds)]))
+        elif s.get("on_hot_path") is False:
             report.findings.append(m.Finding(title=f"{s.get('path')} is off the hot path: {s.get('reason', '')}",
                                              evidence=[_evidence("triage", res.get("triage"), cmds)]))
 
@@ -158,12 +165,14 @@ def _suspects(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> Non
     essentials = set(_g(v.output("essentials"), "essential", default=[]) or [])
     gated = {g.get("file"): g.get("name") for g in _g(v.output("gates"), "gates", default=[]) or []}
     bisected = v.output("bisect") is not None
-    for s in _g(v.output("triage"), "files", default=[]) or []:
+    for s in _g(v.output("triage"), "rows", "files", default=[]) or []:
         path = s.get("path", "")
         outcome = ("culprit" if path in culprits or s.get("patch_id") in culprits else
-                   "essential" if path in essentials else "cleared" if bisected else "untested")
+                   "essential" if path in essentials or s.get("essential") else
+                   "cleared" if bisected else "untested")
         report.suspects.append(m.Suspect(
-            path=path, subsystem=s.get("subsystem"), on_hot_path=s.get("on_hot_path"), reason=s.get("reason", ""),
+            path=path, subsystem=" / ".join(x for x in (s.get("subsystem"), s.get("detail")) if x) or None,
+            on_hot_path=s.get("on_hot_path"), reason=s.get("reason", ""),
             gated=gated.get(path), logging_only=bool(s.get("logging_only")), priority=s.get("priority"),
             bisection=outcome, evidence=_evidence("triage", res.get("triage"), cmds)))
 

@@ -73,7 +73,11 @@ class StateView:
             node = self.facts
         else:
             node = self.output(head)
-        for part in rest.split(".") if rest else []:
+        parts = rest.split(".") if rest else []
+        for i, part in enumerate(parts):
+            if part == "*" and isinstance(node, list):  # `rows.*.path`: the field of every item
+                tail = ".".join(parts[i + 1:])
+                return [StateView({"facts": item}).get(f"facts.{tail}") if tail else item for item in node]
             if isinstance(node, dict) and part in node:
                 node = node[part]
             elif isinstance(node, list) and part.isdigit() and int(part) < len(node):

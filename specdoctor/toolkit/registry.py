@@ -71,6 +71,10 @@ class ToolRegistry:
         self._tools[tool_name] = spec
         return spec
 
+    def unregister(self, name: str) -> None:
+        """Remove a tool (tests and embedders that register temporary tools clean up with this)."""
+        self._tools.pop(name, None)
+
     def get(self, name: str) -> ToolSpec:
         load_builtin_tools()
         try:

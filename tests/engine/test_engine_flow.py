@@ -49,16 +49,18 @@ def _t_crash_once(ctx: ToolContext, args: _In) -> _Out:
     return _Out(written="second time")
 
 
-for fn, eff in ((_t_write, "mutate"), (_t_fail, "read"), (_t_crash_once, "read")):
-    try:
-        registry.register(fn, effect=eff, name=fn.__name__.lstrip("_"))
-    except Exception:  # already registered by an earlier import of this module
-        pass
+_TEST_TOOLS = ((_t_write, "mutate"), (_t_fail, "read"), (_t_crash_once, "read"))
 
 
 @pytest.fixture(autouse=True)
-def _home(tmp_path, monkeypatch):
+def _test_tools(tmp_path, monkeypatch):
+    """Temporary tools in the global registry, removed afterwards (other tests list every tool)."""
     monkeypatch.setenv("SPECDOCTOR_HOME", str(tmp_path / "home"))
+    for fn, eff in _TEST_TOOLS:
+        registry.register(fn, effect=eff, name=fn.__name__.lstrip("_"))
+    yield
+    for fn, _ in _TEST_TOOLS:
+        registry.unregister(fn.__name__.lstrip("_"))
 
 
 def _playbook(tmp_path: Path, steps: str) -> str:

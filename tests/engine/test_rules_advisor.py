@@ -54,6 +54,6 @@ def test_game_plan_is_led_by_the_drafter_when_speculation_loses():
     view = _state(measure=MEASURE, claims={"spec": {"claimed": 94, "outcome": "DIFFERENT"}},
                   subtraction={"outcome": "SAME"}, results={"breakeven": be})
     plan = game_plan(view, decide_verdict(view))
-    assert "drafter" in plan[0].title and "α ≥ 0.80" in plan[0].title
+    assert "drafter" in plan[0].title and "α ≥ 0.68" in plan[0].title and "α ≥ 0.80" in plan[0].title
     assert plan[0].basis == "modelled" and plan[0].gain_tps and plan[0].gain_tps > 30
     assert plan[-1].title.startswith("Record an environment fingerprint")

@@ -38,7 +38,8 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except SpecdoctorError as exc:
-        err_console.print(f"specdoctor: error [{exc.code}]: {exc}", markup=False)
+        one_line = " ".join(str(exc).split())  # e.g. a YAML or pydantic message spans lines: the contract is one
+        err_console.print(f"specdoctor: error [{exc.code}]: {one_line}", markup=False)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         err_console.print("specdoctor: interrupted", markup=False)

@@ -78,7 +78,11 @@ def map_paramiko_exceptions(target: str, tried: str = "") -> Iterator[None]:
         raise HostUnreachable(f"cannot resolve {target}: {exc.strerror or exc}") from None
     except (TimeoutError, ConnectionRefusedError, OSError, paramiko.ssh_exception.NoValidConnectionsError) as exc:
         raise HostUnreachable(f"cannot connect to {target}: {getattr(exc, 'strerror', None) or exc}") from None
-    except (paramiko.SSHException, EOFError) as exc:
+    except paramiko.SSHException as exc:
+        if "authentication methods" in str(exc):  # no key given, none in ~/.ssh, an agent with no keys
+            raise HostAuthFailed(f"authentication failed for {target} (tried: {tried or 'nothing'}): {exc}") from None
+        raise ConnectionLost(f"SSH connection to {target} failed: {exc}") from None
+    except EOFError as exc:
         raise ConnectionLost(f"SSH connection to {target} failed: {exc}") from None
 
 
@@ -137,10 +141,15 @@ class SSHHost(Host):
         if self.identity_files:
             parts.append("keys " + ", ".join(self.identity_files))
         if self.allow_agent:
+            agent = None
             try:
-                n = len(paramiko.Agent().get_keys())
+                agent = paramiko.Agent()
+                n = len(agent.get_keys())
             except Exception:
                 n = 0
+            finally:
+                if agent is not None:
+                    agent.close()  # an unclosed agent socket leaks (ResourceWarning)
             parts.append(f"ssh-agent ({n} keys)")
         return "; ".join(parts)
 
@@ -161,19 +170,23 @@ class SSHHost(Host):
             assert transport is not None
             with map_paramiko_exceptions(self.name):
                 sock = transport.open_channel("direct-tcpip", (self.hostname, self.port), ("127.0.0.1", 0))
-        with map_paramiko_exceptions(self.name, self._tried()):
-            client.connect(
-                self.hostname,
-                port=self.port,
-                username=self.user,
-                key_filename=self.identity_files or None,  # type: ignore[arg-type]  # paramiko takes a list too
-                allow_agent=self.allow_agent,
-                look_for_keys=not self.identity_files,
-                timeout=self.connect_timeout,
-                banner_timeout=self.connect_timeout,
-                auth_timeout=self.connect_timeout,
-                sock=sock,
-            )
+        try:
+            with map_paramiko_exceptions(self.name, self._tried()):
+                client.connect(
+                    self.hostname,
+                    port=self.port,
+                    username=self.user,
+                    key_filename=self.identity_files or None,  # type: ignore[arg-type]  # paramiko takes a list too
+                    allow_agent=self.allow_agent,
+                    look_for_keys=not self.identity_files,
+                    timeout=self.connect_timeout,
+                    banner_timeout=self.connect_timeout,
+                    auth_timeout=self.connect_timeout,
+                    sock=sock,
+                )
+        except HostError:
+            client.close()  # the failed attempt's transport thread and agent socket
+            raise
         transport = client.get_transport()
         if transport is not None and transport.sock is not None and isinstance(transport.sock, socket.socket):
             # Without TCP_NODELAY every command waits ~45 ms on Nagle + delayed ACK.

@@ -1,0 +1,28 @@
+"""Bad input at the CLI (hosts, keys, host keys, specs, options, files): one line, stable exit code, no traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from specdoctor.testing import SSHServer
+
+from .badinput import run_bad_campaign
+
+
+def test_every_bad_input_is_one_line_with_its_exit_code(sshd: SSHServer, tmp_path: Path):
+    outcomes = run_bad_campaign(sshd, tmp_path)
+    assert len(outcomes) >= 20
+    bad = [o for o in outcomes if not o.one_line]
+    assert not bad, "\n".join(f"{o.case.name}: exit {o.code}: {o.stderr.strip()[-400:]}" for o in bad)
+
+
+def test_nothing_is_written_on_the_host_when_it_cannot_be_reached(sshd: SSHServer, tmp_path: Path):
+    """Refused connections (auth, host key) leave no ~/.specdoctor on the host and no run record locally."""
+    with sshd.connect() as h:
+        before = h.run(["ls", "-a", h.home()]).stdout
+    outcomes = run_bad_campaign(sshd, tmp_path, only=lambda c: c.kind in ("host-auth", "host-key",
+                                                                           "host-unreachable"))
+    assert len(outcomes) == 7 and all(o.one_line for o in outcomes)
+    with sshd.connect() as h:
+        assert h.run(["ls", "-a", h.home()]).stdout == before
+    assert not (tmp_path / "sdhome" / "runs").exists() or not any((tmp_path / "sdhome" / "runs").iterdir())

@@ -92,8 +92,8 @@ class LLMAdvisor:
                                                                default=str)[:20000])}]
         trail: list[dict[str, Any]] = []
         for _ in range(self.max_tool_steps):
-            resp = self.client.chat.completions.create(model=self.model, messages=messages, tools=schemas,
-                                                       temperature=0)
+            resp = self.client.chat.completions.create(model=self.model, messages=messages,  # type: ignore[arg-type]
+                                                       tools=schemas, temperature=0)  # type: ignore[arg-type]
             msg = resp.choices[0].message
             calls = msg.tool_calls or []
             if not calls:
@@ -103,12 +103,14 @@ class LLMAdvisor:
             messages.append({"role": "assistant", "content": msg.content or "",
                              "tool_calls": [c.model_dump() for c in calls]})
             for c in calls:
+                fn = getattr(c, "function", None)  # custom (non-function) tool calls are not ours to run
+                name = getattr(fn, "name", "") or ""
                 try:
-                    args = json.loads(c.function.arguments or "{}")
+                    args = json.loads(getattr(fn, "arguments", None) or "{}")
                 except json.JSONDecodeError:
                     args = {}
-                result = call_read_tool(c.function.name, args)
-                trail.append({"tool": c.function.name, "args": args, "summary": result.summary,
+                result = call_read_tool(name, args)
+                trail.append({"tool": name, "args": args, "summary": result.summary,
                               "status": result.status})
                 messages.append({"role": "tool", "tool_call_id": c.id,
                                  "content": json.dumps(result.model_dump(mode="json"), default=str)[:8000]})

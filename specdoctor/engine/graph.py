@@ -129,7 +129,7 @@ def make_node(step: Step):
 
 def compile_playbook(playbook: Playbook, checkpointer: Any = None):
     """A compiled graph: START → step 1 → … → END, with the checkpointer attached."""
-    graph: StateGraph = StateGraph(RunState, context_schema=RunDeps)
+    graph: StateGraph = StateGraph(RunState, context_schema=RunDeps)  # type: ignore[arg-type]
     previous = START
     for step in playbook.steps:
         graph.add_node(step.id, make_node(step))

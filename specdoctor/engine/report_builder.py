@@ -245,19 +245,32 @@ def _nccl(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> None:
     if not sweep:
         return
     rows = []
-    for r in _g(sweep, "rows", "configs", default=[]) or []:
-        pts = [m.NcclPoint(size_bytes=int(p.get("size_bytes") or p.get("size")),
-                           latency_us=float(p.get("latency_us") or p.get("time_us")))
-               for p in r.get("points") or [] if (p.get("size_bytes") or p.get("size")) is not None]
-        rows.append(m.NcclRow(config=str(r.get("config") or r.get("label")), env=r.get("env") or {}, points=pts,
-                              promoted=bool(r.get("promoted"))))
+    for r in _g(sweep, "results", "rows", default=[]) or []:
+        pts = [m.NcclPoint(size_bytes=int(p["size"]), latency_us=float(p["latency_us"]))
+               for p in r.get("points") or [] if p.get("size") is not None and p.get("latency_us") is not None]
+        rows.append(m.NcclRow(config=str(r.get("label") or "default"), env=r.get("env") or {}, points=pts,
+                              promoted=bool(r.get("promote"))))
     promo = v.output("nccl_promote") or {}
     ab = []
-    for a in _g(promo, "ab", "results", default=[]) or []:
-        ab.append(m.MetricComparison(metric=str(a.get("config") or a.get("label") or "promoted"),
-                                     samples=a.get("samples") or [], median=a.get("median"),
+    for a in _g(promo, "results", default=[]) or []:
+        if a.get("skipped"):
+            continue
+        ab.append(m.MetricComparison(metric=str(a.get("label") or "promoted"), samples=a.get("samples") or [],
+                                     median=a.get("median"), ci_low=a.get("ci_low"), ci_high=a.get("ci_high"),
                                      pct_change=a.get("pct_change"), outcome=_outcome(a.get("outcome")),
                                      p_value=a.get("p_value")))
-    report.nccl = m.NcclSection(tp=_g(sweep, "tp", "tp_size"), rows=rows, ab=ab,
-                                propagated=_g(promo, "propagated", default=None),
+    results = _g(promo, "results", default=[]) or []
+    propagated = all(a.get("propagated") for a in results) if results else None
+    if promo.get("launcher_drops"):
+        propagated = False
+    report.nccl = m.NcclSection(tp=_g(sweep, "tp"), rows=rows, ab=ab, propagated=propagated,
                                 evidence=_evidence("nccl", res.get("nccl"), cmds))
+    if promo.get("launcher_report"):
+        report.findings.append(m.Finding(title=promo["launcher_report"], severity="critical",
+                                         evidence=[_evidence("nccl_promote", res.get("nccl_promote"), cmds)]))
+    if promo.get("best"):
+        report.findings.append(m.Finding(
+            title=f"NCCL setting {promo['best']} wins end to end ({promo.get('best_gain_pct', 0):+.1f} % tok/s); "
+                  f"{promo.get('where_to_set', '')}",
+            detail=promo.get("not_sitecustomize", ""),
+            evidence=[_evidence("nccl_promote", res.get("nccl_promote"), cmds)]))

@@ -124,6 +124,12 @@ def _interconnect(kinds: dict[str, int]) -> str | None:
     return f"NVLink ({', '.join(sorted(nv))})" if nv else f"PCIe ({', '.join(sorted(kinds))})"
 
 
+def _other_process_names(procs: list[Any]) -> list[Any]:
+    """Sorted names of the GPU processes that are not the server (they compete with it for the GPUs)."""
+    return sorted({n for p in procs
+                   if isinstance(p, dict) and not p.get("server") and (n := p.get("name")) is not None})
+
+
 @tool(effect="read")
 def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
     """Record driver, CUDA, NCCL version (and its source), GPUs, clocks, power, PCIe, topology, GPU processes,
@@ -154,16 +160,19 @@ def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
             except ValueError:
                 return float(qval) if qval is not None else None
 
-        gen, gen_max = num("pcie.link.gen.current", qg and qg.pcie_gen_current), num("pcie.link.gen.max", qg and qg.pcie_gen_max)
-        w, w_max = num("pcie.link.width.current", qg and qg.pcie_width_current), num("pcie.link.width.max", qg and qg.pcie_width_max)
+        gen = num("pcie.link.gen.current", qg.pcie_gen_current if qg else None)
+        gen_max = num("pcie.link.gen.max", qg.pcie_gen_max if qg else None)
+        w = num("pcie.link.width.current", qg.pcie_width_current if qg else None)
+        w_max = num("pcie.link.width.max", qg.pcie_width_max if qg else None)
+        index = row.get("index") or ""
         fp.gpus.append(GpuFingerprint(
-            index=int(row["index"]) if (row.get("index") or "").isdigit() else i,
+            index=int(index) if index.isdigit() else i,
             name=(qg.name if qg and qg.name else row.get("name")),  # -q's Product Name is the full name
             uuid=row.get("uuid"), bus_id=row.get("pci.bus_id"),
-            sm_clock_mhz=num("clocks.sm", qg and qg.sm_clock_mhz),
-            max_sm_clock_mhz=num("clocks.max.sm", qg and qg.max_sm_clock_mhz),
-            mem_clock_mhz=num("clocks.mem", qg and qg.mem_clock_mhz),
-            power_limit_w=num("power.limit", qg and qg.power_limit_w),
+            sm_clock_mhz=num("clocks.sm", qg.sm_clock_mhz if qg else None),
+            max_sm_clock_mhz=num("clocks.max.sm", qg.max_sm_clock_mhz if qg else None),
+            mem_clock_mhz=num("clocks.mem", qg.mem_clock_mhz if qg else None),
+            power_limit_w=num("power.limit", qg.power_limit_w if qg else None),
             pcie_gen=int(gen) if gen else None, pcie_gen_max=int(gen_max) if gen_max else None,
             pcie_width=int(w) if w else None, pcie_width_max=int(w_max) if w_max else None,
             persistence_mode=row.get("persistence_mode") or (qg.persistence_mode if qg else None)))
@@ -244,13 +253,16 @@ def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
 
 # -- diff ------------------------------------------------------------------------------------------------
 
+Impact = Literal["high", "medium", "low"]
+
+
 class Change(BaseModel):
     """One difference between two fingerprints (a = earlier/good, b = now), ranked by suspicion."""
 
     key: str
     before: str | None = None
     after: str | None = None
-    impact: Literal["high", "medium", "low"] = "low"
+    impact: Impact = "low"
     rank: int = Field(description="Lower = more suspicious.")
     why: str = ""
 
@@ -284,7 +296,7 @@ def _flat_env(v: Any) -> dict[str, str]:
     if all(isinstance(x, dict) for x in v.values()):
         first = v[sorted(v, key=lambda k: (len(str(k)), str(k)))[0]]
         return {str(k): str(x) for k, x in first.items()}
-    return {str(k): (str(x) if x is not None else None) for k, x in v.items() if x is not None}  # type: ignore[misc]
+    return {str(k): str(x) for k, x in v.items() if x is not None}
 
 
 def _s(v: Any) -> str | None:
@@ -331,18 +343,18 @@ def diff_fingerprints(a: dict[str, Any] | Fingerprint, b: dict[str, Any] | Finge
             ch.append(Change(key=f"worker_env.{name}", before=ea.get(name), after=eb.get(name),
                              impact="high" if nccl else "medium", rank=(0 if nccl else 20) + (0 if name not in eb else 1),
                              why=why))
-    order = [("nccl_version", 10, "high"), ("driver", 30, "high"), ("cuda_driver", 31, "high"),
+    order: list[tuple[str, int, Impact]] = [("nccl_version", 10, "high"), ("driver", 30, "high"), ("cuda_driver", 31, "high"),
              ("cuda_runtime", 32, "high"), ("torch_version", 33, "medium"), ("interconnect", 40, "high"),
              ("cpu_governor", 60, "medium"), ("sglang_version", 70, "medium"), ("server_version", 71, "medium"),
              ("commit", 72, "medium"), ("dirty_files", 73, "low"), ("python", 80, "low")]
     for key, rank, impact in order:
         if key in da and key in db and _s(da[key]) != _s(db[key]):
-            ch.append(Change(key=key, before=_s(da[key]), after=_s(db[key]), impact=impact, rank=rank))  # type: ignore[arg-type]
+            ch.append(Change(key=key, before=_s(da[key]), after=_s(db[key]), impact=impact, rank=rank))
     if isinstance(da.get("gpus"), list) and isinstance(db.get("gpus"), list):
         ga, gb = da["gpus"], db["gpus"]
         if len(ga) != len(gb):
             ch.append(Change(key="gpus.count", before=str(len(ga)), after=str(len(gb)), impact="high", rank=35))
-        fields = [("name", 36, "high"), ("pcie_gen", 50, "medium"), ("pcie_width", 50, "medium"),
+        fields: list[tuple[str, int, Impact]] = [("name", 36, "high"), ("pcie_gen", 50, "medium"), ("pcie_width", 50, "medium"),
                   ("power_limit_w", 51, "medium"), ("max_sm_clock_mhz", 52, "medium"), ("persistence_mode", 53, "low"),
                   ("sm_clock_mhz", 90, "low"), ("mem_clock_mhz", 90, "low")]
         for i, (x, y) in enumerate(zip(ga, gb, strict=False)):
@@ -352,15 +364,14 @@ def diff_fingerprints(a: dict[str, Any] | Fingerprint, b: dict[str, Any] | Finge
                 continue
             for f, rank, impact in fields:
                 if f in x and f in y and _s(x[f]) != _s(y[f]):
-                    ch.append(Change(key=f"gpus[{i}].{f}", before=_s(x[f]), after=_s(y[f]), impact=impact,  # type: ignore[arg-type]
+                    ch.append(Change(key=f"gpus[{i}].{f}", before=_s(x[f]), after=_s(y[f]), impact=impact,
                                      rank=rank))
     ka = (da.get("topology") or {}).get("kinds") if isinstance(da.get("topology"), dict) else None
     kb = (db.get("topology") or {}).get("kinds") if isinstance(db.get("topology"), dict) else None
     if ka is not None and kb is not None and ka != kb:
         ch.append(Change(key="topology.kinds", before=_s(ka), after=_s(kb), impact="high", rank=41))
     if isinstance(da.get("gpu_processes"), list) and isinstance(db.get("gpu_processes"), list):
-        oa = sorted({p.get("name") for p in da["gpu_processes"] if isinstance(p, dict) and not p.get("server")} - {None})
-        ob = sorted({p.get("name") for p in db["gpu_processes"] if isinstance(p, dict) and not p.get("server")} - {None})
+        oa, ob = _other_process_names(da["gpu_processes"]), _other_process_names(db["gpu_processes"])
         if oa != ob:
             ch.append(Change(key="gpu_processes.others", before=_s(oa), after=_s(ob), impact="medium", rank=55,
                              why="other processes share the GPUs"))

@@ -201,7 +201,10 @@ def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
             result.log_tail = redact_text(tail[-4000:])
             if alive:
                 _kill_group(ctx.host, pgid)
-            why = "the server process exited" if not alive else f"fatal line in the log: {fatal.group(0)!r}"
+            if not alive or fatal is None:  # still alive here means a fatal line matched
+                why = "the server process exited"
+            else:
+                why = f"fatal line in the log: {fatal.group(0)!r}"
             raise Unresolved(f"{label} failed to start ({why}); log tail:\n{result.log_tail[-1500:]}", output=result)
         if _health(ctx.host, port):
             result.ready_seconds = round(time.monotonic() - t0, 2)

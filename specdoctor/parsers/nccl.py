@@ -192,7 +192,8 @@ def _json_half(obj: object) -> PlaceResult | None:
         v = obj.get(key)
         return float(v) if isinstance(v, int | float) else None
 
-    per = obj.get("per_iter") if isinstance(obj.get("per_iter"), dict) else {}
+    raw_per = obj.get("per_iter")
+    per = raw_per if isinstance(raw_per, dict) else {}
     return PlaceResult(time_us=f("time") if "time" in obj else f("cpu_time"), algbw=f("alg_bw"), busbw=f("bus_bw"),
                        wrong=f("nwrong"), per_iter={k: float(v) for k, v in per.items() if isinstance(v, int | float)})
 
@@ -205,7 +206,8 @@ def parse_nccl_tests_json(text: str) -> NcclTestsRun:
         raise ValueError(f"not nccl-tests JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise ValueError("not nccl-tests JSON: no 'results' list")
-    cfg = doc.get("config") if isinstance(doc.get("config"), dict) else {}
+    raw_cfg = doc.get("config")
+    cfg = raw_cfg if isinstance(raw_cfg, dict) else {}
     args = doc.get("args") if isinstance(doc.get("args"), list) else []
     collective = doc.get("collective")
     if collective is None and args:

@@ -115,7 +115,11 @@ class LaunchArgs(BaseModel):
 
     @property
     def speculative(self) -> bool:
-        return bool(self.speculative_algorithm) and self.speculative_algorithm.upper() != "NONE"
+        """Whether a draft algorithm is on (unset, empty and NONE all mean off)."""
+        alg = self.speculative_algorithm
+        if not alg:
+            return False
+        return alg.upper() != "NONE"
 
     def as_args(self) -> dict[str, Any]:
         """The server args as a flat dict (what `find_server_processes` reports)."""

@@ -159,6 +159,25 @@ def _stop(ctx: ToolContext, started: dict[str, Any]) -> None:
     call_tool(ctx, "stop_server", {"pgid": started["pgid"]} if started.get("pgid") is not None else {})
 
 
+def _simplest_equivalent(best: PromotedResult, measured: list[PromotedResult],
+                         out: NcclPromotion) -> PromotedResult:
+    """Among winners the comparator cannot tell apart from the best, recommend the one with the fewest knobs.
+
+    Every extra NCCL variable is a debugging knob someone must revisit on the next upgrade; screening noise
+    easily attaches a passenger (e.g. CHANNELS=16) to the variable that does the work (e.g. PROTO=LL).
+    """
+    choice = best
+    for res in measured:
+        if res is best or res.outcome != "DIFFERENT" or res.verdict != "better" or len(res.env) >= len(choice.env):
+            continue
+        if compare(best.samples, res.samples, unit="tok/s", higher_is_better=True).outcome != "DIFFERENT":
+            choice = res
+    if choice is not best:
+        out.notes.append(f"{choice.label} is recommended over {best.label}: the comparator cannot tell their "
+                         "end-to-end throughput apart, and it sets fewer NCCL variables")
+    return choice
+
+
 @tool(effect="disrupt")
 def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
     """End-to-end A/B of promoted NCCL settings: relaunch under each, prove every TP worker has it, then compare.
@@ -215,6 +234,7 @@ def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
         if c.outcome == "DIFFERENT" and c.verdict == "better" and (best is None or (res.pct_change or 0) > (best.pct_change or 0)):
             best = res
     if best is not None:
+        best = _simplest_equivalent(best, measured, out)
         out.best, out.best_gain_pct, out.best_delta_ci = best.label, best.pct_change, best.delta_ci
         if best.experiment_only:
             out.notes.append(f"{', '.join(best.experiment_only)}: {EXPERIMENT_NOTE}")

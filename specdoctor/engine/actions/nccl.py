@@ -15,8 +15,15 @@ def promote_nccl(deps, view: StateView, step, args: dict[str, Any]) -> ActionOut
     """Relaunch under each configuration the comparator called better, prove the workers see it, compare."""
     out = ActionOutcome()
     sweep = view.output("nccl") or {}
-    candidates = [{"label": r.get("label"), "env": r.get("env") or {}} for r in sweep.get("results") or []
-                  if r.get("promote")]
+    results = sweep.get("results") or []
+    candidates = [{"label": r.get("label"), "env": r.get("env") or {}} for r in results if r.get("promote")]
+    # Also try each single variable of a promoted setting on its own: the one doing the work may be alone.
+    singles = {r.get("label"): r for r in results if len(r.get("env") or {}) == 1}
+    for c in list(candidates):
+        for k, v in c["env"].items():
+            single = next((r for r in singles.values() if (r.get("env") or {}) == {k: v}), None)
+            if single and single.get("label") not in {x["label"] for x in candidates}:
+                candidates.append({"label": single.get("label"), "env": single.get("env") or {}})
     launch = view.get("facts.launch")
     if not candidates or not launch:
         out.status = "skipped"

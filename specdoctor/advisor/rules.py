@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from specdoctor.engine.state import StateView
+from specdoctor.engine.state import StateView, pick
 
 __all__ = ["Verdict", "PlanAction", "decide_verdict", "game_plan", "VerdictName"]
 
@@ -36,28 +36,20 @@ class PlanAction(BaseModel):
     detail: str = ""
 
 
-def _get(d: Any, *names: str, default: Any = None) -> Any:
-    if not isinstance(d, dict):
-        return default
-    for n in names:
-        if d.get(n) is not None:
-            return d[n]
-    return default
-
 
 def _enabled_gates(v: StateView) -> list[dict[str, Any]]:
-    gates = _get(v.output("gates") or {}, "gates", default=[]) or []
+    gates = pick(v.output("gates") or {}, "gates", default=[]) or []
     return [g for g in gates if "ENABLED" in str(g.get("state", "")).upper()]
 
 
 def _dropped_vars(v: StateView) -> list[str]:
-    rows = _get(v.output("propagation") or {}, "rows", "variables", default=[]) or []
+    rows = pick(v.output("propagation") or {}, "rows", "variables", default=[]) or []
     return [r.get("name") for r in rows if "dropped" in str(r.get("status", ""))]
 
 
 def _culprits(v: StateView) -> list[str]:
     out = v.output("bisect") or {}
-    return list(_get(out, "culprits", default=[]) or [])
+    return list(pick(out, "culprits", default=[]) or [])
 
 
 def decide_verdict(v: StateView) -> Verdict:
@@ -83,7 +75,7 @@ def decide_verdict(v: StateView) -> Verdict:
     if dropped:
         reasons.append(f"{', '.join(dropped)} set in the launch shell/parent but absent in every worker")
         diff = v.output("fingerprint_diff") or {}
-        changes = _get(diff, "changes", default=[]) or []
+        changes = pick(diff, "changes", default=[]) or []
         if changes:
             reasons.append(f"fingerprint diff vs the good run, first change: {changes[0]}")
         return Verdict(verdict="environment", confidence=0.85, reasons=reasons,
@@ -95,7 +87,7 @@ def decide_verdict(v: StateView) -> Verdict:
     if different:
         for k, c in different.items():
             reasons.append(f"claimed {k} {c.get('claimed')} is DIFFERENT from measured "
-                           f"{_get(measure.get(k), 'median', default=float('nan')):.1f} tok/s")
+                           f"{pick(measure.get(k), 'median', default=float('nan')):.1f} tok/s")
         if sub_outcome == "SAME":
             reasons.append("removing every non-essential patch changes nothing (comparator SAME)")
             conf = 0.9
@@ -119,16 +111,16 @@ def game_plan(v: StateView, verdict: Verdict) -> list[PlanAction]:
     """Ranked next actions, each with expected gain and its basis, cost and risk."""
     actions: list[PlanAction] = []
     measure = v.get("facts.measure") or {}
-    base = _get(measure.get("baseline"), "median")
-    spec = _get(measure.get("spec"), "median")
+    base = pick(measure.get("baseline"), "median")
+    spec = pick(measure.get("spec"), "median")
     be = v.output("breakeven") or {}
-    tau = _get(be, "accept_len", "accept_length", "tau")
-    tau_star = _get(be, "tau_star", "breakeven_accept_length")
-    targets = _get(be, "targets", "alpha_needed", default=[]) or []
+    tau = pick(be, "accept_len", "accept_length", "tau")
+    tau_star = pick(be, "tau_star", "breakeven_accept_length")
+    targets = pick(be, "targets", "alpha_needed", default=[]) or []
     if verdict.verdict == "code-regression":
         sub = v.get("facts.subtraction") or {}
-        full = _get(sub.get("all_patches"), "median")
-        ess = _get(sub.get("essentials_only"), "median")
+        full = pick(sub.get("all_patches"), "median")
+        ess = pick(sub.get("essentials_only"), "median")
         gain = (ess - full) if (full is not None and ess is not None) else None
         actions.append(PlanAction(
             title=f"Revert or fix {', '.join(verdict.culprits)}",
@@ -150,7 +142,7 @@ def game_plan(v: StateView, verdict: Verdict) -> list[PlanAction]:
     nccl = v.get("facts.nccl") or {}
     if nccl.get("best") and nccl.get("env"):
         pct = nccl.get("best_gain_pct")
-        spec_now = _get(measure.get("spec"), "median")
+        spec_now = pick(measure.get("spec"), "median")
         gain = spec_now * pct / 100.0 if isinstance(pct, (int, float)) and spec_now else None
         actions.append(PlanAction(
             title="Set " + " ".join(f"{k}={val}" for k, val in nccl["env"].items()) + " where the workers inherit it",
@@ -159,25 +151,25 @@ def game_plan(v: StateView, verdict: Verdict) -> list[PlanAction]:
             risk="medium (NCCL debugging knobs; revisit on NCCL upgrade)",
             detail="promoted from the NCCL sweep and confirmed by an end-to-end A/B"))
     if spec is not None and base is not None and tau_star is not None and (tau is None or tau < tau_star * 1.2):
-        reachable = [t for t in targets if isinstance(t, dict) and _get(t, "alpha_needed", "alpha") is not None]
-        even = next((t for t in reachable if abs(_get(t, "speedup", default=0) - 1.0) < 1e-6), None)
+        reachable = [t for t in targets if isinstance(t, dict) and pick(t, "alpha_needed", "alpha") is not None]
+        even = next((t for t in reachable if abs(pick(t, "speedup", default=0) - 1.0) < 1e-6), None)
         # The goal worth training for is a real speedup (1.2× when asked), even if it needs more draft steps.
-        goal = next((t for t in targets if isinstance(t, dict) and abs(_get(t, "speedup", default=0) - 1.2) < 1e-6),
+        goal = next((t for t in targets if isinstance(t, dict) and abs(pick(t, "speedup", default=0) - 1.2) < 1e-6),
                     None) or max((t for t in targets if isinstance(t, dict)),
-                                 key=lambda t: _get(t, "speedup", default=0), default=None)
+                                 key=lambda t: pick(t, "speedup", default=0), default=None)
         best = goal
         title = "Improve the drafter's acceptance (fine-tune the draft head on the served model's outputs)"
         if even:
-            title += (f": τ ≥ {_get(even, 'tau_needed', 'tau'):.2f} (α ≥ {_get(even, 'alpha_needed', 'alpha'):.2f}) "
+            title += (f": τ ≥ {pick(even, 'tau_needed', 'tau'):.2f} (α ≥ {pick(even, 'alpha_needed', 'alpha'):.2f}) "
                       "just to break even")
         if best and best is not even:
-            a_best = _get(best, "alpha_needed", "alpha")
-            title += (f"; τ ≥ {_get(best, 'tau_needed', 'tau'):.2f} "
+            a_best = pick(best, "alpha_needed", "alpha")
+            title += (f"; τ ≥ {pick(best, 'tau_needed', 'tau'):.2f} "
                       + (f"(α ≥ {a_best:.2f}) " if a_best is not None else "(needs more draft steps) ")
-                      + f"for {_get(best, 'speedup'):g}×")
-        speedup = _get(best, "speedup", default=1.0) if best else 1.0
+                      + f"for {pick(best, 'speedup'):g}×")
+        speedup = pick(best, "speedup", default=1.0) if best else 1.0
         target_tps = base * speedup
-        unreachable = [t for t in targets if isinstance(t, dict) and _get(t, "alpha_needed", "alpha") is None
+        unreachable = [t for t in targets if isinstance(t, dict) and pick(t, "alpha_needed", "alpha") is None
                        and t is not best]
         actions.append(PlanAction(
             title=title,
@@ -185,7 +177,7 @@ def game_plan(v: StateView, verdict: Verdict) -> list[PlanAction]:
             gain_tps=target_tps - spec, basis="modelled", cost="high (training data + GPU days)", risk="low",
             detail=f"break-even τ* = {tau_star:.2f} vs measured τ = {tau if tau is not None else float('nan'):.2f}; "
                    "below τ* speculation is slower than plain decoding"
-                   + ("; " + ", ".join(f"{_get(t, 'speedup'):g}× needs τ {_get(t, 'tau_needed', 'tau'):.2f}, "
+                   + ("; " + ", ".join(f"{pick(t, 'speedup'):g}× needs τ {pick(t, 'tau_needed', 'tau'):.2f}, "
                                         "out of reach at this k (more draft steps)" for t in unreachable)
                       if unreachable else "")))
         if spec < base:
@@ -194,7 +186,7 @@ def game_plan(v: StateView, verdict: Verdict) -> list[PlanAction]:
                 expected_gain=f"+{base - spec:.1f} tok/s now", gain_tps=base - spec, basis="measured",
                 cost="none", risk="none", detail="baseline measured faster than speculative in this run"))
     catalog = v.output("gates") or {}
-    sglang_gates = {g.get("name") for g in _get(catalog, "sglang_gates", "catalog", default=[]) or []
+    sglang_gates = {g.get("name") for g in pick(catalog, "sglang_gates", "catalog", default=[]) or []
                     if isinstance(g, dict)}
     topo = v.get("facts.topology") or {}
     if "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE" in sglang_gates and topo.get("interconnect") == "pcie":
@@ -204,7 +196,7 @@ def game_plan(v: StateView, verdict: Verdict) -> list[PlanAction]:
             basis="modelled", cost="low (one relaunch)", risk="medium (prefill-sized workspace hurt TTFT by 66 %)",
             detail="NCCL carries every TP all-reduce on PCIe TP>2; the gate exists in this SGLang's environ.py"))
     if v.get("facts.cuda_graph_off") or any("CUDA graph" in str(f) for f in
-                                             _get(measure.get("spec"), "findings", default=[]) or []):
+                                             pick(measure.get("spec"), "findings", default=[]) or []):
         actions.append(PlanAction(
             title="Check why verify does not replay a CUDA graph (decode log says `cuda graph: False`)",
             expected_gain="verify launch overhead", basis="none", cost="low", risk="low",

@@ -6,20 +6,12 @@ import time
 from typing import Any
 
 from specdoctor import __version__
-from specdoctor.engine.state import StateView
+from specdoctor.engine.state import StateView, pick
 from specdoctor.host.base import Host
 from specdoctor.report import model as m
 
 __all__ = ["build_report"]
 
-
-def _g(d: Any, *names: str, default: Any = None) -> Any:
-    if not isinstance(d, dict):
-        return default
-    for n in names:
-        if d.get(n) is not None:
-            return d[n]
-    return default
 
 
 class _Commands:
@@ -50,7 +42,7 @@ class _Commands:
 
 
 def _evidence(step: str, result: dict[str, Any] | None, cmds: _Commands, **numbers: Any) -> m.Evidence:
-    return m.Evidence(tool=_g(result, "tool"), step=step, command_ids=cmds.ids(_g(result, "evidence", default=[])),
+    return m.Evidence(tool=pick(result, "tool"), step=step, command_ids=cmds.ids(pick(result, "evidence", default=[])),
                       numbers={k: v for k, v in numbers.items() if isinstance(v, (int, float, str))})
 
 
@@ -97,8 +89,8 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
         d = measure.get(key) or {}
         report.claims.append(m.MetricComparison(
             metric=key, claimed=c.get("claimed"), samples=d.get("samples") or [], median=d.get("median"),
-            ci_low=d.get("ci_low"), ci_high=d.get("ci_high"), pct_change=_g(c, "pct_change"),
-            outcome=_outcome(c.get("outcome")), p_value=_g(c, "p_value")))
+            ci_low=d.get("ci_low"), ci_high=d.get("ci_high"), pct_change=pick(c, "pct_change"),
+            outcome=_outcome(c.get("outcome")), p_value=pick(c, "p_value")))
     _findings(report, v, facts, res, cmds)
     _suspects(report, v, res, cmds)
     _gates(report, v, res, cmds)
@@ -134,9 +126,9 @@ def _findings(report: m.Report, v: StateView, facts: dict, res: dict, cmds: _Com
         report.findings.append(m.Finding(title=title,
                                          severity="warning",
                                          evidence=[_evidence("reproduce", res.get("bench_spec_running"), cmds)]))
-    gates = _g(v.output("gates"), "gates", default=[]) or []
+    gates = pick(v.output("gates"), "gates", default=[]) or []
     for g in gates:
-        procs = _g(g, "values", "processes", default={}) or {}
+        procs = pick(g, "values", "processes", default={}) or {}
         n = len(procs)
         report.findings.append(m.Finding(
             title=f"gate {g.get('name')}: default {g.get('default')}, {g.get('state')} "
@@ -148,7 +140,7 @@ def _findings(report: m.Report, v: StateView, facts: dict, res: dict, cmds: _Com
         report.findings.append(m.Finding(title=f"ambiguous patch-script output: {line}", severity="warning",
                                          detail="a SKIP/WARN line means the patch may not be what you think",
                                          evidence=[_evidence("subtract", res.get("subtract"), cmds)]))
-    for s in _g(v.output("triage"), "rows", "files", default=[]) or []:
+    for s in pick(v.output("triage"), "rows", "files", default=[]) or []:
         if s.get("logging_only"):
             report.findings.append(m.Finding(title=f"{s.get('path')} only adds logging: {s.get('reason', '')}",
                                              evidence=[_evidence("triage", res.get("triage"), cmds)]))
@@ -161,11 +153,11 @@ def _findings(report: m.Report, v: StateView, facts: dict, res: dict, cmds: _Com
 
 
 def _suspects(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> None:
-    culprits = set(_g(v.output("bisect"), "culprits", default=[]) or [])
-    essentials = set(_g(v.output("essentials"), "essential", default=[]) or [])
-    gated = {g.get("file"): g.get("name") for g in _g(v.output("gates"), "gates", default=[]) or []}
+    culprits = set(pick(v.output("bisect"), "culprits", default=[]) or [])
+    essentials = set(pick(v.output("essentials"), "essential", default=[]) or [])
+    gated = {g.get("file"): g.get("name") for g in pick(v.output("gates"), "gates", default=[]) or []}
     bisected = v.output("bisect") is not None
-    for s in _g(v.output("triage"), "rows", "files", default=[]) or []:
+    for s in pick(v.output("triage"), "rows", "files", default=[]) or []:
         path = s.get("path", "")
         outcome = ("culprit" if path in culprits or s.get("patch_id") in culprits else
                    "essential" if path in essentials or s.get("essential") else
@@ -178,8 +170,8 @@ def _suspects(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> Non
 
 
 def _gates(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> None:
-    for g in _g(v.output("gates"), "gates", default=[]) or []:
-        values = _g(g, "values", "processes", default={}) or {}
+    for g in pick(v.output("gates"), "gates", default=[]) or []:
+        values = pick(g, "values", "processes", default={}) or {}
         if isinstance(values, list):
             values = {str(p.get("label") or p.get("pid")): p.get("value") for p in values}
         report.gates.append(m.FeatureGate(name=g.get("name", "?"), default=None if g.get("default") is None else
@@ -189,7 +181,7 @@ def _gates(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> None:
 
 
 def _propagation(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> None:
-    for r in _g(v.output("propagation"), "rows", default=[]) or []:
+    for r in pick(v.output("propagation"), "rows", default=[]) or []:
         report.env_propagation.append(m.EnvRow(
             name=r.get("name", "?"), shell=r.get("shell"), parent=r.get("parent"), workers=r.get("workers") or {},
             forced_by_sglang=bool(r.get("forced_by_sglang")), from_sitecustomize=bool(r.get("from_sitecustomize")),
@@ -203,7 +195,7 @@ def _fingerprint(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> 
     if not fp and not diff:
         return
     changes = []
-    for c in _g(diff, "changes", default=[]) or []:
+    for c in pick(diff, "changes", default=[]) or []:
         impact = c.get("impact") or c.get("severity") or "low"
         changes.append(m.FingerprintChange(key=str(c.get("key") or c.get("path") or c.get("name")),
                                            before=None if c.get("before") is None else str(c.get("before")),
@@ -228,14 +220,14 @@ def _stash(report: m.Report, v: StateView, facts: dict, res: dict, cmds: _Comman
                         _measurement("essentials only", sub.get("essentials_only"))) if x]
     comp = sub.get("comparison") or {}
     rec = m.StashRecord(
-        backup_id=_g(backup, "backup_id", "id"), backup_ref=_g(backup, "ref"),
-        patch_path=_g(backup, "patch_path", "tarball"), hash_before=_g(backup, "hash", "state_hash"),
+        backup_id=pick(backup, "backup_id", "id"), backup_ref=pick(backup, "ref"),
+        patch_path=pick(backup, "patch_path", "tarball"), hash_before=pick(backup, "hash", "state_hash"),
         applied=sub.get("applied") or [], script=v.params.get("patch_script"), script_lines=lines, measurements=meas,
         comparison=m.MetricComparison(metric="essentials only vs all patches", samples=[],
-                                      pct_change=_g(comp, "pct_change"), outcome=_outcome(comp.get("outcome")),
-                                      p_value=_g(comp, "p_value")) if comp else None,
-        culprits=_g(v.output("bisect"), "culprits", default=[]) or [],
-        restore_verified=_g(restore, "verified", "ok"), hash_after=_g(restore, "hash", "state_hash"),
+                                      pct_change=pick(comp, "pct_change"), outcome=_outcome(comp.get("outcome")),
+                                      p_value=pick(comp, "p_value")) if comp else None,
+        culprits=pick(v.output("bisect"), "culprits", default=[]) or [],
+        restore_verified=pick(restore, "verified", "ok"), hash_after=pick(restore, "hash", "state_hash"),
         evidence=_evidence("backup", res.get("backup"), cmds))
     report.stash = rec
 
@@ -245,25 +237,25 @@ def _nccl(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> None:
     if not sweep:
         return
     rows = []
-    for r in _g(sweep, "results", "rows", default=[]) or []:
+    for r in pick(sweep, "results", "rows", default=[]) or []:
         pts = [m.NcclPoint(size_bytes=int(p["size"]), latency_us=float(p["latency_us"]))
                for p in r.get("points") or [] if p.get("size") is not None and p.get("latency_us") is not None]
         rows.append(m.NcclRow(config=str(r.get("label") or "default"), env=r.get("env") or {}, points=pts,
                               promoted=bool(r.get("promote"))))
     promo = v.output("nccl_promote") or {}
     ab = []
-    for a in _g(promo, "results", default=[]) or []:
+    for a in pick(promo, "results", default=[]) or []:
         if a.get("skipped"):
             continue
         ab.append(m.MetricComparison(metric=str(a.get("label") or "promoted"), samples=a.get("samples") or [],
                                      median=a.get("median"), ci_low=a.get("ci_low"), ci_high=a.get("ci_high"),
                                      pct_change=a.get("pct_change"), outcome=_outcome(a.get("outcome")),
                                      p_value=a.get("p_value")))
-    results = _g(promo, "results", default=[]) or []
+    results = pick(promo, "results", default=[]) or []
     propagated = all(a.get("propagated") for a in results) if results else None
     if promo.get("launcher_drops"):
         propagated = False
-    report.nccl = m.NcclSection(tp=_g(sweep, "tp"), rows=rows, ab=ab, propagated=propagated,
+    report.nccl = m.NcclSection(tp=pick(sweep, "tp"), rows=rows, ab=ab, propagated=propagated,
                                 evidence=_evidence("nccl", res.get("nccl"), cmds))
     if promo.get("launcher_report"):
         report.findings.append(m.Finding(title=promo["launcher_report"], severity="critical",

@@ -8,7 +8,17 @@ from typing import Annotated, Any, TypedDict
 
 from pydantic import BaseModel, Field
 
-__all__ = ["Decision", "RunState", "merge_dicts", "StateView"]
+__all__ = ["Decision", "RunState", "merge_dicts", "pick", "StateView"]
+
+
+def pick(d: Any, *names: str, default: Any = None) -> Any:
+    """The first non-None of several keys of a tool's output (outputs grow; readers tolerate either name)."""
+    if not isinstance(d, dict):
+        return default
+    for n in names:
+        if d.get(n) is not None:
+            return d[n]
+    return default
 
 
 def merge_dicts(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:

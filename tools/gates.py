@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from specdoctor.tools.repo import full_diff, git, unquote_c_path
 
 from specdoctor.host.base import Raw
+from specdoctor.host.redact import redact_env
 from specdoctor.parsers.environ import EnvDecl, find_gate_reads, is_enabled_value, parse_environ_py
 from specdoctor.toolkit import ToolContext, registry, tool
 
@@ -84,7 +85,7 @@ def _parse_environ(text: str) -> dict[str, str]:
 
 def _read_env(ctx: ToolContext, pid: int) -> dict[str, str] | None:
     res = ctx.host.run(["cat", f"/proc/{pid}/environ"], check="ignore")
-    return _parse_environ(res.stdout) if res.ok else None
+    return redact_env(_parse_environ(res.stdout)) if res.ok else None  # kept in outputs and checkpoints
 
 
 def server_processes(ctx: ToolContext, port: int | None) -> tuple[list[ServerProcess], str, list[str]]:

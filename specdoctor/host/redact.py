@@ -15,7 +15,8 @@ _SECRET_WORD = re.compile(r"^(AUTH|CREDENTIALS?|PASS|PASSWORD|PASSWD|SECRETS?|[A
 # Names that match the pattern above but are not secrets.
 _NOT_SECRET = {"SSH_AUTH_SOCK", "KEY_FILE", "PUBLIC_KEY", "TOKENIZERS_PARALLELISM", "NCCL_IB_PKEY"}
 _URL_CRED = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]+):(?P<pw>[^@/\s]+)@")
-_ASSIGN = re.compile(r"\b(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s'\"]+)")
+# NUL ends a value too: /proc/PID/environ text is NAME=value\0NAME=value...
+_ASSIGN = re.compile(r"\b(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s'\"\x00]+)")
 _TOKEN_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{8,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{16,})\b")
 
 _known: set[str] = set()

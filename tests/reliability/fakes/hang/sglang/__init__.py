@@ -1,0 +1,1 @@
+"""A stand-in SGLang that never becomes healthy (for the never-healthy case)."""

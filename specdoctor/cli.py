@@ -36,7 +36,12 @@ def main() -> None:
     """Console-script entry point: run the app, mapping specdoctor's errors to one-line messages."""
     os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")
     try:
-        app(standalone_mode=False)
+        rc = app(standalone_mode=False)
+        # typer turns Ctrl-C into Exit(130) and, outside standalone mode, *returns* that code: honour it
+        if isinstance(rc, int) and not isinstance(rc, bool) and rc:
+            if rc == 130:
+                err_console.print("specdoctor: interrupted", markup=False)
+            sys.exit(rc)
     except SpecdoctorError as exc:
         one_line = " ".join(str(exc).split())  # e.g. a YAML or pydantic message spans lines: the contract is one
         err_console.print(f"specdoctor: error [{exc.code}]: {one_line}", markup=False)

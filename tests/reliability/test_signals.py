@@ -1,0 +1,114 @@
+"""Controller SIGINT / SIGKILL mid-run on the twin: partial report on SIGINT; resume after SIGKILL restores all."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from specdoctor.host import LocalHost
+from specdoctor.sim import SimHost, build_sandbox, load_scenario
+
+from .hostile import _repo_helpers
+
+
+def _start(tmp: Path, root: Path) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "SPECDOCTOR_HOME": str(tmp / "sdhome"), "COLUMNS": "100"}
+    return subprocess.Popen([sys.executable, "-m", "specdoctor.cli", "investigate", "--host", f"sim:attach={root}",
+                             "--yes", "--out", str(tmp / "out")], env=env, cwd=tmp, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_default_sigint)
+
+
+def _default_sigint() -> None:
+    """A shell's background job starts with SIGINT ignored; a user's terminal delivers it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _wait_for_mutation(host: LocalHost, repo: str, proc: subprocess.Popen[bytes], timeout: float = 240) -> None:
+    """Until the run has changed the checkout (its stash step): the worst moment to lose the controller."""
+    first = host.run(["git", "-C", repo, "status", "--porcelain=v1", "-uall"]).stdout
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
+        if host.run(["git", "-C", repo, "status", "--porcelain=v1", "-uall"]).stdout != first:
+            return
+        time.sleep(0.1)
+    pytest.fail("the run never changed the checkout")
+
+
+@pytest.fixture()
+def sandbox(tmp_path: Path):
+    sb = build_sandbox(load_scenario("seed"), tmp_path / "box")
+    try:
+        yield sb
+    finally:
+        sb.remove()
+
+
+def test_sigint_mid_run_writes_a_partial_report_after_putting_the_tree_back(tmp_path: Path, sandbox):
+    host = LocalHost(base_env=sandbox.base_env, inherit_env=False)
+    proc = _start(tmp_path, sandbox.root)
+    _wait_for_mutation(host, sandbox.repo, proc)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=180)
+    assert proc.returncode == 130, err.decode()[-2000:]
+    assert "Traceback" not in (out + err).decode()
+    assert err.decode().strip().splitlines()[-1] == "specdoctor: interrupted"
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    text = json.dumps(report)
+    assert "interrupted (SIGINT)" in text and report["verdict"] == "inconclusive"
+    assert "restored and verified" in text  # the safety net ran before the process exited
+
+
+def test_sigkill_mid_run_then_resume_restores_byte_identical_and_stops_its_servers(tmp_path: Path, sandbox,
+                                                                                  monkeypatch):
+    helpers = _repo_helpers()
+    host = LocalHost(base_env=sandbox.base_env, inherit_env=False)
+    before = helpers.fingerprint(host, sandbox.repo)
+    proc = _start(tmp_path, sandbox.root)
+    _wait_for_mutation(host, sandbox.repo, proc)
+    proc.kill()
+    proc.communicate(timeout=30)
+    assert helpers.fingerprint(host, sandbox.repo) != before  # killed with the tree changed
+    monkeypatch.setenv("SPECDOCTOR_HOME", str(tmp_path / "sdhome"))
+    monkeypatch.setattr(SimHost, "close", lambda self: None)  # keep the sandbox to compare afterwards
+    from specdoctor.engine.runner import resume
+
+    run_id = next((tmp_path / "sdhome" / "runs").glob("*.json")).stem
+    outcome = resume(run_id, yes=True)
+    assert outcome.status == "finished" and outcome.verdict == "baseline-not-reproducible", outcome
+    after = helpers.fingerprint(host, sandbox.repo)
+    assert _content(after) == _content(before), "\n".join(set(after.splitlines()) ^ set(before.splitlines()))
+    started = Path(sandbox.root / "home" / ".specdoctor" / "runs" / run_id / "started.json")
+    groups = {json.loads(line)["pgid"] for line in started.read_text().splitlines()} if started.exists() else set()
+    alive = [p.name for p in Path("/proc").iterdir() if p.name.isdigit() and _live_pgid(p) in groups]
+    assert not alive, alive
+
+
+def _content(fp: str) -> str:
+    """The fingerprint without the leading hash, with file modes reduced to git's view (executable or not).
+
+    The sandbox makes every file 0666; a restore writes files with the host's umask (0644). Git records only
+    the executable bit, and so does the backup: the other permission bits are outside the contract.
+    """
+    out = []
+    for line in fp.splitlines()[1:]:
+        parts = line.split(" ")
+        if len(parts) == 3 and parts[1].isdigit() and len(parts[1]) == 3:
+            parts[1] = "x" if int(parts[1][0]) & 1 else "-"
+        out.append(" ".join(parts))
+    return "\n".join(out)
+
+
+def _live_pgid(p: Path) -> int | None:
+    try:
+        f = p.joinpath("stat").read_text().rsplit(")", 1)[1].split()
+        return None if f[0] in ("Z", "X") else int(f[2])
+    except (OSError, IndexError, ValueError):
+        return None

@@ -78,6 +78,7 @@ def _files(*roots: Path) -> list[Path]:
 def run_secret_campaign(tmp: Path, timeout: float = 420) -> SecretRun:
     """Run `specdoctor investigate --host sim:<secret scenario> --yes` with a decoy beside it; search everything."""
     values = planted()
+    tmp.mkdir(parents=True, exist_ok=True)
     scenario = plant_scenario(tmp / "seed-secrets.yaml", values)
     home, out = tmp / "sdhome", tmp / "out"
     env = {**os.environ, "SPECDOCTOR_HOME": str(home), "COLUMNS": "100", **{k: v for k, v in values.items()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 from pathlib import Path
 
 from specdoctor.host import LocalHost
@@ -27,6 +28,10 @@ def test_secrets_in_server_env_never_reach_reports_audit_checkpoints_or_terminal
 def test_stop_server_never_signals_a_group_it_did_not_start(tmp_path: Path):
     decoy = start_decoy()
     try:
+        for _ in range(100):  # until the decoy has renamed itself
+            if Path(f"/proc/{decoy.pid}/comm").read_text().startswith("sglang::"):
+                break
+            time.sleep(0.05)
         ctx = ToolContext(host=LocalHost(base_env={"HOME": str(tmp_path)}), run_id="stoptest", auto_approve=True)
         r = registry.call(ctx, "stop_server", {})
         assert r.ok and r.output["stopped"] == []

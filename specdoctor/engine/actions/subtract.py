@@ -56,6 +56,7 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         return out
     ambiguous: list[str] = []
     applied: list[str] = []
+    essentials_verified = False
     essentials = essential_files(view)
     script = view.params.get("patch_script")
     full: dict[str, Any] = {}
@@ -78,6 +79,7 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
                 if rnd == 0:
                     applied += list((r.output or {}).get("applied") or essentials)
                     ambiguous += _ambiguous(r.output)
+                    essentials_verified = r.ok and bool((r.output or {}).get("verified"))
             if script:
                 r = call_tool(deps, "apply_patches", {"repo": repo, "script": script,
                                                       "python": view.params.get("python")},
@@ -97,6 +99,11 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         restored = call_tool(deps, "restore_worktree", {"repo": repo, "backup_id": backup_id}, out.results,
                              key="restore_after_subtract")
     outcome = comparison.get("outcome", "UNRESOLVED" if (full.get("error") or reduced.get("error")) else "UNKNOWN")
+    # A patch script that says SKIP/WARN leaves the trial's tree in doubt, unless the essentials were also
+    # applied from the backup and verified file by file (then the script's output is evidence, not the tree).
+    trusted = not ambiguous or essentials_verified
+    if not trusted:
+        outcome = "UNRESOLVED"
     out.facts["subtraction"] = {"outcome": outcome, "comparison": comparison, "all_patches": full,
                                 "essentials_only": reduced, "applied": applied, "ambiguous": ambiguous,
                                 "restored": restored.ok, "restore": restored.output}
@@ -105,12 +112,16 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
                    + (f"; {len(ambiguous)} ambiguous patch-script lines" if ambiguous else ""))
     out.status = "ok" if restored.ok and outcome != "UNRESOLVED" else ("error" if not restored.ok else "unresolved")
     decided = ("bisect the non-essential patches" if outcome == "DIFFERENT" else
+               "trial unresolved: the patch script's output is ambiguous and the tree could not be verified"
+               if outcome == "UNRESOLVED" and not trusted else
                "the local patches do not explain the numbers; do not bisect")
     out.decisions.append(Decision(
         step=step.id, title=step.title, status=out.status,
         checked="speculative tok/s with all patches vs with only the essential patches "
                 f"({', '.join(applied) or 'none'})", found=out.summary, decided=decided,
         why=("comparator DIFFERENT (p ≤ 0.01)" if outcome == "DIFFERENT" else f"comparator {outcome}")
-        + ("; ambiguous patch-script output: " + " | ".join(ambiguous) if ambiguous else ""),
+        + ("; ambiguous patch-script output: " + " | ".join(ambiguous) if ambiguous else "")
+        + ("; the essential patches were applied from the backup and verified, so the trial stands"
+           if ambiguous and trusted else ""),
         evidence=[e["command"] for r in out.results.values() for e in r.get("evidence", [])][:60]))
     return out

@@ -182,11 +182,16 @@ def nccl_inventory(ctx: ToolContext, args: InventoryInput) -> NcclInventory:
     inv = NcclInventory()
     notes = inv.notes
     topo = parse_topo("\n".join(sec.get("topo", [])))
-    server = _server_args(ctx, args.port)
+    # The server to read is the one on the given port, else the one the launch line names (never any other
+    # SGLang that happens to run on the host).
+    port = args.port
+    if port is None and args.launch:
+        port = parse_launch_command(args.launch).port
+    server = _server_args(ctx, port)
     if server:
-        _propagation(ctx, args.port, inv)
-    elif args.port is not None:
-        notes.append(f"no SGLang server found on port {args.port}: TP and model read from the launch line")
+        _propagation(ctx, port, inv)
+    elif port is not None:
+        notes.append(f"no SGLang server found on port {port}: TP and model read from the launch line")
     if args.launch:  # the running server's own args win over the launch line
         server = {**parse_launch_command(args.launch).as_args(), **server}
     inv.tp = args.tp or server.get("tp_size") or None

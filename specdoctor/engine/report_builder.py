@@ -118,8 +118,10 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
 
 
 def _findings(report: m.Report, v: StateView, facts: dict, res: dict, cmds: _Commands) -> None:
-    for reason in (facts.get("verdict") or {}).get("reasons", []):
-        report.findings.append(m.Finding(title=reason, severity="warning"))
+    verdict = facts.get("verdict") or {}
+    severity = "info" if verdict.get("verdict") in ("no-regression", None) else "warning"
+    for reason in verdict.get("reasons", []):
+        report.findings.append(m.Finding(title=reason, severity=severity))
     spec = (facts.get("measure") or {}).get("spec") or {}
     for f in spec.get("findings") or []:
         title = (f.get("message") or f.get("title") or str(f)) if isinstance(f, dict) else str(f)

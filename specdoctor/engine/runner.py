@@ -173,6 +173,11 @@ def _run(rec: RunRecord, host: Host, first_input: Any, view: Any, approver: Appr
         except KeyboardInterrupt:
             values = app.get_state(cfg).values
             _finish(rec, deps, values, "interrupted (SIGINT): partial report", started, host)
+            rec.status = "interrupted"
+            save_record(rec)
+            detach = getattr(host, "detach", None)
+            if callable(detach):  # keep what `resume` reattaches to (a simulated host's sandbox)
+                detach()
             raise
         except Exception as exc:  # any failure still ends in a written report
             values = app.get_state(cfg).values

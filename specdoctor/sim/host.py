@@ -23,6 +23,10 @@ class SimHost(LocalHost):
         self.reopen_spec = f"sim:attach={sandbox.root}"
         self._closed = False
 
+    def detach(self) -> None:
+        """Leave the sandbox and its running server in place for `specdoctor resume` (sim:attach=ROOT)."""
+        self._closed = True
+
     def close(self) -> None:
         if self._closed:
             return

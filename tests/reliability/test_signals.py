@@ -51,7 +51,7 @@ def sandbox(tmp_path: Path):
         sb.remove()
 
 
-def test_sigint_mid_run_writes_a_partial_report_after_putting_the_tree_back(tmp_path: Path, sandbox):
+def test_sigint_mid_run_writes_a_partial_report_after_putting_the_tree_back(tmp_path: Path, sandbox, monkeypatch):
     host = LocalHost(base_env=sandbox.base_env, inherit_env=False)
     proc = _start(tmp_path, sandbox.root)
     _wait_for_mutation(host, sandbox.repo, proc)
@@ -64,6 +64,15 @@ def test_sigint_mid_run_writes_a_partial_report_after_putting_the_tree_back(tmp_
     text = json.dumps(report)
     assert "interrupted (SIGINT)" in text and report["verdict"] == "inconclusive"
     assert "restored and verified" in text  # the safety net ran before the process exited
+    # ...and the interrupted run can be resumed to its verdict (the sandbox was left in place for it)
+    record = json.loads(next((tmp_path / "sdhome" / "runs").glob("*.json")).read_text())
+    assert record["status"] == "interrupted"
+    monkeypatch.setenv("SPECDOCTOR_HOME", str(tmp_path / "sdhome"))
+    monkeypatch.setattr(SimHost, "close", lambda self: None)
+    from specdoctor.engine.runner import resume
+
+    outcome = resume(record["run_id"], yes=True)
+    assert outcome.status == "finished" and outcome.verdict == "baseline-not-reproducible", outcome
 
 
 def test_sigkill_mid_run_then_resume_restores_byte_identical_and_stops_its_servers(tmp_path: Path, sandbox,

@@ -113,5 +113,6 @@ class LLMAdvisor:
                 trail.append({"tool": name, "args": args, "summary": result.summary,
                               "status": result.status})
                 messages.append({"role": "tool", "tool_call_id": c.id,
-                                 "content": json.dumps(result.model_dump(mode="json"), default=str)[:8000]})
+                                 "content": redact_text(json.dumps(result.model_dump(mode="json"),
+                                                                   default=str))[:8000]})
         return trail

@@ -47,9 +47,12 @@ def _dropped_vars(v: StateView) -> list[str]:
     return [r.get("name") for r in rows if "dropped" in str(r.get("status", ""))]
 
 
-def _culprits(v: StateView) -> list[str]:
+def _culprits(v: StateView) -> tuple[list[str], bool]:
+    """Culprits the bisection isolated (and whether a trial confirmed them); an unresolved search names none."""
     out = v.output("bisect") or {}
-    return list(pick(out, "culprits", default=[]) or [])
+    if out.get("verdict") not in ("culprit", "interaction"):
+        return [], False
+    return list(pick(out, "culprits", default=[]) or []), bool(out.get("confirmed"))
 
 
 def decide_verdict(v: StateView) -> Verdict:
@@ -57,21 +60,32 @@ def decide_verdict(v: StateView) -> Verdict:
     measure = v.get("facts.measure") or {}
     claims = v.get("facts.claims") or {}
     sub = v.get("facts.subtraction") or {}
-    culprits = _culprits(v)
+    culprits, confirmed = _culprits(v)
     enabled = _enabled_gates(v)
     dropped = _dropped_vars(v)
     reasons: list[str] = []
     base, spec = measure.get("baseline") or {}, measure.get("spec") or {}
-    if base.get("median") is None and spec.get("median") is None:
-        return Verdict(verdict="inconclusive", confidence=0.2, sentence="Nothing could be measured on the box, "
-                       "so no regression can be confirmed or ruled out.", reasons=["no throughput measurement"])
-    if culprits:
-        reasons.append(f"bisection isolated {', '.join(culprits)} (comparator DIFFERENT)")
+    if culprits:  # the bisection measured its own references, so this stands without a reproduce step
+        reasons.append(f"bisection isolated {', '.join(culprits)} (comparator DIFFERENT"
+                       + (", confirmed by its own trial)" if confirmed else ", not confirmed by a separate trial)"))
         for g in enabled:
             reasons.append(f"gate {g.get('name')} is ENABLED at runtime in the server's workers "
                            f"although its default is {g.get('default')}")
-        return Verdict(verdict="code-regression", confidence=0.9, culprits=culprits, reasons=reasons,
+        return Verdict(verdict="code-regression", confidence=0.9 if confirmed else 0.7, culprits=culprits,
+                       reasons=reasons,
                        sentence=f"A local patch regressed speculative decoding: {', '.join(culprits)}.")
+    measured_any = any(x.get("median") is not None for x in (base, spec, sub.get("all_patches") or {},
+                                                              sub.get("essentials_only") or {}))
+    if not measured_any:
+        return Verdict(verdict="inconclusive", confidence=0.2, sentence="Nothing could be measured on the box, "
+                       "so no regression can be confirmed or ruled out.", reasons=["no throughput measurement"])
+    failed = [f"{k}: {m.get('error')}" for k, m in measure.items() if isinstance(m, dict) and m.get("error")]
+    missing = [k for k in (v.params.get("expect") or {}) if k not in claims]
+    if failed or missing:
+        return Verdict(verdict="inconclusive", confidence=0.3,
+                       reasons=[f"measurement failed: {f}" for f in failed]
+                       + [f"claimed {k} could not be compared (no measurement)" for k in missing],
+                       sentence="Part of what was claimed could not be measured, so no verdict is possible yet.")
     if dropped:
         reasons.append(f"{', '.join(dropped)} set in the launch shell/parent but absent in every worker")
         diff = v.output("fingerprint_diff") or {}
@@ -84,6 +98,11 @@ def decide_verdict(v: StateView) -> Verdict:
     different = {k: c for k, c in claims.items() if c.get("outcome") == "DIFFERENT"}
     unknown = {k: c for k, c in claims.items() if c.get("outcome") == "UNKNOWN"}
     sub_outcome = sub.get("outcome")
+    if sub_outcome == "DIFFERENT" and (sub.get("comparison") or {}).get("verdict") == "better":
+        reasons.append("removing the non-essential patches made it faster, but no culprit was isolated")
+        return Verdict(verdict="inconclusive", confidence=0.4, reasons=reasons,
+                       sentence="The local patches change the numbers, but the bisection did not pin the cause; "
+                                "see the trials.")
     if different:
         for k, c in different.items():
             reasons.append(f"claimed {k} {c.get('claimed')} is DIFFERENT from measured "
@@ -93,7 +112,7 @@ def decide_verdict(v: StateView) -> Verdict:
             conf = 0.9
         else:
             reasons.append(f"subtraction outcome: {sub_outcome or 'not run'}")
-            conf = 0.6 if sub_outcome in (None, "UNKNOWN") else 0.7
+            conf = 0.7 if sub_outcome == "DIFFERENT" else 0.6 if sub_outcome in (None, "UNKNOWN") else 0.5
         return Verdict(verdict="baseline-not-reproducible", confidence=conf, reasons=reasons,
                        sentence="No code regressed: the earlier figures are not reproducible on this box, "
                                 "and the local patches do not change the numbers.")

@@ -80,15 +80,16 @@ def make_node(step: Step):
                          decided="skipped this step", why="its condition does not hold")
             deps.view.step_finished(step.id, "skipped", d.found)
             return {"decisions": [d.model_dump()], "done": [step.id]}
+        effect = step_effect(step)
+        if deps.dry_run and effect in ("mutate", "disrupt"):  # whatever --yes or the step's approval say
+            d = Decision(step=step.id, title=step.title, tool=step.tool, status="dry-run",
+                         checked=f"{step.tool or step.action} ({effect})",
+                         found=f"would run with {resolve_args(step.args, view)}", decided="not run (dry run)",
+                         why="--dry-run touches nothing")
+            deps.view.step_finished(step.id, "dry-run", d.found)
+            return {"decisions": [d.model_dump()], "done": [step.id]}
         if _needs_approval(step) and not deps.yes:
             target = step.tool or step.action
-            if deps.dry_run:
-                d = Decision(step=step.id, title=step.title, tool=step.tool, status="dry-run",
-                             checked=f"{target} ({step_effect(step)})",
-                             found=f"would run with {resolve_args(step.args, view)}", decided="not run (dry run)",
-                             why="--dry-run touches nothing")
-                deps.view.step_finished(step.id, "dry-run", d.found)
-                return {"decisions": [d.model_dump()], "done": [step.id]}
             answer = interrupt({"step": step.id, "title": step.title, "target": target, "effect": step_effect(step),
                                 "args": resolve_args(step.args, view)})
             if not answer:
@@ -103,13 +104,9 @@ def make_node(step: Step):
         for attempt in range(attempts):
             try:
                 outcome = _run_step(step, deps, view)
-            except HostError as exc:
-                if step.on_error == "abort":
-                    raise
-                outcome = ActionOutcome(status="error", summary=str(exc), decisions=[Decision(
-                    step=step.id, title=step.title, tool=step.tool, status="error", checked=step.title,
-                    found=redact_text(str(exc)), decided="continued", why=f"error policy {step.on_error}")])
             except SpecdoctorError as exc:
+                if isinstance(exc, HostError) and step.on_error == "abort":
+                    raise
                 outcome = ActionOutcome(status="error", summary=str(exc), decisions=[Decision(
                     step=step.id, title=step.title, tool=step.tool, status="error", checked=step.title,
                     found=redact_text(str(exc)), decided="continued", why=f"error policy {step.on_error}")])

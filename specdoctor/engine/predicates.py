@@ -75,16 +75,19 @@ def has_measurements(v: StateView) -> bool:
     return v.get("facts.measure.baseline.median") is not None and v.get("facts.measure.spec.median") is not None
 
 
-@predicate("removing the non-essential patches changed performance (comparator DIFFERENT)")
+@predicate("removing the non-essential patches made it faster (comparator DIFFERENT, better)")
 def subtraction_changed_performance(v: StateView) -> bool:
-    return v.get("facts.subtraction.outcome") == "DIFFERENT"
+    return (v.get("facts.subtraction.outcome") == "DIFFERENT"
+            and v.get("facts.subtraction.comparison.verdict") == "better")
 
 
 @predicate("the box is multi-GPU over PCIe, or NCCL variables did not reach the workers")
 def needs_nccl_sweep(v: StateView) -> bool:
     gpus = v.get("facts.topology.gpu_count", 0) or 0
     pcie = v.get("facts.topology.interconnect") == "pcie"
-    return bool((gpus > 1 and pcie) or v.get("facts.propagation_failed"))
+    rows = (v.output("propagation") or {}).get("rows") or []
+    dropped = any("dropped" in str(r.get("status", "")) for r in rows)
+    return bool((gpus > 1 and pcie) or dropped)
 
 
 @predicate("a fingerprint of an earlier good run is available")

@@ -81,7 +81,8 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
     measure = facts.get("measure") or {}
     for key in ("baseline", "spec"):
         d = measure.get(key) or {}
-        ev = _evidence("reproduce", res.get(f"bench_{key}") or res.get("bench_spec_running"), cmds)
+        ev = _evidence("reproduce", res.get(f"bench_{key}") or (res.get("bench_spec_running") if key == "spec"
+                                                                 else None), cmds)
         mm = _measurement(d.get("label", key), d, ev)
         if mm:
             report.measurements.append(mm)
@@ -154,8 +155,15 @@ def _findings(report: m.Report, v: StateView, facts: dict, res: dict, cmds: _Com
                                              evidence=[_evidence("triage", res.get("triage"), cmds)]))
 
 
+def _isolated(v: StateView) -> list[str]:
+    """Culprits only when the bisection isolated them (an unresolved search's candidate set is not a verdict)."""
+    out = v.output("bisect") or {}
+    return list(out.get("culprits") or []) if out.get("verdict") in ("culprit", "interaction") else []
+
+
 def _suspects(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> None:
-    culprits = set(pick(v.output("bisect"), "culprits", default=[]) or [])
+    culprits = set(_isolated(v))
+    candidates = set((v.output("bisect") or {}).get("culprits") or []) - culprits
     essentials = set(pick(v.output("essentials"), "essential", default=[]) or [])
     gated = {g.get("file"): g.get("name") for g in pick(v.output("gates"), "gates", default=[]) or []}
     bisected = v.output("bisect") is not None
@@ -163,7 +171,7 @@ def _suspects(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> Non
         path = s.get("path", "")
         outcome = ("culprit" if path in culprits or s.get("patch_id") in culprits else
                    "essential" if path in essentials or s.get("essential") else
-                   "cleared" if bisected else "untested")
+                   "unresolved" if path in candidates else "cleared" if bisected else "untested")
         report.suspects.append(m.Suspect(
             path=path, subsystem=" / ".join(x for x in (s.get("subsystem"), s.get("detail")) if x) or None,
             on_hot_path=s.get("on_hot_path"), reason=s.get("reason", ""),
@@ -223,13 +231,13 @@ def _stash(report: m.Report, v: StateView, facts: dict, res: dict, cmds: _Comman
     comp = sub.get("comparison") or {}
     rec = m.StashRecord(
         backup_id=pick(backup, "backup_id", "id"), backup_ref=pick(backup, "ref"),
-        patch_path=pick(backup, "patch_path", "tarball"), hash_before=pick(backup, "hash", "state_hash"),
+        patch_path=pick(backup, "patch_path", "dir", "tarball"), hash_before=pick(backup, "hash", "state_hash"),
         applied=sub.get("applied") or [], script=v.params.get("patch_script"), script_lines=lines, measurements=meas,
         comparison=m.MetricComparison(metric="essentials only vs all patches", samples=[],
                                       pct_change=pick(comp, "pct_change"), outcome=_outcome(comp.get("outcome")),
                                       p_value=pick(comp, "p_value")) if comp else None,
-        culprits=pick(v.output("bisect"), "culprits", default=[]) or [],
-        restore_verified=pick(restore, "verified", "ok"), hash_after=pick(restore, "hash", "state_hash"),
+        culprits=_isolated(v),
+        restore_verified=pick(restore, "verified", "ok"), hash_after=pick(restore, "actual_hash", "hash"),
         evidence=_evidence("backup", res.get("backup"), cmds))
     report.stash = rec
 

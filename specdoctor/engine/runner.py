@@ -18,7 +18,7 @@ from specdoctor.engine.playbook import load_playbook
 from specdoctor.engine.predicates import PREDICATES, evaluate
 from specdoctor.engine.runs import RunRecord, new_run_id, open_checkpointer, save_record
 from specdoctor.engine.state import Decision, StateView
-from specdoctor.errors import SpecdoctorError, UsageError
+from specdoctor.errors import BackupError, UsageError
 from specdoctor.host import AuditLog, Host, open_host
 from specdoctor.host.redact import redact_text
 from specdoctor.toolkit import ToolContext, registry
@@ -71,17 +71,17 @@ def _host_options(o: InvestigateOptions) -> dict[str, Any]:
 def _params(o: InvestigateOptions, host: Host, playbook) -> dict[str, Any]:
     hints = host.hints
     params: dict[str, Any] = {k: p.default for k, p in playbook.parameters.items()}
-    params.update(o.params)
-    params.update({
-        "repo": o.repo or (hints.repo if hints else None),
-        "python": o.python or (hints.python if hints else None),
-        "launch": o.launch or (hints.launch if hints else None),
-        "expect": o.expect or (dict(hints.expect) if hints else {}),
-        "essential": o.essential or (list(hints.essential) if hints else []),
-        "patch_script": o.patch_script or (hints.patch_script if hints else None),
-        "good_fingerprint": o.good_fingerprint or (hints.good_fingerprint if hints else None),
-        "port": o.port,
-    })
+    from_hints = {
+        "repo": hints.repo if hints else None, "python": hints.python if hints else None,
+        "launch": hints.launch if hints else None, "expect": dict(hints.expect) if hints else {},
+        "essential": list(hints.essential) if hints else [], "patch_script": hints.patch_script if hints else None,
+        "good_fingerprint": hints.good_fingerprint if hints else None, "port": None}
+    named = {"repo": o.repo, "python": o.python, "launch": o.launch, "expect": o.expect, "essential": o.essential,
+             "patch_script": o.patch_script, "good_fingerprint": o.good_fingerprint, "port": o.port}
+    # Precedence: named options, then --param NAME=VALUE, then what the host knows, then playbook defaults.
+    for key, hint in from_hints.items():
+        params[key] = named[key] or o.params.get(key) or hint
+    params.update({k: v for k, v in o.params.items() if k not in named})
     return params
 
 
@@ -104,32 +104,36 @@ def _drive(app, first_input: Any, cfg: dict[str, Any], deps: RunDeps, approver: 
 
 
 def _safety_net(deps: RunDeps, values: dict[str, Any]) -> list[Decision]:
-    """Whatever happened: stop the servers this run started and put the tree back (verified)."""
+    """Whatever happened: stop the servers this run started and put the tree back (verified).
+
+    Each half is attempted even if the other fails; a restore that fails says how to finish it by hand.
+    """
     decisions: list[Decision] = []
     view = StateView(values)
     ctx = dataclasses.replace(deps.tool_ctx, auto_approve=True)
-    if "stop_server" in {t.name for t in registry.all()}:
-        try:
-            r = registry.call(ctx, "stop_server", {})
-            if r.ok and (r.output or {}).get("stopped"):
-                decisions.append(Decision(step="cleanup", checked="servers started by this run", found=r.summary,
-                                          decided="stopped them (by recorded PID only)", why="never leave orphans",
-                                          evidence=[e.command for e in r.evidence]))
-        except SpecdoctorError as exc:
-            decisions.append(Decision(step="cleanup", status="error", checked="stop servers", found=str(exc)))
+    try:
+        r = registry.call(ctx, "stop_server", {})
+        if r.ok and (r.output or {}).get("stopped"):
+            decisions.append(Decision(step="cleanup", tool="stop_server", checked="servers started by this run",
+                                      found=r.summary, decided="stopped them (by recorded PID only)",
+                                      why="never leave orphans", evidence=[e.command for e in r.evidence]))
+    except Exception as exc:  # keep going: the tree matters more than a stray server
+        decisions.append(Decision(step="cleanup", tool="stop_server", status="error", checked="stop servers",
+                                  found=redact_text(f"{type(exc).__name__}: {exc}")))
     backup_id = view.get("facts.backup_id")
     repo = view.params.get("repo")
     if backup_id and repo:
+        hint = f"run `specdoctor restore --host HOST --repo {repo} --backup {backup_id}`"
         try:
             r = registry.call(ctx, "restore_worktree", {"repo": repo, "backup_id": backup_id})
-            decisions.append(Decision(step="cleanup", tool="restore_worktree", status=r.status,
-                                      checked="the working tree matches the backup", found=r.summary,
-                                      decided="restored and verified" if r.ok else "RESTORE FAILED — see evidence",
-                                      why="the user's working tree is put back byte-identical on every path",
-                                      evidence=[e.command for e in r.evidence]))
-        except SpecdoctorError as exc:
-            decisions.append(Decision(step="cleanup", status="error", checked="restore", found=str(exc),
-                                      decided=f"run `specdoctor restore --backup {backup_id}`"))
+            ok, found, evidence = r.ok, r.summary, [e.command for e in r.evidence]
+        except Exception as exc:
+            ok, found, evidence = False, redact_text(f"{type(exc).__name__}: {exc}"), []
+        decisions.append(Decision(step="cleanup", tool="restore_worktree", status="ok" if ok else "error",
+                                  checked="the working tree matches the backup", found=found,
+                                  decided="restored and verified" if ok else f"RESTORE FAILED — {hint}",
+                                  why="the user's working tree is put back byte-identical on every path",
+                                  evidence=evidence))
     return decisions
 
 
@@ -138,7 +142,7 @@ def _finish(rec: RunRecord, deps: RunDeps, values: dict[str, Any], error: str | 
     from specdoctor.engine.report_builder import build_report
     from specdoctor.report.writer import write_report
 
-    extra = _safety_net(deps, values) if not deps.dry_run else []
+    extra = _safety_net(deps, values)
     values = dict(values)
     values["decisions"] = list(values.get("decisions", [])) + [d.model_dump() for d in extra]
     if error:
@@ -146,7 +150,8 @@ def _finish(rec: RunRecord, deps: RunDeps, values: dict[str, Any], error: str | 
                                             decided="verdict inconclusive", why="the run did not finish").model_dump())
     report = build_report(values, rec=rec, host=host, error=error, started=started, playbook=deps.playbook)
     files = write_report(report, Path(rec.out_dir))
-    rec.status = "error" if error else "finished"
+    restore_failed = any(d.tool == "restore_worktree" and d.status == "error" for d in extra)
+    rec.status = "needs-restore" if restore_failed else "error" if error else "finished"
     rec.verdict = report.verdict
     rec.finished = time.time()
     save_record(rec)
@@ -212,8 +217,8 @@ def investigate(options: InvestigateOptions, *, view: Any = None, approver: Appr
             raise UsageError("prerequisites not met: " + "; ".join(PREDICATES[m].description for m in missing))
         rec = RunRecord(run_id=run_id, host=options.host, reopen=getattr(host, "reopen_spec", None) or options.host,
                         host_options=_host_options(options), playbook=options.playbook, out_dir=str(out_dir),
-                        checkpoint=options.checkpoint or "", yes=options.yes)
-        rec.checkpoint = options.checkpoint or ""
+                        checkpoint=options.checkpoint or "", yes=options.yes, dry_run=options.dry_run,
+                        llm=options.llm, llm_base_url=options.llm_base_url)
         save_record(rec)
         first = {"run_id": run_id, "params": params, "results": {}, "facts": {}, "decisions": [], "done": []}
         return _run(rec, host, first, view, approver, _advisor(options), options.dry_run)
@@ -237,14 +242,20 @@ def resume(run_id: str, *, view: Any = None, approver: Approver | None = None, y
         with open_checkpointer(rec.checkpoint or None) as saver:
             playbook = load_playbook(rec.playbook)
             app = compile_playbook(playbook, checkpointer=saver)
-            values = app.get_state({"configurable": {"thread_id": run_id}}).values
+            snapshot = app.get_state({"configurable": {"thread_id": run_id}})
+        values = snapshot.values
         if not values:
             raise UsageError(f"run {run_id} has no checkpoint to resume")
+        if not snapshot.next or rec.status == "finished":
+            raise UsageError(f"run {run_id} already finished (report: {rec.out_dir}); nothing to resume")
         # The interrupted step re-runs from a clean world: our servers stopped, the tree put back.
         ctx = ToolContext(host=host, run_id=run_id, progress=view.progress)
-        _safety_net(RunDeps(host=host, tool_ctx=ctx), values)
+        cleanup = _safety_net(RunDeps(host=host, tool_ctx=ctx), values)
+        if any(d.tool == "restore_worktree" and d.status == "error" for d in cleanup):
+            raise BackupError(f"run {run_id}: could not put the tree back before resuming: {cleanup[-1].found}")
         rec.status = "running"
         save_record(rec)
-        return _run(rec, host, None, view, approver, None, False)
+        advisor = _advisor(InvestigateOptions(host=rec.host, llm=rec.llm, llm_base_url=rec.llm_base_url))
+        return _run(rec, host, None, view, approver, advisor, rec.dry_run)
     finally:
         host.close()

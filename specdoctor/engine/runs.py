@@ -39,6 +39,9 @@ class RunRecord(BaseModel):
     out_dir: str
     checkpoint: str
     yes: bool = False
+    dry_run: bool = False
+    llm: str | None = None
+    llm_base_url: str | None = None
     status: str = "running"
     verdict: str | None = None
     started: float = Field(default_factory=time.time)

@@ -17,6 +17,10 @@ _NOT_SECRET = {"SSH_AUTH_SOCK", "KEY_FILE", "PUBLIC_KEY", "TOKENIZERS_PARALLELIS
 _URL_CRED = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]+):(?P<pw>[^@/\s]+)@")
 # NUL ends a value too: /proc/PID/environ text is NAME=value\0NAME=value...
 _ASSIGN = re.compile(r"\b(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s'\"\x00]+)")
+# Command-line flags whose value is a secret: a dash-separated part is exactly key/token/secret/password/...
+# (so `--api-key X` and `--hf-token=X` are caught, `--tokenizer-path` is not).
+_SECRET_FLAG = re.compile(r"(--(?:[A-Za-z0-9]+-)*(?:key|token|secret|password|passwd|auth)(?:-[A-Za-z0-9]+)*)"
+                          r"(=|\s+)(?!-)([^\s'\"]+)", re.IGNORECASE)
 _TOKEN_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{8,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{16,})\b")
 
 _known: set[str] = set()
@@ -63,4 +67,5 @@ def redact_text(text: str) -> str:
             text = text.replace(secret, REDACTED)
     text = _ASSIGN.sub(lambda m: f"{m['name']}={REDACTED}" if is_secret_name(m["name"]) else m[0], text)
     text = _URL_CRED.sub(lambda m: f"{m['scheme']}{m['user']}:{REDACTED}@", text)
+    text = _SECRET_FLAG.sub(lambda m: f"{m[1]}{m[2]}{REDACTED}", text)
     return _TOKEN_SHAPES.sub(REDACTED, text)

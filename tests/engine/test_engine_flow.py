@@ -9,7 +9,7 @@ import pytest
 from pydantic import BaseModel
 
 from specdoctor.engine.runner import InvestigateOptions, investigate, resume
-from specdoctor.errors import ToolFailed
+from specdoctor.errors import ToolFailed, UsageError
 from specdoctor.toolkit import ToolContext, registry
 
 
@@ -91,10 +91,11 @@ def test_mutating_step_waits_for_approval_and_declined_means_untouched(tmp_path)
     assert any(d["step"] == "w" and d["status"] == "ok" for d in _report(out2)["decisions"])
 
 
-def test_dry_run_changes_nothing_and_says_what_it_would_do(tmp_path):
+@pytest.mark.parametrize("yes", [False, True])
+def test_dry_run_changes_nothing_and_says_what_it_would_do(tmp_path, yes):
     target = tmp_path / "g.txt"
-    pb = _playbook(tmp_path, f"  - {{id: w, tool: t_write, args: {{path: '{target}', text: hi}}}}\n")
-    out = investigate(InvestigateOptions(host="local", playbook=pb, dry_run=True, out=str(tmp_path / "o")))
+    pb = _playbook(tmp_path, f"  - {{id: w, tool: t_write, args: {{path: '{target}', text: hi}}, approval: never}}\n")
+    out = investigate(InvestigateOptions(host="local", playbook=pb, dry_run=True, yes=yes, out=str(tmp_path / "o")))
     assert not target.exists()
     d = [d for d in _report(out)["decisions"] if d["step"] == "w"][0]
     assert d["status"] == "dry-run" and str(target) in d["found"]
@@ -128,6 +129,8 @@ def test_crash_mid_run_then_resume_finishes(tmp_path):
     assert first.status == "error" and marker.exists()
     again = resume(first.run_id)
     assert again.status == "finished"
+    with pytest.raises(UsageError, match="already finished"):
+        resume(first.run_id)
     rep = _report(again)
     steps = [d["step"] for d in rep["decisions"]]
     assert "a" in steps and "b" in steps and "c" in steps

@@ -28,7 +28,7 @@ def test_claims_different_and_subtraction_same_is_baseline_not_reproducible():
 
 def test_bisection_culprit_makes_code_regression_and_mentions_enabled_gate():
     gates = {"status": "ok", "output": {"gates": [{"name": "SGLANG_X", "default": "0", "state": "ENABLED-at-runtime"}]}}
-    bis = {"status": "ok", "output": {"culprits": ["p3"]}}
+    bis = {"status": "ok", "output": {"verdict": "culprit", "culprits": ["p3"], "confirmed": True}}
     v = decide_verdict(_state(measure=MEASURE, subtraction={"outcome": "DIFFERENT"},
                               results={"gates": gates, "bisect": bis}))
     assert v.verdict == "code-regression" and v.culprits == ["p3"]
@@ -57,3 +57,26 @@ def test_game_plan_is_led_by_the_drafter_when_speculation_loses():
     assert "drafter" in plan[0].title and "α ≥ 0.68" in plan[0].title and "α ≥ 0.80" in plan[0].title
     assert plan[0].basis == "modelled" and plan[0].gain_tps and plan[0].gain_tps > 30
     assert plan[-1].title.startswith("Record an environment fingerprint")
+
+
+def test_an_unresolved_bisection_names_no_culprit():
+    bis = {"status": "ok", "output": {"verdict": "unresolved", "culprits": ["a.py", "b.py"], "confirmed": False}}
+    v = decide_verdict(_state(measure=MEASURE, subtraction={"outcome": "DIFFERENT",
+                                                            "comparison": {"verdict": "better"}},
+                              results={"bisect": bis}))
+    assert v.verdict == "inconclusive" and not v.culprits
+
+
+def test_culprits_stand_without_a_reproduce_step_but_unconfirmed_ones_are_less_sure():
+    bis = {"status": "ok", "output": {"verdict": "culprit", "culprits": ["p3"], "confirmed": False}}
+    v = decide_verdict(_state(results={"bisect": bis}))
+    assert v.verdict == "code-regression" and v.confidence < 0.9
+
+
+def test_a_failed_speculative_measurement_is_not_no_regression():
+    measure = {"baseline": {"median": 82.0, "samples": [81, 82, 83]}, "spec": {"error": "server did not start"}}
+    view = StateView({"params": {"expect": {"baseline": 82, "spec": 94}},
+                      "facts": {"measure": measure, "claims": {"baseline": {"claimed": 82, "outcome": "SAME"}}},
+                      "results": {}})
+    v = decide_verdict(view)
+    assert v.verdict == "inconclusive" and any("spec" in r for r in v.reasons)

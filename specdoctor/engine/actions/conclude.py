@@ -38,7 +38,7 @@ def _advise(deps, view: StateView, verdict, plan, out: ActionOutcome) -> None:
     narrative = deps.advisor.narrate(view, verdict, plan)
     if narrative is not None:
         out.facts["narrative"] = {**narrative.model_dump(), "llm_made": True, "model": deps.advisor.model}
-    unknown = [f for f in ((view.output("triage") or {}).get("files") or [])
+    unknown = [f for f in ((view.output("triage") or {}).get("rows") or [])
                if f.get("subsystem") in (None, "unknown")]
     guesses = deps.advisor.triage_unknown(unknown)
     if guesses:

@@ -57,6 +57,7 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     ambiguous: list[str] = []
     applied: list[str] = []
     essentials_verified = False
+    tree_problem: str | None = None
     essentials = essential_files(view)
     script = view.params.get("patch_script")
     full: dict[str, Any] = {}
@@ -67,26 +68,39 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         for rnd in range(rounds):
             runs = view.params.get("runs", 5) if rnd == 0 else view.params.get("extra_runs", 8)
             # A (all patches) then B (essentials only); each round adds runs to both arms (Pinpoint-style).
-            call_tool(deps, "restore_worktree", {"repo": repo, "backup_id": backup_id}, out.results,
-                      key=f"restore_a{rnd}")
+            r = call_tool(deps, "restore_worktree", {"repo": repo, "backup_id": backup_id}, out.results,
+                          key=f"restore_a{rnd}")
+            if not r.ok:
+                tree_problem = f"could not put the full tree back before round {rnd + 1}: {r.summary}"
+                break
             deps.view.progress(f"round {rnd + 1}: measuring with all patches applied")
             full = _merge(full, measure_config(deps, view, label=f"all-patches-{rnd + 1}", speculative=True,
                                                results=out.results, runs=runs))
-            call_tool(deps, "stash_all", {"repo": repo}, out.results, key=f"stash_all_{rnd}")
+            r = call_tool(deps, "stash_all", {"repo": repo}, out.results, key=f"stash_all_{rnd}")
+            if not r.ok:
+                tree_problem = f"stash failed: {r.summary}"
+                break
             if essentials:
                 r = call_tool(deps, "apply_patches", {"repo": repo, "files": essentials, "backup_id": backup_id},
                               out.results, key=f"apply_essentials_{rnd}")
+                if not r.ok:
+                    tree_problem = f"re-applying the essential patches failed: {r.summary}"
+                    break
                 if rnd == 0:
                     applied += list((r.output or {}).get("applied") or essentials)
                     ambiguous += _ambiguous(r.output)
-                    essentials_verified = r.ok and bool((r.output or {}).get("verified"))
+                    essentials_verified = bool((r.output or {}).get("verified"))
             if script:
-                r = call_tool(deps, "apply_patches", {"repo": repo, "script": script,
-                                                      "python": view.params.get("python")},
-                              out.results, key=f"apply_patch_script_{rnd}")
+                script_args = {"repo": repo, "script": script}
+                if view.params.get("python"):
+                    script_args["python"] = view.params["python"]
+                r = call_tool(deps, "apply_patches", script_args, out.results, key=f"apply_patch_script_{rnd}")
                 if rnd == 0:
-                    applied.append(f"script {script}")
                     ambiguous += _ambiguous(r.output)
+                    if r.ok:
+                        applied.append(f"script {script}")
+                    else:
+                        ambiguous.append(f"patch script did not run: {r.summary}")
             deps.view.progress(f"round {rnd + 1}: measuring with essential patches only")
             reduced = _merge(reduced, measure_config(deps, view, label=f"essentials-only-{rnd + 1}",
                                                      speculative=True, results=out.results, runs=runs))
@@ -102,16 +116,19 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     # A patch script that says SKIP/WARN leaves the trial's tree in doubt, unless the essentials were also
     # applied from the backup and verified file by file (then the script's output is evidence, not the tree).
     trusted = not ambiguous or essentials_verified
-    if not trusted:
-        outcome = "UNRESOLVED"
-    out.facts["subtraction"] = {"outcome": outcome, "comparison": comparison, "all_patches": full,
+    if not trusted or tree_problem:
+        outcome = "UNRESOLVED"  # a trial on a tree we cannot vouch for is never counted as good or bad
+    out.facts["subtraction"] = {"outcome": outcome, "comparison": comparison, "problem": tree_problem, "all_patches": full,
                                 "essentials_only": reduced, "applied": applied, "ambiguous": ambiguous,
                                 "restored": restored.ok, "restore": restored.output}
     out.summary = (f"all patches {full.get('median', float('nan')):.1f} vs essentials only "
                    f"{reduced.get('median', float('nan')):.1f} tok/s → {outcome}"
                    + (f"; {len(ambiguous)} ambiguous patch-script lines" if ambiguous else ""))
     out.status = "ok" if restored.ok and outcome != "UNRESOLVED" else ("error" if not restored.ok else "unresolved")
-    decided = ("bisect the non-essential patches" if outcome == "DIFFERENT" else
+    improved = comparison.get("verdict") == "better"  # removing the patches made it faster
+    decided = ("bisect the non-essential patches" if outcome == "DIFFERENT" and improved else
+               "the patches make it faster, not slower: nothing to bisect" if outcome == "DIFFERENT" else
+               f"trial unresolved: {tree_problem}" if tree_problem else
                "trial unresolved: the patch script's output is ambiguous and the tree could not be verified"
                if outcome == "UNRESOLVED" and not trusted else
                "the local patches do not explain the numbers; do not bisect")

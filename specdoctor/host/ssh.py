@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import logging
 import os
 import select
 import shlex
@@ -30,6 +31,11 @@ from specdoctor.host.audit import AuditLog
 from specdoctor.host.base import Host, quote_command
 
 __all__ = ["SSHHost", "fingerprint", "map_paramiko_exceptions"]
+
+# paramiko logs transport noise (e.g. "Secsh channel N open FAILED" when a forwarded port is closed) at ERROR;
+# without a handler Python's last-resort handler prints it on the user's terminal. Failures reach the user as
+# specdoctor's own one-line errors instead.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 
 def fingerprint(key: paramiko.PKey) -> str:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from specdoctor.engine.runner import InvestigateOptions, investigate
-from specdoctor.sim import list_scenarios, load_scenario
+from specdoctor.sim import list_scenarios, load_scenario, open_sim_host
 
 
 def _count(audit: Path) -> dict[str, int]:
@@ -23,9 +23,12 @@ def _count(audit: Path) -> dict[str, int]:
     return {"commands": len(entries), "launches": launches}
 
 
-def _requests(report: dict) -> int:
-    # Every benchmark run is requests_per_run requests (+ warm-up); count them from the decisions' tools.
-    return sum(len(m.get("samples") or []) for m in report.get("measurements", []))
+def _requests(root: Path) -> int:
+    """/generate requests the simulated servers answered (their uvicorn-style access lines), health probes excluded."""
+    total = 0
+    for log in root.rglob("*.log"):
+        total += sum(1 for line in log.read_text(errors="replace").splitlines() if '"POST /generate' in line)
+    return total
 
 
 def main(names: list[str]) -> int:
@@ -36,17 +39,19 @@ def main(names: list[str]) -> int:
         truth = load_scenario(name).truth
         out = Path(tempfile.mkdtemp(prefix=f"sd-cost-{name}-"))
         t0 = time.perf_counter()
-        outcome = investigate(InvestigateOptions(host=f"sim:{name}", yes=True, out=str(out)))
-        wall = time.perf_counter() - t0
+        with open_sim_host(name) as host:
+            outcome = investigate(InvestigateOptions(host=f"sim:{name}", yes=True, out=str(out)), host=host)
+            wall = time.perf_counter() - t0
+            requests = _requests(host.sandbox.root)
         report = json.loads((out / "report.json").read_text())
         counts = _count(out / "audit.jsonl")
         culprits = sorted(report.get("stash", {}).get("culprits", []) if report.get("stash") else [])
         ok = outcome.verdict == truth.verdict and culprits == sorted(truth.culprit_files)
         bisect = [d for d in report["decisions"] if d["step"] == "bisect" and d["status"] == "ok"]
-        rows.append((name, f"{wall:.1f}", counts["launches"], _requests(report), counts["commands"],
+        rows.append((name, f"{wall:.1f}", counts["launches"], requests, counts["commands"],
                      outcome.verdict, ",".join(culprits) or "-", "yes" if ok else "NO",
                      bisect[0]["found"][:60] if bisect else "-"))
-    header = ("scenario", "wall s", "launches", "bench runs", "host cmds", "verdict", "culprits", "= truth",
+    header = ("scenario", "wall s", "launches", "requests", "host cmds", "verdict", "culprits", "= truth",
               "bisection")
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     for r in [header, *rows]:

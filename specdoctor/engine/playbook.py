@@ -43,6 +43,8 @@ class Step(BaseModel):
 
     @model_validator(mode="after")
     def _one_target(self) -> Step:
+        if self.id in ("params", "facts", "state"):
+            raise ValueError(f"step id {self.id!r} is reserved (it would shadow ${self.id}.… references)")
         if bool(self.tool) == bool(self.action):
             raise ValueError(f"step {self.id!r} must name exactly one of tool / action")
         return self

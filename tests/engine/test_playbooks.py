@@ -54,3 +54,10 @@ def test_references_resolve_without_evaluation():
     args = resolve_args({"repo": "$params.repo", "port": "$facts.server.port", "files": "$state.catalog.files",
                          "missing": "$facts.nothing", "lit": {"literal": "$params.repo"}, "n": 3}, view)
     assert args == {"repo": "/r", "port": 31000, "files": [{"path": "a.py"}], "lit": "$params.repo", "n": 3}
+
+
+def test_reserved_step_ids_are_refused(tmp_path):
+    p = tmp_path / "r.yaml"
+    p.write_text("name: r\nsteps:\n  - {id: facts, tool: host_facts}\n")
+    with pytest.raises(UsageError, match="reserved"):
+        load_playbook(str(p))

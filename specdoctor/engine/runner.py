@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 
 from specdoctor.engine.context import NullView, RunDeps
 from specdoctor.engine.graph import compile_playbook
-from specdoctor.engine.playbook import load_playbook
+from specdoctor.engine.playbook import Playbook, load_playbook
 from specdoctor.engine.predicates import PREDICATES, evaluate
 from specdoctor.engine.runs import RunRecord, new_run_id, open_checkpointer, save_record
 from specdoctor.engine.state import Decision, StateView
@@ -159,10 +159,8 @@ def _finish(rec: RunRecord, deps: RunDeps, values: dict[str, Any], error: str | 
                       files={k: str(v) for k, v in files.items()})
 
 
-def _run(rec: RunRecord, host: Host, first_input: Any, view: Any, approver: Approver | None,
+def _run(rec: RunRecord, playbook: Playbook, host: Host, first_input: Any, view: Any, approver: Approver | None,
          advisor: Any, dry_run: bool) -> RunOutcome:
-    playbook = load_playbook(rec.playbook)
-    playbook.check_references()
     ctx = ToolContext(host=host, run_id=rec.run_id, progress=view.progress)
     deps = RunDeps(host=host, tool_ctx=ctx, view=view, advisor=advisor, out_dir=Path(rec.out_dir), yes=rec.yes,
                    dry_run=dry_run, playbook=playbook)
@@ -221,7 +219,7 @@ def investigate(options: InvestigateOptions, *, view: Any = None, approver: Appr
                         llm=options.llm, llm_base_url=options.llm_base_url)
         save_record(rec)
         first = {"run_id": run_id, "params": params, "results": {}, "facts": {}, "decisions": [], "done": []}
-        return _run(rec, host, first, view, approver, _advisor(options), options.dry_run)
+        return _run(rec, playbook, host, first, view, approver, _advisor(options), options.dry_run)
     finally:
         if own_host:
             host.close()
@@ -241,6 +239,7 @@ def resume(run_id: str, *, view: Any = None, approver: Approver | None = None, y
     try:
         with open_checkpointer(rec.checkpoint or None) as saver:
             playbook = load_playbook(rec.playbook)
+            playbook.check_references()
             app = compile_playbook(playbook, checkpointer=saver)
             snapshot = app.get_state({"configurable": {"thread_id": run_id}})
         values = snapshot.values
@@ -256,6 +255,6 @@ def resume(run_id: str, *, view: Any = None, approver: Approver | None = None, y
         rec.status = "running"
         save_record(rec)
         advisor = _advisor(InvestigateOptions(host=rec.host, llm=rec.llm, llm_base_url=rec.llm_base_url))
-        return _run(rec, host, None, view, approver, advisor, rec.dry_run)
+        return _run(rec, playbook, host, None, view, approver, advisor, rec.dry_run)
     finally:
         host.close()

@@ -28,6 +28,10 @@ class ActionOutcome(BaseModel):
     facts: dict[str, Any] = Field(default_factory=dict)
     decisions: list[Decision] = Field(default_factory=list)
 
+    def commands(self, limit: int) -> list[str]:
+        """The commands of every tool call this step made so far (evidence for its decision)."""
+        return [e["command"] for r in self.results.values() for e in r.get("evidence", [])][:limit]
+
 
 @dataclass(frozen=True)
 class ActionSpec:

@@ -169,5 +169,5 @@ def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
         f"{view.params.get('runs', 5)} runs each (one value per run)", found=out.summary,
         decided="compare every later measurement with these, not with the claims",
         why="a regression can only be diagnosed against numbers re-measured on this box today",
-        evidence=[e["command"] for r in out.results.values() for e in r.get("evidence", [])][:40]))
+        evidence=out.commands(40)))
     return out

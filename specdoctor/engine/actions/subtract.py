@@ -140,5 +140,5 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         + ("; ambiguous patch-script output: " + " | ".join(ambiguous) if ambiguous else "")
         + ("; the essential patches were applied from the backup and verified, so the trial stands"
            if ambiguous and trusted else ""),
-        evidence=[e["command"] for r in out.results.values() for e in r.get("evidence", [])][:60]))
+        evidence=out.commands(60)))
     return out

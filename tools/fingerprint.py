@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, Field
 from specdoctor.tools.server import find_servers, http_get, list_processes, read_environs
@@ -12,6 +12,7 @@ from specdoctor.tools.server import find_servers, http_get, list_processes, read
 from specdoctor.errors import NoData, SpecdoctorError, ToolFailed, UsageError
 from specdoctor.host.base import Raw
 from specdoctor.host.redact import redact_env
+from specdoctor.models.fingerprint import Change, Fingerprint, FingerprintDiff, GpuFingerprint, Impact
 from specdoctor.parsers.nvidia_smi import parse_q, parse_query_csv, parse_topo
 from specdoctor.toolkit import ToolContext, tool
 
@@ -55,54 +56,9 @@ class FingerprintInput(BaseModel):
     python: str | None = Field(default=None, description="The server's python (torch NCCL, sglang version).")
 
 
-class GpuFingerprint(BaseModel):
-    """One GPU's identity and the settings that change performance."""
-
-    index: int
-    name: str | None = None
-    uuid: str | None = None
-    bus_id: str | None = None
-    sm_clock_mhz: float | None = None
-    max_sm_clock_mhz: float | None = None
-    mem_clock_mhz: float | None = None
-    power_limit_w: float | None = None
-    pcie_gen: int | None = None
-    pcie_gen_max: int | None = None
-    pcie_width: int | None = None
-    pcie_width_max: int | None = None
-    persistence_mode: str | None = None
-
-
-class Fingerprint(BaseModel):
-    """Everything about the box and the server that a tok/s figure depends on; stored with every measurement."""
-
-    driver: str | None = None
-    cuda_driver: str | None = Field(default=None, description="CUDA version the driver supports (nvidia-smi).")
-    cuda_runtime: str | None = Field(default=None, description="torch.version.cuda.")
-    nccl_version: str | None = None
-    nccl_source: str | None = Field(default=None, description="torch | pip:nvidia-nccl-cu12 | libnccl path.")
-    torch_version: str | None = None
-    gpus: list[GpuFingerprint] = Field(default_factory=list)
-    topology: dict[str, Any] = Field(default_factory=dict, description="links per GPU pair, link-kind counts.")
-    interconnect: str | None = Field(default=None, description="NVLink | PCIe, from the topology matrix.")
-    gpu_processes: list[dict[str, Any]] = Field(default_factory=list)
-    cpu_governor: str | None = None
-    worker_env: dict[str, str] = Field(default_factory=dict, description="NCCL_/CUDA_/SGLANG_/TORCH_NCCL_ env of "
-                                       "the first TP worker (redacted).")
-    worker_env_mismatch: list[str] = Field(default_factory=list, description="Names whose value differs between ranks.")
-    parent_env: dict[str, str] = Field(default_factory=dict)
-    sglang_version: str | None = None
-    server_version: str | None = None
-    commit: str | None = None
-    dirty_files: int | None = None
-    python: str | None = None
-    problems: list[str] = Field(default_factory=list)
-
-    def summary_line(self) -> str:
-        gpu = f"{len(self.gpus)}x {self.gpus[0].name}" if self.gpus else "no GPUs"
-        return (f"driver {self.driver}, CUDA {self.cuda_driver}, NCCL {self.nccl_version} ({self.nccl_source}), "
-                f"{gpu} {self.interconnect or ''}, sglang {self.sglang_version or self.server_version}, "
-                f"{len(self.worker_env)} worker env vars")
+def _tuning_env(env: dict[str, str]) -> dict[str, str]:
+    """The variables that tune NCCL/CUDA/SGLang/torch (what a fingerprint records of a process's env)."""
+    return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES)}
 
 
 def _sections(text: str) -> dict[str, list[str]]:
@@ -230,17 +186,14 @@ def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
         ranks = {r: envs.get(pid) for r, pid in s.ranks.items()}
         readable = {r: e for r, e in ranks.items() if e is not None}
 
-        def pick(e: dict[str, str]) -> dict[str, str]:
-            return {k: v for k, v in e.items() if k.startswith(ENV_PREFIXES)}
-
         if readable:
-            first = pick(next(iter(readable.values())))
+            first = _tuning_env(next(iter(readable.values())))
             fp.worker_env = redact_env(first)
-            names = set().union(*(pick(e).keys() for e in readable.values()))
+            names = set().union(*(_tuning_env(e).keys() for e in readable.values()))
             fp.worker_env_mismatch = sorted(n for n in names if len({e.get(n) for e in readable.values()}) > 1)
         else:
             fp.problems.append("workers' environments not readable")
-        fp.parent_env = redact_env(pick(envs.get(s.main.pid) or {}))
+        fp.parent_env = redact_env(_tuning_env(envs.get(s.main.pid) or {}))
         try:
             _, body = http_get(ctx.host, s.port, ["/server_info", "/get_server_info"], timeout=5)
             fp.server_version = str(body.get("version")) if isinstance(body, dict) and body.get("version") else None
@@ -252,35 +205,6 @@ def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
 
 
 # -- diff ------------------------------------------------------------------------------------------------
-
-Impact = Literal["high", "medium", "low"]
-
-
-class Change(BaseModel):
-    """One difference between two fingerprints (a = earlier/good, b = now), ranked by suspicion."""
-
-    key: str
-    before: str | None = None
-    after: str | None = None
-    impact: Impact = "low"
-    rank: int = Field(description="Lower = more suspicious.")
-    why: str = ""
-
-    def __str__(self) -> str:
-        return f"{self.key}: {self.before!r} -> {self.after!r}"
-
-
-class FingerprintDiff(BaseModel):
-    """What changed between two fingerprints, most suspicious first."""
-
-    changes: list[Change] = Field(default_factory=list)
-    compared: list[str] = Field(default_factory=list, description="Top-level keys present on both sides.")
-
-    def summary_line(self) -> str:
-        if not self.changes:
-            return "no differences in the compared fields"
-        return f"{len(self.changes)} differences; first: {self.changes[0]}"
-
 
 class FingerprintDiffInput(BaseModel):
     """Arguments of fingerprint_diff."""

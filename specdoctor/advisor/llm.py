@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from specdoctor.advisor.rules import PlanAction, Verdict
-from specdoctor.engine.state import StateView
 from specdoctor.host.redact import redact_text
+from specdoctor.models import StateReader as StateView
 
 __all__ = ["LLMAdvisor", "Narrative", "TriageGuess", "TriageGuesses"]
 

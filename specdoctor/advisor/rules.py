@@ -1,12 +1,30 @@
-"""The rules advisor: deterministic verdict and game plan from the run's evidence (offline, no LLM)."""
+"""The rules advisor: deterministic verdict and game plan from the run's evidence (offline, no LLM).
+
+It reads tool results through their output models (`view.latest(Model)`) and action facts through the
+fact models of `specdoctor.models`; it never guesses dict keys.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from specdoctor.engine.state import StateView, pick
+from specdoctor.models import (
+    BreakevenAnalysis,
+    Claims,
+    FingerprintDiff,
+    MeasuredFact,
+    MeasureFacts,
+    NcclFact,
+    StateReader,
+    SubtractionFact,
+    TargetRequirement,
+    TopologyFact,
+)
+from specdoctor.tools.bisect import BisectResult
+from specdoctor.tools.gates import Gate, GateScan
+from specdoctor.tools.server import Propagation
 
 __all__ = ["Verdict", "PlanAction", "decide_verdict", "game_plan", "VerdictName"]
 
@@ -36,50 +54,52 @@ class PlanAction(BaseModel):
     detail: str = ""
 
 
-
-def _enabled_gates(v: StateView) -> list[dict[str, Any]]:
-    gates = pick(v.output("gates") or {}, "gates", default=[]) or []
-    return [g for g in gates if "ENABLED" in str(g.get("state", "")).upper()]
-
-
-def _dropped_vars(v: StateView) -> list[str]:
-    rows = pick(v.output("propagation") or {}, "rows", "variables", default=[]) or []
-    return [r.get("name") for r in rows if "dropped" in str(r.get("status", ""))]
+def _enabled_gates(v: StateReader) -> list[Gate]:
+    scan = v.latest(GateScan)
+    return [g for g in scan.gates if g.state == "ENABLED-at-runtime"] if scan else []
 
 
-def _culprits(v: StateView) -> tuple[list[str], bool]:
+def _dropped_vars(v: StateReader) -> list[str]:
+    prop = v.latest(Propagation)
+    return [r.name for r in prop.rows if r.status == "dropped-for-workers"] if prop else []
+
+
+def _culprits(v: StateReader) -> tuple[list[str], bool]:
     """Culprits the bisection isolated (and whether a trial confirmed them); an unresolved search names none."""
-    out = v.output("bisect") or {}
-    if out.get("verdict") not in ("culprit", "interaction"):
+    out = v.latest(BisectResult)
+    if out is None or out.verdict not in ("culprit", "interaction"):
         return [], False
-    return list(pick(out, "culprits", default=[]) or []), bool(out.get("confirmed"))
+    return list(out.culprits), out.confirmed
 
 
-def decide_verdict(v: StateView) -> Verdict:
+def _median(m: MeasuredFact | None) -> float | None:
+    return m.median if m is not None else None
+
+
+def decide_verdict(v: StateReader) -> Verdict:
     """Rules in order of strength of evidence; anything unmeasured ends as `inconclusive`."""
-    measure = v.get("facts.measure") or {}
-    claims = v.get("facts.claims") or {}
-    sub = v.get("facts.subtraction") or {}
+    measure = v.fact("measure", MeasureFacts) or MeasureFacts()
+    claims = (v.fact("claims", Claims) or Claims({})).root
+    sub = v.fact("subtraction", SubtractionFact) or SubtractionFact()
     culprits, confirmed = _culprits(v)
     enabled = _enabled_gates(v)
     dropped = _dropped_vars(v)
     reasons: list[str] = []
-    base, spec = measure.get("baseline") or {}, measure.get("spec") or {}
     if culprits:  # the bisection measured its own references, so this stands without a reproduce step
         reasons.append(f"bisection isolated {', '.join(culprits)} (comparator DIFFERENT"
                        + (", confirmed by its own trial)" if confirmed else ", not confirmed by a separate trial)"))
         for g in enabled:
-            reasons.append(f"gate {g.get('name')} is ENABLED at runtime in the server's workers "
-                           f"although its default is {g.get('default')}")
+            reasons.append(f"gate {g.name} is ENABLED at runtime in the server's workers "
+                           f"although its default is {g.default}")
         return Verdict(verdict="code-regression", confidence=0.9 if confirmed else 0.7, culprits=culprits,
                        reasons=reasons,
                        sentence=f"A local patch regressed speculative decoding: {', '.join(culprits)}.")
-    measured_any = any(x.get("median") is not None for x in (base, spec, sub.get("all_patches") or {},
-                                                              sub.get("essentials_only") or {}))
+    measured_any = any(m is not None and m.measured for m in (measure.baseline, measure.spec, sub.all_patches,
+                                                              sub.essentials_only))
     if not measured_any:
         return Verdict(verdict="inconclusive", confidence=0.2, sentence="Nothing could be measured on the box, "
                        "so no regression can be confirmed or ruled out.", reasons=["no throughput measurement"])
-    failed = [f"{k}: {m.get('error')}" for k, m in measure.items() if isinstance(m, dict) and m.get("error")]
+    failed = [f"{k}: {m.error}" for k, m in measure.items() if m.error]
     missing = [k for k in (v.params.get("expect") or {}) if k not in claims]
     if failed or missing:
         return Verdict(verdict="inconclusive", confidence=0.3,
@@ -88,36 +108,35 @@ def decide_verdict(v: StateView) -> Verdict:
                        sentence="Part of what was claimed could not be measured, so no verdict is possible yet.")
     if dropped:
         reasons.append(f"{', '.join(dropped)} set in the launch shell/parent but absent in every worker")
-        diff = v.output("fingerprint_diff") or {}
-        changes = pick(diff, "changes", default=[]) or []
-        if changes:
-            reasons.append(f"fingerprint diff vs the good run, first change: {changes[0]}")
+        diff = v.latest(FingerprintDiff)
+        if diff is not None and diff.changes:
+            reasons.append(f"fingerprint diff vs the good run, first change: {diff.changes[0]}")
         return Verdict(verdict="environment", confidence=0.85, reasons=reasons,
                        sentence=f"The environment changed, not the code: {', '.join(dropped)} no longer reach "
                                 "the TP workers.")
-    different = {k: c for k, c in claims.items() if c.get("outcome") == "DIFFERENT"}
-    unknown = {k: c for k, c in claims.items() if c.get("outcome") == "UNKNOWN"}
-    sub_outcome = sub.get("outcome")
-    if sub_outcome == "DIFFERENT" and (sub.get("comparison") or {}).get("verdict") == "better":
+    different = {k: c for k, c in claims.items() if c.outcome == "DIFFERENT"}
+    unknown = {k: c for k, c in claims.items() if c.outcome == "UNKNOWN"}
+    if sub.made_faster:
         reasons.append("removing the non-essential patches made it faster, but no culprit was isolated")
         return Verdict(verdict="inconclusive", confidence=0.4, reasons=reasons,
                        sentence="The local patches change the numbers, but the bisection did not pin the cause; "
                                 "see the trials.")
     if different:
         for k, c in different.items():
-            reasons.append(f"claimed {k} {c.get('claimed')} is DIFFERENT from measured "
-                           f"{pick(measure.get(k), 'median', default=float('nan')):.1f} tok/s")
-        if sub_outcome == "SAME":
+            med = _median(getattr(measure, k, None))
+            reasons.append(f"claimed {k} {c.claimed} is DIFFERENT from measured "
+                           f"{med if med is not None else float('nan'):.1f} tok/s")
+        if sub.outcome == "SAME":
             reasons.append("removing every non-essential patch changes nothing (comparator SAME)")
             conf = 0.9
         else:
-            reasons.append(f"subtraction outcome: {sub_outcome or 'not run'}")
-            conf = 0.7 if sub_outcome == "DIFFERENT" else 0.6 if sub_outcome in (None, "UNKNOWN") else 0.5
+            reasons.append(f"subtraction outcome: {sub.outcome or 'not run'}")
+            conf = 0.7 if sub.outcome == "DIFFERENT" else 0.6 if sub.outcome in (None, "UNKNOWN") else 0.5
         return Verdict(verdict="baseline-not-reproducible", confidence=conf, reasons=reasons,
                        sentence="No code regressed: the earlier figures are not reproducible on this box, "
                                 "and the local patches do not change the numbers.")
     if claims and not unknown:
-        reasons += [f"claimed {k} {c.get('claimed')} is within noise of the measurement" for k, c in claims.items()]
+        reasons += [f"claimed {k} {c.claimed} is within noise of the measurement" for k, c in claims.items()]
         return Verdict(verdict="no-regression", confidence=0.85, reasons=reasons,
                        sentence="The box performs as claimed: no regression.")
     if unknown:
@@ -126,20 +145,14 @@ def decide_verdict(v: StateView) -> Verdict:
                    sentence="The evidence does not support a verdict; see the measurements and findings.")
 
 
-def game_plan(v: StateView, verdict: Verdict) -> list[PlanAction]:
+def game_plan(v: StateReader, verdict: Verdict) -> list[PlanAction]:
     """Ranked next actions, each with expected gain and its basis, cost and risk."""
     actions: list[PlanAction] = []
-    measure = v.get("facts.measure") or {}
-    base = pick(measure.get("baseline"), "median")
-    spec = pick(measure.get("spec"), "median")
-    be = v.output("breakeven") or {}
-    tau = pick(be, "accept_len", "accept_length", "tau")
-    tau_star = pick(be, "tau_star", "breakeven_accept_length")
-    targets = pick(be, "targets", "alpha_needed", default=[]) or []
+    measure = v.fact("measure", MeasureFacts) or MeasureFacts()
+    base, spec = _median(measure.baseline), _median(measure.spec)
     if verdict.verdict == "code-regression":
-        sub = v.get("facts.subtraction") or {}
-        full = pick(sub.get("all_patches"), "median")
-        ess = pick(sub.get("essentials_only"), "median")
+        sub = v.fact("subtraction", SubtractionFact) or SubtractionFact()
+        full, ess = _median(sub.all_patches), _median(sub.essentials_only)
         gain = (ess - full) if (full is not None and ess is not None) else None
         actions.append(PlanAction(
             title=f"Revert or fix {', '.join(verdict.culprits)}",
@@ -147,8 +160,8 @@ def game_plan(v: StateView, verdict: Verdict) -> list[PlanAction]:
             gain_tps=gain, basis="measured" if gain is not None else "none", cost="low (one patch)", risk="low",
             detail="measured as essentials-only vs all patches in this run"))
         for g in _enabled_gates(v):
-            actions.append(PlanAction(title=f"Unset {g.get('name')} in the server's environment (default "
-                                            f"{g.get('default')})", expected_gain="part of the culprit's cost",
+            actions.append(PlanAction(title=f"Unset {g.name} in the server's environment (default {g.default})",
+                                      expected_gain="part of the culprit's cost",
                                       basis="none", cost="low", risk="low",
                                       detail="the gate is enabled in the running workers (/proc/PID/environ)"))
     dropped = _dropped_vars(v)
@@ -158,64 +171,31 @@ def game_plan(v: StateView, verdict: Verdict) -> list[PlanAction]:
             expected_gain="back to the good run's figures", basis="none", cost="low", risk="low",
             detail="set them in the launch environment the workers inherit (not sitecustomize.py); verify in "
                    "/proc/<worker>/environ"))
-    nccl = v.get("facts.nccl") or {}
-    if nccl.get("best") and nccl.get("env"):
-        pct = nccl.get("best_gain_pct")
-        spec_now = pick(measure.get("spec"), "median")
-        gain = spec_now * pct / 100.0 if isinstance(pct, (int, float)) and spec_now else None
+    nccl = v.fact("nccl", NcclFact) or NcclFact()
+    if nccl.best and nccl.env:
+        pct = nccl.best_gain_pct
+        gain = spec * pct / 100.0 if pct is not None and spec else None
         actions.append(PlanAction(
-            title="Set " + " ".join(f"{k}={val}" for k, val in nccl["env"].items()) + " where the workers inherit it",
-            expected_gain=f"+{pct:.1f} % tok/s end to end" if isinstance(pct, (int, float)) else "measured end to end",
+            title="Set " + " ".join(f"{k}={val}" for k, val in nccl.env.items()) + " where the workers inherit it",
+            expected_gain=f"+{pct:.1f} % tok/s end to end" if pct is not None else "measured end to end",
             gain_tps=gain, basis="measured", cost="low",
             risk="medium (NCCL debugging knobs; revisit on NCCL upgrade)",
             detail="promoted from the NCCL sweep and confirmed by an end-to-end A/B"))
-    if spec is not None and base is not None and tau_star is not None and (tau is None or tau < tau_star * 1.2):
-        reachable = [t for t in targets if isinstance(t, dict) and pick(t, "alpha_needed", "alpha") is not None]
-        even = next((t for t in reachable if abs(pick(t, "speedup", default=0) - 1.0) < 1e-6), None)
-        # The goal worth training for is a real speedup (1.2× when asked), even if it needs more draft steps.
-        goal = next((t for t in targets if isinstance(t, dict) and abs(pick(t, "speedup", default=0) - 1.2) < 1e-6),
-                    None) or max((t for t in targets if isinstance(t, dict)),
-                                 key=lambda t: pick(t, "speedup", default=0), default=None)
-        best = goal
-        title = "Improve the drafter's acceptance (fine-tune the draft head on the served model's outputs)"
-        if even:
-            title += (f": τ ≥ {pick(even, 'tau_needed', 'tau'):.2f} (α ≥ {pick(even, 'alpha_needed', 'alpha'):.2f}) "
-                      "just to break even")
-        if best and best is not even:
-            a_best = pick(best, "alpha_needed", "alpha")
-            title += (f"; τ ≥ {pick(best, 'tau_needed', 'tau'):.2f} "
-                      + (f"(α ≥ {a_best:.2f}) " if a_best is not None else "(needs more draft steps) ")
-                      + f"for {pick(best, 'speedup'):g}×")
-        speedup = pick(best, "speedup", default=1.0) if best else 1.0
-        target_tps = base * speedup
-        unreachable = [t for t in targets if isinstance(t, dict) and pick(t, "alpha_needed", "alpha") is None
-                       and t is not best]
-        actions.append(PlanAction(
-            title=title,
-            expected_gain=f"+{target_tps - spec:.1f} tok/s vs today's speculative ({speedup:g}× baseline)",
-            gain_tps=target_tps - spec, basis="modelled", cost="high (training data + GPU days)", risk="low",
-            detail=f"break-even τ* = {tau_star:.2f} vs measured τ = {tau if tau is not None else float('nan'):.2f}; "
-                   "below τ* speculation is slower than plain decoding"
-                   + ("; " + ", ".join(f"{pick(t, 'speedup'):g}× needs τ {pick(t, 'tau_needed', 'tau'):.2f}, "
-                                        "out of reach at this k (more draft steps)" for t in unreachable)
-                      if unreachable else "")))
-        if spec < base:
-            actions.append(PlanAction(
-                title="Serve without speculation until the drafter clears break-even",
-                expected_gain=f"+{base - spec:.1f} tok/s now", gain_tps=base - spec, basis="measured",
-                cost="none", risk="none", detail="baseline measured faster than speculative in this run"))
-    catalog = v.output("gates") or {}
-    sglang_gates = {g.get("name") for g in pick(catalog, "sglang_gates", "catalog", default=[]) or []
-                    if isinstance(g, dict)}
-    topo = v.get("facts.topology") or {}
-    if "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE" in sglang_gates and topo.get("interconnect") == "pcie":
+    be = v.latest(BreakevenAnalysis)
+    if spec is not None and base is not None and be is not None and (be.accept_len is None
+                                                                      or be.accept_len < be.tau_star * 1.2):
+        actions += _drafter_actions(be, base, spec)
+    scan = v.latest(GateScan)
+    sglang_gates = {g.name for g in scan.sglang_gates} if scan else set()
+    topo = v.fact("topology", TopologyFact) or TopologyFact()
+    if "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE" in sglang_gates and topo.interconnect == "pcie":
         actions.append(PlanAction(
             title="Try SGLang's PCIe all-reduce gate SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1 (off by default)",
             expected_gain="TPOT −36 % in SGLang's own TP8 PCIe measurement (21.14 → 13.62 ms)",
             basis="modelled", cost="low (one relaunch)", risk="medium (prefill-sized workspace hurt TTFT by 66 %)",
             detail="NCCL carries every TP all-reduce on PCIe TP>2; the gate exists in this SGLang's environ.py"))
-    if v.get("facts.cuda_graph_off") or any("CUDA graph" in str(f) for f in
-                                             pick(measure.get("spec"), "findings", default=[]) or []):
+    spec_findings = measure.spec.finding_texts() if measure.spec else []
+    if v.get("facts.cuda_graph_off") or any("CUDA graph" in f for f in spec_findings):
         actions.append(PlanAction(
             title="Check why verify does not replay a CUDA graph (decode log says `cuda graph: False`)",
             expected_gain="verify launch overhead", basis="none", cost="low", risk="low",
@@ -227,3 +207,37 @@ def game_plan(v: StateView, verdict: Verdict) -> list[PlanAction]:
     order = {"measured": 0, "modelled": 1, "none": 2}
     ranked = sorted(actions[:-1], key=lambda a: (-(a.gain_tps or 0.0), order[a.basis]))
     return ranked + actions[-1:]
+
+
+def _drafter_actions(be: BreakevenAnalysis, base: float, spec: float) -> list[PlanAction]:
+    """Train the drafter to clear break-even (and a real speedup); serve without speculation meanwhile."""
+    targets = be.targets
+    even = next((t for t in targets if t.alpha_needed is not None and abs(t.speedup - 1.0) < 1e-6), None)
+    # The goal worth training for is a real speedup (1.2× when asked), even if it needs more draft steps.
+    best: TargetRequirement | None = next((t for t in targets if abs(t.speedup - 1.2) < 1e-6), None) or max(
+        targets, key=lambda t: t.speedup, default=None)
+    title = "Improve the drafter's acceptance (fine-tune the draft head on the served model's outputs)"
+    if even is not None:
+        title += f": τ ≥ {even.tau_needed:.2f} (α ≥ {even.alpha_needed:.2f}) just to break even"
+    if best is not None and best is not even:
+        title += (f"; τ ≥ {best.tau_needed:.2f} "
+                  + (f"(α ≥ {best.alpha_needed:.2f}) " if best.alpha_needed is not None else "(needs more draft steps) ")
+                  + f"for {best.speedup:g}×")
+    speedup = best.speedup if best is not None else 1.0
+    target_tps = base * speedup
+    unreachable = [t for t in targets if t.alpha_needed is None and t is not best]
+    tau = be.accept_len
+    out = [PlanAction(
+        title=title,
+        expected_gain=f"+{target_tps - spec:.1f} tok/s vs today's speculative ({speedup:g}× baseline)",
+        gain_tps=target_tps - spec, basis="modelled", cost="high (training data + GPU days)", risk="low",
+        detail=f"break-even τ* = {be.tau_star:.2f} vs measured τ = {tau if tau is not None else float('nan'):.2f}; "
+               "below τ* speculation is slower than plain decoding"
+               + ("; " + ", ".join(f"{t.speedup:g}× needs τ {t.tau_needed:.2f}, out of reach at this k "
+                                   "(more draft steps)" for t in unreachable) if unreachable else ""))]
+    if spec < base:
+        out.append(PlanAction(
+            title="Serve without speculation until the drafter clears break-even",
+            expected_gain=f"+{base - spec:.1f} tok/s now", gain_tps=base - spec, basis="measured",
+            cost="none", risk="none", detail="baseline measured faster than speculative in this run"))
+    return out

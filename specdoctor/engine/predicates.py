@@ -6,6 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from specdoctor.engine.state import StateView
+from specdoctor.models import MeasureFacts, ServerFact, SubtractionFact, TopologyFact
+from specdoctor.tools.repo import Catalog
+from specdoctor.tools.server import Propagation
 
 __all__ = ["Predicate", "PREDICATES", "predicate", "evaluate"]
 
@@ -41,7 +44,8 @@ def always(v: StateView) -> bool:
 
 @predicate("a speculative server is running on the host")
 def server_running(v: StateView) -> bool:
-    return bool(v.get("facts.server.running"))
+    server = v.fact("server", ServerFact)
+    return server is not None and server.running
 
 
 @predicate("a launch command is known (given, or read from the running server)")
@@ -61,8 +65,8 @@ def has_claims(v: StateView) -> bool:
 
 @predicate("the checkout has local changes")
 def has_changes(v: StateView) -> bool:
-    cat = v.output("catalog") or {}
-    return bool(cat.get("files") or cat.get("untracked"))
+    cat = v.latest(Catalog)
+    return cat is not None and bool(cat.files or cat.untracked)
 
 
 @predicate("a backup of the working tree exists for this run")
@@ -72,22 +76,22 @@ def has_backup(v: StateView) -> bool:
 
 @predicate("both throughputs were measured")
 def has_measurements(v: StateView) -> bool:
-    return v.get("facts.measure.baseline.median") is not None and v.get("facts.measure.spec.median") is not None
+    m = v.fact("measure", MeasureFacts)
+    return m is not None and all(x is not None and x.measured for x in (m.baseline, m.spec))
 
 
 @predicate("removing the non-essential patches made it faster (comparator DIFFERENT, better)")
 def subtraction_changed_performance(v: StateView) -> bool:
-    return (v.get("facts.subtraction.outcome") == "DIFFERENT"
-            and v.get("facts.subtraction.comparison.verdict") == "better")
+    sub = v.fact("subtraction", SubtractionFact)
+    return sub is not None and sub.made_faster
 
 
 @predicate("the box is multi-GPU over PCIe, or NCCL variables did not reach the workers")
 def needs_nccl_sweep(v: StateView) -> bool:
-    gpus = v.get("facts.topology.gpu_count", 0) or 0
-    pcie = v.get("facts.topology.interconnect") == "pcie"
-    rows = (v.output("propagation") or {}).get("rows") or []
-    dropped = any("dropped" in str(r.get("status", "")) for r in rows)
-    return bool((gpus > 1 and pcie) or dropped)
+    topo = v.fact("topology", TopologyFact) or TopologyFact()
+    prop = v.latest(Propagation)
+    dropped = prop is not None and any(r.status == "dropped-for-workers" for r in prop.rows)
+    return (topo.gpu_count > 1 and topo.interconnect == "pcie") or dropped
 
 
 @predicate("a fingerprint of an earlier good run is available")

@@ -1,17 +1,48 @@
-"""Turn a run's final state into the one `Report` model (the report package renders it; this only maps)."""
+"""Turn a run's final state into the one `Report` model (the report package renders it; this only maps).
+
+Every tool result is read through its output model (`StateView.latest` / `result`), every fact through its
+fact model, so a producer that changes shape fails here with the step, tool and field, not in a renderer.
+"""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, Literal
 
 from specdoctor import __version__
-from specdoctor.engine.state import StateView, pick
+from specdoctor.advisor.rules import PlanAction, Verdict
+from specdoctor.engine.state import StateView
+from specdoctor.host.audit import AuditEntry
 from specdoctor.host.base import Host
+from specdoctor.models import (
+    BreakevenAnalysis,
+    Claims,
+    Decision,
+    EnvRow,
+    FactModel,
+    Fingerprint,
+    FingerprintDiff,
+    MeasuredFact,
+    MeasureFacts,
+    SubtractionFact,
+)
 from specdoctor.report import model as m
+from specdoctor.tools.bisect import BisectResult, Essentials
+from specdoctor.tools.gates import GateScan
+from specdoctor.tools.nccl import NcclSweep
+from specdoctor.tools.nccl_promote import NcclPromotion
+from specdoctor.tools.repo import Triage
+from specdoctor.tools.server import Propagation
+from specdoctor.tools.worktree import Backup, Restored
 
 __all__ = ["build_report"]
 
+
+class _Narrative(FactModel):
+    """`facts.narrative`: the LLM advisor's prose and which model wrote it."""
+
+    summary: str = ""
+    model: str | None = None
 
 
 class _Commands:
@@ -24,255 +55,218 @@ class _Commands:
         for i, e in enumerate(self.entries):
             self.by_cmd.setdefault(e.command, []).append(i)
 
-    def ids(self, evidence: list[dict[str, Any]] | None) -> list[int]:
-        out = []
-        for e in evidence or []:
-            key = (e.get("time"), e.get("command"))
-            if key in self.index:
-                out.append(self.index[key])  # type: ignore[index]
-        return out
+    def ids(self, evidence: list[AuditEntry]) -> list[int]:
+        return [self.index[(e.time, e.command)] for e in evidence if (e.time, e.command) in self.index]
 
     def ids_for_commands(self, commands: list[str]) -> list[int]:
-        out: list[int] = []
-        for c in commands:
-            ids = self.by_cmd.get(c)
-            if ids:
-                out.append(ids[0])
-        return out
+        return [self.by_cmd[c][0] for c in commands if self.by_cmd.get(c)]
 
 
-def _evidence(step: str, result: dict[str, Any] | None, cmds: _Commands, **numbers: Any) -> m.Evidence:
-    return m.Evidence(tool=pick(result, "tool"), step=step, command_ids=cmds.ids(pick(result, "evidence", default=[])),
-                      numbers={k: v for k, v in numbers.items() if isinstance(v, (int, float, str))})
+class _Reader:
+    """The state view plus the audit index: evidence for a stored tool call by its key."""
+
+    def __init__(self, view: StateView, cmds: _Commands):
+        self.v = view
+        self.cmds = cmds
+
+    def evidence(self, step: str, key: str | None = None) -> m.Evidence:
+        tr = self.v.tool_result(key or step)
+        if tr is None:
+            return m.Evidence(step=step)
+        return m.Evidence(tool=tr.tool, step=step, command_ids=self.cmds.ids(tr.evidence))
 
 
-def _measurement(label: str, d: dict[str, Any] | None, ev: m.Evidence | None = None) -> m.Measurement | None:
-    if not d or d.get("median") is None:
-        return None
-    return m.Measurement(label=label, samples=[float(x) for x in d.get("samples") or []], median=d.get("median"),
-                         ci_low=d.get("ci_low"), ci_high=d.get("ci_high"), tpot_ms=d.get("tpot_ms"),
-                         accept_length=d.get("accept_length"), cuda_graph=d.get("cuda_graph"), evidence=ev)
-
-
-def _outcome(x: Any) -> Any:
-    return x if x in ("DIFFERENT", "SAME", "UNKNOWN") else None
+def _outcome(x: str | None) -> Literal["DIFFERENT", "SAME", "UNKNOWN"] | None:
+    return x if x in ("DIFFERENT", "SAME", "UNKNOWN") else None  # type: ignore[return-value]
 
 
 def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | None, started: float,
                  playbook: Any = None) -> m.Report:
     """Map the state (results, facts, decisions) into the Report; missing parts stay empty."""
     v = StateView(values)
-    cmds = _Commands(host)
-    res = values.get("results") or {}
-    facts = values.get("facts") or {}
-    verdict = facts.get("verdict") or {}
+    r = _Reader(v, _Commands(host))
+    verdict = v.fact("verdict", Verdict)
     status = "complete" if not error else ("interrupted" if "SIGINT" in error else "error")
     report = m.Report(
-        verdict=verdict.get("verdict", "inconclusive") if not error or verdict else "inconclusive",
-        confidence=verdict.get("confidence"), summary=verdict.get("sentence", error or ""),
+        verdict=verdict.verdict if verdict is not None else "inconclusive",
+        confidence=verdict.confidence if verdict is not None else None,
+        summary=verdict.sentence if verdict is not None else (error or ""),
         meta=m.RunMeta(run_id=rec.run_id, host=rec.host, repo=v.params.get("repo"), playbook=rec.playbook,
                        started=started, finished=time.time(), specdoctor_version=__version__, status=status,
                        error=error),
-        commands=cmds.entries)
-    narrative = facts.get("narrative")
-    if narrative:
-        report.findings.append(m.Finding(title="LLM narrative", detail=narrative.get("summary", ""), llm_made=True))
-        report.meta.advisor = narrative.get("model")
-    measure = facts.get("measure") or {}
-    for key in ("baseline", "spec"):
-        d = measure.get(key) or {}
-        ev = _evidence("reproduce", res.get(f"bench_{key}") or (res.get("bench_spec_running") if key == "spec"
-                                                                 else None), cmds)
-        mm = _measurement(d.get("label", key), d, ev)
+        commands=r.cmds.entries)
+    narrative = v.fact("narrative", _Narrative)
+    if narrative is not None:
+        report.findings.append(m.Finding(title="LLM narrative", detail=narrative.summary, llm_made=True))
+        report.meta.advisor = narrative.model
+    measure = v.fact("measure", MeasureFacts) or MeasureFacts()
+    for key, mf in measure.items():
+        bench_key = f"bench_{key}" if v.tool_result(f"bench_{key}") or key != "spec" else "bench_spec_running"
+        mm = mf.to_measurement(mf.label or key, r.evidence("reproduce", bench_key))
         if mm:
             report.measurements.append(mm)
-    for key, c in (facts.get("claims") or {}).items():
-        d = measure.get(key) or {}
+    for key, c in (v.fact("claims", Claims) or Claims({})).root.items():
+        mf = getattr(measure, key, None) or MeasuredFact()
         report.claims.append(m.MetricComparison(
-            metric=key, claimed=c.get("claimed"), samples=d.get("samples") or [], median=d.get("median"),
-            ci_low=d.get("ci_low"), ci_high=d.get("ci_high"), pct_change=pick(c, "pct_change"),
-            outcome=_outcome(c.get("outcome")), p_value=pick(c, "p_value")))
-    _findings(report, v, facts, res, cmds)
-    _suspects(report, v, res, cmds)
-    _gates(report, v, res, cmds)
-    _propagation(report, v, res, cmds)
-    _fingerprint(report, v, res, cmds)
-    _stash(report, v, facts, res, cmds)
-    _nccl(report, v, res, cmds)
-    be = v.output("breakeven")
-    if be:
-        try:
-            report.breakeven = be
-        except ValueError as exc:  # a malformed analysis must not cost the whole report
-            report.findings.append(m.Finding(title=f"break-even analysis could not be shown: {exc}"[:300]))
+            metric=key, claimed=c.claimed, samples=mf.samples, median=mf.median, ci_low=mf.ci_low,
+            ci_high=mf.ci_high, pct_change=c.pct_change, outcome=c.outcome, p_value=c.p_value))
+    _findings(report, r, verdict, measure)
+    _suspects(report, r)
+    _gates(report, r)
+    _propagation(report, r)
+    _fingerprint(report, r)
+    _stash(report, r)
+    _nccl(report, r)
+    report.breakeven = v.latest(BreakevenAnalysis)
     for d in values.get("decisions") or []:
-        report.decisions.append(m.Decision(
-            step=d.get("step", ""), tool=d.get("tool"), status=d.get("status", "ok"), checked=d.get("checked", ""),
-            found=d.get("found", ""), decided=d.get("decided", ""), why=d.get("why", ""),
-            command_ids=cmds.ids_for_commands(d.get("evidence") or []), llm_made=bool(d.get("llm_made"))))
-    for a in facts.get("game_plan") or []:
+        dec = Decision.model_validate(d)
+        report.decisions.append(dec.model_copy(update={"command_ids": r.cmds.ids_for_commands(dec.evidence)}))
+    for raw in v.facts.get("game_plan") or []:
+        a = PlanAction.model_validate(raw)
         report.game_plan.append(m.Action(
-            title=a["title"], gain=a.get("gain_tps"), basis="measured" if a.get("basis") == "measured" else "modelled",
-            cost=a.get("cost", ""), risk=a.get("risk", ""),
-            detail=(a.get("expected_gain", "") + ("; " if a.get("detail") else "") + a.get("detail", "")).strip("; ")))
+            title=a.title, gain=a.gain_tps, basis="measured" if a.basis == "measured" else "modelled",
+            cost=a.cost, risk=a.risk,
+            detail=(a.expected_gain + ("; " if a.detail else "") + a.detail).strip("; ")))
     return report
 
 
-def _findings(report: m.Report, v: StateView, facts: dict, res: dict, cmds: _Commands) -> None:
-    verdict = facts.get("verdict") or {}
-    severity = "info" if verdict.get("verdict") in ("no-regression", None) else "warning"
-    for reason in verdict.get("reasons", []):
+def _findings(report: m.Report, r: _Reader, verdict: Verdict | None, measure: MeasureFacts) -> None:
+    severity = "info" if verdict is None or verdict.verdict == "no-regression" else "warning"
+    for reason in verdict.reasons if verdict else []:
         report.findings.append(m.Finding(title=reason, severity=severity))
-    spec = (facts.get("measure") or {}).get("spec") or {}
-    for f in spec.get("findings") or []:
-        title = (f.get("message") or f.get("title") or str(f)) if isinstance(f, dict) else str(f)
-        report.findings.append(m.Finding(title=title,
-                                         severity="warning",
-                                         evidence=[_evidence("reproduce", res.get("bench_spec_running"), cmds)]))
-    gates = pick(v.output("gates"), "gates", default=[]) or []
-    for g in gates:
-        procs = pick(g, "values", "processes", default={}) or {}
-        n = len(procs)
+    for title in measure.spec.finding_texts() if measure.spec else []:
+        report.findings.append(m.Finding(title=title, severity="warning",
+                                         evidence=[r.evidence("reproduce", "bench_spec_running")]))
+    scan = r.v.latest(GateScan)
+    for g in scan.gates if scan else []:
         report.findings.append(m.Finding(
-            title=f"gate {g.get('name')}: default {g.get('default')}, {g.get('state')} "
-                  f"(checked /proc/PID/environ of {n} server processes)",
-            severity="critical" if "ENABLED" in str(g.get("state", "")).upper() else "info",
-            evidence=[_evidence("gates", res.get("gates"), cmds)]))
-    sub = facts.get("subtraction") or {}
-    for line in sub.get("ambiguous") or []:
+            title=f"gate {g.name}: default {g.default}, {g.state} "
+                  f"(checked /proc/PID/environ of {len(g.values)} server processes)",
+            severity="critical" if g.state == "ENABLED-at-runtime" else "info",
+            evidence=[r.evidence("gates", r.v.latest_key(GateScan))]))
+    sub = r.v.fact("subtraction", SubtractionFact) or SubtractionFact()
+    for line in sub.ambiguous:
         report.findings.append(m.Finding(title=f"ambiguous patch-script output: {line}", severity="warning",
                                          detail="a SKIP/WARN line means the patch may not be what you think",
-                                         evidence=[_evidence("subtract", res.get("subtract"), cmds)]))
-    for s in pick(v.output("triage"), "rows", "files", default=[]) or []:
-        if s.get("logging_only"):
-            report.findings.append(m.Finding(title=f"{s.get('path')} only adds logging: {s.get('reason', '')}",
-                                             evidence=[_evidence("triage", res.get("triage"), cmds)]))
-        elif s.get("essential"):
-            report.findings.append(m.Finding(title=f"{s.get('path')} is essential: {s.get('reason', '')}",
-                                             evidence=[_evidence("triage", res.get("triage"), cmds)]))
-        elif s.get("on_hot_path") is False:
-            report.findings.append(m.Finding(title=f"{s.get('path')} is off the hot path: {s.get('reason', '')}",
-                                             evidence=[_evidence("triage", res.get("triage"), cmds)]))
+                                         evidence=[r.evidence("subtract")]))
+    triage = r.v.latest(Triage)
+    for s in triage.rows if triage else []:
+        ev = [r.evidence("triage", r.v.latest_key(Triage))]
+        if s.logging_only:
+            report.findings.append(m.Finding(title=f"{s.path} only adds logging: {s.reason}", evidence=ev))
+        elif s.essential:
+            report.findings.append(m.Finding(title=f"{s.path} is essential: {s.reason}", evidence=ev))
+        elif s.on_hot_path is False:
+            report.findings.append(m.Finding(title=f"{s.path} is off the hot path: {s.reason}", evidence=ev))
 
 
-def _isolated(v: StateView) -> list[str]:
+def _isolated(r: _Reader) -> list[str]:
     """Culprits only when the bisection isolated them (an unresolved search's candidate set is not a verdict)."""
-    out = v.output("bisect") or {}
-    return list(out.get("culprits") or []) if out.get("verdict") in ("culprit", "interaction") else []
+    out = r.v.latest(BisectResult)
+    return list(out.culprits) if out is not None and out.verdict in ("culprit", "interaction") else []
 
 
-def _suspects(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> None:
-    culprits = set(_isolated(v))
-    candidates = set((v.output("bisect") or {}).get("culprits") or []) - culprits
-    essentials = set(pick(v.output("essentials"), "essential", default=[]) or [])
-    gated = {g.get("file"): g.get("name") for g in pick(v.output("gates"), "gates", default=[]) or []}
-    bisected = v.output("bisect") is not None
-    for s in pick(v.output("triage"), "rows", "files", default=[]) or []:
-        path = s.get("path", "")
-        outcome = ("culprit" if path in culprits or s.get("patch_id") in culprits else
-                   "essential" if path in essentials or s.get("essential") else
-                   "unresolved" if path in candidates else "cleared" if bisected else "untested")
+def _suspects(report: m.Report, r: _Reader) -> None:
+    bisect = r.v.latest(BisectResult)
+    culprits = set(_isolated(r))
+    candidates = set(bisect.culprits if bisect else []) - culprits
+    essentials = r.v.latest(Essentials)
+    essential = set(essentials.essential if essentials else [])
+    scan = r.v.latest(GateScan)
+    gated = {g.file: g.name for g in scan.gates} if scan else {}
+    triage = r.v.latest(Triage)
+    for s in triage.rows if triage else []:
+        outcome: Literal["culprit", "cleared", "untested", "unresolved", "essential"] = (
+            "culprit" if s.path in culprits else
+            "essential" if s.path in essential or s.essential else
+            "unresolved" if s.path in candidates else "cleared" if bisect is not None else "untested")
         report.suspects.append(m.Suspect(
-            path=path, subsystem=" / ".join(x for x in (s.get("subsystem"), s.get("detail")) if x) or None,
-            on_hot_path=s.get("on_hot_path"), reason=s.get("reason", ""),
-            gated=gated.get(path), logging_only=bool(s.get("logging_only")), priority=s.get("priority"),
-            bisection=outcome, evidence=_evidence("triage", res.get("triage"), cmds)))
+            path=s.path, subsystem=" / ".join(x for x in (s.subsystem, s.detail) if x) or None,
+            on_hot_path=s.on_hot_path, reason=s.reason, gated=gated.get(s.path), logging_only=s.logging_only,
+            priority=s.priority, bisection=outcome, evidence=r.evidence("triage", r.v.latest_key(Triage))))
 
 
-def _gates(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> None:
-    for g in pick(v.output("gates"), "gates", default=[]) or []:
-        values = pick(g, "values", "processes", default={}) or {}
-        if isinstance(values, list):
-            values = {str(p.get("label") or p.get("pid")): p.get("value") for p in values}
-        report.gates.append(m.FeatureGate(name=g.get("name", "?"), default=None if g.get("default") is None else
-                                          str(g.get("default")), reader=g.get("reader"), file=g.get("file"),
-                                          state=g.get("state"), values=values,
-                                          evidence=_evidence("gates", res.get("gates"), cmds)))
+def _gates(report: m.Report, r: _Reader) -> None:
+    scan = r.v.latest(GateScan)
+    for g in scan.gates if scan else []:
+        report.gates.append(m.FeatureGate(name=g.name, default=g.default, reader=g.reader, file=g.file,
+                                          state=g.state, values=g.values,
+                                          evidence=r.evidence("gates", r.v.latest_key(GateScan))))
 
 
-def _propagation(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> None:
-    for r in pick(v.output("propagation"), "rows", default=[]) or []:
-        report.env_propagation.append(m.EnvRow(
-            name=r.get("name", "?"), shell=r.get("shell"), parent=r.get("parent"), workers=r.get("workers") or {},
-            forced_by_sglang=bool(r.get("forced_by_sglang")), from_sitecustomize=bool(r.get("from_sitecustomize")),
-            from_nccl_conf=bool(r.get("from_nccl_conf")), status=r.get("status", ""),
-            evidence=_evidence("propagation", res.get("propagation"), cmds)))
+def _propagation(report: m.Report, r: _Reader) -> None:
+    prop = r.v.latest(Propagation)
+    for row in prop.rows if prop else []:
+        report.env_propagation.append(EnvRow.model_validate(
+            {**row.model_dump(), "evidence": r.evidence("propagation", r.v.latest_key(Propagation))}))
 
 
-def _fingerprint(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> None:
-    fp = v.output("fingerprint")
-    diff = v.output("fingerprint_diff")
-    if not fp and not diff:
+def _fingerprint(report: m.Report, r: _Reader) -> None:
+    fp = r.v.latest(Fingerprint)
+    diff = r.v.latest(FingerprintDiff)
+    if fp is None and diff is None:
         return
-    changes = []
-    for c in pick(diff, "changes", default=[]) or []:
-        impact = c.get("impact") or c.get("severity") or "low"
-        changes.append(m.FingerprintChange(key=str(c.get("key") or c.get("path") or c.get("name")),
-                                           before=None if c.get("before") is None else str(c.get("before")),
-                                           after=None if c.get("after") is None else str(c.get("after")),
-                                           impact=impact if impact in ("high", "medium", "low") else "low"))
-    report.fingerprint = m.FingerprintSection(current=fp or {}, previous_run=v.params.get("good_fingerprint"),
-                                              changes=changes,
-                                              evidence=_evidence("fingerprint", res.get("fingerprint"), cmds))
+    changes = [m.FingerprintChange(key=c.key, before=c.before, after=c.after, impact=c.impact)
+               for c in (diff.changes if diff else [])]
+    report.fingerprint = m.FingerprintSection(
+        current=fp.model_dump(mode="json") if fp else {}, previous_run=r.v.params.get("good_fingerprint"),
+        changes=changes, evidence=r.evidence("fingerprint", r.v.latest_key(Fingerprint)))
 
 
-def _stash(report: m.Report, v: StateView, facts: dict, res: dict, cmds: _Commands) -> None:
-    backup = v.output("backup")
-    sub = facts.get("subtraction") or {}
-    if not backup and not sub:
+def _stash(report: m.Report, r: _Reader) -> None:
+    backup = r.v.latest(Backup)
+    sub = r.v.fact("subtraction", SubtractionFact)
+    if backup is None and sub is None:
         return
-    restore = v.output("restore") or sub.get("restore") or {}
+    sub = sub or SubtractionFact()
+    restore = r.v.latest(Restored)
     lines = []
-    for a in sub.get("ambiguous") or []:
-        level = "warn" if "WARN" in a.upper() else "error" if "ERROR" in a.upper() else "skip"
+    for a in sub.ambiguous:
+        level: Literal["warn", "error", "skip"] = ("warn" if "WARN" in a.upper() else
+                                                   "error" if "ERROR" in a.upper() else "skip")
         lines.append(m.ScriptLine(text=a, level=level))
-    meas = [x for x in (_measurement("all patches", sub.get("all_patches")),
-                        _measurement("essentials only", sub.get("essentials_only"))) if x]
-    comp = sub.get("comparison") or {}
-    rec = m.StashRecord(
-        backup_id=pick(backup, "backup_id", "id"), backup_ref=pick(backup, "ref"),
-        patch_path=pick(backup, "patch_path", "dir", "tarball"), hash_before=pick(backup, "hash", "state_hash"),
-        applied=sub.get("applied") or [], script=v.params.get("patch_script"), script_lines=lines, measurements=meas,
+    meas = [x for x in ((sub.all_patches.to_measurement("all patches") if sub.all_patches else None),
+                        (sub.essentials_only.to_measurement("essentials only") if sub.essentials_only else None))
+            if x]
+    comp = sub.comparison
+    report.stash = m.StashRecord(
+        backup_id=backup.backup_id if backup else None, backup_ref=backup.ref if backup else None,
+        patch_path=backup.dir if backup else None, hash_before=backup.hash if backup else None,
+        applied=sub.applied, script=r.v.params.get("patch_script"), script_lines=lines, measurements=meas,
         comparison=m.MetricComparison(metric="essentials only vs all patches", samples=[],
-                                      pct_change=pick(comp, "pct_change"), outcome=_outcome(comp.get("outcome")),
-                                      p_value=pick(comp, "p_value")) if comp else None,
-        culprits=_isolated(v),
-        restore_verified=pick(restore, "verified", "ok"), hash_after=pick(restore, "actual_hash", "hash"),
-        evidence=_evidence("backup", res.get("backup"), cmds))
-    report.stash = rec
+                                      pct_change=comp.pct_change, outcome=_outcome(comp.outcome),
+                                      p_value=comp.p_value) if comp else None,
+        culprits=_isolated(r),
+        restore_verified=restore.verified if restore else None, hash_after=restore.actual_hash if restore else None,
+        evidence=r.evidence("backup", r.v.latest_key(Backup)))
 
 
-def _nccl(report: m.Report, v: StateView, res: dict, cmds: _Commands) -> None:
-    sweep = v.output("nccl")
-    if not sweep:
+def _nccl(report: m.Report, r: _Reader) -> None:
+    sweep = r.v.latest(NcclSweep)
+    if sweep is None:
         return
     rows = []
-    for r in pick(sweep, "results", "rows", default=[]) or []:
-        pts = [m.NcclPoint(size_bytes=int(p["size"]), latency_us=float(p["latency_us"]))
-               for p in r.get("points") or [] if p.get("size") is not None and p.get("latency_us") is not None]
-        rows.append(m.NcclRow(config=str(r.get("label") or "default"), env=r.get("env") or {}, points=pts,
-                              promoted=bool(r.get("promote"))))
-    promo = v.output("nccl_promote") or {}
-    ab = []
-    for a in pick(promo, "results", default=[]) or []:
-        if a.get("skipped"):
-            continue
-        ab.append(m.MetricComparison(metric=str(a.get("label") or "promoted"), samples=a.get("samples") or [],
-                                     median=a.get("median"), ci_low=a.get("ci_low"), ci_high=a.get("ci_high"),
-                                     pct_change=a.get("pct_change"), outcome=_outcome(a.get("outcome")),
-                                     p_value=a.get("p_value")))
-    results = pick(promo, "results", default=[]) or []
-    propagated = all(a.get("propagated") for a in results) if results else None
-    if promo.get("launcher_drops"):
-        propagated = False
-    report.nccl = m.NcclSection(tp=pick(sweep, "tp"), rows=rows, ab=ab, propagated=propagated,
-                                evidence=_evidence("nccl", res.get("nccl"), cmds))
-    if promo.get("launcher_report"):
-        report.findings.append(m.Finding(title=promo["launcher_report"], severity="critical",
-                                         evidence=[_evidence("nccl_promote", res.get("nccl_promote"), cmds)]))
-    if promo.get("best"):
+    for c in sweep.results:
+        pts = [m.NcclPoint(size_bytes=p.size, latency_us=p.latency_us) for p in c.points if p.latency_us is not None]
+        rows.append(m.NcclRow(config=c.label or "default", env=c.env, points=pts, promoted=c.promote))
+    promo = r.v.latest(NcclPromotion)
+    ab = [m.MetricComparison(metric=a.label or "promoted", samples=a.samples, median=a.median, ci_low=a.ci_low,
+                             ci_high=a.ci_high, pct_change=a.pct_change, outcome=_outcome(a.outcome),
+                             p_value=a.p_value)
+          for a in (promo.results if promo else []) if not a.skipped]
+    propagated: bool | None = None
+    if promo is not None:
+        propagated = all(a.propagated for a in promo.results) if promo.results else None
+        if promo.launcher_drops:
+            propagated = False
+    report.nccl = m.NcclSection(tp=sweep.tp, rows=rows, ab=ab, propagated=propagated,
+                                evidence=r.evidence("nccl", r.v.latest_key(NcclSweep)))
+    if promo is None:
+        return
+    ev = [r.evidence("nccl_promote", r.v.latest_key(NcclPromotion))]
+    if promo.launcher_report:
+        report.findings.append(m.Finding(title=promo.launcher_report, severity="critical", evidence=ev))
+    if promo.best:
         report.findings.append(m.Finding(
-            title=f"NCCL setting {promo['best']} wins end to end ({promo.get('best_gain_pct', 0):+.1f} % tok/s); "
-                  f"{promo.get('where_to_set', '')}",
-            detail=promo.get("not_sitecustomize", ""),
-            evidence=[_evidence("nccl_promote", res.get("nccl_promote"), cmds)]))
+            title=f"NCCL setting {promo.best} wins end to end ({promo.best_gain_pct or 0:+.1f} % tok/s); "
+                  f"{promo.where_to_set}", detail=promo.not_sitecustomize, evidence=ev))

@@ -1,45 +1,48 @@
-"""The run state checkpointed after every step: typed, with reducers, JSON-able values only."""
+"""The run state checkpointed after every step, and the typed view every reader uses to read it.
+
+Checkpoints keep plain JSON (a tool result is stored as `ToolResult.model_dump(mode="json")` under its step
+id). Readers never index those dicts: they ask the view for the tool's own output model, which validates it
+against the registry's record of what that tool returns and fails loudly, naming step, tool and field::
+
+    from specdoctor.engine.state import StateView
+    from specdoctor.tools.server import Propagation
+
+    view = StateView(state)
+    prop = view.result("propagation", Propagation)      # by step id: Propagation | None (None: not run/not ok)
+    prop = view.latest(Propagation)                      # or: the last call of whichever tool returns Propagation
+    dropped = [r.name for r in prop.rows if r.status == "dropped-for-workers"] if prop else []
+    spec = view.fact("measure.spec", Measurement)        # an action's saved fact, validated the same way
+
+A result of the wrong shape raises `ResultShapeError` ("step 'propagation' (tool check_env_propagation):
+output field rows.0.status: Input should be ..."), at the line that reads it.
+"""
 
 from __future__ import annotations
 
 import operator
-import time
+from collections.abc import Iterator
 from typing import Annotated, Any, TypedDict
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ValidationError
 
-__all__ = ["Decision", "RunState", "merge_dicts", "pick", "StateView"]
+import specdoctor.tools  # noqa: F401  (registers the built-in tools, whose output models the view checks)
+from specdoctor.errors import SpecdoctorError, UsageError
+from specdoctor.models import Decision
+from specdoctor.models.view import M, StateReader
+from specdoctor.toolkit import ToolResult, registry
+
+__all__ = ["Decision", "ResultShapeError", "RunState", "StateReader", "StateView", "merge_dicts"]
 
 
-def pick(d: Any, *names: str, default: Any = None) -> Any:
-    """The first non-None of several keys of a tool's output (outputs grow; readers tolerate either name)."""
-    if not isinstance(d, dict):
-        return default
-    for n in names:
-        if d.get(n) is not None:
-            return d[n]
-    return default
+class ResultShapeError(SpecdoctorError):
+    """A stored tool result (or fact) does not have the shape its reader expects: a broken contract."""
+
+    code = "result-shape"
 
 
 def merge_dicts(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:
     """Reducer: later steps add or replace keys."""
     return {**(a or {}), **(b or {})}
-
-
-class Decision(BaseModel):
-    """One entry of the decisions log: what was checked, found, decided, and why — with evidence."""
-
-    step: str
-    title: str = ""
-    tool: str | None = None
-    status: str = "ok"
-    checked: str = ""
-    found: str = ""
-    decided: str = ""
-    why: str = ""
-    evidence: list[str] = Field(default_factory=list, description="Commands run, as shell-quoted strings.")
-    llm_made: bool = False
-    time: float = Field(default_factory=time.time)
 
 
 class RunState(TypedDict, total=False):
@@ -53,8 +56,13 @@ class RunState(TypedDict, total=False):
     done: Annotated[list[str], operator.add]
 
 
+def _first_error(exc: ValidationError) -> str:
+    e = exc.errors()[0]
+    return f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
+
+
 class StateView:
-    """Read helpers over a state dict (for predicates, actions and reference resolution)."""
+    """Typed reads over a state dict (for predicates, actions, the advisor, the report builder, references)."""
 
     def __init__(self, state: RunState | dict[str, Any]):
         self.state = state
@@ -67,15 +75,92 @@ class StateView:
     def facts(self) -> dict[str, Any]:
         return self.state.get("facts", {}) or {}
 
-    def result(self, step_id: str) -> dict[str, Any] | None:
-        return (self.state.get("results", {}) or {}).get(step_id)
+    # -- tool results ------------------------------------------------------------------------------------
 
-    def output(self, step_id: str) -> dict[str, Any] | None:
-        r = self.result(step_id)
-        return r.get("output") if r and r.get("status") == "ok" else None
+    def keys(self) -> list[str]:
+        """The keys tool results are stored under (step ids, and the keys actions chose), in order."""
+        return list(self.state.get("results", {}) or {})
+
+    def tool_result(self, key: str) -> ToolResult | None:
+        """The whole stored `ToolResult` under `key` (status, summary, evidence), or None."""
+        raw = (self.state.get("results", {}) or {}).get(key)
+        if raw is None:
+            return None
+        try:
+            return raw if isinstance(raw, ToolResult) else ToolResult.model_validate(raw)
+        except ValidationError as exc:
+            raise ResultShapeError(f"step {key!r}: stored result is not a ToolResult: {_first_error(exc)}") from None
+
+    def result(self, key: str, model: type[M], *, unresolved: bool = False) -> M | None:
+        """The output of the tool call stored under `key`, as `model` (the output model of the tool it called).
+
+        None when nothing ran under `key` or the call did not succeed (with `unresolved=True`, an unresolved
+        call's partial output counts too). Raises `ResultShapeError` when the tool does not return `model` or
+        its stored output does not validate against the registry's output model for that tool.
+        """
+        tr = self.tool_result(key)
+        if tr is None:
+            return None
+        return self._typed(key, tr, model, unresolved)
+
+    def latest(self, model: type[M], *, unresolved: bool = False) -> M | None:
+        """The output of the most recent successful call of a tool that returns `model`, whatever its key."""
+        key = self.latest_key(model, unresolved=unresolved)
+        return None if key is None else self.result(key, model, unresolved=unresolved)
+
+    def latest_key(self, model: type[BaseModel], *, unresolved: bool = False) -> str | None:
+        """The key of the most recent successful call of a tool that returns `model` (for its evidence)."""
+        for key, tr in reversed(list(self._calls())):
+            if _returns(tr.tool, model) and self._typed(key, tr, model, unresolved) is not None:
+                return key
+        return None
+
+    def _calls(self) -> Iterator[tuple[str, ToolResult]]:
+        for key in self.keys():
+            tr = self.tool_result(key)
+            if tr is not None:
+                yield key, tr
+
+    def _typed(self, key: str, tr: ToolResult, model: type[M], unresolved: bool) -> M | None:
+        try:
+            spec = registry.get(tr.tool)
+        except UsageError:
+            raise ResultShapeError(f"step {key!r}: tool {tr.tool!r} is not registered, so its result cannot be "
+                                   f"read as {model.__name__}") from None
+        if not issubclass(spec.output_model, model):
+            raise ResultShapeError(f"step {key!r}: tool {tr.tool} returns {spec.output_model.__name__}, "
+                                   f"not {model.__name__}")
+        if tr.status != "ok" and not (unresolved and tr.status == "unresolved"):
+            return None
+        if tr.output is None:
+            return None
+        try:
+            out = spec.output_model.model_validate(tr.output)
+        except ValidationError as exc:
+            raise ResultShapeError(f"step {key!r} (tool {tr.tool}): output field {_first_error(exc)}") from None
+        assert isinstance(out, model)
+        return out
+
+    def output(self, key: str) -> dict[str, Any] | None:
+        """The raw JSON output under `key` when the call succeeded. Kept for actions not yet converted;
+        new readers use `result()` / `latest()`."""
+        tr = self.tool_result(key)
+        return tr.output if tr is not None and tr.ok else None
+
+    # -- facts and parameters ------------------------------------------------------------------------------
+
+    def fact(self, path: str, model: type[M]) -> M | None:
+        """The fact at dotted `path` (e.g. `measure.spec`) validated through `model`; None when absent."""
+        value = self.get(f"facts.{path}")
+        if value is None:
+            return None
+        try:
+            return model.model_validate(value)
+        except ValidationError as exc:
+            raise ResultShapeError(f"fact {path!r} read as {model.__name__}: field {_first_error(exc)}") from None
 
     def get(self, dotted: str, default: Any = None) -> Any:
-        """`params.x`, `facts.a.b`, or `<step_id>.a.b` (the step's output)."""
+        """`params.x`, `facts.a.b`, or `<step_id>.a.b` (the step's output, as JSON: for `$state` references)."""
         head, _, rest = dotted.partition(".")
         if head == "params":
             node: Any = self.params
@@ -95,3 +180,10 @@ class StateView:
             else:
                 return default
         return default if node is None else node
+
+
+def _returns(tool: str, model: type[BaseModel]) -> bool:
+    try:
+        return issubclass(registry.get(tool).output_model, model)
+    except UsageError:
+        return False

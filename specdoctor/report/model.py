@@ -1,13 +1,18 @@
-"""The one `Report` model: everything an investigation found, each number with where it came from."""
+"""The one `Report` model: everything an investigation found, each number with where it came from.
+
+Models shared with the tools and the engine (Evidence, Measurement, EnvRow, Decision, BreakevenAnalysis)
+live in `specdoctor.models` and are re-exported here under the same names.
+"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from specdoctor.host.audit import AuditEntry
-from specdoctor.tools.breakeven import BreakevenAnalysis
+from specdoctor.models import BreakevenAnalysis, Decision, EnvRow, Evidence, Measurement, StrictModel
+from specdoctor.models.base import str_keys as _str_keys
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -40,43 +45,8 @@ Verdict = Literal["no-regression", "code-regression", "environment", "baseline-n
 Outcome = Literal["DIFFERENT", "SAME", "UNKNOWN"]
 
 
-class _Model(BaseModel):
+class _Model(StrictModel):
     """Base: unknown keys are rejected and assignments validated, so engine mistakes fail loudly and early."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-def _str_keys(value: Any) -> Any:
-    """Ranks and PIDs arrive as ints; JSON object keys are strings, so store them as strings."""
-    if isinstance(value, dict):
-        return {str(k): v for k, v in value.items()}
-    return value
-
-
-class Evidence(_Model):
-    """Where a claim comes from: the tool, the commands (ids index `Report.commands`), the numbers."""
-
-    tool: str | None = None
-    step: str | None = Field(default=None, description="Playbook step id that produced it.")
-    command_ids: list[int] = Field(default_factory=list, description="Indices into Report.commands.")
-    commands: list[str] = Field(default_factory=list, description="Commands quoted literally (when no id).")
-    numbers: dict[str, float | int | str] = Field(default_factory=dict, description="Named values read.")
-
-
-class Measurement(_Model):
-    """One benchmark configuration: per-run samples and their summary (what the plots draw)."""
-
-    label: str = Field(description="Configuration, e.g. 'baseline', 'eagle3 k=2', 'essential only'.")
-    metric: str = "throughput"
-    unit: str = "tok/s"
-    samples: list[float] = Field(default_factory=list)
-    median: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    tpot_ms: float | None = None
-    accept_length: float | None = None
-    cuda_graph: bool | None = None
-    evidence: Evidence | None = None
 
 
 class MetricComparison(_Model):
@@ -131,22 +101,6 @@ class FeatureGate(_Model):
     evidence: Evidence | None = None
 
     _keys = field_validator("values", mode="before")(_str_keys)
-
-
-class EnvRow(_Model):
-    """One variable across the user's shell, the server parent, and every worker rank."""
-
-    name: str
-    shell: str | None = None
-    parent: str | None = None
-    workers: dict[str, str | None] = Field(default_factory=dict, description="Rank -> value (None: unset).")
-    forced_by_sglang: bool = False
-    from_sitecustomize: bool = False
-    from_nccl_conf: bool = False
-    status: str = Field(default="", description="e.g. 'ok', 'lost', 'partial', 'overridden'.")
-    evidence: Evidence | None = None
-
-    _keys = field_validator("workers", mode="before")(_str_keys)
 
 
 class FingerprintChange(_Model):
@@ -221,20 +175,6 @@ class NcclSection(_Model):
     ab: list[MetricComparison] = Field(default_factory=list, description="Promoted config vs default, tok/s.")
     propagated: bool | None = Field(default=None, description="Variables reached every TP worker.")
     evidence: Evidence | None = None
-
-
-class Decision(_Model):
-    """One step of the decisions log: checked, found, decided, why — with the commands as evidence."""
-
-    step: str
-    tool: str | None = None
-    status: str = "ok"
-    checked: str = ""
-    found: str = ""
-    decided: str = ""
-    why: str = ""
-    command_ids: list[int] = Field(default_factory=list)
-    llm_made: bool = False
 
 
 class Action(_Model):

@@ -50,7 +50,8 @@ def test_unknown_predicate_is_reported_before_running(tmp_path):
 
 def test_references_resolve_without_evaluation():
     view = StateView({"params": {"repo": "/r"}, "facts": {"server": {"port": 31000}},
-                      "results": {"catalog": {"status": "ok", "output": {"files": [{"path": "a.py"}]}}}})
+                      "results": {"catalog": {"tool": "catalog_diffs", "status": "ok", "summary": "1 file",
+                                              "output": {"files": [{"path": "a.py"}]}}}})
     args = resolve_args({"repo": "$params.repo", "port": "$facts.server.port", "files": "$state.catalog.files",
                          "missing": "$facts.nothing", "lit": {"literal": "$params.repo"}, "n": 3}, view)
     assert args == {"repo": "/r", "port": 31000, "files": [{"path": "a.py"}], "lit": "$params.repo", "n": 3}

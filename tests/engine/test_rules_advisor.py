@@ -2,8 +2,25 @@
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+from specdoctor.tools.bisect import BisectResult
+from specdoctor.tools.gates import Gate, GateScan
+from specdoctor.tools.server import EnvRow, Propagation
+
 from specdoctor.advisor.rules import decide_verdict, game_plan
 from specdoctor.engine.state import StateView
+from specdoctor.models import BreakevenAnalysis, TargetRequirement
+from specdoctor.toolkit import ToolResult
+
+
+def _stored(tool: str, output: BaseModel) -> dict:
+    """A tool result as the engine checkpoints it (the advisor reads it back through the output model)."""
+    return ToolResult(tool=tool, status="ok", summary="", output=output.model_dump(mode="json")).model_dump(mode="json")
+
+
+def _bisect(verdict: str, culprits: list[str], confirmed: bool) -> dict:
+    return _stored("bisect_patches", BisectResult(verdict=verdict, culprits=culprits, confirmed=confirmed,
+                                                  launches=4, naive_launches=5))
 
 
 def _state(**facts) -> StateView:
@@ -27,8 +44,10 @@ def test_claims_different_and_subtraction_same_is_baseline_not_reproducible():
 
 
 def test_bisection_culprit_makes_code_regression_and_mentions_enabled_gate():
-    gates = {"status": "ok", "output": {"gates": [{"name": "SGLANG_X", "default": "0", "state": "ENABLED-at-runtime"}]}}
-    bis = {"status": "ok", "output": {"verdict": "culprit", "culprits": ["p3"], "confirmed": True}}
+    gates = _stored("scan_feature_gates", GateScan(repo="/r", gates=[Gate(
+        name="SGLANG_X", reader="os.environ.get", default="0", file="p3", line="x = os.environ.get('SGLANG_X')",
+        state="ENABLED-at-runtime", reason="set in the workers")]))
+    bis = _bisect("culprit", ["p3"], True)
     v = decide_verdict(_state(measure=MEASURE, subtraction={"outcome": "DIFFERENT"},
                               results={"gates": gates, "bisect": bis}))
     assert v.verdict == "code-regression" and v.culprits == ["p3"]
@@ -36,7 +55,8 @@ def test_bisection_culprit_makes_code_regression_and_mentions_enabled_gate():
 
 
 def test_dropped_worker_env_is_environment():
-    prop = {"status": "ok", "output": {"rows": [{"name": "NCCL_PROTO", "status": "dropped-for-workers"}]}}
+    prop = _stored("check_env_propagation", Propagation(port=30000, main_pid=10, shell_source="given", rows=[
+        EnvRow(name="NCCL_PROTO", shell="LL", parent="LL", workers={"0": None}, status="dropped-for-workers")]))
     v = decide_verdict(_state(measure=MEASURE, claims={"spec": {"claimed": 94, "outcome": "DIFFERENT"}},
                               results={"propagation": prop}))
     assert v.verdict == "environment" and "NCCL_PROTO" in v.sentence
@@ -48,9 +68,10 @@ def test_claims_within_noise_is_no_regression():
 
 
 def test_game_plan_is_led_by_the_drafter_when_speculation_loses():
-    be = {"status": "ok", "output": {"tau_star": 2.46, "accept_len": 1.8,
-                                     "targets": [{"speedup": 1.0, "alpha_needed": 0.68, "tau_needed": 2.46},
-                                                 {"speedup": 1.2, "alpha_needed": 0.8, "tau_needed": 2.95}]}}
+    be = _stored("breakeven", BreakevenAnalysis(
+        decode_ms=12.2, baseline_tps=82.0, cycle_ms=30.0, cycle_source="throughput", tau_star=2.46, accept_len=1.8,
+        steps=3, targets=[TargetRequirement(speedup=1.0, steps=3, alpha_needed=0.68, tau_needed=2.46),
+                          TargetRequirement(speedup=1.2, steps=3, alpha_needed=0.8, tau_needed=2.95)]))
     view = _state(measure=MEASURE, claims={"spec": {"claimed": 94, "outcome": "DIFFERENT"}},
                   subtraction={"outcome": "SAME"}, results={"breakeven": be})
     plan = game_plan(view, decide_verdict(view))
@@ -60,7 +81,7 @@ def test_game_plan_is_led_by_the_drafter_when_speculation_loses():
 
 
 def test_an_unresolved_bisection_names_no_culprit():
-    bis = {"status": "ok", "output": {"verdict": "unresolved", "culprits": ["a.py", "b.py"], "confirmed": False}}
+    bis = _bisect("unresolved", ["a.py", "b.py"], False)
     v = decide_verdict(_state(measure=MEASURE, subtraction={"outcome": "DIFFERENT",
                                                             "comparison": {"verdict": "better"}},
                               results={"bisect": bis}))
@@ -68,7 +89,7 @@ def test_an_unresolved_bisection_names_no_culprit():
 
 
 def test_culprits_stand_without_a_reproduce_step_but_unconfirmed_ones_are_less_sure():
-    bis = {"status": "ok", "output": {"verdict": "culprit", "culprits": ["p3"], "confirmed": False}}
+    bis = _bisect("culprit", ["p3"], False)
     v = decide_verdict(_state(results={"bisect": bis}))
     assert v.verdict == "code-regression" and v.confidence < 0.9
 

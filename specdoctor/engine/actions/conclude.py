@@ -7,6 +7,7 @@ from typing import Any
 from specdoctor.advisor.rules import decide_verdict, game_plan
 from specdoctor.engine.actions import ActionOutcome, action
 from specdoctor.engine.state import Decision, StateView
+from specdoctor.tools.repo import Triage
 
 __all__ = ["conclude"]
 
@@ -38,8 +39,8 @@ def _advise(deps, view: StateView, verdict, plan, out: ActionOutcome) -> None:
     narrative = deps.advisor.narrate(view, verdict, plan)
     if narrative is not None:
         out.facts["narrative"] = {**narrative.model_dump(), "llm_made": True, "model": deps.advisor.model}
-    unknown = [f for f in ((view.output("triage") or {}).get("rows") or [])
-               if f.get("subsystem") in (None, "unknown")]
+    triage = view.latest(Triage)
+    unknown = [r.model_dump(mode="json") for r in triage.rows if r.subsystem == "unknown"] if triage else []
     guesses = deps.advisor.triage_unknown(unknown)
     if guesses:
         out.facts["llm_triage"] = [{**g.model_dump(), "llm_made": True} for g in guesses]

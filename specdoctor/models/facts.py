@@ -1,0 +1,137 @@
+"""Facts the engine's actions save in the run state (read with `StateView.fact(path, Model)`).
+
+Facts are written by actions, not tools, so they have no registry entry; these models are their contract.
+They ignore keys they do not name (an action may keep more), but a named key of the wrong type fails.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+from specdoctor.models.evidence import Evidence
+from specdoctor.models.measurement import Measurement
+
+__all__ = ["FactModel", "MeasuredFact", "MeasureFacts", "ClaimFact", "Claims", "ComparisonFact",
+           "SubtractionFact", "NcclFact", "TopologyFact", "ServerFact"]
+
+
+class FactModel(BaseModel):
+    """Base of fact models: named keys are checked, other keys are left to their writer."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class MeasuredFact(FactModel):
+    """One measured configuration as an action saved it (a benchmark's output plus label/env), or its error."""
+
+    label: str = ""
+    samples: list[float] = Field(default_factory=list)
+    median: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    tpot_ms: float | None = None
+    accept_length: float | None = None
+    cuda_graph: bool | None = None
+    findings: list[dict[str, Any] | str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    error: str | None = Field(default=None, description="Why it could not be measured.")
+    status: str | None = None
+
+    @property
+    def measured(self) -> bool:
+        return self.median is not None
+
+    def finding_texts(self) -> list[str]:
+        """Each finding in one line (the benchmark's findings carry a `message`)."""
+        return [str(f.get("message") or f.get("title") or f) if isinstance(f, dict) else str(f) for f in self.findings]
+
+    def to_measurement(self, label: str | None = None, evidence: Evidence | None = None) -> Measurement | None:
+        """The shared `Measurement` (None when nothing was measured)."""
+        if self.median is None:
+            return None
+        return Measurement(label=label or self.label, samples=self.samples, median=self.median,
+                           ci_low=self.ci_low, ci_high=self.ci_high, tpot_ms=self.tpot_ms,
+                           accept_length=self.accept_length, cuda_graph=self.cuda_graph, evidence=evidence)
+
+
+class MeasureFacts(FactModel):
+    """`facts.measure`: the reproduce step's two configurations."""
+
+    baseline: MeasuredFact | None = None
+    spec: MeasuredFact | None = None
+
+    def items(self) -> list[tuple[str, MeasuredFact]]:
+        return [(k, m) for k, m in (("baseline", self.baseline), ("spec", self.spec)) if m is not None]
+
+
+class ClaimFact(FactModel):
+    """A claimed figure compared with the measured samples."""
+
+    claimed: float | None = None
+    outcome: Literal["DIFFERENT", "SAME", "UNKNOWN"] | None = None
+    pct_change: float | None = None
+    p_value: float | None = None
+
+
+class Claims(RootModel[dict[str, ClaimFact]]):
+    """`facts.claims`: metric name → its comparison."""
+
+
+class ComparisonFact(FactModel):
+    """A comparator call as an action saved it."""
+
+    outcome: str | None = None
+    verdict: str | None = None
+    pct_change: float | None = None
+    p_value: float | None = None
+
+
+class SubtractionFact(FactModel):
+    """`facts.subtraction`: all patches vs essentials only, and whether the tree came back."""
+
+    outcome: str | None = None
+    comparison: ComparisonFact | None = None
+    problem: str | None = None
+    all_patches: MeasuredFact | None = None
+    essentials_only: MeasuredFact | None = None
+    applied: list[str] = Field(default_factory=list)
+    ambiguous: list[str] = Field(default_factory=list)
+    restored: bool | None = None
+    restore: dict[str, Any] | None = None
+
+    @property
+    def made_faster(self) -> bool:
+        """Removing the non-essential patches made it faster (comparator DIFFERENT, better)."""
+        return self.outcome == "DIFFERENT" and self.comparison is not None and self.comparison.verdict == "better"
+
+
+class NcclFact(FactModel):
+    """`facts.nccl`: the NCCL setting that won end to end, if any."""
+
+    best: str | None = None
+    best_gain_pct: float | None = None
+    launcher_drops: bool | None = None
+    env: dict[str, str] | None = None
+
+
+class TopologyFact(FactModel):
+    """`facts.topology`: GPU count and interconnect."""
+
+    gpu_count: int = 0
+    detail: str | None = None
+    interconnect: Literal["nvlink", "pcie"] | None = None
+
+
+class ServerFact(FactModel):
+    """`facts.server`: the running server the run found (if any)."""
+
+    running: bool = False
+    port: int | None = None
+    pid: int | None = None
+    argv: list[str] = Field(default_factory=list)
+    args: dict[str, Any] = Field(default_factory=dict)
+    workers: int = 0
+    launch: str | None = None
+    log_path: str | None = None

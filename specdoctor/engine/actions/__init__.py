@@ -35,18 +35,25 @@ class ActionOutcome(BaseModel):
 
 @dataclass(frozen=True)
 class ActionSpec:
+    """A registered action; `args` names the arguments it reads (None: not declared, so not checked at load)."""
+
     name: str
     fn: Callable[..., ActionOutcome]
     effect: str
     description: str
+    args: tuple[str, ...] | None = None
 
 
 ACTIONS: dict[str, ActionSpec] = {}
 
 
-def action(effect: str) -> Callable[[Callable[..., ActionOutcome]], Callable[..., ActionOutcome]]:
+def action(effect: str, args: tuple[str, ...] | None = None
+           ) -> Callable[[Callable[..., ActionOutcome]], Callable[..., ActionOutcome]]:
+    """Register an action; `args` lists the step arguments it reads, so a playbook's typo fails at load."""
+
     def deco(fn: Callable[..., ActionOutcome]) -> Callable[..., ActionOutcome]:
-        ACTIONS[fn.__name__] = ActionSpec(fn.__name__, fn, effect, (fn.__doc__ or "").strip().splitlines()[0])
+        ACTIONS[fn.__name__] = ActionSpec(fn.__name__, fn, effect, (fn.__doc__ or "").strip().splitlines()[0],
+                                          args)
         return fn
 
     return deco

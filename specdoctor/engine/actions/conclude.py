@@ -12,7 +12,7 @@ from specdoctor.tools.repo import Triage
 __all__ = ["conclude"]
 
 
-@action("read")
+@action("read", args=())
 def conclude(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
     """Decide the verdict and rank the next actions from everything measured and found."""
     verdict = decide_verdict(view)
@@ -46,7 +46,7 @@ def _advise(deps, view: StateView, verdict, plan, out: ActionOutcome) -> None:
         out.facts["llm_triage"] = [{**g.model_dump(), "llm_made": True} for g in guesses]
 
 
-@action("read")
+@action("read", args=())
 def llm_explore(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
     """Let the LLM advisor call read-only tools within a step budget (skipped without --llm)."""
     import dataclasses

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from specdoctor.host.base import Host
-from specdoctor.toolkit import ToolContext
+from pydantic import BaseModel
 
-__all__ = ["EngineView", "NullView", "RunDeps"]
+from specdoctor.advisor.rules import PlanAction, Verdict
+from specdoctor.engine.playbook import Playbook
+from specdoctor.host.base import Host
+from specdoctor.models import StateReader
+from specdoctor.toolkit import ToolContext, ToolResult
+
+__all__ = ["Advisor", "EngineView", "NullView", "RunDeps"]
 
 
 class EngineView(Protocol):
@@ -22,6 +28,25 @@ class EngineView(Protocol):
     def step_finished(self, step_id: str, status: str, summary: str) -> None: ...
 
     def progress(self, message: str, done: int | None = None, total: int | None = None) -> None: ...
+
+
+class Advisor(Protocol):
+    """An optional advisor beside the rules (the LLM advisor): prose and guesses, never a measured number."""
+
+    model: str
+
+    def narrate(self, view: StateReader, verdict: Verdict, plan: list[PlanAction]) -> BaseModel | None:
+        """A narrative for the report's opening (marked LLM-made), or None."""
+        ...
+
+    def triage_unknown(self, files: list[dict[str, Any]]) -> list[BaseModel]:
+        """Subsystem guesses for changed files the rules could not classify."""
+        ...
+
+    def explore(self, view: StateReader, call_read_tool: Callable[[str, dict[str, Any]], ToolResult],
+                schemas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Call read-only tools within a budget; the trail of `{tool, args, summary}`."""
+        ...
 
 
 class NullView:
@@ -49,9 +74,9 @@ class RunDeps:
 
     host: Host
     tool_ctx: ToolContext
-    view: Any = field(default_factory=NullView)
-    advisor: Any = None
+    view: EngineView = field(default_factory=NullView)
+    advisor: Advisor | None = None
     out_dir: Path | None = None
     yes: bool = False
     dry_run: bool = False
-    playbook: Any = None
+    playbook: Playbook | None = None

@@ -87,6 +87,10 @@ class Host(ABC):
 
     name: str = "host"
     hints: HostHints | None = None
+    audit: AuditLog
+    base_env: dict[str, str]
+    reopen_spec: str | None = None
+    """A spec that reopens this same host in a later process (`resume`); None: the spec it was opened with."""
 
     def __init__(self, *, audit: AuditLog | None = None, base_env: Mapping[str, str] | None = None):
         self.audit = audit if audit is not None else AuditLog()
@@ -160,7 +164,13 @@ class Host(ABC):
     def close(self) -> None:
         """Release connections and anything the host started."""
 
+    def detach(self) -> None:
+        """Keep what a later `resume` reattaches to (e.g. a simulated host's sandbox) instead of tearing it
+        down on close. Real hosts have nothing to keep: a no-op."""
+        return None
+
     def exists(self, path: str) -> bool:
+        """Whether a path exists on the host."""
         return self.run(["test", "-e", path], check="ignore").ok
 
     def home(self) -> str:

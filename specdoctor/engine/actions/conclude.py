@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from specdoctor.advisor.rules import decide_verdict, game_plan
+from specdoctor.advisor.rules import PlanAction, Verdict, decide_verdict, game_plan
 from specdoctor.engine.actions import ActionOutcome, action
+from specdoctor.engine.context import Advisor, RunDeps
+from specdoctor.engine.playbook import Step
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.tools.repo import Triage
 
@@ -13,7 +15,7 @@ __all__ = ["conclude"]
 
 
 @action("read", args=())
-def conclude(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
+def conclude(deps: RunDeps, view: StateView, step: Step, args: dict[str, Any]) -> ActionOutcome:
     """Decide the verdict and rank the next actions from everything measured and found."""
     verdict = decide_verdict(view)
     plan = game_plan(view, verdict)
@@ -21,7 +23,7 @@ def conclude(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     out.facts = {"verdict": verdict.model_dump(), "game_plan": [a.model_dump() for a in plan]}
     if deps.advisor is not None:
         try:
-            _advise(deps, view, verdict, plan, out)
+            _advise(deps.advisor, view, verdict, plan, out)
         except Exception as exc:  # the LLM is optional: its failure costs prose, never the run
             out.decisions.append(Decision(step=step.id, title=step.title, status="error",
                                           checked="LLM advisor (narrative, triage of unknown files)",
@@ -34,20 +36,20 @@ def conclude(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     return out
 
 
-def _advise(deps, view: StateView, verdict, plan, out: ActionOutcome) -> None:
+def _advise(advisor: Advisor, view: StateView, verdict: Verdict, plan: list[PlanAction], out: ActionOutcome) -> None:
     """Narrative and triage refinements from the LLM advisor, marked as LLM-made."""
-    narrative = deps.advisor.narrate(view, verdict, plan)
+    narrative = advisor.narrate(view, verdict, plan)
     if narrative is not None:
-        out.facts["narrative"] = {**narrative.model_dump(), "llm_made": True, "model": deps.advisor.model}
+        out.facts["narrative"] = {**narrative.model_dump(), "llm_made": True, "model": advisor.model}
     triage = view.latest(Triage)
     unknown = [r.model_dump(mode="json") for r in triage.rows if r.subsystem == "unknown"] if triage else []
-    guesses = deps.advisor.triage_unknown(unknown)
+    guesses = advisor.triage_unknown(unknown)
     if guesses:
         out.facts["llm_triage"] = [{**g.model_dump(), "llm_made": True} for g in guesses]
 
 
 @action("read", args=())
-def llm_explore(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
+def llm_explore(deps: RunDeps, view: StateView, step: Step, args: dict[str, Any]) -> ActionOutcome:
     """Let the LLM advisor call read-only tools within a step budget (skipped without --llm)."""
     import dataclasses
 
@@ -55,7 +57,7 @@ def llm_explore(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutc
     from specdoctor.toolkit.exports import openai_schemas
 
     out = ActionOutcome()
-    if deps.advisor is None or not hasattr(deps.advisor, "explore"):
+    if deps.advisor is None:
         out.status, out.summary = "skipped", "no LLM advisor (--llm not given)"
         return out
     read_only = {t.name for t in registry.all(("read",))}

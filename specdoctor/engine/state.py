@@ -14,7 +14,8 @@ against the registry's record of what that tool returns and fails loudly, naming
     spec = view.fact("measure.spec", Measurement)        # an action's saved fact, validated the same way
 
 A result of the wrong shape raises `ResultShapeError` ("step 'propagation' (tool check_env_propagation):
-output field rows.0.status: Input should be ..."), at the line that reads it.
+output field rows.0.status: Input should be ..."), at the line that reads it. An action holding a fresh
+`ToolResult` from `call_tool` reads it the same way: `registry.typed_output(res, LaunchResult, where=key)`.
 """
 
 from __future__ import annotations
@@ -26,18 +27,13 @@ from typing import Annotated, Any, TypedDict
 from pydantic import BaseModel, ValidationError
 
 import specdoctor.tools  # noqa: F401  (registers the built-in tools, whose output models the view checks)
-from specdoctor.errors import SpecdoctorError, UsageError
+from specdoctor.errors import UsageError
 from specdoctor.models import Decision
 from specdoctor.models.view import M, StateReader
 from specdoctor.toolkit import ToolResult, registry
+from specdoctor.toolkit.registry import ResultShapeError, first_error
 
 __all__ = ["Decision", "ResultShapeError", "RunState", "StateReader", "StateView", "merge_dicts"]
-
-
-class ResultShapeError(SpecdoctorError):
-    """A stored tool result (or fact) does not have the shape its reader expects: a broken contract."""
-
-    code = "result-shape"
 
 
 def merge_dicts(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:
@@ -54,11 +50,6 @@ class RunState(TypedDict, total=False):
     facts: Annotated[dict[str, Any], merge_dicts]
     decisions: Annotated[list[dict[str, Any]], operator.add]
     done: Annotated[list[str], operator.add]
-
-
-def _first_error(exc: ValidationError) -> str:
-    e = exc.errors()[0]
-    return f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
 
 
 class StateView:
@@ -89,7 +80,7 @@ class StateView:
         try:
             return raw if isinstance(raw, ToolResult) else ToolResult.model_validate(raw)
         except ValidationError as exc:
-            raise ResultShapeError(f"step {key!r}: stored result is not a ToolResult: {_first_error(exc)}") from None
+            raise ResultShapeError(f"step {key!r}: stored result is not a ToolResult: {first_error(exc)}") from None
 
     def result(self, key: str, model: type[M], *, unresolved: bool = False) -> M | None:
         """The output of the tool call stored under `key`, as `model` (the output model of the tool it called).
@@ -122,24 +113,7 @@ class StateView:
                 yield key, tr
 
     def _typed(self, key: str, tr: ToolResult, model: type[M], unresolved: bool) -> M | None:
-        try:
-            spec = registry.get(tr.tool)
-        except UsageError:
-            raise ResultShapeError(f"step {key!r}: tool {tr.tool!r} is not registered, so its result cannot be "
-                                   f"read as {model.__name__}") from None
-        if not issubclass(spec.output_model, model):
-            raise ResultShapeError(f"step {key!r}: tool {tr.tool} returns {spec.output_model.__name__}, "
-                                   f"not {model.__name__}")
-        if tr.status != "ok" and not (unresolved and tr.status == "unresolved"):
-            return None
-        if tr.output is None:
-            return None
-        try:
-            out = spec.output_model.model_validate(tr.output)
-        except ValidationError as exc:
-            raise ResultShapeError(f"step {key!r} (tool {tr.tool}): output field {_first_error(exc)}") from None
-        assert isinstance(out, model)
-        return out
+        return registry.typed_output(tr, model, where=key, unresolved=unresolved)
 
     def output(self, key: str) -> dict[str, Any] | None:
         """The raw JSON output under `key` when the call succeeded. Kept for actions not yet converted;
@@ -157,7 +131,7 @@ class StateView:
         try:
             return model.model_validate(value)
         except ValidationError as exc:
-            raise ResultShapeError(f"fact {path!r} read as {model.__name__}: field {_first_error(exc)}") from None
+            raise ResultShapeError(f"fact {path!r} read as {model.__name__}: field {first_error(exc)}") from None
 
     def get(self, dotted: str, default: Any = None) -> Any:
         """`params.x`, `facts.a.b`, or `<step_id>.a.b` (the step's output, as JSON: for `$state` references)."""

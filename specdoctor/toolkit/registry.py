@@ -8,7 +8,7 @@ import time
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -25,9 +25,22 @@ from specdoctor.host.redact import redact_text
 from specdoctor.toolkit.context import ApprovalRequest, ToolContext
 from specdoctor.toolkit.result import ToolResult
 
-__all__ = ["Effect", "ToolSpec", "ToolRegistry", "registry", "tool"]
+__all__ = ["Effect", "ResultShapeError", "ToolSpec", "ToolRegistry", "registry", "tool"]
 
 Effect = Literal["read", "mutate", "disrupt"]
+M = TypeVar("M", bound=BaseModel)
+
+
+class ResultShapeError(SpecdoctorError):
+    """A tool result does not have the shape its reader expects (a broken contract, not a domain outcome)."""
+
+    code = "result-shape"
+
+
+def first_error(exc: ValidationError) -> str:
+    """`field.path: message` of a validation error's first problem, in one line."""
+    e = exc.errors()[0]
+    return f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
 
 
 @dataclass(frozen=True)
@@ -87,6 +100,36 @@ class ToolRegistry:
         load_builtin_tools()
         allowed = set(effects) if effects is not None else None
         return [t for t in sorted(self._tools.values(), key=lambda t: t.name) if allowed is None or t.effect in allowed]
+
+    def output_model(self, name: str) -> type[BaseModel]:
+        """The output model the tool `name` was registered with (what every reader validates against)."""
+        return self.get(name).output_model
+
+    def typed_output(self, result: ToolResult, model: type[M], *, where: str | None = None,
+                     unresolved: bool = False) -> M | None:
+        """`result.output` as `model`, validated against the registry's output model for `result.tool`.
+
+        None when the call did not succeed (or, with `unresolved=True`, was not ok/unresolved) or has no
+        output. Raises `ResultShapeError` naming `where` (a step id), the tool and the field when the tool
+        does not return `model` or the stored output does not validate.
+        """
+        at = f"step {where!r}" if where else "result"
+        try:
+            spec = self.get(result.tool)
+        except UsageError:
+            raise ResultShapeError(f"{at}: tool {result.tool!r} is not registered, so its result cannot be read "
+                                   f"as {model.__name__}") from None
+        if not issubclass(spec.output_model, model):
+            raise ResultShapeError(f"{at}: tool {result.tool} returns {spec.output_model.__name__}, "
+                                   f"not {model.__name__}")
+        if result.output is None or not (result.ok or (unresolved and result.status == "unresolved")):
+            return None
+        try:
+            out = spec.output_model.model_validate(result.output)
+        except ValidationError as exc:
+            raise ResultShapeError(f"{at} (tool {result.tool}): output field {first_error(exc)}") from None
+        assert isinstance(out, model)
+        return out
 
     def call(self, ctx: ToolContext, name: str, args: BaseModel | dict[str, Any] | None = None) -> ToolResult:
         """Validate, ask approval for mutate/disrupt, run, and return a ToolResult with evidence.

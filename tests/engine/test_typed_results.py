@@ -56,3 +56,13 @@ def test_a_fact_of_the_wrong_shape_names_the_fact_and_field():
     view = StateView({"facts": {"measure": {"spec": {"median": "fast"}}}})
     with pytest.raises(ResultShapeError, match="fact 'measure'.*spec.median"):
         view.fact("measure", MeasureFacts)
+
+
+def test_an_action_reads_a_fresh_call_through_the_registry_the_same_way():
+    from specdoctor.toolkit import registry
+
+    res = ToolResult(tool="check_env_propagation", status="ok", summary="", output=PROP.model_dump(mode="json"))
+    assert registry.typed_output(res, Propagation, where="locate_env") == PROP
+    broken = res.model_copy(update={"output": {"port": "x"}})
+    with pytest.raises(ResultShapeError, match="step 'locate_env' \\(tool check_env_propagation\\): output field"):
+        registry.typed_output(broken, Propagation, where="locate_env")

@@ -35,14 +35,14 @@ def test_a_failed_or_missing_call_reads_as_none():
 
 def test_a_wrong_shape_fails_where_it_is_read_naming_step_tool_and_field():
     bad = PROP.model_dump(mode="json")
-    bad["rows"][0]["status"] = "gone"  # not a status check_env_propagation can say
+    bad["rows"][0]["workers"] = "all ranks"  # a rank -> value table, not a sentence
     view = StateView({"params": {}, "facts": {}, "results": {"propagation": _stored("check_env_propagation", bad)}})
     with pytest.raises(ResultShapeError) as exc:
         view.result("propagation", Propagation)
     msg = str(exc.value)
-    assert "'propagation'" in msg and "check_env_propagation" in msg and "rows.0.status" in msg
+    assert "'propagation'" in msg and "check_env_propagation" in msg and "rows.0.workers" in msg
     assert "\n" not in msg
-    with pytest.raises(ResultShapeError, match="rows.0.status"):  # the advisor, reading it, fails the same way
+    with pytest.raises(ResultShapeError, match="rows.0.workers"):  # the advisor, reading it, fails the same way
         decide_verdict(view)
 
 

@@ -94,7 +94,7 @@ def parse_smi_table(text: str) -> SmiTable:
         if table.driver is None and (h := _HEAD.search(line)):
             table.smi_version, table.driver, table.cuda = h["smi"], h["drv"], h["cuda"]
             continue
-        if "Processes:" in line:
+        if "Processes:" in line or ("PID" in line and "Process name" in line):
             in_procs, current = True, None
             continue
         cells = _cells(line)

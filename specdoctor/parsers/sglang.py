@@ -191,7 +191,8 @@ def _expand(text: str, variables: dict[str, str]) -> str:
         if text.startswith("$(", i) or ch == "`":
             end = _subst_end(text, i)
             sub = text[i:end]
-            out.append(sub if quote == '"' or "'" in sub else f"'{sub}'")
+            # keep it one token: double-quote it (escaping what shlex unescapes there) unless already quoted
+            out.append(sub if quote == '"' else '"' + sub.replace("\\", "\\\\").replace('"', '\\"') + '"')
             i = end
             continue
         if ch == "$" and (m := _VAR.match(text, i)):
@@ -300,9 +301,31 @@ def split_command(cmd: str | list[str]) -> list[str]:
         return list(cmd)
     text, _ = _prepare(cmd)
     try:
-        return shlex.split(text)
+        return _drop_redirections(shlex.split(text))
     except ValueError as exc:  # unbalanced quotes / trailing backslash: the caller's input, not a crash
         raise LaunchParseError(f"cannot parse the launch line ({exc}): {text[:200]!r}") from None
+
+
+_REDIRECT = re.compile(r"^(?:\d*>>?|&>>?|<)(?P<target>.*)$")
+
+
+def _drop_redirections(tokens: list[str]) -> list[str]:
+    """The command without shell plumbing: `> log 2>&1`, `| tee log`, a trailing `&` (not server flags)."""
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        if t in ("|", "|&"):
+            break
+        m = _REDIRECT.match(t)
+        if m:
+            i += 1 if m["target"] else 2  # '>file' / '2>&1' carry their target; '>' takes the next token
+            continue
+        if t == "&" and i == len(tokens) - 1:
+            break
+        out.append(t)
+        i += 1
+    return out
 
 
 def _unresolved(value: str) -> bool:

@@ -104,10 +104,13 @@ def _value(key: str, raw: str) -> Any:
     return f
 
 
-def _layout(keys: set[str]) -> str:
+def _layout(keys: set[str], first: str | None) -> str:
     if keys & set(_SGLANG_MARKS):
         return "sglang"
     if keys & set(_VLLM_MARKS) or "total_token_throughput_tok_s@T" in keys:
+        return "vllm"
+    # SGLang's block opens with 'Backend:' (every version since 0.2); vLLM's opens with 'Successful requests:'
+    if first == "successful_requests":
         return "vllm"
     return "unknown"
 
@@ -137,7 +140,8 @@ def parse_bench_serving(text: str) -> list[BenchServingResult]:
     def close(complete: bool) -> None:
         nonlocal values
         if values:
-            res = BenchServingResult(layout=_layout(keys), metrics=dict(values), complete=complete)
+            res = BenchServingResult(layout=_layout(keys, next(iter(values))), metrics=dict(values),
+                                     complete=complete)
             _fill(res, values)
             out.append(res)
         values = None
@@ -267,11 +271,11 @@ def parse_bench_one_batch_server(text: str) -> list[OneBatchResult]:
         if not m:
             continue
         key = _norm(m.group(1))
-        if key == "batch_size" and block:
-            if row := _one(block):
+        if key == "batch_size" or (block and key not in _ONE_BATCH_KEYS):
+            if block and (row := _one(block)):
                 out.append(row)
             block = {}
-        if key == "batch_size" or block:
+        if key == "batch_size" or (block and key in _ONE_BATCH_KEYS):
             block[key] = m.group(2)
     if block and (row := _one(block)):
         out.append(row)

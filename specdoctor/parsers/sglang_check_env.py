@@ -24,6 +24,7 @@ class CheckEnv(BaseModel):
     nvcc: str | None = Field(default=None, description="The release number ('12.4').")
     driver: str | None = None
     packages: dict[str, str] = Field(default_factory=dict, description="Lower-case package -> version string.")
+    missing: list[str] = Field(default_factory=list, description="Packages printed as 'Module Not Found'.")
     topology: Topology | None = None
     hypervisor: str | None = None
     ulimit_soft: int | None = None
@@ -92,6 +93,8 @@ def parse_check_env(text: str) -> CheckEnv:
             env.ulimit_soft = int(value) if value.isdigit() else None
         elif _PKG.match(key) and low not in _NOT_PKG and value and re.match(r"^v?\d", value):
             env.packages[low] = value
+        elif _PKG.match(key) and value.lower() == "module not found":
+            env.missing.append(low)
     if topo_lines:
         env.topology = parse_topo("\n".join(topo_lines))
     if not env.fields:

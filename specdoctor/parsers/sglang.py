@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import html
 import json
 import math
 import os
@@ -588,6 +589,7 @@ def _literal(s: str) -> Any:
         raise ValueError(type(exc).__name__) from None
 
 
+_INLINE_TAG = re.compile(r"<(?P<tag>strong|b|pre|code|span|tt)(?:\s[^<>]*)?>(?P<body>.*)</(?P=tag)>", re.S | re.I)
 # A label printed before the body ('result {...}', 'Response: {...}', 'meta_info = {...}'): words only.
 _LABEL = re.compile(r"^[A-Za-z_][\w .#>-]{0,60}?\s*[:=]?\s*$")
 
@@ -598,6 +600,10 @@ def parse_body(text: str) -> Any:
     s = (text or "").strip()
     if not s:
         raise BodyError("empty body")
+    # a notebook/doc page that printed the body inside one inline element (print_highlight's <strong ...>)
+    wrapped = _INLINE_TAG.fullmatch(s)
+    if wrapped and "<" not in wrapped["body"]:
+        s = html.unescape(wrapped["body"]).strip()
     if s[:1] == "<" or s[:15].lower().startswith("<!doctype"):
         title = re.search(r"<title>(.*?)</title>", s, re.I | re.S)
         raise BodyError(f"HTML page, not JSON: {(title.group(1) if title else s[:80]).strip()}")

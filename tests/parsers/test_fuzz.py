@@ -17,8 +17,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from specdoctor.parsers import environ, git, nccl, nvidia_smi, nvidia_smi_table, sglang, sglang_bench
-from specdoctor.parsers import sglang_check_env, sglang_server_args
+from specdoctor.parsers import (
+    environ,
+    git,
+    nccl,
+    nvidia_smi,
+    nvidia_smi_table,
+    sglang,
+    sglang_bench,
+    sglang_check_env,
+    sglang_server_args,
+)
 from specdoctor.parsers.errors import ParseError
 
 settings.register_profile("parsers-ci", max_examples=int(os.environ.get("SPECDOCTOR_FUZZ_EXAMPLES", "25")),

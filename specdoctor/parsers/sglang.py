@@ -9,6 +9,7 @@ import math
 import os
 import re
 import shlex
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
@@ -168,7 +169,7 @@ def _segments(line: str) -> list[str]:
     return [x.strip() for x in out if x.strip()]
 
 
-def _expand(text: str, variables: dict[str, str]) -> str:
+def _expand(text: str, variables: dict[str, str], pending: set[str] | None = None) -> str:
     """Shell-style `$VAR`/`${VAR}`/`${VAR:-default}` expansion from `variables` (not inside single quotes);
     what cannot be resolved stays as written, and `$(...)`/backticks are kept as one token."""
     out: list[str] = []
@@ -192,6 +193,8 @@ def _expand(text: str, variables: dict[str, str]) -> str:
         if text.startswith("$(", i) or ch == "`":
             end = _subst_end(text, i)
             sub = text[i:end]
+            if pending is not None:
+                pending.add(sub)
             # keep it one token: double-quote it (escaping what shlex unescapes there) unless already quoted
             out.append(sub if quote == '"' else '"' + sub.replace("\\", "\\\\").replace('"', '\\"') + '"')
             i = end
@@ -204,6 +207,8 @@ def _expand(text: str, variables: dict[str, str]) -> str:
                 out.append(m["default"] or "")
             else:
                 out.append(m.group(0))
+                if pending is not None:
+                    pending.add(m.group(0))
             i = m.end()
             continue
         out.append(ch)
@@ -259,8 +264,9 @@ def _unquote(raw: str) -> str:
     return parts[0] if len(parts) == 1 else " ".join(parts)
 
 
-def _prepare(cmd: str) -> tuple[str, dict[str, str]]:
-    """(the launch command text with what the script's own lines define expanded, exported variables)."""
+def _prepare(cmd: str, pending: set[str] | None = None) -> tuple[str, dict[str, str]]:
+    """(the launch command text with what the script's own lines define expanded, exported variables);
+    the expansions left as written are added to `pending`."""
     logical = []
     for raw in cmd.replace("\\\r\n", " ").replace("\\\n", " ").splitlines():
         line = raw.strip()
@@ -280,7 +286,7 @@ def _prepare(cmd: str) -> tuple[str, dict[str, str]]:
             continue
         for name, value, is_export in assigns:
             if value or not is_export:
-                variables[name] = _unquote(_expand(value, variables))
+                variables[name] = _unquote(_expand(value, variables, pending))
             if is_export:
                 exported[name] = variables.get(name, "")
     launch = [i for i, c in enumerate(commands) if _LAUNCH_MARK.search(c)]
@@ -292,7 +298,7 @@ def _prepare(cmd: str) -> tuple[str, dict[str, str]]:
                 break
             tail.append(c)
         commands = [commands[first], *tail]
-    return _expand(" ".join(commands), variables), exported
+    return _expand(" ".join(commands), variables, pending), exported
 
 
 def split_command(cmd: str | list[str]) -> list[str]:
@@ -329,8 +335,9 @@ def _drop_redirections(tokens: list[str]) -> list[str]:
     return out
 
 
-def _unresolved(value: str) -> bool:
-    return "$" in value and bool(re.search(r"\$[{(A-Za-z_]", value)) or "`" in value
+def _unresolved(value: str, pending: AbstractSet[str]) -> bool:
+    """Whether a value still holds one of the expansions the given lines could not resolve."""
+    return any(p in value for p in pending)
 
 
 def _resolve_flag(name: str) -> tuple[str | None, str | None]:
@@ -384,7 +391,7 @@ def _locate(tokens: list[str]) -> tuple[dict[str, str], list[str], str, str | No
 _BAD = object()  # a value that does not fit its flag's type
 
 
-def _convert(dest: str, value: str, problems: list[str]) -> Any:
+def _convert(dest: str, value: str, problems: list[str], pending: AbstractSet[str] = frozenset()) -> Any:
     try:
         if dest in _INT:
             return int(value)
@@ -392,7 +399,7 @@ def _convert(dest: str, value: str, problems: list[str]) -> Any:
             f = float(value)
             return f if math.isfinite(f) else _BAD
     except ValueError:
-        if not _unresolved(value):
+        if not _unresolved(value, pending):
             problems.append(f"--{dest.replace('_', '-')}: not a number: {value!r}")
         return _BAD
     return value
@@ -401,14 +408,15 @@ def _convert(dest: str, value: str, problems: list[str]) -> Any:
 def parse_launch_command(cmd: str | list[str]) -> LaunchArgs:
     """Parse `python -m sglang.launch_server ...`, `sglang serve ...` or a bare flag list into LaunchArgs."""
     exported: dict[str, str] = {}
+    pending: set[str] = set()
     if isinstance(cmd, str):
-        _, exported = _prepare(cmd)
+        _, exported = _prepare(cmd, pending)
     tokens = split_command(cmd)
     env, prefix, entry, python, i = _locate(tokens)
     out = LaunchArgs(argv=tokens, env={**exported, **env}, prefix=prefix, entry=entry, python=python,
                      flags=tokens[i:])
     for k, v in out.env.items():
-        if _unresolved(v):
+        if _unresolved(v, pending):
             out.unresolved[f"env.{k}"] = v
     values: dict[str, Any] = {}
     raw: dict[str, str] = {}
@@ -429,18 +437,18 @@ def parse_launch_command(cmd: str | list[str]) -> LaunchArgs:
         if flag and flag.startswith("--cuda-graph-max-bs-decode"):
             values["cuda_graph_max_bs_decode"] = True  # marks the 0.5.23 spelling
         if eq:
-            values[dest], raw[dest] = _convert(dest, inline, out.problems), inline
+            values[dest], raw[dest] = _convert(dest, inline, out.problems, pending), inline
             continue
         if dest in _NARGS_PLUS:
             items = []
             while i < len(tokens) and not tokens[i].startswith("--"):
                 items.append(tokens[i])
                 i += 1
-            conv = [_convert("cuda_graph_max_bs", x, out.problems) for x in items]
+            conv = [_convert("cuda_graph_max_bs", x, out.problems, pending) for x in items]
             values[dest], raw[dest] = (_BAD if _BAD in conv else conv), " ".join(items)
             continue
         if i < len(tokens) and not tokens[i].startswith("--"):
-            values[dest], raw[dest] = _convert(dest, tokens[i], out.problems), tokens[i]
+            values[dest], raw[dest] = _convert(dest, tokens[i], out.problems, pending), tokens[i]
             i += 1
         elif flag is None:
             values[dest] = True  # unknown boolean flag
@@ -451,7 +459,7 @@ def parse_launch_command(cmd: str | list[str]) -> LaunchArgs:
     if values.get("cuda_graph_backend_decode") == "disabled" or values.get("disable_decode_cuda_graph"):
         values["disable_cuda_graph"] = True
     for dest, value in list(values.items()):
-        if value is _BAD or (isinstance(value, str) and _unresolved(value)):
+        if value is _BAD or (isinstance(value, str) and _unresolved(value, pending)):
             out.unresolved[dest] = raw.get(dest, str(value))
             del values[dest]
     if out.unresolved:

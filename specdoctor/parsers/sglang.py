@@ -151,14 +151,18 @@ def _segments(line: str) -> list[str]:
     out: list[str] = []
     buf: list[str] = []
     quote: str | None = None
-    i = 0
+    depth, i = 0, 0  # inside $(...) a separator belongs to the substitution
     while i < len(line):
         ch = line[i]
         if quote:
             quote = None if ch == quote else quote
         elif ch in "'\"":
             quote = ch
-        elif line.startswith(("&&", "||"), i) or ch == ";":
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif depth == 0 and (line.startswith(("&&", "||"), i) or ch == ";"):
             out.append("".join(buf))
             buf = []
             i += 1 if ch == ";" else 2

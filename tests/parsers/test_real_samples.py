@@ -207,6 +207,14 @@ def test_vllm_bench_serve_is_told_apart():
     assert (w.layout, w.completed, w.output_throughput, w.duration) == ("vllm", 128, 3025.13, 9.16)
 
 
+def test_vllm_peak_rows_and_second_block():
+    first, second = parse_bench_serving(real("bench/vllm-pr35714-peak-rows-two-blocks-EXCERPT.txt"))
+    assert (first.layout, first.complete, first.failed, first.max_concurrency, first.total_throughput) == (
+        "vllm", True, 0, 1, 47.35)
+    assert first.metrics["peak_output_token_throughput_tok_s"] == 47.0 and first.mean_ttft_ms == 330.66
+    assert (second.layout, second.completed, second.complete, second.duration) == ("vllm", 16, False, None)
+
+
 def test_headless_block_is_not_invented():
     assert parse_bench_serving(real("bench/vllm-pr16780-headless-block-tail-then-namespace-EXCERPT.txt")) == []
 

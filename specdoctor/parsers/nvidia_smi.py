@@ -206,7 +206,9 @@ class Topology(BaseModel):
 
 
 _AFFINITY_COLS = [("CPU Affinity", "@CPU"), ("NUMA Affinity", "@NUMA"), ("GPU NUMA ID", "@GNUMA")]
-_DEVICE = re.compile(r"^(?:GPU\d+|NIC\d+|mlx\d+_\d+|[a-z]+\d*_\d+)$")
+# Matrix rows/columns: GPUn, NICn, or (before NICn naming) the NIC's own name: lower case, ending in a digit
+# (mlx5_0, mlx5_bond_0, bnxt_re0); header words (CPU, Affinity, NUMA, ID) never match.
+_DEVICE = re.compile(r"^(?:GPU\d+|NIC\d+|[a-z][a-z0-9_]*\d)$")
 _LINK = re.compile(r"^(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|NS|OK|CNS|TNS|NA|N/A)$")
 _CPU_LIST = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")
 

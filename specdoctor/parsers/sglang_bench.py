@@ -115,20 +115,27 @@ def _layout(keys: set[str], first: str | None) -> str:
     return "unknown"
 
 
+_STRS = {"backend"}
+_NOT_VALUES = {"layout", "source", "metrics", "complete"}
+
+
 def _fill(result: BenchServingResult, values: dict[str, Any]) -> None:
-    fields = BenchServingResult.model_fields
+    """Copy the values whose type fits their typed field (an int field never takes 2.5, a str field no number)."""
     for key, value in values.items():
         name = _ALIASES.get(key, key)
-        if name in fields and name not in ("layout", "source", "metrics", "complete"):
-            want = str(fields[name].annotation)
-            if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
-                if "int" in want and isinstance(value, float):
-                    if not value.is_integer():
-                        continue
-                    value = int(value)
+        if name not in BenchServingResult.model_fields or name in _NOT_VALUES:
+            continue
+        if name in _STRS:
+            if isinstance(value, str):
                 setattr(result, name, value)
-            elif "str" in want:
-                setattr(result, name, str(value))
+        elif value is None:
+            setattr(result, name, None)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            if name in _INTS:
+                if isinstance(value, float) and not value.is_integer():
+                    continue
+                value = int(value)
+            setattr(result, name, value)
 
 
 def parse_bench_serving(text: str) -> list[BenchServingResult]:

@@ -206,7 +206,11 @@ def _expand(text: str, variables: dict[str, str], pending: set[str] | None = Non
         if ch == "$" and (m := _VAR.match(text, i)):
             name = m["braced"] or m["plain"]
             if name in variables:
-                out.append(variables[name])
+                value = variables[name]
+                if pending and quote != '"' and any(p in value for p in pending):
+                    # a variable holding an unresolved $(...) stays one word, as the shell would keep it
+                    value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+                out.append(value)
             elif m["op"] and "$" not in (m["default"] or ""):
                 out.append(m["default"] or "")
             else:
@@ -237,11 +241,38 @@ def _subst_end(text: str, i: int) -> int:
     return len(text)
 
 
+def _words(segment: str) -> list[str] | None:
+    """Shell words as written (quotes kept), a $(...) with spaces inside staying one word; None if unbalanced."""
+    words: list[str] = []
+    buf: list[str] = []
+    quote: str | None = None
+    depth = 0
+    for ch in segment:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif ch.isspace() and depth == 0:
+            if buf:
+                words.append("".join(buf))
+                buf = []
+            continue
+        buf.append(ch)
+    if quote or depth:
+        return None
+    if buf:
+        words.append("".join(buf))
+    return words
+
+
 def _assignments(segment: str) -> list[tuple[str, str, bool]] | None:
     """(name, raw value, exported) for an `export A=1 B=2` / `A=1` segment; None if it runs a command."""
-    try:
-        words = shlex.split(segment, posix=False)
-    except ValueError:
+    words = _words(segment)
+    if words is None:
         return None
     exported = bool(words) and words[0] in ("export", "declare", "typeset")
     if exported:
@@ -310,7 +341,7 @@ def split_command(cmd: str | list[str]) -> list[str]:
     (`export VAR=...`, `$VAR` / `${VAR}` defined there, `cd ... &&`) are tolerated."""
     if isinstance(cmd, list):
         return list(cmd)
-    text, _ = _prepare(cmd)
+    text, _ = _prepare(cmd, set())
     try:
         return _drop_redirections(shlex.split(text))
     except ValueError as exc:  # unbalanced quotes / trailing backslash: the caller's input, not a crash

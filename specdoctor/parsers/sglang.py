@@ -98,7 +98,9 @@ class LaunchArgs(BaseModel):
     """An SGLang launch line parsed with SGLang's flag names (dest names as in `server_args`)."""
 
     argv: list[str] = Field(default_factory=list, description="The whole command as tokens.")
-    env: dict[str, str] = Field(default_factory=dict, description="Leading `K=V` / `env K=V` assignments.")
+    env: dict[str, str] = Field(default_factory=dict, description="Leading `K=V` / `env K=V` assignments and "
+                                "`export K=V` lines before the command (values the lines cannot resolve are in "
+                                "`unresolved`, not here).")
     prefix: list[str] = Field(default_factory=list, description="Tokens before the server flags (program, -m ...).")
     entry: str = Field(default="bare", description="launch_server | serve | bare (flag list only).")
     python: str | None = None
@@ -450,9 +452,9 @@ def parse_launch_command(cmd: str | list[str]) -> LaunchArgs:
     env, prefix, entry, python, i = _locate(tokens)
     out = LaunchArgs(argv=tokens, env={**exported, **env}, prefix=prefix, entry=entry, python=python,
                      flags=tokens[i:])
-    for k, v in out.env.items():
-        if _unresolved(v, pending):
-            out.unresolved[f"env.{k}"] = v
+    for k, v in list(out.env.items()):
+        if _unresolved(v, pending):  # never hand a literal '$(...)' to a process as its value
+            out.unresolved[f"env.{k}"] = out.env.pop(k)
     values: dict[str, Any] = {}
     raw: dict[str, str] = {}
     while i < len(tokens):

@@ -88,6 +88,14 @@ def test_smi_wsl_driver_differs_from_smi_version():
     assert t.gpus[0].name == "NVIDIA RTX A4500 Laptop GPU" and t.gpus[0].power_cap_w == 91.0
 
 
+def test_smi_block_cut_after_its_first_line():
+    t = parse_smi_table(real("nvidia-smi-table/sonar-issue247-h100-pcie-mig-node-prompt-EXCERPT.txt"))
+    assert (t.driver, t.cuda) == ("570.124.06", "12.8")
+    (g,) = t.gpus
+    assert (g.name, g.bus_id, g.ecc_errors) == ("NVIDIA H100 PCIe", "00000000:C1:00.0", "On")
+    assert g.perf is None and g.memory_total_mib is None  # its second line is not in the paste: nothing invented
+
+
 def test_smi_processes_old_and_new_rows():
     old = parse_smi_table(real("nvidia-smi-table/gpustat-issue1-2016-process-row-no-gi-ci.txt"))
     (p,) = old.processes

@@ -198,6 +198,17 @@ def test_topo_nic_rows_beyond_a_clipped_header_are_named_from_the_rows():
     assert t.links["GPU1"]["NIC1"] == "PIX" and t.links["NIC1"] == {"GPU0": "SYS", "GPU1": "PIX", "NIC0": "SYS"}
 
 
+def test_topo_nic_names_of_other_drivers_and_not_header_words():
+    text = ("\tGPU0\tGPU1\tmlx5_bond_0\tbnxt_re0\tCPU Affinity\tNUMA Affinity\n"  # SYNTHETIC pre-NICn naming
+            "GPU0\t X \tNV4\tPIX\tSYS\t0-15\t0\n"
+            "GPU1\tNV4\t X \tSYS\tPIX\t16-31\t1\n"
+            "mlx5_bond_0\tPIX\tSYS\t X \tSYS\n"
+            "bnxt_re0\tSYS\tPIX\tSYS\t X\n\nLegend:\n  X    = Self\n")
+    t = parse_topo(text)
+    assert t.devices == ["GPU0", "GPU1", "mlx5_bond_0", "bnxt_re0"] and not t.truncated
+    assert t.links["bnxt_re0"]["GPU1"] == "PIX" and t.cpu_affinity == {"GPU0": "0-15", "GPU1": "16-31"}
+
+
 # -- SGLang logs -------------------------------------------------------------------------------------------
 
 def test_decode_line_with_elided_values_and_colour():

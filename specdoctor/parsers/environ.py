@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from specdoctor.parsers.errors import ParseError
+
 __all__ = ["EnvDecl", "EnvironCatalog", "GateRead", "parse_environ_py", "find_gate_reads", "is_enabled_value"]
 
 _ENV_TYPES = {"EnvBool": "bool", "EnvInt": "int", "EnvFloat": "float", "EnvStr": "str", "EnvTuple": "tuple",
@@ -63,8 +65,12 @@ def _decl(target: str, call: ast.Call) -> EnvDecl | None:
 
 
 def parse_environ_py(text: str) -> EnvironCatalog:
-    """Parse environ.py's source: the `Envs` class fields and the `_DEPRECATED_ENVS` keys (no import)."""
-    tree = ast.parse(text)
+    """Parse environ.py's source: the `Envs` class fields and the `_DEPRECATED_ENVS` keys (no import);
+    ParseError when the text is not Python."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise ParseError(f"environ.py is not valid Python: {type(exc).__name__}: {str(exc)[:120]}") from None
     cat = EnvironCatalog()
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == "Envs":

@@ -8,12 +8,18 @@ import re
 import unidiff
 from pydantic import BaseModel, Field
 
+from specdoctor.parsers.errors import ParseError
+from specdoctor.parsers.text import clean_lines
+
 __all__ = [
     "NumStat",
     "StashEntry",
     "SubmoduleState",
     "split_z",
     "parse_numstat_z",
+    "DiffStatFile",
+    "DiffStat",
+    "parse_diff_stat",
     "parse_name_status_z",
     "parse_stash_list",
     "parse_submodule_status",
@@ -69,15 +75,90 @@ def split_z(text: str) -> list[str]:
 
 
 def parse_numstat_z(text: str) -> list[NumStat]:
-    """`git diff --numstat -z --no-renames`: 'added<TAB>removed<TAB>path<NUL>' ('-' counts for binary)."""
+    """`git diff --numstat -z --no-renames`: 'added<TAB>removed<TAB>path<NUL>' ('-' counts for binary).
+
+    ParseError on a record of another shape (e.g. `git diff --stat` text: use parse_diff_stat for that)."""
     out: list[NumStat] = []
     for rec in split_z(text):
         if not rec:
             continue
-        added, removed, path = rec.split("\t", 2)
+        m = re.fullmatch(r"(\d+|-)\t(\d+|-)\t(.+)", rec, re.S)
+        if not m:
+            hint = " (this looks like `git diff --stat`)" if "|" in rec else ""
+            raise ParseError(f"not a --numstat -z record{hint}: {rec[:80]!r}")
+        added, removed, path = m.groups()
         out.append(NumStat(path=path, added=None if added == "-" else int(added),
                            removed=None if removed == "-" else int(removed)))
     return out
+
+
+class DiffStatFile(BaseModel):
+    """One `path | N +++--` line of `git diff --stat`."""
+
+    path: str = Field(description="As printed: may be abbreviated ('.../x.py') or a rename ('a/{b => c}/d').")
+    changes: int | None = Field(default=None, description="Changed lines; None for a binary file.")
+    plus: int = Field(default=0, description="'+' marks in the graph (scaled when the stat is wide).")
+    minus: int = Field(default=0, description="'-' marks in the graph.")
+    binary: bool = False
+    bytes_before: int | None = None
+    bytes_after: int | None = None
+    abbreviated: bool = Field(default=False, description="git shortened the path with '...'.")
+    rename_from: str | None = None
+    rename_to: str | None = None
+
+
+class DiffStat(BaseModel):
+    """`git diff --stat` output: the per-file lines and the summary line."""
+
+    files: list[DiffStatFile] = Field(default_factory=list)
+    files_changed: int | None = None
+    insertions: int = 0
+    deletions: int = 0
+
+    @property
+    def consistent(self) -> bool:
+        """Whether the summary's file count matches the lines read (False when lines were cut or elided)."""
+        return self.files_changed is None or self.files_changed == len(self.files)
+
+
+_STAT_LINE = re.compile(r"^\s*(?P<path>\S.*?)\s+\|\s+(?:(?P<n>\d+)(?:\s+(?P<graph>[+-]+))?|"
+                        r"Bin(?:\s+(?P<b0>\d+)\s+->\s+(?P<b1>\d+)\s+bytes)?)\s*$")
+_SUMMARY = re.compile(r"^\s*(?P<files>\d+) files? changed(?:, (?P<ins>\d+) insertions?\(\+\))?"
+                      r"(?:, (?P<del>\d+) deletions?\(-\))?\s*$")
+
+
+def _rename(path: str) -> tuple[str | None, str | None]:
+    m = re.search(r"\{(?P<a>[^{}]*) => (?P<b>[^{}]*)\}", path)
+    if m:
+        pre, post = path[:m.start()], path[m.end():]
+        return ((pre + m["a"] + post).replace("//", "/"), (pre + m["b"] + post).replace("//", "/"))
+    if " => " in path:
+        a, _, b = path.partition(" => ")
+        return a, b
+    return None, None
+
+
+def parse_diff_stat(text: str) -> DiffStat:
+    """`git diff --stat` (also `git show --stat`, `git log --stat` bodies): every file line and the totals."""
+    stat = DiffStat()
+    for line in clean_lines(text, rank_prefix=False):
+        if m := _SUMMARY.match(line):
+            stat.files_changed = int(m["files"])
+            stat.insertions, stat.deletions = int(m["ins"] or 0), int(m["del"] or 0)
+            continue
+        m = _STAT_LINE.match(line)
+        if not m:
+            continue
+        path = m["path"]
+        graph = m["graph"] or ""
+        a, b = _rename(path)
+        binary = m["n"] is None
+        stat.files.append(DiffStatFile(path=path, changes=None if binary else int(m["n"]), plus=graph.count("+"),
+                                       minus=graph.count("-"), binary=binary,
+                                       bytes_before=int(m["b0"]) if m["b0"] else None,
+                                       bytes_after=int(m["b1"]) if m["b1"] else None,
+                                       abbreviated=path.startswith("..."), rename_from=a, rename_to=b))
+    return stat
 
 
 def parse_name_status_z(text: str) -> dict[str, str]:
@@ -209,14 +290,17 @@ def ambiguous_lines(output: str, exit_code: int = 0) -> list[Ambiguous]:
 
 
 def select_hunks(diff: str, wanted: list[int]) -> tuple[str, list[str]]:
-    """A patch with only the `wanted` hunks of a one-file diff, and their changed lines (ValueError if absent)."""
-    files = list(unidiff.PatchSet(diff))
+    """A patch with only the `wanted` hunks of a one-file diff, and their changed lines (ParseError if absent)."""
+    try:
+        files = list(unidiff.PatchSet(diff))
+    except unidiff.UnidiffParseError as exc:
+        raise ParseError(f"not a unified diff: {exc}") from None
     if not files:
-        raise ValueError("no textual patch")
+        raise ParseError("no textual patch")
     hunks = list(files[0])
     bad = [i for i in wanted if i < 0 or i >= len(hunks)]
     if bad:
-        raise ValueError(f"{len(hunks)} hunks; no hunk {bad}")
+        raise ParseError(f"{len(hunks)} hunks; no hunk {bad}")
     header = diff.split("\n@@", 1)[0] + "\n"
     chosen = sorted(set(wanted))
     lines = [ln.value for i in chosen for ln in hunks[i] if ln.is_added or ln.is_removed]

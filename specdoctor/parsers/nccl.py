@@ -8,6 +8,9 @@ import re
 
 from pydantic import BaseModel, Field
 
+from specdoctor.parsers.errors import ParseError
+from specdoctor.parsers.text import clean_lines
+
 __all__ = [
     "PlaceResult",
     "NcclTestsRow",
@@ -135,7 +138,7 @@ def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
     current: NcclTestsRun | None = None
     layout: tuple[bool, list[list[str]]] | None = None
     pending: dict = {}
-    for line in text.splitlines():
+    for line in clean_lines(text, rank_prefix=False):
         if m := _NTHREAD.search(line):
             pending.update(nthreads=int(m.group(1)), ngpus=int(m.group(2)), graph=int(m.group(3)))
             current, layout = None, None
@@ -202,21 +205,29 @@ def parse_nccl_tests_json(text: str) -> NcclTestsRun:
     """nccl-tests `-J` JSON (format version 2) or allreduce_bench.py --json (same keys)."""
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"not nccl-tests JSON: {exc}") from None
+    except (ValueError, RecursionError) as exc:
+        raise ParseError(f"not nccl-tests JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
-        raise ValueError("not nccl-tests JSON: no 'results' list")
+        raise ParseError("not nccl-tests JSON: no 'results' list")
+    try:
+        return _json_run(doc)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise ParseError(f"nccl-tests JSON with a malformed value: {exc}") from None
+
+
+def _json_run(doc: dict) -> NcclTestsRun:
     raw_cfg = doc.get("config")
-    cfg = raw_cfg if isinstance(raw_cfg, dict) else {}
+    cfg = {k: v for k, v in (raw_cfg if isinstance(raw_cfg, dict) else {}).items() if isinstance(v, int)}
     args = doc.get("args") if isinstance(doc.get("args"), list) else []
-    collective = doc.get("collective")
+    collective = doc.get("collective") if isinstance(doc.get("collective"), str) else None
     if collective is None and args:
         m = _COLLECTIVE.search(str(args[0]))
         collective = m.group(1) if m else None
     ver = doc.get("nccl_version")
     version = nccl_version_from_code(ver) if isinstance(ver, int) else (ver if isinstance(ver, str) else None)
     run = NcclTestsRun(collective=collective, ngpus=cfg.get("ngpus"), nthreads=cfg.get("nthreads"),
-                       graph=cfg.get("graph"), nccl_version=version, source="json", tool=doc.get("tool", "nccl-tests"))
+                       graph=cfg.get("graph"), nccl_version=version, source="json",
+                       tool=str(doc.get("tool", "nccl-tests")))
     for r in doc["results"]:
         if not isinstance(r, dict) or "size" not in r:
             continue
@@ -234,7 +245,8 @@ def parse_nccl_tests_json(text: str) -> NcclTestsRun:
 
 
 def parse_all_reduce(text: str) -> NcclTestsRun:
-    """The all-reduce table in a text or JSON output (the first one named all_reduce, else the only unnamed one)."""
+    """The all-reduce table in a text or JSON output (the first one named all_reduce, else the only unnamed one);
+    ParseError when there is none."""
     if text.lstrip().startswith("{"):
         return parse_nccl_tests_json(text)
     runs = [r for r in parse_nccl_tests(text) if r.rows]
@@ -244,7 +256,7 @@ def parse_all_reduce(text: str) -> NcclTestsRun:
     unnamed = [r for r in runs if r.collective is None and all(row.redop != "none" for row in r.rows)]
     if unnamed:
         return unnamed[0]
-    raise ValueError("no all_reduce table found in the output")
+    raise ParseError("no all_reduce table found in the output")
 
 
 def latency_at(run: NcclTestsRun, size: int) -> float | None:
@@ -294,8 +306,12 @@ class NcclDebugLog(BaseModel):
         return {e.pid: e.value for e in self.env if e.name == name}
 
 
-_LOG = re.compile(r"(?P<host>[\w.\-]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:\S+:\d+ )?"
+# The host part is whatever the user's hostname (or a pasted placeholder like '<cluster_name>') is: any run of
+# characters up to the ':pid:tid [dev]' tail, but not a rank label's brackets or a Ray actor's parentheses.
+_LOG = re.compile(r"(?P<host>[^\s:\[\]()]+):(?P<pid>\d+):(?P<tid>\d+) \[(?P<dev>\d+)\] (?:\S+:\d+ )?"
                   r"NCCL (?P<level>INFO|WARN|TRACE|ABORT) (?P<msg>.*?)\s*$")
+# NCCL's rank 0 also prints a bare 'NCCL version 2.21.5+cuda12.4' line (no host:pid:tid prefix) in some setups.
+_BARE_VERSION = re.compile(r"(?:^|[\s:>\]])NCCL version (?P<v>\d+\.\d+\.\d+\S*)\s*$")
 _ENV_SET = re.compile(r"^(NCCL_\w+) set by environment to (.*)$")
 _DRIVER = re.compile(r"^cudaDriverVersion (\d+)")
 
@@ -303,9 +319,11 @@ _DRIVER = re.compile(r"^cudaDriverVersion (\d+)")
 def parse_nccl_debug(text: str) -> NcclDebugLog:
     """NCCL_DEBUG=INFO lines from any log (srun/mpirun/ray prefixes and interleaved app lines are skipped)."""
     out = NcclDebugLog()
-    for raw in text.splitlines():
+    for raw in clean_lines(text, rank_prefix=False):
         m = _LOG.search(raw)
         if not m:
+            if out.version is None and (b := _BARE_VERSION.search(raw)):
+                out.version = b["v"]
             continue
         line = NcclLogLine(host=m["host"], pid=int(m["pid"]), tid=int(m["tid"]), device=int(m["dev"]),
                            level=m["level"], message=m["msg"])

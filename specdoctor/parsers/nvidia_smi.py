@@ -6,6 +6,9 @@ import re
 
 from pydantic import BaseModel, Field
 
+from specdoctor.parsers.text import clean_lines
+from specdoctor.parsers.text import strip_ansi as _strip_ansi
+
 __all__ = [
     "strip_ansi",
     "GpuListEntry",
@@ -18,13 +21,12 @@ __all__ = [
     "parse_topo",
 ]
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[@-_]")
 _MISSING = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown error]", "[insufficient permissions]"}
 
 
 def strip_ansi(text: str) -> str:
     """Remove terminal colour/cursor escapes (pasted or `script`-captured output carries them)."""
-    return _ANSI.sub("", text).replace("\r", "")
+    return _strip_ansi(text)
 
 
 class GpuListEntry(BaseModel):
@@ -38,7 +40,7 @@ class GpuListEntry(BaseModel):
 def parse_list(text: str) -> list[GpuListEntry]:
     """`GPU 0: NAME (UUID: GPU-...)` lines; prompts and other lines are ignored."""
     out = []
-    for m in re.finditer(r"^\s*GPU (\d+): (.+?)(?: \(UUID: ([^)]+)\))?\s*$", strip_ansi(text), re.M):
+    for m in re.finditer(r"^\s*GPU (\d+): (.+?)(?: \(UUID: ([^)]+)\))?\s*$", "\n".join(clean_lines(text)), re.M):
         out.append(GpuListEntry(index=int(m.group(1)), name=m.group(2).strip(), uuid=m.group(3)))
     return out
 
@@ -51,7 +53,7 @@ def _clean(value: str) -> str | None:
 def parse_query_csv(text: str, fields: list[str]) -> list[dict[str, str | None]]:
     """Rows of `--query-gpu=... --format=csv,noheader[,nounits]`; a header row and unit suffixes are tolerated."""
     rows = []
-    for line in strip_ansi(text).splitlines():
+    for line in clean_lines(text):
         if not line.strip() or line.strip().startswith(tuple(fields[:1])):
             continue
         cells = [c.strip() for c in line.split(",")]
@@ -128,7 +130,7 @@ def parse_q(text: str) -> QReport:
     """Parse `nvidia-smi -q` (old 'Power Readings'/'Throttle' and new 'GPU Power Readings' layouts)."""
     report = QReport()
     blocks: list[tuple[str, list[tuple[int, str, str | None]]]] = []
-    for raw in strip_ansi(text).splitlines():
+    for raw in clean_lines(text):
         if not raw.strip():
             continue
         m = re.match(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$", raw.strip())
@@ -184,6 +186,8 @@ class Topology(BaseModel):
     cpu_affinity: dict[str, str | None] = Field(default_factory=dict)
     numa_affinity: dict[str, str | None] = Field(default_factory=dict)
     gpu_numa_id: dict[str, str | None] = Field(default_factory=dict)
+    truncated: bool = Field(default=False, description="Columns or fields were clipped (narrow terminal, cut paste).")
+    problems: list[str] = Field(default_factory=list, description="What was clipped or unreadable, one line each.")
 
     @property
     def gpus(self) -> list[str]:
@@ -202,12 +206,17 @@ class Topology(BaseModel):
 
 
 _AFFINITY_COLS = [("CPU Affinity", "@CPU"), ("NUMA Affinity", "@NUMA"), ("GPU NUMA ID", "@GNUMA")]
+# Matrix rows/columns: GPUn, NICn, or (before NICn naming) the NIC's own name: lower case, ending in a digit
+# (mlx5_0, mlx5_bond_0, bnxt_re0); header words (CPU, Affinity, NUMA, ID) never match.
+_DEVICE = re.compile(r"^(?:GPU\d+|NIC\d+|[a-z][a-z0-9_]*\d)$")
+_LINK = re.compile(r"^(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|NS|OK|CNS|TNS|NA|N/A)$")
+_CPU_LIST = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")
 
 
 def parse_topo(text: str) -> Topology:
-    """Parse the first link matrix (tabs or spaces, prompts, fused 'CPU AffinityNUMA Affinity' columns)."""
+    """Parse the first link matrix (tabs or spaces, prompts, fused affinity columns, clipped header or fields)."""
     topo = Topology()
-    lines = strip_ansi(text).splitlines()
+    lines = clean_lines(text)
     header_at = None
     cols: list[str] = []
     for i, line in enumerate(lines):
@@ -220,30 +229,65 @@ def parse_topo(text: str) -> Topology:
             break
     if header_at is None:
         return topo
-    devices = [c for c in cols if not c.startswith("@")]
+    devices = [c for c in cols if not c.startswith("@") and _DEVICE.match(c)]
     extra = [c for c in cols if c.startswith("@")]
-    topo.devices = devices
+    if len(devices) < len([c for c in cols if not c.startswith("@")]):
+        # a clipped last header column ('NI', 'CPU Aff'): the row names below tell the real columns
+        topo.truncated = True
+        topo.problems.append(f"header clipped after {devices[-1] if devices else 'GPU0'}: {_line_tail(cols)}")
+    rows: list[tuple[str, list[str], list[str]]] = []
     for line in lines[header_at + 1:]:
         toks = line.split()
         if not toks:
-            if topo.links:
+            if rows:
                 break
             continue
-        if toks[0] not in devices:
+        if not _DEVICE.match(toks[0]):
+            if rows and all(_CPU_LIST.match(t.strip(",-")) or t == "N/A" for t in toks):
+                topo.truncated = True  # a wrapped row's tail on its own line
+                topo.problems.append(f"row {rows[-1][0]} wrapped: {line.strip()[:60]!r} continues it")
+                continue
             break
-        name = toks[0]
-        cells = toks[1:1 + len(devices)]
-        topo.links[name] = {d: c for d, c in zip(devices, cells, strict=False) if d != name and c != "X"}
-        rest = toks[1 + len(devices):]
+        cells = []
+        for t in toks[1:]:
+            if not _LINK.match(t):
+                break
+            cells.append(t)
+        rows.append((toks[0], cells, toks[1 + len(cells):]))
+    names = [r[0] for r in rows]
+    width = max((len(r[1]) for r in rows), default=0)
+    if width > len(devices):
+        # the matrix is square and rows come in column order: name the clipped columns from the rows
+        if names[:len(devices)] == devices and len(names) >= width:
+            devices = names[:width]
+        else:
+            devices = devices + [f"?{j}" for j in range(len(devices), width)]
+        if not topo.truncated:
+            topo.truncated = True
+            topo.problems.append(f"{width} matrix columns but {len(topo.devices or cols)} headers")
+    topo.devices = devices
+    for name, cells, rest in rows:
+        topo.links[name] = {d: c for d, c in zip(devices, cells, strict=False)
+                            if d != name and c != "X" and not d.startswith("?")}
         if name.startswith("GPU") and extra:
             if len(rest) < len(extra) and rest:
                 rest = _unfuse(rest, len(extra))
             values = dict(zip(extra, rest, strict=False))
-            topo.cpu_affinity[name] = _clean(values.get("@CPU", ""))
+            cpu = _clean(values.get("@CPU", ""))
+            if cpu is not None and not _CPU_LIST.match(cpu):
+                topo.truncated = True
+                topo.problems.append(f"{name} CPU affinity {cpu!r} looks clipped; not used")
+                cpu = None
+            topo.cpu_affinity[name] = cpu
             topo.numa_affinity[name] = _clean(values.get("@NUMA", ""))
             if "@GNUMA" in extra:
                 topo.gpu_numa_id[name] = _clean(values.get("@GNUMA", ""))
     return topo
+
+
+def _line_tail(cols: list[str]) -> str:
+    """The last few header tokens, for a problem message."""
+    return " ".join(c for c in cols[-3:] if not c.startswith("@"))[:40]
 
 
 def _unfuse(rest: list[str], want: int) -> list[str]:

@@ -3,21 +3,27 @@
 from __future__ import annotations
 
 import ast
+import html
 import json
+import math
 import os
 import re
 import shlex
+from collections.abc import Set as AbstractSet
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from specdoctor.errors import UsageError
+from specdoctor.parsers.errors import ParseError
+from specdoctor.parsers.text import strip_ansi
 
 __all__ = [
     "LaunchArgs",
     "parse_launch_command",
     "drop_speculative_flags",
     "split_command",
+    "LaunchParseError",
     "DecodeLine",
     "parse_decode_lines",
     "parse_body",
@@ -92,7 +98,9 @@ class LaunchArgs(BaseModel):
     """An SGLang launch line parsed with SGLang's flag names (dest names as in `server_args`)."""
 
     argv: list[str] = Field(default_factory=list, description="The whole command as tokens.")
-    env: dict[str, str] = Field(default_factory=dict, description="Leading `K=V` / `env K=V` assignments.")
+    env: dict[str, str] = Field(default_factory=dict, description="Leading `K=V` / `env K=V` assignments and "
+                                "`export K=V` lines before the command (values the lines cannot resolve are in "
+                                "`unresolved`, not here).")
     prefix: list[str] = Field(default_factory=list, description="Tokens before the server flags (program, -m ...).")
     entry: str = Field(default="bare", description="launch_server | serve | bare (flag list only).")
     python: str | None = None
@@ -112,6 +120,9 @@ class LaunchArgs(BaseModel):
     disable_custom_all_reduce: bool = False
     extra: dict[str, Any] = Field(default_factory=dict, description="Every other flag by dest name.")
     problems: list[str] = Field(default_factory=list)
+    unresolved: dict[str, str] = Field(default_factory=dict, description="dest (or 'env.NAME') -> the value as "
+                                       "written when the given lines cannot resolve it ($VAR, $(...), a "
+                                       "non-number for a number flag); the typed field keeps its default.")
 
     @property
     def speculative(self) -> bool:
@@ -128,23 +139,242 @@ class LaunchArgs(BaseModel):
         return d
 
 
-def split_command(cmd: str | list[str]) -> list[str]:
-    """Tokens of a launch line; backslash continuations, prompts and `#` comments are tolerated."""
-    if isinstance(cmd, list):
-        return list(cmd)
-    lines = []
+class LaunchParseError(ParseError, UsageError):
+    """A launch line shlex cannot split (unbalanced quotes, a trailing backslash)."""
+
+
+_LAUNCH_MARK = re.compile(r"sglang\.launch_server|sglang\.srt\.server|\bsglang\s+serve\b|sglang::")
+_ASSIGN_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_VAR = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_]\w*)(?:(?P<op>:?[-=])(?P<default>[^}]*))?\}|(?P<plain>[A-Za-z_]\w*))")
+
+
+def _segments(line: str) -> list[str]:
+    """A logical line split at `&&`, `||` and `;` outside quotes."""
+    out: list[str] = []
+    buf: list[str] = []
+    quote: str | None = None
+    depth, i = 0, 0  # inside $(...) a separator belongs to the substitution
+    while i < len(line):
+        ch = line[i]
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif depth == 0 and (line.startswith(("&&", "||"), i) or ch == ";"):
+            out.append("".join(buf))
+            buf = []
+            i += 1 if ch == ";" else 2
+            continue
+        buf.append(ch)
+        i += 1
+    out.append("".join(buf))
+    return [x.strip() for x in out if x.strip()]
+
+
+def _expand(text: str, variables: dict[str, str], pending: set[str] | None = None) -> str:
+    """Shell-style `$VAR`/`${VAR}`/`${VAR:-default}` expansion from `variables` (not inside single quotes);
+    what cannot be resolved stays as written, and `$(...)`/backticks are kept as one token."""
+    out: list[str] = []
+    i, quote = 0, None
+    while i < len(text):
+        ch = text[i]
+        if quote == "'":
+            out.append(ch)
+            quote = None if ch == "'" else quote
+            i += 1
+            continue
+        if ch in "'\"":
+            quote = None if quote == ch else (ch if quote is None else quote)
+            out.append(ch)
+            i += 1
+            continue
+        if ch == "\\" and i + 1 < len(text):
+            out.append(text[i:i + 2])
+            i += 2
+            continue
+        if text.startswith("$(", i) or ch == "`":
+            end = _subst_end(text, i)
+            sub = text[i:end]
+            if pending is not None:
+                pending.add(sub)
+            # keep it one token: double-quote it (escaping what shlex unescapes there) unless already quoted
+            out.append(sub if quote == '"' else '"' + sub.replace("\\", "\\\\").replace('"', '\\"') + '"')
+            i = end
+            continue
+        if ch == "$" and (m := _VAR.match(text, i)):
+            name = m["braced"] or m["plain"]
+            if name in variables:
+                value = variables[name]
+                if pending and quote != '"' and any(p in value for p in pending):
+                    # a variable holding an unresolved $(...) stays one word, as the shell would keep it
+                    value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+                out.append(value)
+            elif m["op"] and "$" not in (m["default"] or ""):
+                out.append(m["default"] or "")
+            else:
+                out.append(m.group(0))
+                if pending is not None:
+                    pending.add(m.group(0))
+            i = m.end()
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _subst_end(text: str, i: int) -> int:
+    """Index just past the `$(...)` (balanced) or backtick substitution starting at i."""
+    if text[i] == "`":
+        j = text.find("`", i + 1)
+        return len(text) if j < 0 else j + 1
+    depth, j = 0, i + 1
+    while j < len(text):
+        if text[j] == "(":
+            depth += 1
+        elif text[j] == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return len(text)
+
+
+def _words(segment: str) -> list[str] | None:
+    """Shell words as written (quotes kept), a $(...) with spaces inside staying one word; None if unbalanced."""
+    words: list[str] = []
+    buf: list[str] = []
+    quote: str | None = None
+    depth = 0
+    for ch in segment:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(0, depth - 1)
+        elif ch.isspace() and depth == 0:
+            if buf:
+                words.append("".join(buf))
+                buf = []
+            continue
+        buf.append(ch)
+    if quote or depth:
+        return None
+    if buf:
+        words.append("".join(buf))
+    return words
+
+
+def _assignments(segment: str) -> list[tuple[str, str, bool]] | None:
+    """(name, raw value, exported) for an `export A=1 B=2` / `A=1` segment; None if it runs a command."""
+    words = _words(segment)
+    if words is None:
+        return None
+    exported = bool(words) and words[0] in ("export", "declare", "typeset")
+    if exported:
+        words = [w for w in words[1:] if not w.startswith("-")]
+    if not words:
+        return None
+    out = []
+    for w in words:
+        if _ASSIGN_WORD.match(w):
+            k, _, v = w.partition("=")
+            out.append((k, v, exported))
+        elif exported and re.fullmatch(r"[A-Za-z_]\w*", w):
+            out.append((w, "", True))  # `export NAME` of a variable set earlier
+        else:
+            return None
+    return out
+
+
+def _unquote(raw: str) -> str:
+    try:
+        parts = shlex.split(raw)
+    except ValueError:
+        return raw
+    return parts[0] if len(parts) == 1 else " ".join(parts)
+
+
+def _prepare(cmd: str, pending: set[str] | None = None) -> tuple[str, dict[str, str]]:
+    """(the launch command text with what the script's own lines define expanded, exported variables);
+    the expansions left as written are added to `pending`."""
+    logical = []
     for raw in cmd.replace("\\\r\n", " ").replace("\\\n", " ").splitlines():
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         m = re.match(r"^(?:\S*[$#]|\([^)]*\)\s*\S*[$#])\s+(?=\S)", line)
-        if m and ("sglang" in line[m.end():] or line[m.end():].startswith("--")):
+        if m and ("sglang" in line[m.end():] or line[m.end():].startswith(("--", "export "))):
             line = line[m.end():]
-        lines.append(line)
+        logical.extend(_segments(line))
+    variables: dict[str, str] = {}
+    exported: dict[str, str] = {}
+    commands: list[str] = []
+    for seg in logical:
+        assigns = _assignments(seg)
+        if assigns is None:
+            commands.append(seg)
+            continue
+        for name, value, is_export in assigns:
+            if value or not is_export:
+                variables[name] = _unquote(_expand(value, variables, pending))
+            if is_export:
+                exported[name] = variables.get(name, "")
+    launch = [i for i, c in enumerate(commands) if _LAUNCH_MARK.search(c)]
+    if launch:
+        first = launch[0]
+        tail = []
+        for c in commands[first + 1:]:
+            if not c.startswith("--"):
+                break
+            tail.append(c)
+        commands = [commands[first], *tail]
+    return _expand(" ".join(commands), variables, pending), exported
+
+
+def split_command(cmd: str | list[str]) -> list[str]:
+    """Tokens of a launch line; backslash continuations, prompts, `#` comments and shell-script lines
+    (`export VAR=...`, `$VAR` / `${VAR}` defined there, `cd ... &&`) are tolerated."""
+    if isinstance(cmd, list):
+        return list(cmd)
+    text, _ = _prepare(cmd, set())
     try:
-        return shlex.split(" ".join(lines))
+        return _drop_redirections(shlex.split(text))
     except ValueError as exc:  # unbalanced quotes / trailing backslash: the caller's input, not a crash
-        raise UsageError(f"cannot parse the launch line ({exc}): {' '.join(lines)[:200]!r}") from None
+        raise LaunchParseError(f"cannot parse the launch line ({exc}): {text[:200]!r}") from None
+
+
+_REDIRECT = re.compile(r"^(?:\d*>>?|&>>?|<)(?P<target>.*)$")
+
+
+def _drop_redirections(tokens: list[str]) -> list[str]:
+    """The command without shell plumbing: `> log 2>&1`, `| tee log`, a trailing `&` (not server flags)."""
+    out: list[str] = []
+    i = 0
+    while i < len(tokens):
+        t = tokens[i]
+        if t in ("|", "|&"):
+            break
+        m = _REDIRECT.match(t)
+        if m:
+            i += 1 if m["target"] else 2  # '>file' / '2>&1' carry their target; '>' takes the next token
+            continue
+        if t == "&" and i == len(tokens) - 1:
+            break
+        out.append(t)
+        i += 1
+    return out
+
+
+def _unresolved(value: str, pending: AbstractSet[str]) -> bool:
+    """Whether a value still holds one of the expansions the given lines could not resolve."""
+    return any(p in value for p in pending)
 
 
 def _resolve_flag(name: str) -> tuple[str | None, str | None]:
@@ -195,23 +425,38 @@ def _locate(tokens: list[str]) -> tuple[dict[str, str], list[str], str, str | No
     return env, tokens[start:], "bare", None, len(tokens)
 
 
-def _convert(dest: str, value: str, problems: list[str]) -> Any:
+_BAD = object()  # a value that does not fit its flag's type
+
+
+def _convert(dest: str, value: str, problems: list[str], pending: AbstractSet[str] = frozenset()) -> Any:
     try:
         if dest in _INT:
             return int(value)
         if dest in _FLOAT:
-            return float(value)
+            f = float(value)
+            return f if math.isfinite(f) else _BAD
     except ValueError:
-        problems.append(f"--{dest.replace('_', '-')}: not a number: {value!r}")
+        if not _unresolved(value, pending):
+            problems.append(f"--{dest.replace('_', '-')}: not a number: {value!r}")
+        return _BAD
     return value
 
 
 def parse_launch_command(cmd: str | list[str]) -> LaunchArgs:
     """Parse `python -m sglang.launch_server ...`, `sglang serve ...` or a bare flag list into LaunchArgs."""
+    exported: dict[str, str] = {}
+    pending: set[str] = set()
+    if isinstance(cmd, str):
+        _, exported = _prepare(cmd, pending)
     tokens = split_command(cmd)
     env, prefix, entry, python, i = _locate(tokens)
-    out = LaunchArgs(argv=tokens, env=env, prefix=prefix, entry=entry, python=python, flags=tokens[i:])
+    out = LaunchArgs(argv=tokens, env={**exported, **env}, prefix=prefix, entry=entry, python=python,
+                     flags=tokens[i:])
+    for k, v in list(out.env.items()):
+        if _unresolved(v, pending):  # never hand a literal '$(...)' to a process as its value
+            out.unresolved[f"env.{k}"] = out.env.pop(k)
     values: dict[str, Any] = {}
+    raw: dict[str, str] = {}
     while i < len(tokens):
         tok = tokens[i]
         i += 1
@@ -229,17 +474,18 @@ def parse_launch_command(cmd: str | list[str]) -> LaunchArgs:
         if flag and flag.startswith("--cuda-graph-max-bs-decode"):
             values["cuda_graph_max_bs_decode"] = True  # marks the 0.5.23 spelling
         if eq:
-            values[dest] = _convert(dest, inline, out.problems)
+            values[dest], raw[dest] = _convert(dest, inline, out.problems, pending), inline
             continue
         if dest in _NARGS_PLUS:
             items = []
             while i < len(tokens) and not tokens[i].startswith("--"):
                 items.append(tokens[i])
                 i += 1
-            values[dest] = [_convert("cuda_graph_max_bs", x, out.problems) for x in items]
+            conv = [_convert("cuda_graph_max_bs", x, out.problems, pending) for x in items]
+            values[dest], raw[dest] = (_BAD if _BAD in conv else conv), " ".join(items)
             continue
         if i < len(tokens) and not tokens[i].startswith("--"):
-            values[dest] = _convert(dest, tokens[i], out.problems)
+            values[dest], raw[dest] = _convert(dest, tokens[i], out.problems, pending), tokens[i]
             i += 1
         elif flag is None:
             values[dest] = True  # unknown boolean flag
@@ -249,9 +495,16 @@ def parse_launch_command(cmd: str | list[str]) -> LaunchArgs:
         out.extra["cuda_graph_max_bs_flag"] = "--cuda-graph-max-bs-decode"
     if values.get("cuda_graph_backend_decode") == "disabled" or values.get("disable_decode_cuda_graph"):
         values["disable_cuda_graph"] = True
+    for dest, value in list(values.items()):
+        if value is _BAD or (isinstance(value, str) and _unresolved(value, pending)):
+            out.unresolved[dest] = raw.get(dest, str(value))
+            del values[dest]
+    if out.unresolved:
+        out.problems.append("unresolved from the given lines: " + ", ".join(
+            f"{k}={v}" for k, v in list(out.unresolved.items())[:6]))
     known = set(LaunchArgs.model_fields)
     for dest, value in values.items():
-        if dest in known and dest not in ("extra", "problems", "argv", "env", "prefix", "flags"):
+        if dest in known and dest not in ("extra", "problems", "argv", "env", "prefix", "flags", "unresolved"):
             setattr(out, dest, value)
         else:
             out.extra[dest] = value
@@ -284,7 +537,6 @@ def drop_speculative_flags(argv: str | list[str]) -> list[str]:
 
 # -- logs ---------------------------------------------------------------------------------------------
 
-_PREFIX = re.compile(r"^\[(?P<ts>[^\]]*?)\]\s*")
 _RANK = re.compile(r"\b(TP\d+|DP\d+|PP\d+|EP\d+)\b")
 
 
@@ -304,20 +556,33 @@ class DecodeLine(BaseModel):
 
 
 def _num(v: str) -> float | None:
-    m = re.match(r"\s*(-?[0-9.]+(?:e[-+]?\d+)?)", v)
-    return float(m.group(1)) if m else None
+    """The leading number of a value; None for elided ('...'), N/A or non-finite values."""
+    m = re.match(r"\s*(-?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?)", v, re.I)
+    if not m:
+        return None
+    f = float(m.group(1))
+    return f if math.isfinite(f) else None
+
+
+def _int(v: str) -> int | None:
+    f = _num(v)
+    return int(f) if f is not None else None
+
+
+_BRACKET = re.compile(r"\[(?P<ts>[^\[\]]*)\][^\[\]]*$")
 
 
 def parse_decode_lines(text: str) -> list[DecodeLine]:
     """Every `Decode batch` line in a log (0.2 period form to 0.5.23 comma form, any rank prefix)."""
     out: list[DecodeLine] = []
-    for raw in text.splitlines():
+    for raw in strip_ansi(text).splitlines():
         idx = raw.find("Decode batch")
         if idx < 0:
             continue
         line = DecodeLine()
         head = raw[:idx]
-        m = _PREFIX.search(head)
+        # the '[time TPn]' part is the last bracket before 'Decode batch'; Ray/srun/docker prefixes may precede it
+        m = _BRACKET.search(head)
         if m:
             ts = m.group("ts")
             ranks = _RANK.findall(ts)
@@ -331,9 +596,9 @@ def parse_decode_lines(text: str) -> list[DecodeLine]:
             key = key.strip().lower()
             val = val.strip()
             if key == "#running-req":
-                line.running_req = int(_num(val) or 0)
+                line.running_req = _int(val)
             elif key in ("#token", "#full token"):
-                line.tokens = int(_num(val) or 0)
+                line.tokens = _int(val)
             elif key in ("token usage", "full token usage"):
                 line.token_usage = _num(val)
             elif key == "accept len":
@@ -345,35 +610,61 @@ def parse_decode_lines(text: str) -> list[DecodeLine]:
             elif key.startswith("gen throughput"):
                 line.gen_throughput = _num(val)
             elif key == "#queue-req":
-                q = _num(val)
-                line.queue_req = int(q) if q is not None else None
+                line.queue_req = _int(val)
         out.append(line)
     return out
 
 
 # -- HTTP bodies ----------------------------------------------------------------------------------------
 
-class BodyError(ValueError):
-    """A body that is neither JSON nor a Python literal (an HTML error page, a truncated reply)."""
+class BodyError(ParseError):
+    """A body that is neither JSON nor a Python literal (an HTML error page, a truncated reply), or one whose
+    values do not fit the model (a string where a port number belongs)."""
+
+
+def _literal(s: str) -> Any:
+    """JSON, else a Python literal (inf/nan read as None); ValueError when neither."""
+    try:
+        return json.loads(s)
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return ast.literal_eval(re.sub(r"\b(inf|nan|Infinity|NaN)\b", "None", s))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as exc:
+        raise ValueError(type(exc).__name__) from None
+
+
+_INLINE_TAG = re.compile(r"<(?P<tag>strong|b|pre|code|span|tt)(?:\s[^<>]*)?>(?P<body>.*)</(?P=tag)>", re.S | re.I)
+# A label printed before the body ('result {...}', 'Response: {...}', 'meta_info = {...}'): words only.
+_LABEL = re.compile(r"^[A-Za-z_][\w .#>-]{0,60}?\s*[:=]?\s*$")
 
 
 def parse_body(text: str) -> Any:
-    """JSON, or the Python-repr form SGLang docs print (single quotes, True/None); HTML pages are refused."""
+    """JSON, or the Python-repr form SGLang docs print (single quotes, True/None), alone or after a one-phrase
+    label ('result {...}'); HTML pages, truncated and ambiguous text are refused with BodyError."""
     s = (text or "").strip()
     if not s:
         raise BodyError("empty body")
+    # a notebook/doc page that printed the body inside one inline element (print_highlight's <strong ...>)
+    wrapped = _INLINE_TAG.fullmatch(s)
+    if wrapped and "<" not in wrapped["body"]:
+        s = html.unescape(wrapped["body"]).strip()
     if s[:1] == "<" or s[:15].lower().startswith("<!doctype"):
         title = re.search(r"<title>(.*?)</title>", s, re.I | re.S)
         raise BodyError(f"HTML page, not JSON: {(title.group(1) if title else s[:80]).strip()}")
     try:
-        return json.loads(s)
-    except ValueError:
-        pass
-    try:
-        fixed = re.sub(r"\b(inf|nan|Infinity|NaN)\b", "None", s)
-        return ast.literal_eval(fixed)
-    except (ValueError, SyntaxError, MemoryError, RecursionError) as exc:
-        raise BodyError(f"not JSON nor a Python literal ({type(exc).__name__}): {s[:80]!r}") from None
+        return _literal(s)
+    except ValueError as exc:
+        first_error = str(exc)
+    starts = [i for i in (s.find("{"), s.find("[")) if i > 0]
+    if starts:
+        at = min(starts)
+        if _LABEL.match(s[:at]):
+            try:
+                return _literal(s[at:])
+            except ValueError:
+                pass
+    raise BodyError(f"not JSON nor a Python literal ({first_error}): {s[:80]!r}")
 
 
 class ServerInfo(BaseModel):
@@ -399,7 +690,8 @@ class ServerInfo(BaseModel):
 
 
 def normalise_server_info(data: Any) -> ServerInfo:
-    """Map either version's server-info dict (also a PD router's `{"decode": [...]}`) onto ServerInfo."""
+    """Map either version's server-info dict (also a PD router's `{"decode": [...]}`) onto ServerInfo; BodyError
+    when it is not an object or a value has the wrong type."""
     if isinstance(data, dict) and isinstance(data.get("decode"), list) and data["decode"]:
         data = data["decode"][0]
     if not isinstance(data, dict):
@@ -414,6 +706,18 @@ def normalise_server_info(data: Any) -> ServerInfo:
                 return merged[n]
         return None
 
+    try:
+        return _server_info(data, merged, state, get)
+    except ValidationError as exc:
+        raise BodyError(f"server info with a value of the wrong type: {_first_error(exc)}") from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    return f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']} (got {str(err.get('input'))[:40]!r})"
+
+
+def _server_info(data: dict, merged: dict, state: dict, get: Any) -> ServerInfo:
     disable = get("disable_cuda_graph")
     if merged.get("cuda_graph_backend_decode") == "disabled" or merged.get("disable_decode_cuda_graph"):
         disable = True
@@ -453,10 +757,18 @@ class MetaInfo(BaseModel):
 
 
 def normalise_meta_info(meta: Any) -> MetaInfo:
-    """Unify `spec_accept_token_num`/`spec_num_correct_drafts`, `total_retractions`/`num_retractions`, ..."""
+    """Unify `spec_accept_token_num`/`spec_num_correct_drafts`, `total_retractions`/`num_retractions`, ...;
+    BodyError when a value has the wrong type."""
     if not isinstance(meta, dict):
         return MetaInfo()
     fr = meta.get("finish_reason")
+    try:
+        return _meta_info(meta, fr)
+    except ValidationError as exc:
+        raise BodyError(f"meta_info with a value of the wrong type: {_first_error(exc)}") from None
+
+
+def _meta_info(meta: dict, fr: Any) -> MetaInfo:
     return MetaInfo(
         completion_tokens=meta.get("completion_tokens"), prompt_tokens=meta.get("prompt_tokens"),
         e2e_latency=meta.get("e2e_latency"), first_token_latency=meta.get("first_token_latency"),

@@ -9,6 +9,7 @@ from specdoctor import __version__
 from specdoctor.engine.state import StateView, pick
 from specdoctor.host.base import Host
 from specdoctor.report import model as m
+from specdoctor.report.from_state import enrich_from_state
 
 __all__ = ["build_report"]
 
@@ -115,6 +116,7 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
             title=a["title"], gain=a.get("gain_tps"), basis="measured" if a.get("basis") == "measured" else "modelled",
             cost=a.get("cost", ""), risk=a.get("risk", ""),
             detail=(a.get("expected_gain", "") + ("; " if a.get("detail") else "") + a.get("detail", "")).strip("; ")))
+    enrich_from_state(report, values)
     return report
 
 

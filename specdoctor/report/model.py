@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from specdoctor.host.audit import AuditEntry
+from specdoctor.report.attribution_model import Attribution, BisectTrial, Cause
 from specdoctor.tools.breakeven import BreakevenAnalysis
 
 __all__ = [
@@ -32,6 +33,9 @@ __all__ = [
     "RunMeta",
     "Report",
     "confidence_label",
+    "Attribution",
+    "Cause",
+    "BisectTrial",
 ]
 
 SCHEMA_VERSION = "1.0"
@@ -248,6 +252,7 @@ class Action(_Model):
     risk: str = ""
     detail: str = ""
     llm_made: bool = False
+    command: str | None = Field(default=None, description="The exact command/edit that carries it out.")
 
 
 class RunMeta(_Model):
@@ -263,6 +268,8 @@ class RunMeta(_Model):
     status: Literal["complete", "partial", "interrupted", "error"] = "complete"
     error: str | None = None
     advisor: str | None = Field(default=None, description="LLM model used, if any.")
+    launch: str | None = Field(default=None, description="The examined server's launch line.")
+    sitecustomize: str | None = Field(default=None, description="Path of the sitecustomize.py the server imports.")
 
 
 def confidence_label(confidence: float | None) -> str:
@@ -294,3 +301,5 @@ class Report(_Model):
     decisions: list[Decision] = Field(default_factory=list)
     game_plan: list[Action] = Field(default_factory=list, description="Ranked, best first.")
     commands: list[AuditEntry] = Field(default_factory=list, description="The audit log, in order.")
+    attribution: Attribution | None = Field(default=None, description="The measured gap split into causes, with CIs.")
+    bisection: list[BisectTrial] = Field(default_factory=list, description="The bisection's trials, in order.")

@@ -373,9 +373,16 @@ def _env(r: Report) -> Section:
     for e in r.env_propagation:
         src = ", ".join(n for n, b in (("forced by sglang", e.forced_by_sglang), ("sitecustomize", e.from_sitecustomize),
                                        ("nccl.conf", e.from_nccl_conf)) if b) or fmt.DASH
-        rows.append(_cells([Code(e.name)], fmt.value(e.shell), fmt.value(e.parent),
-                           *[fmt.value(e.workers.get(k)) for k in ranks], src, e.status or fmt.DASH))
-    s.blocks.append(Table(["variable", "shell", "parent", *[f"rank {k}" for k in ranks], "source", "status"], rows))
+        vals = [fmt.value(e.workers.get(k)) for k in ranks]
+        rows.append(_cells([Code(e.name)], fmt.value(e.shell), fmt.value(e.parent), *vals, src, e.status or fmt.DASH))
+    n = len(ranks)
+    uniform = n > 1 and all(len({_span_text(c[0]) for c in row[3:3 + n]}) == 1 for row in rows)
+    if uniform:     # every rank agrees on every variable: one column says it
+        rows = [row[:3] + [row[3]] + row[3 + n:] for row in rows]
+        heads = [f"all {n} workers ({ranks[0]}–{ranks[-1]})"]
+    else:
+        heads = [f"rank {k}" for k in ranks]
+    s.blocks.append(Table(["variable", "shell", "parent", *heads, "source", "status"], rows))
     return s
 
 

@@ -30,6 +30,7 @@ from specdoctor.report.model import Report
 __all__ = ["render_html"]
 
 _OUTPUT_LINES = 12
+_CARD_COLUMNS = 9
 
 _CSS = """
 *{box-sizing:border-box}
@@ -44,7 +45,7 @@ nav a{color:#0969da;text-decoration:none}
 table{border-collapse:collapse;font-size:13px;min-width:50%}
 caption{text-align:left;color:#57606a;font-size:12px;padding:2px 0}
 th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top;max-width:36em;
- overflow-wrap:anywhere}
+ overflow-wrap:break-word}
 th{background:#f6f8fa}tr:nth-child(even) td{background:#fbfcfd}
 code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f3f4f6;padding:1px 4px;border-radius:4px;
  overflow-wrap:anywhere;white-space:pre-wrap}
@@ -68,6 +69,14 @@ details.ev[open]{display:block;border:1px solid #d0d7de;border-radius:6px;paddin
  background:#fff}
 details.ev ol{margin:4px 0;padding-left:20px}
 details.more>summary{cursor:pointer;color:#0969da;margin:6px 0}
+@media (max-width:640px){
+ main{padding:10px}.answer{padding:4px 10px}
+ table.cards,table.cards tbody,table.cards tr,table.cards td{display:block;max-width:none}
+ table.cards thead{display:none}table.cards tr{border:1px solid #d0d7de;margin:0 0 8px;border-radius:6px}
+ table.cards td{border:0;border-bottom:1px solid #eaeef2;padding:3px 8px}
+ table.cards td::before{content:attr(data-label) ": ";color:#57606a;font-size:12px}
+ table.cards tr:nth-child(even) td{background:#fff}
+}
 """
 
 
@@ -75,7 +84,9 @@ def _ev(e: Ev, commands: list[AuditEntry]) -> str:
     """An evidence link: a <details> whose body lists the commands (output tails included)."""
     head = " · ".join(x for x in (f"tool {e.tool}" if e.tool else "", f"step {e.step}" if e.step else "") if x)
     n = len(e.ids) + len(e.literal)
-    label = f"evidence: {n} command{'s' if n != 1 else ''}" if n else "evidence"
+    if n == 0:      # nothing to open: say where it came from, without a link that leads nowhere
+        return f'<small class="src">source: {escape(head)}</small>'
+    label = f"evidence: {n} command{'s' if n != 1 else ''}"
     items = []
     for i in e.ids:
         if not 0 <= i < len(commands):
@@ -117,8 +128,12 @@ def _block(b: Block, plots: dict[str, str], verdict: str, commands: list[AuditEn
     if isinstance(b, Table):
         cap = f"<caption>{escape(b.caption)}</caption>" if b.caption else ""
         head = "".join(f'<th scope="col">{escape(h)}</th>' for h in b.headers)
-        body = "".join("<tr>" + "".join(f"<td>{_spans(c, commands)}</td>" for c in row) + "</tr>" for row in b.rows)
-        return f'<div class="tw"><table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
+        labels = [escape(h, quote=True) for h in b.headers]
+        body = "".join("<tr>" + "".join(f'<td data-label="{lab}">{_spans(c, commands)}</td>'
+                                        for lab, c in zip(labels, row, strict=False)) + "</tr>" for row in b.rows)
+        # Narrow screens: tables up to _CARD_COLUMNS wide become one card per row; wider grids scroll in their box.
+        cls = ' class="cards"' if len(b.headers) <= _CARD_COLUMNS else ""
+        return f'<div class="tw"><table{cls}>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
     if isinstance(b, Bullets):
         return "<ul>" + "".join(f"<li>{_spans(i, commands)}</li>" for i in b.items) + "</ul>"
     if isinstance(b, Quote):

@@ -227,24 +227,24 @@ def bisection_plot(report: Report) -> bytes | None:
         return None
     patches = list(dict.fromkeys(p for t in trials for p in t.patches))
     culprits = set(report.stash.culprits if report.stash else [])
-    fig = Figure(figsize=(max(5.0, 1.2 + 0.9 * len(trials)), 1.6 + 0.4 * max(1, len(patches))))
+    fig = Figure(figsize=(max(6.0, 1.6 + 1.4 * len(trials)), 1.6 + 0.4 * max(1, len(patches))))
     ax = fig.add_subplot()
     marks = {"regressed": ("X", "#cf222e"), "same": ("o", "#1a7f37"), "unresolved": ("s", "#9a6700")}
+    n = len(patches)
     for t in trials:
         for j, p in enumerate(patches):
             inside = p in t.patches
-            ax.scatter([t.index], [j], marker="s", s=160, color="#57606a" if inside else "white",
+            ax.scatter([t.index], [n - 1 - j], marker="s", s=160, color="#57606a" if inside else "white",
                        edgecolors="#57606a", zorder=2)
         mk, col = marks.get(t.outcome, ("D", "#57606a"))
-        ax.scatter([t.index], [len(patches) + 0.1], marker=mk, s=70, color=col, zorder=3)
-        med = f"\n{fmt.num(t.median)}" if t.median is not None else ""
-        ax.text(t.index, len(patches) + 0.45, f"{t.outcome}{med}", ha="center", va="bottom", fontsize=8)
+        ax.scatter([t.index], [n + 0.2], marker=mk, s=70, color=col, zorder=3)
+        med = f" · {fmt.num(t.median)} tok/s" if t.median is not None else ""
+        ax.text(t.index, n + 0.55, f"{t.outcome}{med}", ha="center", va="bottom", fontsize=8)
     names = [PurePosixPath(p).name + (" (culprit)" if p in culprits else "") for p in patches]
-    ax.set_yticks(range(len(patches)), names, fontsize=8)
+    ax.set_yticks([n - 1 - j for j in range(n)], names, fontsize=8)
     ax.set_xticks([t.index for t in trials], [f"trial {t.index}" for t in trials], fontsize=8)
-    ax.set_ylim(-0.7, len(patches) + 1.6)
+    ax.set_ylim(-0.7, n + 1.3)
     ax.set_xlim(0.4, len(trials) + 0.6)
-    ax.invert_yaxis()
     ax.set_title("filled square: patch applied in that trial; above: outcome and median tok/s", fontsize=8)
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rich import box
 from rich.console import Console, Group, RenderableType
+from rich.pager import Pager
 from rich.panel import Panel
 from rich.rule import Rule
 from rich.table import Table as RichTable
@@ -116,11 +117,12 @@ def render_report(report: Report, sections: list[str] | None = None) -> Group:
 def terminal_console(console: Console | None = None) -> Console:
     """A console at most 100 columns wide (narrower terminals keep their width)."""
     base = console or Console()
-    return Console(width=min(base.width, MAX_WIDTH), force_terminal=base.is_terminal or None,
+    return Console(width=min(base.width, MAX_WIDTH), height=base.height, force_terminal=base.is_terminal or None,
                    file=base.file)
 
 
-def print_report(report: Report, sections: list[str] | None = None, console: Console | None = None) -> None:
+def print_report(report: Report, sections: list[str] | None = None, console: Console | None = None,
+                 pager: Pager | None = None) -> None:
     """Print the report at ≤100 columns; on a terminal, output longer than the screen goes through a pager."""
     con = terminal_console(console)
     group = render_report(report, sections)
@@ -129,7 +131,7 @@ def print_report(report: Report, sections: list[str] | None = None, console: Con
             con.print(group)
         text = cap.get()
         if text.count("\n") > con.height:
-            with con.pager(styles=True):
+            with con.pager(pager=pager, styles=True):
                 con.print(group)
             return
         con.file.write(text)

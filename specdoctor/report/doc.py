@@ -142,6 +142,15 @@ def _ev(ev: Evidence | None, cmd_count: int = 0) -> list[Span]:
     return [Ev(ev.tool, ev.step, ids, tuple(ev.commands))]
 
 
+def _union(evs: list[Evidence | None], cmd_count: int) -> list[Span]:
+    """One evidence link for many items that share their source (e.g. every row of a table), commands once each."""
+    got = [e for e in evs if e is not None and (e.command_ids or e.commands)]
+    if not got:
+        return []
+    ids = tuple(i for i in _dedup([i for e in got for i in e.command_ids]) if not cmd_count or i < cmd_count)
+    return [Ev(got[0].tool, got[0].step, ids, tuple(dict.fromkeys(c for e in got for c in e.commands)))]
+
+
 def _ci(low: float | None, high: float | None) -> str:
     return fmt.DASH if low is None or high is None else f"[{fmt.num(low)}, {fmt.num(high)}]"
 
@@ -166,11 +175,14 @@ def _verdict(r: Report) -> Section:
     missed = derive.not_reproduced(r)
     if r.verdict == "baseline-not-reproducible":
         what = "; ".join(_claim_words(c) for c in missed) or "the claimed figures"
-        s.blocks.append(Para([f"Not reproduced on this box today: {what}. This names the claimed figures, not the "
-                              "non-speculative baseline server; no reverted difference explains them."], role="note"))
+        s.blocks.append(Para([f"Not reproduced on this box today: {what}. The verdict is about these claimed "
+                              "figures (not the non-speculative baseline server): no difference that was reverted and "
+                              "measured explains them."], role="note"))
     att = derive.attribution(r)
     if att is not None:
-        s.blocks.append(Para(_gap_spans(att, r), role="gap"))
+        claim = next((c for c in r.claims if c.metric == att.metric), None)
+        link = _union([derive.claim_evidence(claim, r)], len(r.commands)) if claim else []
+        s.blocks.append(Para(_gap_spans(att, r) + ([" ", *link] if link else []), role="gap"))
     actions = derive.ranked_actions(r)[:3]
     if actions:
         rows = []
@@ -231,20 +243,23 @@ def _attribution(r: Report) -> Section:
         return s
     s.blocks.append(Figure("waterfall", f"{att.metric} {att.unit}: {att.reference_label} figure → each confirmed "
                                         "cause (95% CI) → what is left → measured"))
-    rows = [_cells(att.reference_label, f"{fmt.num(att.reference)} {att.unit}", fmt.DASH, fmt.DASH, fmt.DASH)]
+    rows = [_cells(att.reference_label, f"{fmt.num(att.reference)} {att.unit}", fmt.DASH, fmt.DASH, fmt.DASH, fmt.DASH)]
     for c in att.causes:
         rows.append(_cells(c.name + ("" if c.confirmed else " (candidate, not confirmed)"), f"{c.delta:+.1f}",
                            _ci(c.ci_low, c.ci_high), c.kind,
-                           [Code(c.fix)] if c.fix else fmt.DASH))
-    rows.append(_cells("rest (noise or unexplained)", f"{att.unexplained:+.1f}", fmt.DASH, fmt.DASH, fmt.DASH))
+                           [Code(c.fix)] if c.fix else fmt.DASH,
+                           [Ev(None, None, _dedup(c.command_ids))] if c.command_ids else fmt.DASH))
+    rows.append(_cells("rest (noise or unexplained)", f"{att.unexplained:+.1f}", fmt.DASH, fmt.DASH, fmt.DASH,
+                       fmt.DASH))
     rows.append(_cells("measured", f"{fmt.num(att.measured)} {att.unit}", _ci(att.measured_ci_low,
-                                                                            att.measured_ci_high), fmt.DASH, fmt.DASH))
+                                                                            att.measured_ci_high), fmt.DASH, fmt.DASH,
+                       fmt.DASH))
     if att.causes:
-        s.blocks.append(Table(["step", f"Δ {att.unit}", "95% CI", "kind", "fix"], rows))
+        s.blocks.append(Table(["step", f"Δ {att.unit}", "95% CI", "kind", "fix", "evidence"], rows))
     else:
         s.blocks.append(Para([f"No difference was reverted and measured to change {att.metric}: the whole "
                               f"{att.gap:+.1f} {att.unit} is the rest."]))
-    if att.derived:
+    if att.derived and att.causes:
         s.blocks.append(Para(["Derived by the report from the claims and the bisection's measured trials (the "
                               "diagnosis did not provide a per-cause attribution)."]))
     return s
@@ -257,7 +272,7 @@ def _findings(r: Report) -> Section:
         return s
     ncmd = len(r.commands)
     items: list[list[Span]] = []
-    for f in _merged_findings(r.findings):
+    for f in _merged_findings([f for f in r.findings if not _restates_suspect(f, r)]):
         spans: list[Span] = [f"[{f.severity}] " if f.severity != "info" else "", f.title]
         if f.detail:
             spans.append(f" — {f.detail}")
@@ -271,6 +286,12 @@ def _findings(r: Report) -> Section:
         items.append([sp for sp in spans if sp != ""])
     s.blocks.append(Bullets(items))
     return s
+
+
+def _restates_suspect(f: Finding, r: Report) -> bool:
+    """An info finding that only repeats a Suspects row (its path and its triage reason) adds nothing there."""
+    return f.severity == "info" and not f.llm_made and any(
+        x.path in f.title and x.reason and x.reason in f.title for x in r.suspects)
 
 
 def _merged_findings(findings: list[Finding]) -> list[Finding]:
@@ -335,6 +356,9 @@ def _suspects(r: Report) -> Section:
                            x.reason or fmt.DASH, [Code(x.gated)] if x.gated else "no",
                            x.bisection or fmt.DASH))
     s.blocks.append(Table(["file", "subsystem", "hot path", "why", "gated", "bisection"], rows))
+    link = _union([x.evidence for x in r.suspects], len(r.commands))
+    if link:
+        s.blocks.append(Para(["Triage of every file: ", *link]))
     return s
 
 
@@ -349,6 +373,9 @@ def _gates(r: Report) -> Section:
         rows.append(_cells([Code(g.name)], fmt.value(g.default), [Code(g.reader)] if g.reader else fmt.DASH,
                            [Code(g.file)] if g.file else fmt.DASH, g.state or fmt.DASH, vals))
     s.blocks.append(Table(["gate", "default", "reader", "file", "state", "values per process"], rows))
+    link = _union([g.evidence for g in r.gates], len(r.commands))
+    if link:
+        s.blocks.append(Para(["Values read from every server process: ", *link]))
     return s
 
 
@@ -383,6 +410,9 @@ def _env(r: Report) -> Section:
     else:
         heads = [f"rank {k}" for k in ranks]
     s.blocks.append(Table(["variable", "shell", "parent", *heads, "source", "status"], rows))
+    link = _union([e.evidence for e in r.env_propagation], len(r.commands))
+    if link:
+        s.blocks.append(Para(["Read from /proc of the parent and every worker: ", *link]))
     return s
 
 
@@ -615,7 +645,8 @@ def _breakeven(r: Report) -> Section:
         s.blocks.append(_NOT_RUN)
         return s
     if b.verdict:
-        s.blocks.append(Para([b.verdict]))
+        link = _union([m.evidence for m in r.measurements], len(r.commands))
+        s.blocks.append(Para([b.verdict, *([" · from the measurements: ", *link] if link else [])]))
     k_note = " (assumed)" if b.steps_assumed else ""
     speedup = "" if b.speedup is None else f" ({b.speedup:.2f}×)"
     pred = " (predicted)" if b.spec_tps_predicted else ""

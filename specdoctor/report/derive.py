@@ -25,7 +25,7 @@ from specdoctor.report.model import (
 )
 from specdoctor.stats.summary import diff_of_medians_ci
 
-__all__ = ["attribution", "ranked_actions", "action_command", "left_as_found", "workers_nccl_row",
+__all__ = ["nccl_label", "attribution", "ranked_actions", "action_command", "left_as_found", "workers_nccl_row",
            "claim_evidence", "not_reproduced", "revert_command"]
 
 _ENV_ASSIGN = re.compile(r"\b([A-Z][A-Z0-9_]{2,})=([^\s,;)]+)")
@@ -182,6 +182,13 @@ def workers_nccl_row(r: Report) -> tuple[NcclRow, bool] | None:
 
     best = max(n.rows, key=lambda row: (agree(row), -len(row.env)))
     return best, agree(best) == len(swept)
+
+
+def nccl_label(row: NcclRow, rows: list[NcclRow]) -> str:
+    """A sweep row's name; the row with nothing set says so (it is NCCL's default, not necessarily the workers').
+
+    Only when the sweep recorded env per row: without it an empty env says nothing."""
+    return "NCCL_* unset (NCCL's own defaults)" if not row.env and any(x.env for x in rows) else row.config
 
 
 def claim_evidence(c: MetricComparison, r: Report) -> Evidence | None:

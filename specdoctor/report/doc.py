@@ -594,7 +594,8 @@ def _nccl(r: Report) -> Section:
 
     def row_cells(row: NcclRow) -> list[list[Span]]:
         lat = {p.size_bytes: p.latency_us for p in row.points}
-        label = row.config + (" (promoted)" if row.promoted else "") + (" ← workers now" if row is cur_row else "")
+        label = (derive.nccl_label(row, n.rows) + (" (promoted)" if row.promoted else "")
+                 + (" ← workers now" if row is cur_row else ""))
         cells = []
         for sz in sizes:
             v, base = lat.get(sz), ref.get(sz)
@@ -604,9 +605,9 @@ def _nccl(r: Report) -> Section:
 
     tp = f" on TP={n.tp}" if n.tp else ""
     if cur_row is not None:
-        how = "exactly" if cur and cur[1] else "closest to"
+        how = "the workers' current setting" if cur and cur[1] else "the row closest to the workers' current setting"
         s.blocks.append(Para([f"All-reduce latency in µs per message size{tp}; in brackets the change against "
-                              f"the row {how} the workers' current setting, ", Code(cur_row.config),
+                              f"{how}, ", Code(derive.nccl_label(cur_row, n.rows)),
                               " (negative is faster). ", *(_ev(n.evidence, len(r.commands)) if n.evidence else [])]))
     heads = ["config", *[fmt.size(sz) for sz in sizes]]
     s.blocks.append(Figure("nccl", "All-reduce latency per setting and message size, relative to the workers' "

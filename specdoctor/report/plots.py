@@ -206,7 +206,7 @@ def nccl_plot(report: Report) -> bytes | None:
             text = "now" if row is ref_row else ("—" if v != v else f"{v:+.0f}%")
             ax.text(j, i, text, ha="center", va="center", fontsize=7,
                     color="white" if v == v and abs(v) > 0.6 * lim else "black")
-    ylabels = [("▶ " if row is ref_row else "") + row.config + (" (workers now)" if row is ref_row else "")
+    ylabels = [("▶ " if row is ref_row else "") + derive.nccl_label(row, n.rows) + (" (workers now)" if row is ref_row else "")
                + (" (promoted)" if row.promoted else "") for row, _ in rows]
     ax.set_yticks(range(len(rows)), ylabels, fontsize=7)
     for lbl, (row, _) in zip(ax.get_yticklabels(), rows, strict=True):

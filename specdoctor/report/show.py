@@ -37,6 +37,7 @@ VERDICT_STYLE = {"no-regression": "bold green", "code-regression": "bold red", "
 
 MAX_WIDTH = 100
 _WIDE = 5      # tables with more columns than this are shown as one record per row
+_LONG_CODE = 40    # …and so are tables holding a command longer than this (a cell would cut it)
 
 
 def _ev_text(e: Ev) -> str:
@@ -70,8 +71,21 @@ def _records(b: Table) -> RenderableType:
     for row in b.rows:
         parts.append(Text.assemble((f"{b.headers[0]} ", "dim"), _text(row[0]), style="bold"))
         for head, cell in zip(b.headers[1:], row[1:], strict=False):
-            parts.append(Text.assemble(("  " + head + ": ", "dim"), _text(cell)))
+            if _blank(cell):
+                continue
+            label = "" if any(isinstance(sp, Ev) for sp in cell) else head + ": "   # an Ev says 'evidence:' itself
+            t = Text.assemble(("  " + label, "dim"), _text(cell))
+            t.overflow = "fold"                       # commands stay whole: folded, never cut with '…'
+            parts.append(t)
     return Group(*parts)
+
+
+def _blank(cell: list[Span]) -> bool:
+    return all(isinstance(sp, str) and sp.strip() in ("", fmt.DASH) for sp in cell)
+
+
+def _has_long_code(b: Table) -> bool:
+    return any(isinstance(sp, Code) and len(sp.text) > _LONG_CODE for row in b.rows for cell in row for sp in cell)
 
 
 def _block(b: Block, verdict: str) -> RenderableType | None:
@@ -83,7 +97,7 @@ def _block(b: Block, verdict: str) -> RenderableType | None:
             t = Text.assemble((LLM_MARK + " ", "bold magenta"), t)
         return t
     if isinstance(b, Table):
-        if len(b.headers) > _WIDE:
+        if len(b.headers) > _WIDE or _has_long_code(b):
             return _records(b)
         table = RichTable(*b.headers, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                           title=b.caption or None, title_justify="left", title_style="dim")

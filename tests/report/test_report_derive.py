@@ -108,3 +108,11 @@ def test_findings_that_repeat_a_suspect_row_are_dropped_but_warnings_stay() -> N
     items = [b for b in next(x for x in build(r).sections if x.id == "findings").blocks]
     texts = ["".join(str(sp) for sp in item) for b in items for item in getattr(b, "items", [])]
     assert len(texts) == 2 and texts[0].startswith("[warning]")
+
+
+def test_the_unset_nccl_row_says_so_only_when_rows_carry_their_env() -> None:
+    with_env = _nccl([("default", {}), ("PROTO=LL", {"NCCL_PROTO": "LL"})]).rows
+    assert derive.nccl_label(with_env[0], with_env).startswith("NCCL_* unset")
+    assert derive.nccl_label(with_env[1], with_env) == "PROTO=LL"
+    no_env = _nccl([("default", {}), ("PROTO=LL", {})]).rows
+    assert [derive.nccl_label(r, no_env) for r in no_env] == ["default", "PROTO=LL"]

@@ -52,7 +52,7 @@ code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f3f4f6;pa
 pre{background:#f6f8fa;border:1px solid #d0d7de;padding:6px;font-size:12px;white-space:pre-wrap;
  overflow-wrap:anywhere;max-height:16em;overflow-y:auto;margin:4px 0}
 pre.quote{background:#fff8c5;border-color:#d4a72c}
-p,li{overflow-wrap:anywhere}
+p,li,.para{overflow-wrap:anywhere}.para{margin:12px 0}
 .answer{border:2px solid #d0d7de;border-radius:8px;padding:8px 16px;margin-top:8px}
 .answer h2{border:0;margin-top:8px}
 .verdict{font-size:18px;margin:6px 0}.badge{display:inline-block;padding:2px 10px;border-radius:12px;color:#fff}
@@ -122,9 +122,9 @@ def _block(b: Block, plots: dict[str, str], verdict: str, commands: list[AuditEn
         if b.strong:
             return f'<p class="verdict"><span class="badge v-{escape(verdict)}">{inner}</span></p>'
         if b.llm_made:
-            return f'<p class="llm"><span class="llm-mark">{escape(LLM_MARK)}</span> {inner}</p>'
-        cls = f' class="{escape(b.role)}"' if b.role else ""
-        return f"<p{cls}>{inner}</p>"
+            return f'<div class="para llm"><span class="llm-mark">{escape(LLM_MARK)}</span> {inner}</div>'
+        # A <div>, not a <p>: an evidence <details> inside a <p> would end the paragraph early.
+        return f'<div class="para {escape(b.role)}">{inner}</div>'
     if isinstance(b, Table):
         cap = f"<caption>{escape(b.caption)}</caption>" if b.caption else ""
         head = "".join(f'<th scope="col">{escape(h)}</th>' for h in b.headers)

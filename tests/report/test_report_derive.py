@@ -6,7 +6,16 @@ import shlex
 
 from specdoctor.report import derive, render_markdown
 from specdoctor.report.doc import Table, build, prune_columns
-from specdoctor.report.model import Action, Attribution, Cause, EnvRow, Finding, NcclPoint, NcclRow, NcclSection
+from specdoctor.report.model import (
+    Action,
+    Attribution,
+    Cause,
+    EnvRow,
+    Finding,
+    NcclPoint,
+    NcclRow,
+    NcclSection,
+)
 
 from .report_builders import code_regression_report, seed_report
 

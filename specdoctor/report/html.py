@@ -48,7 +48,8 @@ th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:to
  overflow-wrap:break-word}
 th{background:#f6f8fa}tr:nth-child(even) td{background:#fbfcfd}
 code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;background:#f3f4f6;padding:1px 4px;border-radius:4px;
- overflow-wrap:anywhere;white-space:pre-wrap}
+ overflow-wrap:break-word;white-space:pre-wrap}
+.para code,li code{overflow-wrap:anywhere}
 pre{background:#f6f8fa;border:1px solid #d0d7de;padding:6px;font-size:12px;white-space:pre-wrap;
  overflow-wrap:anywhere;max-height:16em;overflow-y:auto;margin:4px 0}
 pre.quote{background:#fff8c5;border-color:#d4a72c}
@@ -67,6 +68,11 @@ figcaption{color:#57606a;font-size:12px}
 details.ev{display:inline}details.ev>summary{display:inline;cursor:pointer;color:#0969da;font-size:12px}
 details.ev[open]{display:block;border:1px solid #d0d7de;border-radius:6px;padding:4px 8px;margin:4px 0;
  background:#fff}
+details.ev pre,details.ev code{overflow-wrap:anywhere}
+section{position:relative}
+td details.ev[open]{border:0;padding:0;margin:0}
+td details.ev[open]>.evb{position:absolute;left:0;right:0;z-index:5;background:#fff;border:1px solid #8c959f;
+ border-radius:6px;box-shadow:0 4px 14px rgba(0,0,0,.18);padding:8px 12px;max-height:60vh;overflow:auto}
 details.ev ol{margin:4px 0;padding-left:20px}
 details.more>summary{cursor:pointer;color:#0969da;margin:6px 0}
 @media (max-width:640px){
@@ -80,13 +86,13 @@ details.more>summary{cursor:pointer;color:#0969da;margin:6px 0}
 """
 
 
-def _ev(e: Ev, commands: list[AuditEntry]) -> str:
+def _ev(e: Ev, commands: list[AuditEntry], in_cell: bool = False) -> str:
     """An evidence link: a <details> whose body lists the commands (output tails included)."""
     head = " · ".join(x for x in (f"tool {e.tool}" if e.tool else "", f"step {e.step}" if e.step else "") if x)
     n = len(e.ids) + len(e.literal)
     if n == 0:      # nothing to open: say where it came from, without a link that leads nowhere
         return f'<small class="src">source: {escape(head)}</small>'
-    label = f"evidence: {n} command{'s' if n != 1 else ''}"
+    label = f"{n} command{'s' if n != 1 else ''}"
     items = []
     for i in e.ids:
         if not 0 <= i < len(commands):
@@ -98,18 +104,20 @@ def _ev(e: Ev, commands: list[AuditEntry]) -> str:
         items.append(f'<li><code>{escape(redact_text(c.command))}</code> <small>{escape(meta)}</small>'
                      + (f"<pre>{escape(out)}</pre>" if out.strip() else "") + "</li>")
     items += [f"<li><code>{escape(redact_text(c))}</code></li>" for c in e.literal]
-    body = (f"<div><small>{escape(head)}</small></div>" if head else "") + (f"<ol>{''.join(items)}</ol>"
-                                                                           if items else "")
-    return f'<details class="ev"><summary>{escape(label)}</summary>{body}</details>'
+    # In a table cell the body opens as a panel across the section (absolute, outside the table's scroll box).
+    body = ('<div class="evb">' + (f"<div><small>{escape(head)}</small></div>" if head else "")
+            + (f"<ol>{''.join(items)}</ol>" if items else "") + "</div>")
+    prefix = "" if in_cell else "evidence: "          # a table's column header already says 'evidence'
+    return f'{prefix}<details class="ev"><summary>{escape(label)}</summary>{body}</details>'
 
 
-def _spans(spans: list[Span], commands: list[AuditEntry]) -> str:
+def _spans(spans: list[Span], commands: list[AuditEntry], in_cell: bool = False) -> str:
     out = []
     for s in spans:
         if isinstance(s, Code):
             out.append(f"<code>{escape(redact_text(s.text))}</code>")
         elif isinstance(s, Ev):
-            out.append(_ev(s, commands))
+            out.append(_ev(s, commands, in_cell))
         else:
             text = escape(redact_text(s))
             out.append(text.replace(escape(LLM_MARK), f'<span class="llm-mark">{escape(LLM_MARK)}</span>'))
@@ -129,7 +137,7 @@ def _block(b: Block, plots: dict[str, str], verdict: str, commands: list[AuditEn
         cap = f"<caption>{escape(b.caption)}</caption>" if b.caption else ""
         head = "".join(f'<th scope="col">{escape(h)}</th>' for h in b.headers)
         labels = [escape(h, quote=True) for h in b.headers]
-        body = "".join("<tr>" + "".join(f'<td data-label="{lab}">{_spans(c, commands)}</td>'
+        body = "".join("<tr>" + "".join(f'<td data-label="{lab}">{_spans(c, commands, in_cell=True)}</td>'
                                         for lab, c in zip(labels, row, strict=False)) + "</tr>" for row in b.rows)
         # Narrow screens: tables up to _CARD_COLUMNS wide become one card per row; wider grids scroll in their box.
         cls = ' class="cards"' if len(b.headers) <= _CARD_COLUMNS else ""

@@ -52,7 +52,7 @@ def _text(text: str) -> str:
     return text
 
 
-def _ev(e: Ev) -> str:
+def _ev(e: Ev, cell: bool = False) -> str:
     """A short evidence line: tool, step, and a link to the step's commands in commands.md."""
     bits = [f"tool {_code(e.tool)}"] if e.tool else []
     if e.step:
@@ -61,11 +61,13 @@ def _ev(e: Ev) -> str:
     if n:
         bits.append(f"[{n} command{'s' if n != 1 else ''}]({COMMANDS_FILE}#{step_anchor(e.step)})")
     bits += [_code(c) for c in e.literal]
-    return "evidence: " + " · ".join(bits) if bits else fmt.DASH
+    if not bits:
+        return fmt.DASH
+    return ("" if cell else "evidence: ") + " · ".join(bits)     # in a table the column says 'evidence'
 
 
 def _spans(spans: list[Span], cell: bool = False) -> str:
-    out = "".join(_code(s.text) if isinstance(s, Code) else _ev(s) if isinstance(s, Ev) else _text(s)
+    out = "".join(_code(s.text) if isinstance(s, Code) else _ev(s, cell) if isinstance(s, Ev) else _text(s)
                   for s in spans)
     return out.replace("|", "\\|").replace("\n", "<br>") if cell else out
 

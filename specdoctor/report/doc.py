@@ -208,7 +208,7 @@ def _gap_spans(att: Attribution, r: Report) -> list[Span]:
         parts = [f"{c.name} {c.delta:+.1f} {_ci(c.ci_low, c.ci_high)}" for c in confirmed]
         spans.append("Explained by " + "; ".join(parts) + f"; {_rest_words(att, r)}.")
     else:
-        spans.append(f"No confirmed cause: {_rest_words(att, r)}.")
+        spans.append(f"No cause confirmed by a trial that reverted it: {_rest_words(att, r)}.")
     return spans
 
 
@@ -217,7 +217,7 @@ def _rest_words(att: Attribution, r: Report) -> str:
     claim = next((c for c in r.claims if c.metric == att.metric), None)
     if claim is not None and claim.outcome == "SAME":
         return f"the remaining {rest:+.1f} {att.unit} is within noise"
-    return f"{rest:+.1f} {att.unit} not explained by any difference that was reverted and measured"
+    return f"{rest:+.1f} {att.unit} not explained by a measured cause"
 
 
 def _claims(r: Report) -> Section:

@@ -322,10 +322,11 @@ def _game_plan(r: Report) -> Section:
     return s
 
 
-def _measurement_rows(ms: list[Measurement], cmd_count: int) -> list[list[list[Span]]]:
+def _measurement_rows(ms: list[Measurement], cmd_count: int,
+                      fallback: Evidence | None = None) -> list[list[list[Span]]]:
     return [_cells(m.label, m.unit, str(len(m.samples)), fmt.samples(m.samples), fmt.num(m.median),
                    _ci(m.ci_low, m.ci_high), fmt.num(m.tpot_ms), fmt.num(m.accept_length, 2),
-                   fmt.yesno(m.cuda_graph), _ev(m.evidence, cmd_count)) for m in ms]
+                   fmt.yesno(m.cuda_graph), _ev(m.evidence or fallback, cmd_count)) for m in ms]
 
 
 _MEAS_HEAD = ["configuration", "unit", "runs", "samples", "median", "95% CI", "TPOT ms", "accept len",
@@ -623,9 +624,10 @@ def _nccl(r: Report) -> Section:
                                             caption=f"Fastest {_NCCL_MD_ROWS} of {len(n.rows)} by total latency, "
                                                     "and the workers' setting (all in report.html)")]))
     if n.ab:
-        s.blocks.append(Table(["config", "median", "95% CI", "change", "outcome", "p"],
+        s.blocks.append(Table(["config", "median", "95% CI", "change", "outcome", "p", "evidence"],
                               [_cells(c.metric, fmt.num(c.median, unit=c.unit), _ci(c.ci_low, c.ci_high),
-                                      fmt.pct(c.pct_change), c.outcome or fmt.DASH, fmt.pval(c.p_value))
+                                      fmt.pct(c.pct_change), c.outcome or fmt.DASH, fmt.pval(c.p_value),
+                                      _ev(c.evidence, len(r.commands)))
                                for c in n.ab], caption="Promoted configurations, end-to-end A/B"))
     if n.propagated is True:
         s.blocks.append(Para(["Propagation checked: the promoted variables reached every TP worker."]))

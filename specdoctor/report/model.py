@@ -38,7 +38,7 @@ __all__ = [
     "BisectTrial",
 ]
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"   # 1.1: optional attribution, bisection trials, Action.command, RunMeta.launch/sitecustomize
 
 Verdict = Literal["no-regression", "code-regression", "environment", "baseline-not-reproducible", "inconclusive"]
 Outcome = Literal["DIFFERENT", "SAME", "UNKNOWN"]

@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
         """Render a saved report.json in the terminal."""
         from specdoctor.errors import UsageError
         from specdoctor.report.doc import SECTION_IDS
-        from specdoctor.report.show import render_report
+        from specdoctor.report.show import print_report
         from specdoctor.report.writer import load_report, redact_report
 
         report = redact_report(load_report(run_dir))
@@ -34,7 +34,7 @@ def register(app: typer.Typer) -> None:
         bad = [s for s in section or [] if s not in SECTION_IDS]
         if bad:
             raise UsageError(f"unknown section(s) {', '.join(bad)}; choose from {', '.join(SECTION_IDS)}")
-        Console().print(render_report(report, sections=section or None))
+        print_report(report, sections=section or None)
 
     @group.command("diff")
     def diff(

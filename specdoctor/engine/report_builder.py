@@ -127,7 +127,23 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
             title=a.title, gain=a.gain_tps, basis="measured" if a.basis == "measured" else "modelled",
             cost=a.cost, risk=a.risk,
             detail=(a.expected_gain + ("; " if a.detail else "") + a.detail).strip("; ")))
+    _enrich(report, r)
     return report
+
+
+def _enrich(report: m.Report, r: _Reader) -> None:
+    """The bisection's trials, the launch line and the sitecustomize path, for the one-screen answer and plots."""
+    bis = r.v.result("bisect", BisectResult)
+    if bis is not None:
+        report.bisection = [m.BisectTrial(index=i, patches=t.patches, outcome=t.outcome, median=t.median,
+                                          samples=t.samples, purpose=t.purpose, cause=t.cause)
+                            for i, t in enumerate(bis.trials, 1)]
+    launch = r.v.facts.get("launch")
+    if isinstance(launch, str) and launch:
+        report.meta.launch = launch
+    prop = r.v.result("propagation", Propagation)
+    if prop is not None and prop.sitecustomize:
+        report.meta.sitecustomize = prop.sitecustomize
 
 
 def _findings(report: m.Report, r: _Reader, verdict: Verdict | None, measure: MeasureFacts) -> None:

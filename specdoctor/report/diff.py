@@ -1,7 +1,11 @@
-"""Compare two saved reports: verdicts, measurements (through the comparator) and fingerprints."""
+"""Compare two saved reports: verdicts, measurements (through the comparator) and fingerprints, ranked by impact.
+
+Identity noise (process ids, ports of trial servers, timestamps) is not a difference; neither is `2617` vs `2617.0`.
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -9,9 +13,10 @@ from pydantic import BaseModel, Field
 from specdoctor.report.model import Action, FingerprintChange, Measurement, Report, Verdict
 from specdoctor.stats.comparator import Outcome, compare
 
-__all__ = ["MeasurementDiff", "ReportDiff", "diff_reports", "flatten"]
+__all__ = ["MeasurementDiff", "ReportDiff", "diff_reports", "flatten", "is_identity", "same_value"]
 
-_HIGH = ("nccl", "driver", "cuda", "topology", "pcie", "p2p", "clock", "torch", "sglang")
+_HIGH = ("nccl", "driver", "cuda", "topology", "pcie", "p2p", "clock", "torch", "sglang", "power", "worker_env",
+         "persistence", "version")
 _MEDIUM = ("gpu", "env", "python", "commit", "head", "process")
 
 
@@ -40,10 +45,11 @@ class ReportDiff(BaseModel):
     verdict_b: Verdict
     confidence_a: float | None = None
     confidence_b: float | None = None
-    measurements: list[MeasurementDiff] = Field(default_factory=list)
+    measurements: list[MeasurementDiff] = Field(default_factory=list, description="DIFFERENT first, by |change|.")
     only_in_a: list[str] = Field(default_factory=list)
     only_in_b: list[str] = Field(default_factory=list)
-    fingerprint: list[FingerprintChange] = Field(default_factory=list)
+    fingerprint: list[FingerprintChange] = Field(default_factory=list,
+                                                 description="By impact, then relative size; identity noise left out.")
     top_action_a: str | None = None
     top_action_b: str | None = None
 
@@ -57,6 +63,24 @@ class ReportDiff(BaseModel):
         return f"{v}; {changed}/{len(self.measurements)} measurements DIFFERENT; {len(self.fingerprint)} fingerprint changes"
 
 
+# Last key components that identify a process, a trial server or a moment, not the box's configuration.
+_IDENTITY = re.compile(r"^(pid|ppid|pgid|port|.*_port|time|.*_time|timestamp|started|finished|date|run_id|"
+                       r"used_mib|uptime.*|boot_id|hostname_pid)$", re.I)
+_RECORD_KEYS = ("index", "name", "key", "rank")
+
+
+def _record_key(rec: dict[str, Any], pos: int) -> str:
+    """A stable key for a record in a list: its index/name when it has one (pids change, positions shift)."""
+    for k in _RECORD_KEYS:
+        if k in rec and _scalar(rec[k]):
+            return str(rec[k])
+    return str(pos)
+
+
+def _scalar(v: Any) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool))
+
+
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, str | None]:
     """Nested fingerprint dicts as dotted keys with string values, so any two can be compared key by key."""
     out: dict[str, str | None] = {}
@@ -64,11 +88,43 @@ def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, str | None]:
         key = f"{prefix}{k}"
         if isinstance(v, dict):
             out.update(flatten(v, key + "."))
+        elif isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            for i, rec in enumerate(v):
+                out.update(flatten(rec, f"{key}[{_record_key(rec, i)}]."))
         elif isinstance(v, list):
             out[key] = ", ".join(str(x) for x in v)
         else:
             out[key] = None if v is None else str(v)
     return out
+
+
+def is_identity(key: str) -> bool:
+    """Whether a flattened key names identity noise (a pid, a trial server's port, a timestamp)."""
+    last = key.rsplit(".", 1)[-1]
+    return bool(_IDENTITY.match(last))
+
+
+def _number(v: str | None) -> float | None:
+    try:
+        return None if v is None else float(v)
+    except ValueError:
+        return None
+
+
+def same_value(a: str | None, b: str | None) -> bool:
+    """Equal as typed values: '2617' and '2617.0' are the same number."""
+    if a == b:
+        return True
+    x, y = _number(a), _number(b)
+    return x is not None and y is not None and x == y
+
+
+def _magnitude(c: FingerprintChange) -> float:
+    """Relative size of a numeric change (1.0 for a non-numeric or added/removed value)."""
+    x, y = _number(c.before), _number(c.after)
+    if x is None or y is None:
+        return 1.0
+    return abs(y - x) / max(abs(x), abs(y), 1e-9)
 
 
 def _impact(key: str) -> str:
@@ -96,7 +152,9 @@ def _all_measurements(r: Report) -> dict[tuple[str, str], Measurement]:
 
 
 def _top(actions: list[Action]) -> str | None:
-    return actions[0].title if actions else None
+    """The first action as the report shows it: measured before modelled (see derive.ranked_actions)."""
+    ranked = sorted(actions, key=lambda a: a.basis != "measured")
+    return ranked[0].title if ranked else None
 
 
 def diff_reports(a: Report, b: Report) -> ReportDiff:
@@ -105,12 +163,16 @@ def diff_reports(a: Report, b: Report) -> ReportDiff:
     fa = flatten(a.fingerprint.current) if a.fingerprint else {}
     fb = flatten(b.fingerprint.current) if b.fingerprint else {}
     changes = [FingerprintChange(key=k, before=fa.get(k), after=fb.get(k), impact=_impact(k))  # type: ignore[arg-type]
-               for k in sorted(fa.keys() | fb.keys()) if fa.get(k) != fb.get(k)]
+               for k in sorted(fa.keys() | fb.keys())
+               if not is_identity(k) and not same_value(fa.get(k), fb.get(k))]
     order = {"high": 0, "medium": 1, "low": 2}
-    changes.sort(key=lambda c: (order[c.impact], c.key))
+    changes.sort(key=lambda c: (order[c.impact], -_magnitude(c), c.key))
+    rank = {"DIFFERENT": 0, "UNKNOWN": 1, "SAME": 2}
+    measured = sorted((_measure_diff(ma[k], mb[k]) for k in ma if k in mb),
+                      key=lambda m: (rank[m.outcome], -abs(m.pct_change or 0.0)))
     return ReportDiff(
         run_a=a.meta.run_id, run_b=b.meta.run_id, verdict_a=a.verdict, verdict_b=b.verdict,
         confidence_a=a.confidence, confidence_b=b.confidence,
-        measurements=[_measure_diff(ma[k], mb[k]) for k in ma if k in mb],
+        measurements=measured,
         only_in_a=[k[0] for k in ma if k not in mb], only_in_b=[k[0] for k in mb if k not in ma],
         fingerprint=changes, top_action_a=_top(a.game_plan), top_action_b=_top(b.game_plan))

@@ -6,11 +6,24 @@ Building the content once keeps the three formats in step: same sections, same o
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
 
-from specdoctor.report import fmt
-from specdoctor.report.model import Evidence, Measurement, MetricComparison, Report, confidence_label
+from specdoctor.host.audit import AuditEntry
+from specdoctor.report import derive, fmt
+from specdoctor.report.model import (
+    Action,
+    Attribution,
+    Evidence,
+    Finding,
+    Measurement,
+    MetricComparison,
+    NcclRow,
+    Report,
+    confidence_label,
+)
 
-__all__ = ["Code", "Span", "Para", "Table", "Bullets", "Quote", "Figure", "Block", "Section", "Document",
+__all__ = ["Code", "Ev", "Span", "Para", "Table", "Bullets", "Quote", "Figure", "Details", "Block", "Section", "Document",
            "build", "SECTION_IDS", "LLM_MARK"]
 
 LLM_MARK = "[LLM-made]"
@@ -23,7 +36,17 @@ class Code:
     text: str
 
 
-Span = str | Code
+@dataclass(frozen=True)
+class Ev:
+    """A link to the evidence behind a claim: which tool/step, and the commands (ids into Report.commands)."""
+
+    tool: str | None
+    step: str | None
+    ids: tuple[int, ...]
+    literal: tuple[str, ...] = ()
+
+
+Span = str | Code | Ev
 
 
 @dataclass
@@ -31,12 +54,14 @@ class Para:
     spans: list[Span]
     llm_made: bool = False
     strong: bool = False
+    role: str = ""
 
 
 @dataclass
 class Table:
     headers: list[str]
     rows: list[list[list[Span]]]
+    caption: str = ""
 
 
 @dataclass
@@ -53,13 +78,22 @@ class Quote:
 
 @dataclass
 class Figure:
-    """A plot slot; only the HTML renderer draws it (`key` picks the plot)."""
+    """A plot slot (`key` picks the plot); markdown links the PNG next to it, HTML embeds it."""
 
     key: str
     caption: str
 
 
-Block = Para | Table | Bullets | Quote | Figure
+@dataclass
+class Details:
+    """Blocks a reader opens on demand (HTML: <details>; markdown: shown in `md_short` form or dropped)."""
+
+    summary: str
+    blocks: list[Block]
+    md_short: list[Block] = field(default_factory=list)
+
+
+Block = Para | Table | Bullets | Quote | Figure | Details
 
 
 @dataclass
@@ -74,10 +108,11 @@ class Document:
     title: str
     subtitle: str
     sections: list[Section]
+    commands: list[AuditEntry] = field(default_factory=list)
 
 
-SECTION_IDS = ["verdict", "claims", "findings", "game-plan", "measurements", "suspects", "gates", "env",
-               "fingerprint", "stash", "nccl", "breakeven", "decisions", "commands", "meta"]
+SECTION_IDS = ["verdict", "claims", "attribution", "findings", "game-plan", "measurements", "suspects", "bisection",
+               "gates", "env", "fingerprint", "stash", "nccl", "breakeven", "decisions", "commands", "meta"]
 
 _NOT_RUN = Para(["Not run in this investigation."])
 
@@ -87,48 +122,102 @@ def _cells(*cells: object) -> list[list[Span]]:
     for c in cells:
         if isinstance(c, list):
             out.append(c)
-        elif isinstance(c, Code):
+        elif isinstance(c, (Code, Ev)):
             out.append([c])
         else:
             out.append([str(c)])
     return out
 
 
-def _ev(ev: Evidence | None, cmd_count: int) -> list[Span]:
-    """Evidence as spans: tool, step, command ids, literal commands, numbers."""
-    if ev is None:
+def _dedup(ids: list[int]) -> tuple[int, ...]:
+    """Command ids once each, in log order."""
+    return tuple(sorted(set(ids)))
+
+
+def _ev(ev: Evidence | None, cmd_count: int = 0) -> list[Span]:
+    """Evidence as one link span (tool, step, the de-duplicated commands); a dash when there is none."""
+    if ev is None or not (ev.tool or ev.step or ev.command_ids or ev.commands):
         return [fmt.DASH]
-    spans: list[Span] = []
-    if ev.tool:
-        spans += ["tool ", Code(ev.tool)]
-    if ev.step:
-        spans += ["; step ", Code(ev.step)]
-    if ev.command_ids:
-        spans += ["; commands " + ", ".join(f"#{i}" for i in ev.command_ids)]
-    for c in ev.commands:
-        spans += ["; ", Code(c)]
-    if ev.numbers:
-        nums = ", ".join(f"{k}={fmt.value(v)}" for k, v in ev.numbers.items())
-        spans += [f"; {nums}"]
-    if spans and isinstance(spans[0], str):
-        spans[0] = spans[0].lstrip("; ")
-    return spans or [fmt.DASH]
+    ids = tuple(i for i in _dedup(ev.command_ids) if not cmd_count or i < cmd_count)
+    return [Ev(ev.tool, ev.step, ids, tuple(ev.commands))]
+
+
+def _union(evs: list[Evidence | None], cmd_count: int) -> list[Span]:
+    """One evidence link for many items that share their source (e.g. every row of a table), commands once each."""
+    got = [e for e in evs if e is not None and (e.command_ids or e.commands)]
+    if not got:
+        return []
+    ids = tuple(i for i in _dedup([i for e in got for i in e.command_ids]) if not cmd_count or i < cmd_count)
+    return [Ev(got[0].tool, got[0].step, ids, tuple(dict.fromkeys(c for e in got for c in e.commands)))]
 
 
 def _ci(low: float | None, high: float | None) -> str:
     return fmt.DASH if low is None or high is None else f"[{fmt.num(low)}, {fmt.num(high)}]"
 
 
+def _gain(a: Action) -> str:
+    if a.gain is None:
+        return fmt.DASH
+    return f"{a.gain:+.1f} tok/s" if a.gain_unit == "tok/s" else fmt.pct(a.gain)
+
+
+def _claim_words(c: MetricComparison) -> str:
+    return (f"{c.metric}: claimed {fmt.num(c.claimed)}, measured {fmt.num(c.median)} {c.unit} "
+            f"({fmt.pct(c.pct_change)})")
+
+
 def _verdict(r: Report) -> Section:
-    s = Section("verdict", "Verdict")
-    conf = "" if r.confidence is None else f" (confidence {confidence_label(r.confidence)}, {r.confidence:.2f})"
+    s = Section("verdict", "Verdict and what to do")
+    conf = "" if r.confidence is None else f" · confidence {confidence_label(r.confidence)} ({r.confidence:.2f})"
     s.blocks.append(Para([Code(r.verdict), conf], strong=True))
     if r.summary:
         s.blocks.append(Para([r.summary], llm_made=r.summary_llm_made))
+    missed = derive.not_reproduced(r)
+    if r.verdict == "baseline-not-reproducible":
+        what = "; ".join(_claim_words(c) for c in missed) or "the claimed figures"
+        s.blocks.append(Para([f"Not reproduced on this box today: {what}. The verdict is about these claimed "
+                              "figures (not the non-speculative baseline server): no difference that was reverted and "
+                              "measured explains them."], role="note"))
+    att = derive.attribution(r)
+    if att is not None:
+        claim = next((c for c in r.claims if c.metric == att.metric), None)
+        link = _union([derive.claim_evidence(claim, r)], len(r.commands)) if claim else []
+        s.blocks.append(Para(_gap_spans(att, r) + ([" ", *link] if link else []), role="gap"))
+    actions = derive.ranked_actions(r)[:3]
+    if actions:
+        rows = []
+        for i, a in enumerate(actions, 1):
+            cmd = derive.action_command(a, r)
+            rows.append(_cells(str(i), a.title + (f" {LLM_MARK}" if a.llm_made else ""), _gain(a), a.basis,
+                               [Code(cmd)] if cmd else "no single command: see the game plan"))
+        s.blocks.append(Table(["#", "top action (measured first)", "expected gain", "basis", "command"], rows))
+    box = derive.left_as_found(r)
+    mark = {True: "✓ ", False: "✗ ", None: "• "}[box.ok]
+    s.blocks.append(Para([mark + box.text[:1].upper() + box.text[1:] + "."], role="box"))
     if r.meta.status != "complete":
         note = f"This report is {r.meta.status}"
         s.blocks.append(Para([note + (f": {r.meta.error}" if r.meta.error else ".")]))
     return s
+
+
+def _gap_spans(att: Attribution, r: Report) -> list[Span]:
+    confirmed = [c for c in att.causes if c.confirmed]
+    spans: list[Span] = [f"Measured gap ({att.metric}): {fmt.num(att.reference)} {att.reference_label} → "
+                         f"{fmt.num(att.measured)} {att.unit} measured = {att.gap:+.1f} {att.unit}. "]
+    if confirmed:
+        parts = [f"{c.name} {c.delta:+.1f} {_ci(c.ci_low, c.ci_high)}" for c in confirmed]
+        spans.append("Explained by " + "; ".join(parts) + f"; {_rest_words(att, r)}.")
+    else:
+        spans.append(f"No cause confirmed by a trial that reverted it: {_rest_words(att, r)}.")
+    return spans
+
+
+def _rest_words(att: Attribution, r: Report) -> str:
+    rest = att.unexplained
+    claim = next((c for c in r.claims if c.metric == att.metric), None)
+    if claim is not None and claim.outcome == "SAME":
+        return f"the remaining {rest:+.1f} {att.unit} is within noise"
+    return f"{rest:+.1f} {att.unit} not explained by a measured cause"
 
 
 def _claims(r: Report) -> Section:
@@ -136,12 +225,43 @@ def _claims(r: Report) -> Section:
     if not r.claims:
         s.blocks.append(Para(["No figures were claimed (pass --expect baseline=…,spec=…)."]))
         return s
+    ncmd = len(r.commands)
     rows = [_cells(c.metric, f"{fmt.num(c.claimed)} {c.unit}", fmt.samples(c.samples), fmt.num(c.median),
                    _ci(c.ci_low, c.ci_high), fmt.pct(c.pct_change), c.outcome or fmt.DASH, fmt.pval(c.p_value),
-                   _ev(c.evidence, len(r.commands)))
+                   _ev(derive.claim_evidence(c, r), ncmd))
             for c in r.claims]
     s.blocks.append(Table(["metric", "claimed", "measured samples", "median", "95% CI", "change", "outcome",
                            "p", "evidence"], rows))
+    return s
+
+
+def _attribution(r: Report) -> Section:
+    s = Section("attribution", "Where the gap goes")
+    att = derive.attribution(r)
+    if att is None:
+        s.blocks.append(Para(["No claimed or reference figure to measure a gap from."]))
+        return s
+    s.blocks.append(Figure("waterfall", f"{att.metric} {att.unit}: {att.reference_label} figure → each confirmed "
+                                        "cause (95% CI) → what is left → measured"))
+    rows = [_cells(att.reference_label, f"{fmt.num(att.reference)} {att.unit}", fmt.DASH, fmt.DASH, fmt.DASH, fmt.DASH)]
+    for c in att.causes:
+        rows.append(_cells(c.name + ("" if c.confirmed else " (candidate, not confirmed)"), f"{c.delta:+.1f}",
+                           _ci(c.ci_low, c.ci_high), c.kind,
+                           [Code(c.fix)] if c.fix else fmt.DASH,
+                           [Ev(None, None, _dedup(c.command_ids))] if c.command_ids else fmt.DASH))
+    rows.append(_cells("rest (noise or unexplained)", f"{att.unexplained:+.1f}", fmt.DASH, fmt.DASH, fmt.DASH,
+                       fmt.DASH))
+    rows.append(_cells("measured", f"{fmt.num(att.measured)} {att.unit}", _ci(att.measured_ci_low,
+                                                                            att.measured_ci_high), fmt.DASH, fmt.DASH,
+                       fmt.DASH))
+    if att.causes:
+        s.blocks.append(Table(["step", f"Δ {att.unit}", "95% CI", "kind", "fix", "evidence"], rows))
+    else:
+        s.blocks.append(Para([f"No difference was reverted and measured to change {att.metric}: the whole "
+                              f"{att.gap:+.1f} {att.unit} is the rest."]))
+    if att.derived and att.causes:
+        s.blocks.append(Para(["Derived by the report from the claims and the bisection's measured trials (the "
+                              "diagnosis did not provide a per-cause attribution)."]))
     return s
 
 
@@ -150,18 +270,41 @@ def _findings(r: Report) -> Section:
     if not r.findings:
         s.blocks.append(Para(["No findings recorded."]))
         return s
+    ncmd = len(r.commands)
     items: list[list[Span]] = []
-    for f in r.findings:
+    for f in _merged_findings([f for f in r.findings if not _restates_suspect(f, r)]):
         spans: list[Span] = [f"[{f.severity}] " if f.severity != "info" else "", f.title]
         if f.detail:
             spans.append(f" — {f.detail}")
-        for ev in f.evidence:
-            spans += [" (evidence: ", *_ev(ev, len(r.commands)), ")"]
+        evs = [e for ev in f.evidence for e in _ev(ev, ncmd) if isinstance(e, Ev)]
+        if evs:
+            merged = Ev(evs[0].tool, evs[0].step, _dedup([i for e in evs for i in e.ids]),
+                        tuple(c for e in evs for c in e.literal))
+            spans += [" · ", merged]
         if f.llm_made:
             spans.append(f" {LLM_MARK}")
         items.append([sp for sp in spans if sp != ""])
     s.blocks.append(Bullets(items))
     return s
+
+
+def _restates_suspect(f: Finding, r: Report) -> bool:
+    """An info finding that only repeats a Suspects row (its path and its triage reason) adds nothing there."""
+    return f.severity == "info" and not f.llm_made and any(
+        x.path in f.title and x.reason and x.reason in f.title for x in r.suspects)
+
+
+def _merged_findings(findings: list[Finding]) -> list[Finding]:
+    """Consecutive findings that share detail, severity and evidence read as one (titles joined by '; ')."""
+    out: list[Finding] = []
+    for f in findings:
+        prev = out[-1] if out else None
+        if (prev is not None and f.detail and f.detail == prev.detail and f.severity == prev.severity
+                and f.evidence == prev.evidence and f.llm_made == prev.llm_made):
+            out[-1] = prev.model_copy(update={"title": f"{prev.title}; {f.title}"})
+        else:
+            out.append(f)
+    return out
 
 
 def _game_plan(r: Report) -> Section:
@@ -170,18 +313,20 @@ def _game_plan(r: Report) -> Section:
         s.blocks.append(Para(["No actions proposed."]))
         return s
     rows = []
-    for i, a in enumerate(r.game_plan, 1):
-        gain = fmt.DASH if a.gain is None else (f"{a.gain:+.1f} tok/s" if a.gain_unit == "tok/s" else fmt.pct(a.gain))
+    for i, a in enumerate(derive.ranked_actions(r), 1):
         title = a.title + (f" {LLM_MARK}" if a.llm_made else "")
-        rows.append(_cells(str(i), title, gain, a.basis, a.cost or fmt.DASH, a.risk or fmt.DASH, a.detail or fmt.DASH))
-    s.blocks.append(Table(["#", "action", "expected gain", "basis", "cost", "risk", "detail"], rows))
+        cmd = derive.action_command(a, r)
+        rows.append(_cells(str(i), title, _gain(a), a.basis, a.cost or fmt.DASH, a.risk or fmt.DASH,
+                           a.detail or fmt.DASH, [Code(cmd)] if cmd else fmt.DASH))
+    s.blocks.append(Table(["#", "action", "expected gain", "basis", "cost", "risk", "detail", "command"], rows))
     return s
 
 
-def _measurement_rows(ms: list[Measurement], cmd_count: int) -> list[list[list[Span]]]:
+def _measurement_rows(ms: list[Measurement], cmd_count: int,
+                      fallback: Evidence | None = None) -> list[list[list[Span]]]:
     return [_cells(m.label, m.unit, str(len(m.samples)), fmt.samples(m.samples), fmt.num(m.median),
                    _ci(m.ci_low, m.ci_high), fmt.num(m.tpot_ms), fmt.num(m.accept_length, 2),
-                   fmt.yesno(m.cuda_graph), _ev(m.evidence, cmd_count)) for m in ms]
+                   fmt.yesno(m.cuda_graph), _ev(m.evidence or fallback, cmd_count)) for m in ms]
 
 
 _MEAS_HEAD = ["configuration", "unit", "runs", "samples", "median", "95% CI", "TPOT ms", "accept len",
@@ -205,11 +350,16 @@ def _suspects(r: Report) -> Section:
         return s
     rows = []
     for x in r.suspects:
-        path_cell: list[Span] = [Code(x.path)] + ([" (logging only)"] if x.logging_only else [])
+        path_cell: list[Span] = [Code(x.path)]
+        if x.logging_only:
+            path_cell.append(" (logging only)")
         rows.append(_cells(path_cell, x.subsystem or fmt.DASH, fmt.yesno(x.on_hot_path, "on", "off"),
                            x.reason or fmt.DASH, [Code(x.gated)] if x.gated else "no",
                            x.bisection or fmt.DASH))
     s.blocks.append(Table(["file", "subsystem", "hot path", "why", "gated", "bisection"], rows))
+    link = _union([x.evidence for x in r.suspects], len(r.commands))
+    if link:
+        s.blocks.append(Para(["Triage of every file: ", *link]))
     return s
 
 
@@ -224,6 +374,9 @@ def _gates(r: Report) -> Section:
         rows.append(_cells([Code(g.name)], fmt.value(g.default), [Code(g.reader)] if g.reader else fmt.DASH,
                            [Code(g.file)] if g.file else fmt.DASH, g.state or fmt.DASH, vals))
     s.blocks.append(Table(["gate", "default", "reader", "file", "state", "values per process"], rows))
+    link = _union([g.evidence for g in r.gates], len(r.commands))
+    if link:
+        s.blocks.append(Para(["Values read from every server process: ", *link]))
     return s
 
 
@@ -248,10 +401,106 @@ def _env(r: Report) -> Section:
     for e in r.env_propagation:
         src = ", ".join(n for n, b in (("forced by sglang", e.forced_by_sglang), ("sitecustomize", e.from_sitecustomize),
                                        ("nccl.conf", e.from_nccl_conf)) if b) or fmt.DASH
-        rows.append(_cells([Code(e.name)], fmt.value(e.shell), fmt.value(e.parent),
-                           *[fmt.value(e.workers.get(k)) for k in ranks], src, e.status or fmt.DASH))
-    s.blocks.append(Table(["variable", "shell", "parent", *[f"rank {k}" for k in ranks], "source", "status"], rows))
+        vals = [fmt.value(e.workers.get(k)) for k in ranks]
+        rows.append(_cells([Code(e.name)], fmt.value(e.shell), fmt.value(e.parent), *vals, src, e.status or fmt.DASH))
+    n = len(ranks)
+    uniform = n > 1 and all(len({_span_text(c[0]) for c in row[3:3 + n]}) == 1 for row in rows)
+    if uniform:     # every rank agrees on every variable: one column says it
+        rows = [row[:3] + [row[3]] + row[3 + n:] for row in rows]
+        heads = [f"all {n} workers ({ranks[0]}–{ranks[-1]})"]
+    else:
+        heads = [f"rank {k}" for k in ranks]
+    s.blocks.append(Table(["variable", "shell", "parent", *heads, "source", "status"], rows))
+    link = _union([e.evidence for e in r.env_propagation], len(r.commands))
+    if link:
+        s.blocks.append(Para(["Read from /proc of the parent and every worker: ", *link]))
     return s
+
+
+
+def _bisection(r: Report) -> Section:
+    s = Section("bisection", "Bisection trials")
+    if not r.bisection:
+        s.blocks.append(Para(["No bisection ran." if r.stash is None or not r.stash.culprits else
+                              "The bisection's trials were not recorded in this report."]))
+        return s
+    s.blocks.append(Figure("bisection", "Bisection trials in order: which patches were in, and the outcome"))
+    rows = [_cells(str(t.index), ", ".join(PurePosixPath(p).name for p in t.patches) or "(essentials only)",
+                   t.outcome, fmt.num(t.median), str(len(t.samples)), t.purpose or fmt.DASH, t.cause or fmt.DASH)
+            for t in r.bisection]
+    s.blocks.append(Table(["trial", "patches in", "outcome", "median tok/s", "runs", "purpose", "why"], rows))
+    return s
+
+
+_IDENTITY = ("index", "uuid", "bus_id", "pid", "id")
+
+
+def _scalar(v: object) -> bool:
+    return v is None or isinstance(v, (str, int, float, bool))
+
+
+def _fp_value(v: object) -> str:
+    if v is None:
+        return "not found"
+    if isinstance(v, (list, dict)) and not v:
+        return "none"
+    return fmt.value(v)
+
+
+def _ranges(values: list[str]) -> str:
+    """'0–3, 5' for integer labels; otherwise a count."""
+    if all(v.isdigit() for v in values):
+        nums = sorted(int(v) for v in values)
+        out, start, prev = [], nums[0], nums[0]
+        for n in [*nums[1:], None]:
+            if n is not None and n == prev + 1:
+                prev = n
+                continue
+            out.append(str(start) if start == prev else f"{start}–{prev}")
+            if n is not None:
+                start = prev = n
+        return ", ".join(out)
+    return values[0] if len(values) == 1 else f"{len(values)} values"
+
+
+def _records_table(name: str, recs: list[dict[str, Any]]) -> Table:
+    """A list of records as one table; rows equal but for identity columns (index, uuid, pid…) are merged."""
+    cols = list(dict.fromkeys(k for rec in recs for k in rec))
+    ident = [c for c in cols if c.lower() in _IDENTITY or c.lower().endswith("_id")]
+    rest = [c for c in cols if c not in ident]
+    groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for rec in recs:
+        groups.setdefault(tuple(_fp_value(rec.get(c)) for c in rest), []).append(rec)
+    merged = len(groups) < len(recs)
+    heads = ([ident[0]] if merged and ident else ident) + rest + (["count"] if merged else [])
+    rows = []
+    for key, members in groups.items():
+        if merged:
+            id_cell = [_ranges([_fp_value(m.get(ident[0])) for m in members])] if ident else []
+            rows.append(_cells(*id_cell, *key, str(len(members))))
+        else:
+            m = members[0]
+            rows.append(_cells(*[_fp_value(m.get(c)) for c in ident], *key))
+    return Table(heads, rows, caption=name + (" (identical rows merged)" if merged else ""))
+
+
+def _fp_blocks(name: str, value: Any) -> list[Block]:
+    """A structured fingerprint value as tables: records, key/value maps, or a matrix of maps."""
+    if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+        return [_records_table(name, value)]
+    if isinstance(value, dict) and value:
+        if all(isinstance(x, dict) and all(_scalar(y) for y in x.values()) for x in value.values()):
+            cols = list(dict.fromkeys(k for x in value.values() for k in x))
+            rows = [_cells(k, *[_fp_value(x.get(c)) for c in cols]) for k, x in value.items()]
+            return [Table(["", *cols], rows, caption=name)]
+        if all(_scalar(x) for x in value.values()):
+            return [Table(["key", "value"], [_cells([Code(str(k))], _fp_value(v)) for k, v in value.items()],
+                          caption=name)]
+        out: list[Block] = []
+        for k, v in value.items():
+            out += _fp_blocks(f"{name}.{k}", v) if not _scalar(v) else []
+        return out
+    return []
 
 
 def _fingerprint(r: Report) -> Section:
@@ -260,17 +509,32 @@ def _fingerprint(r: Report) -> Section:
     if fp is None:
         s.blocks.append(_NOT_RUN)
         return s
-    if fp.current:
-        s.blocks.append(Table(["key", "value"], [_cells([Code(k)], fmt.value(v)) for k, v in sorted(fp.current.items())]))
+    flat = [(k, v) for k, v in sorted(fp.current.items()) if _scalar(v) or (isinstance(v, (list, dict)) and not v)
+            or (isinstance(v, list) and all(_scalar(x) for x in v))]
+    if flat:
+        s.blocks.append(Table(["key", "value"], [_cells([Code(k)], _fp_value(", ".join(map(str, v)) if
+                                                                          isinstance(v, list) and v else v))
+                                                 for k, v in flat]))
+    for k, v in sorted(fp.current.items()):
+        sub = _fp_blocks(k, v)
+        if isinstance(v, dict) and sub:    # maps (topology, env) are long: one click away in HTML
+            s.blocks.append(Details(f"{k} ({len(sub)} table{'s' if len(sub) > 1 else ''})", sub,
+                                    md_short=[Para([Code(k), ": in report.html and report.json."])]))
+        else:
+            s.blocks += sub
     if fp.previous_run is None:
-        s.blocks.append(Para(["No previous run to compare with."]))
+        s.blocks.append(Para(["No previous run to compare with."
+                              + (" Recorded by " if fp.evidence else ""), *(_ev(fp.evidence, len(r.commands))
+                                                                            if fp.evidence else [])]))
+        fp = fp.model_copy(update={"evidence": None})
     elif not fp.changes:
         s.blocks.append(Para([f"Identical to run {fp.previous_run}."]))
     else:
-        s.blocks.append(Para([f"Changes since run {fp.previous_run}:"]))
         s.blocks.append(Table(["key", "before", "after", "impact"],
                               [_cells([Code(c.key)], fmt.value(c.before), fmt.value(c.after), c.impact)
-                               for c in fp.changes]))
+                               for c in fp.changes], caption=f"Changes since run {fp.previous_run}"))
+    if fp.evidence:
+        s.blocks.append(Para(["Recorded by ", *_ev(fp.evidence, len(r.commands))]))
     return s
 
 
@@ -281,15 +545,19 @@ def _stash(r: Report) -> Section:
         s.blocks.append(_NOT_RUN)
         return s
     ncmd = len(r.commands)
-    facts: list[list[Span]] = [["backup id: ", Code(st.backup_id or fmt.DASH)], ["backup ref: ", Code(st.backup_ref or fmt.DASH)],
-             ["patch file: ", Code(st.patch_path or fmt.DASH)], ["tree hash before: ", Code(st.hash_before or fmt.DASH)],
-             ["re-applied: ", ", ".join(st.applied) or "nothing"]]
+    facts: list[list[Span]] = [["backup ", Code(st.backup_id or fmt.DASH), " (ref ", Code(st.backup_ref or fmt.DASH),
+                                "; files in ", Code(st.patch_path or fmt.DASH), ")"]]
+    applied: list[Span] = ["re-applied: ", ", ".join(st.applied) or "nothing"]
     if st.script:
-        facts.append(["patch script: ", Code(st.script)])
+        applied += ["; patch script ", Code(st.script)]
+    facts.append(applied)
     if st.culprits:
         facts.append(["culprits (bisection): ", ", ".join(st.culprits)])
     restored = {True: "verified", False: "NOT VERIFIED", None: "not attempted"}[st.restore_verified]
-    facts.append([f"restore: {restored}, hash after ", Code(st.hash_after or fmt.DASH)])
+    facts.append([f"restore: {restored}; tree hash before ", Code(st.hash_before or fmt.DASH), ", after ",
+                  Code(st.hash_after or fmt.DASH)])
+    if st.evidence:
+        facts.append(_ev(st.evidence, ncmd))
     s.blocks.append(Bullets(facts))
     if st.ambiguous:
         s.blocks.append(Para([f"Ambiguous patch-script lines ({len(st.ambiguous)}), quoted:"]))
@@ -298,14 +566,20 @@ def _stash(r: Report) -> Section:
         s.blocks.append(Table(_MEAS_HEAD, _measurement_rows(st.measurements, ncmd)))
     if st.comparison:
         s.blocks.append(_comparison_para(st.comparison))
-    if st.evidence:
-        s.blocks.append(Para(["Evidence: ", *_ev(st.evidence, ncmd)]))
     return s
 
 
 def _comparison_para(c: MetricComparison) -> Para:
-    return Para([f"{c.metric}: {c.outcome or fmt.DASH} (change {fmt.pct(c.pct_change)}, p {fmt.pval(c.p_value)}, "
-                 f"median {fmt.num(c.median)} {c.unit})"])
+    bits = [f"change {fmt.pct(c.pct_change)}"] if c.pct_change is not None else []
+    if c.p_value is not None:
+        bits.append(f"p = {fmt.pval(c.p_value)}")
+    if c.median is not None:
+        bits.append(f"median {fmt.num(c.median)} {c.unit}")
+    tail = f" ({', '.join(bits)})" if bits else ""
+    return Para([f"{c.metric[:1].upper()}{c.metric[1:]}: comparator says {c.outcome or 'nothing'}{tail}."])
+
+
+_NCCL_MD_ROWS = 6
 
 
 def _nccl(r: Report) -> Section:
@@ -315,23 +589,55 @@ def _nccl(r: Report) -> Section:
         s.blocks.append(_NOT_RUN)
         return s
     sizes = sorted({p.size_bytes for row in n.rows for p in row.points})
-    rows = []
-    for row in n.rows:
+    cur = derive.workers_nccl_row(r)
+    cur_row = cur[0] if cur else None
+    ref = {p.size_bytes: p.latency_us for p in cur_row.points} if cur_row else {}
+
+    def row_cells(row: NcclRow) -> list[list[Span]]:
         lat = {p.size_bytes: p.latency_us for p in row.points}
-        rows.append(_cells(row.config + (" (promoted)" if row.promoted else ""),
-                           *[fmt.num(lat.get(sz)) for sz in sizes]))
-    tp = f" (TP={n.tp})" if n.tp else ""
-    s.blocks.append(Para([f"All-reduce latency in µs per message size{tp}."]))
-    s.blocks.append(Table(["config", *[fmt.size(sz) for sz in sizes]], rows))
-    s.blocks.append(Figure("nccl", "All-reduce latency vs message size per setting"))
+        label = (derive.nccl_label(row, n.rows) + (" (promoted)" if row.promoted else "")
+                 + (" ← workers now" if row is cur_row else ""))
+        cells = []
+        for sz in sizes:
+            v, base = lat.get(sz), ref.get(sz)
+            rel = f" ({100 * (v - base) / base:+.0f}%)" if v is not None and base and row is not cur_row else ""
+            cells.append(fmt.num(v) + rel)
+        return _cells(label, *cells)
+
+    tp = f" on TP={n.tp}" if n.tp else ""
+    if cur_row is not None:
+        how = "the workers' current setting" if cur and cur[1] else "the row closest to the workers' current setting"
+        s.blocks.append(Para([f"All-reduce latency in µs per message size{tp}; in brackets the change against "
+                              f"{how}, ", Code(derive.nccl_label(cur_row, n.rows)),
+                              " (negative is faster). ", *(_ev(n.evidence, len(r.commands)) if n.evidence else [])]))
+    heads = ["config", *[fmt.size(sz) for sz in sizes]]
+    s.blocks.append(Figure("nccl", "All-reduce latency per setting and message size, relative to the workers' "
+                                   "current setting"))
+    total = [sum(p.latency_us for p in row.points) for row in n.rows]
+    order = sorted(range(len(n.rows)), key=lambda i: total[i])
+    short = [n.rows[i] for i in order[:_NCCL_MD_ROWS]]
+    if cur_row is not None and cur_row not in short:
+        short.append(cur_row)
+    full = Table(heads, [row_cells(row) for row in n.rows])
+    s.blocks.append(Details(f"All {len(n.rows)} configurations", [full],
+                            md_short=[Table(heads, [row_cells(row) for row in short],
+                                            caption=f"Fastest {_NCCL_MD_ROWS} of {len(n.rows)} by total latency, "
+                                                    "and the workers' setting (all in report.html)")]))
     if n.ab:
-        s.blocks.append(Para(["Promoted configurations, end-to-end A/B:"]))
-        s.blocks.append(Table(["config", "median", "95% CI", "change", "outcome", "p"],
+        s.blocks.append(Table(["config", "median", "95% CI", "change", "outcome", "p", "evidence"],
                               [_cells(c.metric, fmt.num(c.median, unit=c.unit), _ci(c.ci_low, c.ci_high),
-                                      fmt.pct(c.pct_change), c.outcome or fmt.DASH, fmt.pval(c.p_value))
-                               for c in n.ab]))
-    prop = {True: "reached every TP worker", False: "did NOT reach every TP worker", None: "not checked"}
-    s.blocks.append(Para([f"Variables {prop[n.propagated]}."]))
+                                      fmt.pct(c.pct_change), c.outcome or fmt.DASH, fmt.pval(c.p_value),
+                                      _ev(c.evidence, len(r.commands)))
+                               for c in n.ab], caption="Promoted configurations, end-to-end A/B"))
+    if n.propagated is True:
+        s.blocks.append(Para(["Propagation checked: the promoted variables reached every TP worker."]))
+    elif n.propagated is False:
+        s.blocks.append(Para(["Propagation checked: the variables did NOT reach every TP worker."]))
+    elif not n.ab:
+        s.blocks.append(Para(["Propagation to the workers was not checked: no setting was promoted to an "
+                              "end-to-end A/B."]))
+    else:
+        s.blocks.append(Para(["Propagation to the workers was not recorded for the A/B."]))
     return s
 
 
@@ -342,18 +648,22 @@ def _breakeven(r: Report) -> Section:
         s.blocks.append(_NOT_RUN)
         return s
     if b.verdict:
-        s.blocks.append(Para([b.verdict]))
+        link = _union([m.evidence for m in r.measurements], len(r.commands))
+        s.blocks.append(Para([b.verdict, *([" · from the measurements: ", *link] if link else [])]))
     k_note = " (assumed)" if b.steps_assumed else ""
-    rows = [_cells("measured accept length τ", fmt.num(b.accept_len, 2)),
-            _cells("break-even τ*", f"{fmt.num(b.tau_star, 2)} (from {b.cycle_source})"),
-            _cells("margin τ − τ*", fmt.num(b.margin, 2)), _cells("per-token acceptance α", fmt.num(b.alpha, 3)),
-            _cells("draft steps k", f"{b.steps}{k_note}"), _cells("best k for this α", fmt.num(b.best_steps)),
-            _cells("baseline", fmt.num(b.baseline_tps, unit="tok/s")),
-            _cells("speculative" + (" (predicted)" if b.spec_tps_predicted else ""), fmt.num(b.spec_tps, unit="tok/s")),
-            _cells("speedup", fmt.DASH if b.speedup is None else f"{b.speedup:.2f}×"),
-            _cells("decode / draft / verify / cycle",
-                   f"{fmt.num(b.decode_ms)} / {fmt.num(b.draft_ms)} / {fmt.num(b.verify_ms)} / {fmt.num(b.cycle_ms)} ms"),
+    speedup = "" if b.speedup is None else f" ({b.speedup:.2f}×)"
+    pred = " (predicted)" if b.spec_tps_predicted else ""
+    times = " / ".join(f"{name} {fmt.num(v)}" for name, v in (("decode", b.decode_ms), ("draft", b.draft_ms),
+                                                             ("verify", b.verify_ms), ("cycle", b.cycle_ms))
+                       if v is not None)
+    rows = [_cells("measured τ vs break-even τ*", f"{fmt.num(b.accept_len, 2)} vs {fmt.num(b.tau_star, 2)} "
+                   f"(τ* from {b.cycle_source}; margin {fmt.num(b.margin, 2)})"),
+            _cells("per-token acceptance α at k", f"{fmt.num(b.alpha, 3)} at k = {b.steps}{k_note}"
+                   + (f"; best k for this α: {b.best_steps}" if b.best_steps is not None else "")),
+            _cells("baseline → speculative", f"{fmt.num(b.baseline_tps)} → {fmt.num(b.spec_tps)} tok/s{pred}{speedup}"),
+            _cells("time per step, ms", times),
             _cells("dominant term", b.dominant_term or fmt.DASH), _cells("verify model", b.verify_model or fmt.DASH)]
+    rows = [row for row in rows if not _empty(row[1])]
     s.blocks.append(Table(["quantity", "value"], rows))
     if b.targets:
         s.blocks.append(Table(["target speedup", "τ needed", "α needed at k", "best k", "α at best k"],
@@ -376,17 +686,34 @@ def _breakeven(r: Report) -> Section:
     return s
 
 
+
 def _decisions(r: Report) -> Section:
     s = Section("decisions", "Decisions log")
     if not r.decisions:
         s.blocks.append(Para(["No steps ran."]))
         return s
+    ncmd = len(r.commands)
     rows = [_cells(str(i), [Code(d.step)], [Code(d.tool)] if d.tool else fmt.DASH, d.status, d.checked or fmt.DASH,
                    d.found or fmt.DASH, d.decided or fmt.DASH, (d.why or fmt.DASH) + (f" {LLM_MARK}" if d.llm_made else ""),
-                   ", ".join(f"#{c}" for c in d.command_ids) or fmt.DASH)
+                   [Ev(d.tool, d.step, tuple(i for i in _dedup(d.command_ids) if i < ncmd))]
+                   if d.command_ids else fmt.DASH)
             for i, d in enumerate(r.decisions, 1)]
-    s.blocks.append(Table(["#", "step", "tool", "status", "checked", "found", "decided", "why", "commands"], rows))
+    s.blocks.append(Table(["#", "step", "tool", "status", "checked", "found", "decided", "why", "evidence"], rows))
     return s
+
+
+def command_rows(r: Report, ids: list[int] | None = None) -> list[list[list[Span]]]:
+    """Rows of the command log (all, or the given ids): what ran, where, exit status and time taken."""
+    pick = range(len(r.commands)) if ids is None else ids
+    rows = []
+    for i in pick:
+        c = r.commands[i]
+        rows.append(_cells(str(i), fmt.when(c.time), [Code(c.command)], [Code(c.cwd)] if c.cwd else fmt.DASH,
+                           fmt.DASH if c.exit is None else str(c.exit), fmt.seconds(c.seconds), c.note or ""))
+    return rows
+
+
+COMMAND_HEAD = ["#", "time", "command", "cwd", "exit", "took", "note"]
 
 
 def _commands(r: Report) -> Section:
@@ -394,10 +721,13 @@ def _commands(r: Report) -> Section:
     if not r.commands:
         s.blocks.append(Para(["No commands were run."]))
         return s
-    rows = [_cells(str(i), fmt.when(c.time), c.host, [Code(c.command)], [Code(c.cwd)] if c.cwd else fmt.DASH,
-                   fmt.DASH if c.exit is None else str(c.exit), fmt.seconds(c.seconds), c.note or "")
-            for i, c in enumerate(r.commands)]
-    s.blocks.append(Table(["#", "time", "host", "command", "cwd", "exit", "took", "note"], rows))
+    hosts = sorted({c.host for c in r.commands})
+    failed = sum(1 for c in r.commands if c.exit not in (0, None))
+    head = Para([f"{len(r.commands)} commands on {', '.join(hosts)}; {failed} exited non-zero. "
+                 "The full log with every command's output is in ", Code("commands.md"), " and ",
+                 Code("audit.jsonl"), " beside this report."])
+    s.blocks.append(Details(f"All {len(r.commands)} commands", [Table(COMMAND_HEAD, command_rows(r))],
+                            md_short=[head]))
     return s
 
 
@@ -411,21 +741,56 @@ def _meta(r: Report) -> Section:
             _cells("status", m.status), _cells("advisor", m.advisor or "rules (no LLM)"),
             _cells("specdoctor version", m.specdoctor_version or fmt.DASH),
             _cells("schema version", r.schema_version)]
-    s.blocks.append(Table(["field", "value"], rows))
+    line = " · ".join(f"{row[0][0]} {_span_text(row[1][0])}" for row in rows if not _empty(row[1]))
+    s.blocks.append(Details("Run details", [Table(["field", "value"], rows)], md_short=[Para([line])]))
     if m.advisor:
         s.blocks.append(Para([f"Passages marked {LLM_MARK} were written by {m.advisor}; everything else is "
                               "computed from measurements."]))
     return s
 
 
-_BUILDERS = [_verdict, _claims, _findings, _game_plan, _measurements, _suspects, _gates, _env, _fingerprint,
-             _stash, _nccl, _breakeven, _decisions, _commands, _meta]
+
+
+_BUILDERS = [_verdict, _claims, _attribution, _findings, _game_plan, _measurements, _suspects, _bisection, _gates,
+             _env, _fingerprint, _stash, _nccl, _breakeven, _decisions, _commands, _meta]
+
+
+def _span_text(sp: Span) -> str:
+    return sp.text if isinstance(sp, Code) else "" if isinstance(sp, Ev) and not sp.ids else str(sp)
+
+
+def _empty(cell: list[Span]) -> bool:
+    return all((_span_text(sp).strip() in ("", fmt.DASH)) and not (isinstance(sp, Ev) and (sp.ids or sp.literal))
+               for sp in cell)
+
+
+def prune_columns(t: Table) -> Table:
+    """Drop columns (but the first) whose every cell is empty or a dash: an empty column says nothing."""
+    if not t.rows:
+        return t
+    keep = [0] + [j for j in range(1, len(t.headers)) if not all(_empty(row[j]) for row in t.rows if j < len(row))]
+    return Table([t.headers[j] for j in keep], [[row[j] for j in keep] for row in t.rows], t.caption)
+
+
+def _prune(blocks: list[Block]) -> list[Block]:
+    out: list[Block] = []
+    for b in blocks:
+        if isinstance(b, Table):
+            out.append(prune_columns(b))
+        elif isinstance(b, Details):
+            out.append(Details(b.summary, _prune(b.blocks), _prune(b.md_short)))
+        else:
+            out.append(b)
+    return out
 
 
 def build(report: Report) -> Document:
     """The document for a report: every section, always, in `SECTION_IDS` order."""
     sections = [b(report) for b in _BUILDERS]
     assert [s.id for s in sections] == SECTION_IDS
+    for sec in sections:
+        sec.blocks = _prune(sec.blocks)
     host = report.meta.host or "unknown host"
     sub = f"run {report.meta.run_id or fmt.DASH} · {host} · {fmt.when(report.meta.started)}"
-    return Document(title=f"specdoctor report: {report.verdict}", subtitle=sub, sections=sections)
+    return Document(title=f"specdoctor report: {report.verdict}", subtitle=sub, sections=sections,
+                    commands=list(report.commands))

@@ -13,6 +13,7 @@ from pydantic import Field, field_validator
 from specdoctor.host.audit import AuditEntry
 from specdoctor.models import BreakevenAnalysis, Decision, EnvRow, Evidence, Measurement, StrictModel
 from specdoctor.models.base import str_keys as _str_keys
+from specdoctor.report.attribution_model import Attribution, BisectTrial, Cause
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -37,9 +38,12 @@ __all__ = [
     "RunMeta",
     "Report",
     "confidence_label",
+    "Attribution",
+    "Cause",
+    "BisectTrial",
 ]
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"   # 1.1: optional attribution, bisection trials, Action.command, RunMeta.launch/sitecustomize
 
 Verdict = Literal["no-regression", "code-regression", "environment", "baseline-not-reproducible", "inconclusive"]
 Outcome = Literal["DIFFERENT", "SAME", "UNKNOWN"]
@@ -188,6 +192,7 @@ class Action(_Model):
     risk: str = ""
     detail: str = ""
     llm_made: bool = False
+    command: str | None = Field(default=None, description="The exact command/edit that carries it out.")
 
 
 class RunMeta(_Model):
@@ -203,6 +208,8 @@ class RunMeta(_Model):
     status: Literal["complete", "partial", "interrupted", "error"] = "complete"
     error: str | None = None
     advisor: str | None = Field(default=None, description="LLM model used, if any.")
+    launch: str | None = Field(default=None, description="The examined server's launch line.")
+    sitecustomize: str | None = Field(default=None, description="Path of the sitecustomize.py the server imports.")
 
 
 def confidence_label(confidence: float | None) -> str:
@@ -234,3 +241,5 @@ class Report(_Model):
     decisions: list[Decision] = Field(default_factory=list)
     game_plan: list[Action] = Field(default_factory=list, description="Ranked, best first.")
     commands: list[AuditEntry] = Field(default_factory=list, description="The audit log, in order.")
+    attribution: Attribution | None = Field(default=None, description="The measured gap split into causes, with CIs.")
+    bisection: list[BisectTrial] = Field(default_factory=list, description="The bisection's trials, in order.")

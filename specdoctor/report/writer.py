@@ -1,7 +1,8 @@
-"""Write a report to disk (report.json, report.md, report.html) and read it back; secrets scrubbed first."""
+"""Write a report to disk (report.json/md/html, commands.md, the plots as PNG) and read it back; secrets scrubbed."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 from pathlib import Path
@@ -10,8 +11,9 @@ from typing import Any
 from specdoctor.errors import UsageError
 from specdoctor.host.redact import redact_text
 from specdoctor.report.html import render_html
-from specdoctor.report.markdown import render_markdown
+from specdoctor.report.markdown import COMMANDS_FILE, render_commands_markdown, render_markdown
 from specdoctor.report.model import SCHEMA_VERSION, Report
+from specdoctor.report.plots import render_plot_pngs
 
 __all__ = ["write_report", "load_report", "redact_report", "report_schema", "FILES"]
 
@@ -53,14 +55,24 @@ def _atomic_write(path: Path, text: str) -> None:
 
 
 def write_report(report: Report, out_dir: Path | str) -> dict[str, Path]:
-    """Write report.json, report.md and report.html into out_dir; returns {'json'|'md'|'html': path}."""
+    """Write report.json/md/html, commands.md and one PNG per plot into out_dir; returns their paths by kind
+    ('json', 'md', 'html', 'commands', 'plot:<key>')."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     clean = redact_report(report)
     paths = {k: out / name for k, name in FILES.items()}
+    paths["commands"] = out / COMMANDS_FILE
+    pngs = render_plot_pngs(clean)
     _atomic_write(paths["json"], clean.model_dump_json(indent=2) + "\n")
     _atomic_write(paths["md"], render_markdown(clean))
-    _atomic_write(paths["html"], render_html(clean))
+    _atomic_write(paths["commands"], render_commands_markdown(clean))
+    _atomic_write(paths["html"], render_html(clean, {k: base64.b64encode(v).decode("ascii") for k, v in pngs.items()}))
+    for key, png in pngs.items():
+        p = out / f"{key}.png"
+        tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+        tmp.write_bytes(png)
+        os.replace(tmp, p)
+        paths[f"plot:{key}"] = p
     return paths
 
 

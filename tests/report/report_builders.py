@@ -12,6 +12,7 @@ from specdoctor.host.audit import AuditEntry
 from specdoctor.report.breakeven_view import spec_tps
 from specdoctor.report.model import (
     Action,
+    BisectTrial,
     Decision,
     EnvRow,
     Evidence,
@@ -241,7 +242,7 @@ def code_regression_report(seed: int = 0) -> Report:
                           on_hot_path=True, reason="every decode all-reduce", bisection="culprit", priority=1),
                   Suspect(path="python/sglang/srt/utils.py", subsystem="logging only", on_hot_path=False,
                           reason="log line", logging_only=True, bisection="cleared", priority=3)],
-        stash=StashRecord(backup_id="bk-2", hash_before="aa11", applied=[], measurements=[clean],
+        stash=StashRecord(backup_id="bk-2", hash_before="aa11", applied=[], measurements=[full, clean],
                           comparison=MetricComparison(metric="essential-only vs full tree", median=clean.median,
                                                       pct_change=17.1, outcome="DIFFERENT", p_value=0.0079),
                           culprits=["communicator.py"], restore_verified=True, hash_after="aa11"),
@@ -254,4 +255,12 @@ def code_regression_report(seed: int = 0) -> Report:
                    Action(title="Add a perf check for all-reduce to CI", basis="modelled", cost="hours",
                           risk="low", llm_made=True)],
         commands=cmds,
+        bisection=[BisectTrial(index=1, patches=["python/sglang/srt/distributed/communicator.py",
+                                                 "python/sglang/srt/utils.py"], outcome="regressed",
+                               median=full.median, samples=full.samples, purpose="all candidates"),
+                   BisectTrial(index=2, patches=["python/sglang/srt/utils.py"], outcome="same", median=clean.median,
+                               samples=clean.samples, purpose="first half"),
+                   BisectTrial(index=3, patches=["python/sglang/srt/distributed/communicator.py"],
+                               outcome="regressed", median=full.median, samples=full.samples,
+                               purpose="confirm: the culprit alone")],
     )

@@ -1,0 +1,201 @@
+"""What the report shows that it can work out from the Report itself: the gap's attribution, action commands,
+the state the box was left in, the workers' NCCL row, and evidence for claims that carry none.
+
+Everything here prefers what the diagnosis filled in (`Report.attribution`, `Action.command`) and derives only
+when it is missing, marking derived attributions as such.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+import statistics
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from specdoctor.report.model import (
+    Action,
+    Attribution,
+    Cause,
+    Evidence,
+    Measurement,
+    MetricComparison,
+    NcclRow,
+    Report,
+)
+from specdoctor.stats.summary import diff_of_medians_ci
+
+__all__ = ["nccl_label", "attribution", "ranked_actions", "action_command", "left_as_found", "workers_nccl_row",
+           "claim_evidence", "not_reproduced", "revert_command"]
+
+_ENV_ASSIGN = re.compile(r"\b([A-Z][A-Z0-9_]{2,})=([^\s,;)]+)")
+_REMOVE_WORDS = ("remove", "drop", "unset", "delete")
+
+
+def _find_measurement(ms: list[Measurement], hint: str) -> Measurement | None:
+    for m in ms:
+        if hint in m.label.lower():
+            return m
+    return None
+
+
+def _code_cause(r: Report) -> Cause | None:
+    """A bisection culprit, its effect measured as all-patches minus essentials-only (both trials measured)."""
+    st = r.stash
+    if st is None or not st.culprits or not st.measurements:
+        return None
+    fast = _find_measurement(st.measurements, "essential")
+    slow = next((m for m in st.measurements if m is not fast and m.samples), None)
+    if fast is None or slow is None or not fast.samples or not slow.samples:
+        return None
+    delta = statistics.median(slow.samples) - statistics.median(fast.samples)
+    lo, hi = diff_of_medians_ci(fast.samples, slow.samples)
+    names = ", ".join(PurePosixPath(c).name for c in st.culprits)
+    fix = " && ".join(revert_command(r.meta.repo, c) for c in st.culprits)
+    ids = sorted({*(st.evidence.command_ids if st.evidence else [])})
+    return Cause(name=f"local patch {names}", kind="code", delta=round(delta, 2), ci_low=round(lo, 2),
+                 ci_high=round(hi, 2), fix=fix, command_ids=ids)
+
+
+def attribution(r: Report) -> Attribution | None:
+    """The diagnosis' attribution, or one derived from the claims and the bisection's two measured trials."""
+    if r.attribution is not None:
+        return r.attribution
+    claims = [c for c in r.claims if c.claimed is not None and c.median is not None]
+    if not claims:
+        return None
+    # The figure that moved most (in %) is the gap a reader asks about.
+    claim = max(claims, key=lambda c: abs(c.pct_change or 0.0))
+    assert claim.claimed is not None and claim.median is not None
+    causes = [c for c in (_code_cause(r),) if c is not None]
+    return Attribution(metric=claim.metric, unit=claim.unit, reference=claim.claimed, reference_label="claimed",
+                       measured=claim.median, measured_ci_low=claim.ci_low, measured_ci_high=claim.ci_high,
+                       causes=causes, derived=True)
+
+
+def not_reproduced(r: Report) -> list[MetricComparison]:
+    """Claims the box did not reproduce (comparator DIFFERENT)."""
+    return [c for c in r.claims if c.outcome == "DIFFERENT"]
+
+
+def revert_command(repo: str | None, path: str) -> str:
+    """Save a file's local change as a patch, then reverse-apply it (the patch file keeps it recoverable)."""
+    repo_arg = f"-C {shlex.quote(repo)} " if repo else ""
+    patch = f"{PurePosixPath(path).stem}.revert.patch"
+    return (f"git {repo_arg}diff HEAD -- {shlex.quote(path)} > {patch} && "
+            f"git {repo_arg}apply -R {patch}")
+
+
+def _without_speculation(launch: str) -> str:
+    """The launch line with every --speculative-* flag (and its value) removed."""
+    toks = shlex.split(launch)
+    out: list[str] = []
+    skip = False
+    for t in toks:
+        if skip:
+            skip = False
+            if not t.startswith("--"):
+                continue
+        if t.startswith("--speculative"):
+            skip = "=" not in t
+            continue
+        out.append(t)
+    return shlex.join(out)
+
+
+def action_command(a: Action, r: Report) -> str | None:
+    """The command that carries out an action: the diagnosis' own, else one derived from the report's data."""
+    if a.command:
+        return a.command
+    title = a.title
+    culprits = r.stash.culprits if r.stash else []
+    hit = [c for c in culprits if c in title or PurePosixPath(c).name in title]
+    if hit:
+        return " && ".join(revert_command(r.meta.repo, c) for c in hit)
+    low = title.lower()
+    assigns = _ENV_ASSIGN.findall(title)
+    if assigns:
+        names = {n for n, _ in assigns}
+        site = {e.name for e in r.env_propagation if e.from_sitecustomize and e.name in names}
+        if site and any(w in low for w in _REMOVE_WORDS):
+            path = r.meta.sitecustomize or "sitecustomize.py"
+            return "; ".join(f"sed -i '/{n}/d' {shlex.quote(path)}" for n in sorted(site))
+        env = " ".join(f"{n}={v}" for n, v in assigns)
+        return f"env {env} {r.meta.launch}" if r.meta.launch else f"env {env} python -m sglang.launch_server …"
+    if "without speculation" in low and r.meta.launch:
+        return _without_speculation(r.meta.launch)
+    return None
+
+
+def ranked_actions(r: Report) -> list[Action]:
+    """The game plan with measured actions first (stable: the advisor's order within each basis)."""
+    return sorted(r.game_plan, key=lambda a: a.basis != "measured")
+
+
+@dataclass(frozen=True)
+class BoxState:
+    ok: bool | None
+    text: str
+
+
+def left_as_found(r: Report) -> BoxState:
+    """Whether the user's working tree was put back, in words, with the hashes that prove it."""
+    st = r.stash
+    if st is None:
+        return BoxState(None, "no trial touched the working tree (no backup was needed)")
+    h = (st.hash_before or "")[:12]
+    if st.restore_verified is True:
+        same = st.hash_after is None or st.hash_after == st.hash_before
+        return BoxState(same, f"box left as found: working tree restored byte-identical (hash {h} before and after)"
+                        if same else f"working tree restored but its hash changed ({h} → {(st.hash_after or '')[:12]})")
+    if st.restore_verified is False:
+        return BoxState(False, f"working tree NOT verified as restored; the backup is {st.backup_ref or st.backup_id}")
+    return BoxState(None, f"restore not attempted; the backup is {st.backup_ref or st.backup_id or 'missing'}")
+
+
+def _worker_env(r: Report) -> dict[str, str]:
+    """The value every worker rank agrees on, per variable (ranks that differ are left out)."""
+    out: dict[str, str] = {}
+    for e in r.env_propagation:
+        vals = {v for v in e.workers.values()}
+        if len(vals) == 1:
+            v = vals.pop()
+            if v is not None:
+                out[e.name] = v
+    if not out and r.fingerprint:
+        we = r.fingerprint.current.get("worker_env")
+        if isinstance(we, dict):
+            out = {str(k): str(v) for k, v in we.items() if v is not None}
+    return out
+
+
+def workers_nccl_row(r: Report) -> tuple[NcclRow, bool] | None:
+    """The sweep row matching the workers' current NCCL settings (exact, or the closest), and whether exact."""
+    n = r.nccl
+    if n is None or not n.rows:
+        return None
+    env = _worker_env(r)
+    swept = sorted({k for row in n.rows for k in row.env})
+
+    def agree(row: NcclRow) -> int:
+        return sum(row.env.get(k) == env.get(k) for k in swept)
+
+    best = max(n.rows, key=lambda row: (agree(row), -len(row.env)))
+    return best, agree(best) == len(swept)
+
+
+def nccl_label(row: NcclRow, rows: list[NcclRow]) -> str:
+    """A sweep row's name; the row with nothing set says so (it is NCCL's default, not necessarily the workers').
+
+    Only when the sweep recorded env per row: without it an empty env says nothing."""
+    return "NCCL_* unset (NCCL's own defaults)" if not row.env and any(x.env for x in rows) else row.config
+
+
+def claim_evidence(c: MetricComparison, r: Report) -> Evidence | None:
+    """A claim's evidence, or the evidence of the measurement it was compared with."""
+    if c.evidence is not None:
+        return c.evidence
+    for m in r.measurements:
+        if m.label == c.metric or m.label.split(" ")[0] == c.metric:
+            return m.evidence
+    return None

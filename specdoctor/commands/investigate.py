@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from specdoctor.commands.hostopts import AcceptNewHostKey, Identity, KnownHosts
 from specdoctor.errors import UsageError
 
 __all__ = ["register", "parse_expect", "make_view", "approver_for"]
@@ -93,9 +94,9 @@ def register(app: typer.Typer) -> None:
         checkpoint: Annotated[str | None, typer.Option(help="SQLite file or postgres:// URL for checkpoints.")] = None,
         llm: Annotated[str | None, typer.Option(help="Model name for the optional LLM advisor.")] = None,
         llm_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint for --llm.")] = None,
-        accept_new_host_key: Annotated[bool, typer.Option(help="Trust and record an unknown SSH host key.")] = False,
-        known_hosts: Annotated[str | None, typer.Option(help="known_hosts file (default ~/.ssh/known_hosts).")] = None,
-        identity: Annotated[list[str] | None, typer.Option("--identity", "-i", help="SSH private key; repeatable.")] = None,
+        accept_new_host_key: AcceptNewHostKey = False,
+        known_hosts: KnownHosts = None,
+        identity: Identity = None,
         as_json: Annotated[bool, typer.Option("--json", help="Plain output; print the outcome as JSON.")] = False,
     ) -> None:
         """Run a playbook against a host and write report.md, report.json, report.html and audit.jsonl."""

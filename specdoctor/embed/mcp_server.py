@@ -177,16 +177,21 @@ def stdout_to_stderr() -> Iterator[None]:
 
 
 def run_mcp(host: str, *, allow_mutations: bool = False, accept_new_host_key: bool = False,
-            audit: Path | None = None) -> None:
+            audit: Path | None = None, known_hosts: str | None = None,
+            identity_files: list[str] | None = None) -> None:
     """`specdoctor mcp`: open the host (stdout kept clean), then serve until the MCP client leaves."""
-    from specdoctor.host import AuditLog
+    from specdoctor.host import AuditLog, open_host
 
     with stdout_to_stderr():
-        client = connect(host, allow_mutations=allow_mutations, accept_new_host_key=accept_new_host_key,
-                         audit=AuditLog(audit) if audit else None)
+        opened = open_host(host, audit=AuditLog(audit) if audit else None, accept_new_host_key=accept_new_host_key,
+                           known_hosts=known_hosts, identity_files=identity_files)
+        client = connect(opened, allow_mutations=allow_mutations)
     log.info("serving %d tools for %s (%s)", len(client.tools()), client.host.name,
              "mutations allowed" if allow_mutations else "read-only")
-    serve_stdio(client)
+    try:
+        serve_stdio(client)
+    finally:
+        opened.close()  # connect() was handed an open Host: closing it stays ours
 
 
 def _terminate(signum: int, frame: Any) -> None:

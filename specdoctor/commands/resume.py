@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
         """
         import sys
 
-        from specdoctor.commands.investigate import approver_for, make_view, show_outcome
+        from specdoctor.commands.investigate import approver_for, exit_for, make_view, show_outcome
         from specdoctor.commands.runs import resolve_run_id
         from specdoctor.engine.runner import resume as do_resume
         from specdoctor.engine.runs import load_record, save_record
@@ -42,3 +42,4 @@ def register(app: typer.Typer) -> None:
         view = make_view(plain=as_json or not sys.stdout.isatty())
         outcome = do_resume(run_id, view=view, approver=approver_for(view), yes=yes)
         show_outcome(view, outcome, as_json)
+        exit_for(outcome)

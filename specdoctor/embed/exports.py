@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 from specdoctor.toolkit import Effect, registry
 from specdoctor.toolkit.exports import langchain_tools, openai_schema
@@ -25,7 +25,8 @@ def as_langchain(client: Any, effects: Iterable[str] | None = None) -> list[Any]
     return langchain_tools(client, _effects(client, effects))
 
 
-def as_openai(client: Any = None, effects: Iterable[str] | None = None) -> list[dict[str, Any]]:
-    """OpenAI chat-completions `tools=[...]` entries (strict where the input model allows it)."""
+def as_openai(client: Any = None, effects: Iterable[str] | None = None,
+              api: Literal["chat", "responses"] = "chat") -> list[dict[str, Any]]:
+    """OpenAI `tools=[...]` entries, all strict: Chat Completions' form, or the Responses API's (`api`)."""
     reg = getattr(client, "registry", registry)
-    return [openai_schema(s) for s in reg.all(_effects(client, effects))]
+    return [openai_schema(s, api) for s in reg.all(_effects(client, effects))]

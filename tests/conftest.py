@@ -24,7 +24,9 @@ or chmod). The remote side gets sshd's minimal environment (PATH=/usr/bin:/bin:.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 
@@ -40,6 +42,7 @@ os.environ["LANGGRAPH_STRICT_MSGPACK"] = "true"
 for _var in [*OPTION_ENV.values(), "SPECDOCTOR_CONFIG"]:
     os.environ.pop(_var, None)
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="specdoctor-test-xdg-")
+atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], True)
 
 
 @pytest.fixture(scope="session")

@@ -167,6 +167,16 @@ def build_server(client: Client) -> Server[Any]:
     """A low-level MCP Server bound to one Client (its host, its effects, its safety net)."""
     specs = {s.name: s for s in client.tools()}
     definitions = [tool_definition(s) for s in specs.values()]
+    # Calls wait for one another on the Client's lock; each one's progress lines go to its own _Call, found
+    # through the worker thread that runs it (a shared hook swapped per call would cross them).
+    current = threading.local()
+
+    def route_progress(message: str) -> None:
+        call = getattr(current, "call", None)
+        if call is not None:
+            call.progress(message)
+
+    client.ctx.progress = route_progress
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=definitions)
@@ -180,8 +190,7 @@ def build_server(client: Client) -> Server[Any]:
         call = _Call(ctx, params.name)
 
         def run() -> ToolResult:
-            saved = client.ctx.progress
-            client.ctx.progress = call.progress  # the Client runs one call at a time (its lock)
+            current.call = call  # a tool reports progress from the thread that runs it: this one
             try:
                 return client.call(params.name, dict(params.arguments or {}))
             except UsageError as exc:
@@ -189,7 +198,7 @@ def build_server(client: Client) -> Server[Any]:
             except ToolCancelled as exc:
                 return ToolResult(tool=params.name, status="error", summary=str(exc), error="cancelled")
             finally:
-                client.ctx.progress = saved
+                current.call = None
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(call.watch)

@@ -94,7 +94,10 @@ def test_progress_then_cancel_stops_the_tool(tmp_path: Path, home: Path) -> None
                 await anyio.sleep(0.2)
             assert _procs_mentioning(box) <= before, "the cancelled call left a process behind"
 
-    anyio.run(main)
+    try:
+        anyio.run(main)
+    finally:  # on a failure pytest shows this with the captured output
+        print((tmp_path / "mcp-stderr.log").read_text()[-3000:])
     log = (tmp_path / "mcp-stderr.log").read_text()
     assert "Traceback" not in log and "cancelled" in log
 

@@ -44,8 +44,12 @@ def test_version_and_python_dash_m(tmp_path: Path) -> None:
     for command in ("investigate", "resume", "restore", "runs", "breakeven", "mcp", "report", "config"):
         assert f"\n  {command} " in helped.stdout
     assert "--install-completion" in helped.stdout  # typer's shell completion
-    script = _cli(["--show-completion", "bash"], tmp_path, env={"SHELL": "/bin/bash"})
-    assert script.returncode == 0 and "_SPECDOCTOR_COMPLETE" in script.stdout.upper()
+    # what the installed bash completion script asks: complete "specdoctor inv"
+    done = _cli([], tmp_path, env={"_SPECDOCTOR_COMPLETE": "complete_bash", "COMP_WORDS": "specdoctor inv",
+                                   "COMP_CWORD": "1"})
+    assert done.returncode == 0 and done.stdout.split() == ["investigate"], done.stderr
+    script = _cli([], tmp_path, env={"_SPECDOCTOR_COMPLETE": "source_bash"})
+    assert "_specdoctor_completion" in script.stdout
 
 
 def test_help_is_wrapped_not_cut_at_80_columns(tmp_path: Path) -> None:

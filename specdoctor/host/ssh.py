@@ -30,6 +30,7 @@ from specdoctor.errors import (
 )
 from specdoctor.host.audit import AuditLog
 from specdoctor.host.base import Host, quote_command
+from specdoctor.host.redact import redact_text
 
 __all__ = ["SSHHost", "SYSTEM_KNOWN_HOSTS", "fingerprint", "map_paramiko_exceptions"]
 
@@ -242,6 +243,7 @@ class SSHHost(Host):
         if transport is not None:
             transport.set_keepalive(15)
         self._client = client
+        log.info("connected to %s (%s)", self.name, transport.remote_version if transport is not None else "?")
 
     def _transport(self) -> paramiko.Transport:
         with self._lock:
@@ -265,6 +267,8 @@ class SSHHost(Host):
 
     def _exec_raw(self, cmd, *, env, cwd, timeout, stdin) -> tuple[int, bytes, bytes]:
         line = self._cmdline(cmd, env, cwd)
+        if log.isEnabledFor(logging.DEBUG):  # -vv: the command, redacted as in the audit log; env values not shown
+            log.debug("%s$ %s", self.name, redact_text(quote_command(cmd))[:500])
         transport = self._transport()
         with map_paramiko_exceptions(self.name):
             chan = transport.open_session(timeout=self.connect_timeout)

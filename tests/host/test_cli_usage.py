@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from specdoctor import __version__
+from specdoctor.testing import SSHServer
 
 
 def _cli(args: list[str], tmp_path: Path, env: dict[str, str] | None = None,
@@ -142,3 +143,17 @@ def test_report_show_takes_the_run_id_runs_prints(tmp_path: Path) -> None:
     assert ambiguous.returncode == 2 and "matches 2 runs" in ambiguous.stderr
     missing = _cli(["report", "show", "nope"], tmp_path)
     assert missing.returncode == 2 and "no run 'nope'" in missing.stderr
+
+
+def test_verbose_logs_the_ssh_session_and_quiet_silences_it(sshd: SSHServer, tmp_path: Path) -> None:
+    """-v: the connection; -vv: each command (redacted); -q: nothing but errors. Same command, same result."""
+    args = ["restore", "--host", f"{sshd.user}@127.0.0.1:{sshd.port}", "-i", str(sshd.key_path),
+            "--known-hosts", str(sshd.known_hosts), "--repo", str(tmp_path / "no-repo"), "--list"]
+    info = _cli([*args, "-v"], tmp_path)
+    debug = _cli(["-vv", *args], tmp_path)
+    quiet = _cli([*args, "-q"], tmp_path)
+    for proc in (info, debug, quiet):  # the restore itself fails the same way each time
+        assert proc.returncode == 15 and proc.stderr.strip().splitlines()[-1].startswith("specdoctor: error")
+    assert "connected to" in info.stderr and "$ git" not in info.stderr
+    assert "connected to" in debug.stderr and f"{sshd.user}@127.0.0.1:{sshd.port}$ git" in debug.stderr
+    assert quiet.stderr.strip().count("\n") == 0

@@ -149,7 +149,9 @@ class _Call:
 
 
 def _stop_after_cancel(client: Client, name: str) -> None:
-    """After a cancelled call: stop the servers this session started, put backed-up trees back (verified)."""
+    """After a cancelled mutate/disrupt call (its partial work is unknown): stop the servers this session
+    started and put backed-up trees back (verified). A cancelled read-only call needs none of this; when the
+    client has left, `Client.close()` does the same for the whole session."""
     names = {s.name for s in client.registry.all()}
     ctx = ToolContext(host=client.host, run_id=client.run_id, auto_approve=True)
     steps: list[tuple[str, dict[str, Any]]] = [("stop_server", {})] if "stop_server" in names else []
@@ -208,8 +210,9 @@ def build_server(client: Client) -> Server[Any]:
                 if call.cancel.is_set():
                     log.info("%s cancelled by the client (or the client left) after %d progress messages",
                              params.name, call.sent)
-                    with anyio.CancelScope(shield=True):
-                        await anyio.to_thread.run_sync(_stop_after_cancel, client, params.name)
+                    if specs[params.name].effect != "read":
+                        with anyio.CancelScope(shield=True):
+                            await anyio.to_thread.run_sync(_stop_after_cancel, client, params.name)
                 tg.cancel_scope.cancel()
         log.debug("done %s: %s %s", params.name, res.status, res.summary)
         return _call_result(res)

@@ -60,8 +60,11 @@ def test_progress_then_cancel_stops_the_tool(tmp_path: Path, home: Path) -> None
 
             res = await s.call_tool("benchmark", {"port": port, "runs": 3}, progress_callback=record)
             assert res.structured_content["status"] == "ok"
+            with anyio.move_on_after(10):  # notifications may be handled just after the response
+                while not any("run 3/3" in (m or "") for _, m in seen):
+                    await anyio.sleep(0.05)
+            assert any("run 3/3" in (m or "") for _, m in seen), seen
             assert [p for p, _ in seen] == sorted(p for p, _ in seen) and len(seen) >= 3
-            assert any("run 3/3" in (m or "") for _, m in seen)
             # a short text for the agent; the whole result only as structured content
             assert len(res.content) == 1 and len(res.content[0].text) < 600
             assert res.content[0].text.startswith(f"[ok] {res.structured_content['summary']}")

@@ -157,3 +157,19 @@ def test_verbose_logs_the_ssh_session_and_quiet_silences_it(sshd: SSHServer, tmp
     assert "connected to" in info.stderr and "$ git" not in info.stderr
     assert "connected to" in debug.stderr and f"{sshd.user}@127.0.0.1:{sshd.port}$ git" in debug.stderr
     assert quiet.stderr.strip().count("\n") == 0
+
+
+def test_resume_takes_new_ssh_options_for_the_run(tmp_path: Path) -> None:
+    """-i/--known-hosts given to `resume` replace the ones the run started with (the runner reopens from them)."""
+    from specdoctor.engine.runs import RunRecord
+
+    home = tmp_path / "sdhome" / "runs"
+    home.mkdir(parents=True)
+    rec = RunRecord(run_id="20991231-000000-aaaaaa", host="local", reopen="local", playbook="regression",
+                    out_dir=str(tmp_path / "o"), checkpoint=str(tmp_path / "none.sqlite"),
+                    host_options={"identity_files": ["/old/key"], "known_hosts": "/old/kh"})
+    (home / f"{rec.run_id}.json").write_text(rec.model_dump_json())
+    proc = _cli(["resume", "20991231-000000-aaa", "-i", "/new/key", "--known-hosts", "/new/kh"], tmp_path)
+    assert proc.returncode == 2 and "no checkpoint to resume" in proc.stderr, proc.stderr  # nothing to continue
+    saved = RunRecord.model_validate_json((home / f"{rec.run_id}.json").read_text())
+    assert saved.host_options["identity_files"] == ["/new/key"] and saved.host_options["known_hosts"] == "/new/kh"

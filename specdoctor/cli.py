@@ -1,8 +1,9 @@
-"""The `specdoctor` command line (typer + rich). The only layer that prints to the terminal.
+"""The `specdoctor` command line (typer). The only layer that prints to the terminal.
 
 Each command group lives in `specdoctor/commands/<name>.py` with a `register(app)` function; heavy
 imports (langgraph, openai, matplotlib) happen inside the commands so `--help` stays fast.
-Every SpecdoctorError becomes a one-line error with its stable exit code, never a traceback.
+Usage errors (missing or mistyped options, values of the wrong type) are typer's own: usage, then the
+error, exit 2. Every SpecdoctorError becomes one line with its stable exit code, never a traceback.
 """
 
 from __future__ import annotations
@@ -10,19 +11,45 @@ from __future__ import annotations
 import os
 import sys
 from importlib import import_module
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
+from specdoctor import __version__
 from specdoctor.errors import SpecdoctorError
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Diagnose speculative-decoding performance regressions on SGLang GPU servers.")
+__all__ = ["app", "build_command", "main"]
+
+# rich_markup_mode=None: click's plain help, which wraps long option names and texts instead of cutting
+# them at 80 columns (`--good-fingerpr…`), and plain `Usage: … Error: …` for usage errors.
+app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None)
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)  # one-line errors stay one line
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"specdoctor {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    """Diagnose speculative-decoding performance regressions on SGLang GPU servers.
+
+    Defaults for --host, --repo, --known-hosts, -i/--identity, --llm and --llm-base-url come from
+    $XDG_CONFIG_HOME/specdoctor/config.toml (~/.config/...) and SPECDOCTOR_HOST, SPECDOCTOR_REPO,
+    SPECDOCTOR_KNOWN_HOSTS, SPECDOCTOR_IDENTITY, SPECDOCTOR_LLM_MODEL, SPECDOCTOR_LLM_BASE_URL;
+    the command line wins over the environment, which wins over the file.
+    """
+
 
 # Order here is the order in `specdoctor --help`.
 _COMMAND_MODULES = ["investigate", "resume", "restore", "runs", "breakeven", "sweep_nccl", "tools", "mcp",
-                    "report", "scenarios"]
+                    "report", "scenarios", "config"]
 
 for _mod in _COMMAND_MODULES:
     try:
@@ -32,16 +59,50 @@ for _mod in _COMMAND_MODULES:
             raise
 
 
-def main() -> None:
-    """Console-script entry point: run the app, mapping specdoctor's errors to one-line messages."""
+def _apply_config(command: Any, defaults: dict[str, object]) -> dict[str, Any]:
+    """Name each option's SPECDOCTOR_* variable and build click's default_map (the config file) for the tree."""
+    from specdoctor.config import OPTION_ENV
+
+    dmap: dict[str, Any] = {}
+    for p in command.params:
+        if p.name in OPTION_ENV and getattr(p, "envvar", None) is None:
+            p.envvar = OPTION_ENV[p.name]
+            p.show_envvar = True
+        if p.name in defaults:
+            dmap[p.name] = defaults[p.name]
+    for name, sub in getattr(command, "commands", {}).items():
+        sub_map = _apply_config(sub, defaults)
+        if sub_map:
+            dmap[name] = sub_map
+    return dmap
+
+
+def _full_short_help(command: Any) -> None:
+    """Command lists show each command's whole first paragraph (wrapped), not one cut at the terminal width."""
+    for sub in getattr(command, "commands", {}).values():
+        if not sub.short_help and sub.help:
+            sub.short_help = " ".join(sub.help.strip().split("\n\n")[0].split())
+        _full_short_help(sub)
+
+
+def build_command(defaults: dict[str, object] | None = None) -> tuple[Any, dict[str, Any]]:
+    """The click command tree with -v/-q on every command and the config applied: (command, default_map)."""
+    from specdoctor.commands.verbosity import add_verbosity_options
+
+    command = typer.main.get_command(app)
+    add_verbosity_options(command)
+    _full_short_help(command)
+    return command, _apply_config(command, defaults or {})
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: typer handles usage errors (exit 2); specdoctor's errors are one line."""
     os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")
     try:
-        rc = app(standalone_mode=False)
-        # typer turns Ctrl-C into Exit(130) and, outside standalone mode, *returns* that code: honour it
-        if isinstance(rc, int) and not isinstance(rc, bool) and rc:
-            if rc == 130:
-                err_console.print("specdoctor: interrupted", markup=False)
-            sys.exit(rc)
+        from specdoctor.config import load_config
+
+        command, default_map = build_command(load_config().option_defaults())
+        command.main(args=argv, prog_name="specdoctor", default_map=default_map, standalone_mode=True)
     except SpecdoctorError as exc:
         one_line = " ".join(str(exc).split())  # e.g. a YAML or pydantic message spans lines: the contract is one
         err_console.print(f"specdoctor: error [{exc.code}]: {one_line}", markup=False)
@@ -49,20 +110,11 @@ def main() -> None:
     except KeyboardInterrupt:
         err_console.print("specdoctor: interrupted", markup=False)
         sys.exit(130)
-    except (typer.Exit, SystemExit) as exc:
-        code = getattr(exc, "exit_code", None)
-        if code is None:
-            code = getattr(exc, "code", 0)
-        sys.exit(code or 0)
-    except Exception as exc:  # click usage errors and the like
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
-            err_console.print("specdoctor: aborted", markup=False)
-            sys.exit(130)
+    except SystemExit as exc:
+        if exc.code == 130:  # typer turns Ctrl-C into exit 130 without a word
+            err_console.print("specdoctor: interrupted", markup=False)
+        raise
+    except Exception as exc:
         err_console.print(f"specdoctor: internal error: {type(exc).__name__}: {exc}", markup=False)
         sys.exit(70)
 

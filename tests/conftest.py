@@ -24,15 +24,25 @@ or chmod). The remote side gets sshd's minimal environment (PATH=/usr/bin:/bin:.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
 
+from specdoctor.config import OPTION_ENV
 from specdoctor.testing import SSHServer, start_sshd
 
 # Nested pydantic models in checkpoints otherwise log warnings, which fail a warnings-as-errors run.
 os.environ["LANGGRAPH_STRICT_MSGPACK"] = "true"
+
+# The developer's own specdoctor config file and SPECDOCTOR_* defaults must not change what the tests see.
+for _var in [*OPTION_ENV.values(), "SPECDOCTOR_CONFIG"]:
+    os.environ.pop(_var, None)
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="specdoctor-test-xdg-")
+atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], True)
 
 
 @pytest.fixture(scope="session")

@@ -96,6 +96,7 @@ def test_installed_wheel_runs_the_cli_and_finds_its_resources(venv: Path, tmp_pa
 
 def test_installed_help_lists_every_command_issue_2_names(venv: Path, tmp_path: Path) -> None:
     helped = _run(venv, "specdoctor", "--help", cwd=tmp_path)
-    commands = {line.split()[1] for line in helped.stdout.splitlines() if line.startswith("│ ") and len(line.split()) > 1}
+    listing = helped.stdout.split("\nCommands:\n", 1)[-1]  # click's plain help: "  name  description"
+    commands = {line.split()[0] for line in listing.splitlines() if line.startswith("  ") and not line.startswith("   ")}
     wanted = {"investigate", "resume", "restore", "breakeven", "sweep-nccl", "tools", "mcp", "report", "scenarios"}
     assert sorted(wanted - commands) == []

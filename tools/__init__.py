@@ -5,7 +5,7 @@ Shipped inside the wheel as `specdoctor.tools` (see pyproject's package-dir mapp
 
 from collections.abc import Iterable
 from importlib import import_module
-from typing import Any
+from typing import Any, Literal
 
 from specdoctor.toolkit import Effect, registry
 
@@ -40,12 +40,13 @@ def as_langchain(client: Any, effects: Iterable[str] | None = None) -> list[Any]
     return langchain_tools(client, _effects(client, effects))
 
 
-def as_openai(client: Any = None, effects: Iterable[str] | None = None) -> list[dict[str, Any]]:
-    """OpenAI chat-completions `tools=[...]` entries (default: the client's allowed effects, or read-only)."""
+def as_openai(client: Any = None, effects: Iterable[str] | None = None,
+              api: Literal["chat", "responses"] = "chat") -> list[dict[str, Any]]:
+    """OpenAI `tools=[...]` entries, all strict: Chat Completions' form, or the Responses API's (`api`)."""
     from specdoctor.toolkit.exports import openai_schema
 
     reg = getattr(client, "registry", registry)
-    return [openai_schema(s) for s in reg.all(_effects(client, effects))]
+    return [openai_schema(s, api) for s in reg.all(_effects(client, effects))]
 
 
 __all__ += ["as_langchain", "as_openai"]

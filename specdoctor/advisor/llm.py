@@ -7,6 +7,7 @@ for read-only tools by name and the engine runs them. It never replaces a measur
 from __future__ import annotations
 
 import json
+import logging
 import os
 from typing import Any
 
@@ -17,6 +18,8 @@ from specdoctor.host.redact import redact_text
 from specdoctor.models import StateReader as StateView
 
 __all__ = ["LLMAdvisor", "Narrative", "TriageGuess", "TriageGuesses"]
+
+log = logging.getLogger("specdoctor.advisor")
 
 
 class Narrative(BaseModel):
@@ -37,6 +40,16 @@ class TriageGuesses(BaseModel):
     files: list[TriageGuess] = Field(default_factory=list)
 
 
+def _decoded_arguments(name: str, args: Any) -> Any:
+    """Strict-schema arguments (maps as key/value entries) back to what the tool takes."""
+    from specdoctor.toolkit import registry
+    from specdoctor.toolkit.exports import openai_arguments
+
+    if not isinstance(args, dict) or name not in {s.name for s in registry.all()}:
+        return args
+    return openai_arguments(registry.get(name), args)
+
+
 class LLMAdvisor:
     """Talks to `base_url` (OpenAI-compatible) with `model`; the key comes from OPENAI_API_KEY."""
 
@@ -49,20 +62,30 @@ class LLMAdvisor:
                                        max_retries=1, timeout=60)
 
     def _structured(self, model_cls: type[BaseModel], system: str, user: str) -> BaseModel | None:
-        resp = self.client.chat.completions.create(
-            model=self.model,
-            messages=[{"role": "system", "content": system}, {"role": "user", "content": redact_text(user)}],
-            response_format={"type": "json_schema", "json_schema": {
-                "name": model_cls.__name__, "schema": model_cls.model_json_schema()}},
-            temperature=0)
-        content = resp.choices[0].message.content or ""
+        """One structured-output request (the SDK sends `model_cls` as a strict JSON schema and parses the
+        answer into it). A refusal, a cut or filtered answer, or one that does not parse is "no advice"."""
+        from openai import LengthFinishReasonError, OpenAIError
+
+        completions = self.client.chat.completions
+        parse = getattr(completions, "parse", None) or self.client.beta.chat.completions.parse  # older SDKs
         try:
-            return model_cls.model_validate_json(content)
-        except ValidationError:
-            try:
-                return model_cls.model_validate(json.loads(content[content.find("{"): content.rfind("}") + 1]))
-            except (ValueError, ValidationError):
+            resp = parse(model=self.model, response_format=model_cls, temperature=0,
+                         messages=[{"role": "system", "content": system},
+                                   {"role": "user", "content": redact_text(user)}])
+        except (ValidationError, ValueError, LengthFinishReasonError) as exc:
+            log.info("LLM answer for %s did not parse: %s", model_cls.__name__, str(exc)[:200])
+            return None
+        except OpenAIError as exc:  # ContentFilterFinishReasonError is one; connection errors are others
+            if type(exc).__name__ == "ContentFilterFinishReasonError":
+                log.info("LLM answer for %s was filtered", model_cls.__name__)
                 return None
+            raise
+        message = resp.choices[0].message
+        if getattr(message, "refusal", None):
+            log.info("LLM refused %s: %s", model_cls.__name__, str(message.refusal)[:200])
+            return None
+        parsed = message.parsed
+        return parsed if isinstance(parsed, model_cls) else None
 
     def narrate(self, view: StateView, verdict: Verdict, plan: list[PlanAction]) -> Narrative | None:
         facts = {"verdict": verdict.model_dump(), "measure": view.get("facts.measure"),
@@ -109,6 +132,7 @@ class LLMAdvisor:
                     args = json.loads(getattr(fn, "arguments", None) or "{}")
                 except json.JSONDecodeError:
                     args = {}
+                args = _decoded_arguments(name, args)
                 result = call_read_tool(name, args)
                 trail.append({"tool": name, "args": args, "summary": result.summary,
                               "status": result.status})

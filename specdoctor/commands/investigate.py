@@ -7,38 +7,13 @@ from typing import Annotated, Any
 
 import typer
 
-from specdoctor.errors import UsageError
+from specdoctor.commands.hostopts import AcceptNewHostKey, Identity, KnownHosts
+from specdoctor.commands.preflight import parse_expect, parse_params
 
-__all__ = ["register", "parse_expect", "make_view", "approver_for"]
+__all__ = ["RUN_EXIT_CODES", "register", "parse_expect", "make_view", "approver_for", "exit_for"]
 
-
-def parse_expect(text: str | None) -> dict[str, float]:
-    """`baseline=89,spec=94` → {'baseline': 89.0, 'spec': 94.0}."""
-    out: dict[str, float] = {}
-    for part in (text or "").split(","):
-        if not part.strip():
-            continue
-        key, sep, value = part.partition("=")
-        if not sep or key.strip() not in ("baseline", "spec"):
-            raise UsageError(f"--expect takes baseline=N,spec=N (tok/s), got {part.strip()!r}")
-        try:
-            out[key.strip()] = float(value)
-        except ValueError:
-            raise UsageError(f"--expect: {value.strip()!r} is not a number") from None
-    return out
-
-
-def parse_params(items: list[str] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep:
-            raise UsageError(f"--param takes NAME=VALUE, got {item!r}")
-        try:
-            out[key] = json.loads(value)
-        except json.JSONDecodeError:
-            out[key] = value
-    return out
+# How a run that wrote its report ended → the process's exit code (documented in README.md).
+RUN_EXIT_CODES: dict[str, int] = {"finished": 0, "error": 3, "needs-restore": 21}
 
 
 def make_view(plain: bool):
@@ -55,6 +30,18 @@ def approver_for(view):
         return bool(view.ask_approval(text))
 
     return approve
+
+
+def exit_for(outcome) -> None:
+    """Exit non-zero (one line on stderr) when the run ended in error or left the tree unrestored."""
+    code = RUN_EXIT_CODES.get(outcome.status, 1)
+    if code:
+        what = ("ended in error" if outcome.status == "error" else
+                "could not put the tree back: run `specdoctor restore`" if outcome.status == "needs-restore"
+                else f"ended {outcome.status}")
+        typer.echo(f"specdoctor: run {outcome.run_id} {what} (verdict {outcome.verdict}; partial report in "
+                   f"{outcome.out_dir})", err=True)
+        raise typer.Exit(code)
 
 
 def show_outcome(view, outcome, as_json: bool) -> None:
@@ -93,16 +80,18 @@ def register(app: typer.Typer) -> None:
         checkpoint: Annotated[str | None, typer.Option(help="SQLite file or postgres:// URL for checkpoints.")] = None,
         llm: Annotated[str | None, typer.Option(help="Model name for the optional LLM advisor.")] = None,
         llm_base_url: Annotated[str | None, typer.Option(help="OpenAI-compatible endpoint for --llm.")] = None,
-        accept_new_host_key: Annotated[bool, typer.Option(help="Trust and record an unknown SSH host key.")] = False,
-        known_hosts: Annotated[str | None, typer.Option(help="known_hosts file (default ~/.ssh/known_hosts).")] = None,
-        identity: Annotated[list[str] | None, typer.Option("--identity", "-i", help="SSH private key; repeatable.")] = None,
+        accept_new_host_key: AcceptNewHostKey = False,
+        known_hosts: KnownHosts = None,
+        identity: Identity = None,
         as_json: Annotated[bool, typer.Option("--json", help="Plain output; print the outcome as JSON.")] = False,
     ) -> None:
         """Run a playbook against a host and write report.md, report.json, report.html and audit.jsonl."""
         import sys
 
+        from specdoctor.commands.preflight import check_inputs
         from specdoctor.engine.runner import InvestigateOptions
         from specdoctor.engine.runner import investigate as run
+        from specdoctor.host import open_host
 
         opts = InvestigateOptions(
             host=host, repo=repo, python=python, launch=launch, port=port, expect=parse_expect(expect),
@@ -110,6 +99,13 @@ def register(app: typer.Typer) -> None:
             playbook=playbook, params=parse_params(param), yes=yes, dry_run=dry_run, out=out, checkpoint=checkpoint,
             llm=llm, llm_base_url=llm_base_url, accept_new_host_key=accept_new_host_key, known_hosts=known_hosts,
             identity_files=identity or [])
-        view = make_view(plain=as_json or not sys.stdout.isatty())
-        outcome = run(opts, view=view, approver=approver_for(view))
+        opened = open_host(host, accept_new_host_key=accept_new_host_key, known_hosts=known_hosts,
+                           identity_files=identity or None)
+        try:
+            check_inputs(opened, repo=repo, python=python, launch=launch)  # read-only, before any launch
+            view = make_view(plain=as_json or not sys.stdout.isatty())
+            outcome = run(opts, view=view, approver=approver_for(view), host=opened)
+        finally:
+            opened.close()
         show_outcome(view, outcome, as_json)
+        exit_for(outcome)

@@ -12,12 +12,24 @@ from rich.console import Console
 __all__ = ["register"]
 
 
+def _run_path(text: str) -> Path:
+    """An existing path as given; otherwise a run id (or unique prefix) from `specdoctor runs` → its folder."""
+    path = Path(text)
+    if path.exists():
+        return path
+    from specdoctor.commands.runs import resolve_run_id
+    from specdoctor.engine.runs import load_record
+
+    return Path(load_record(resolve_run_id(text)).out_dir)
+
+
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Show, compare and describe saved game-plan reports.", no_args_is_help=True)
 
     @group.command("show")
     def show(
-        run_dir: Annotated[Path, typer.Argument(help="Run directory (or its report.json).")],
+        run_dir: Annotated[str, typer.Argument(help="Run id (as `specdoctor runs` prints it), run directory, or "
+                                                    "report.json.")],
         section: Annotated[list[str] | None, typer.Option("--section", "-s", help="Only these section ids.")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the report JSON.")] = False,
     ) -> None:
@@ -27,7 +39,7 @@ def register(app: typer.Typer) -> None:
         from specdoctor.report.show import print_report
         from specdoctor.report.writer import load_report, redact_report
 
-        report = redact_report(load_report(run_dir))
+        report = redact_report(load_report(_run_path(run_dir)))
         if as_json:
             typer.echo(report.model_dump_json(indent=2))
             return
@@ -38,8 +50,8 @@ def register(app: typer.Typer) -> None:
 
     @group.command("diff")
     def diff(
-        a: Annotated[Path, typer.Argument(help="Earlier run directory (or report.json).")],
-        b: Annotated[Path, typer.Argument(help="Later run directory (or report.json).")],
+        a: Annotated[str, typer.Argument(help="Earlier run: id, directory or report.json.")],
+        b: Annotated[str, typer.Argument(help="Later run: id, directory or report.json.")],
         as_json: Annotated[bool, typer.Option("--json", help="Print the diff as JSON.")] = False,
     ) -> None:
         """Compare two runs: verdicts, measurements (comparator outcomes) and fingerprints."""
@@ -47,7 +59,7 @@ def register(app: typer.Typer) -> None:
         from specdoctor.report.show import render_diff
         from specdoctor.report.writer import load_report, redact_report
 
-        d = diff_reports(redact_report(load_report(a)), redact_report(load_report(b)))
+        d = diff_reports(redact_report(load_report(_run_path(a))), redact_report(load_report(_run_path(b))))
         if as_json:
             typer.echo(json.dumps({**d.model_dump(mode="json"), "verdict_changed": d.verdict_changed}, indent=2))
             return

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from specdoctor.commands.hostopts import AcceptNewHostKey, Identity, KnownHosts
 from specdoctor.errors import UsageError
 
 __all__ = ["register"]
@@ -22,7 +23,9 @@ def register(app: typer.Typer) -> None:
         backup: Annotated[str | None, typer.Option(help="Backup id (default: the newest not yet restored).")] = None,
         list_only: Annotated[bool, typer.Option("--list", help="Only list the backups.")] = False,
         force_head: Annotated[bool, typer.Option(help="Also move HEAD back if it moved.")] = False,
-        accept_new_host_key: Annotated[bool, typer.Option(help="Trust an unknown SSH host key.")] = False,
+        accept_new_host_key: AcceptNewHostKey = False,
+        known_hosts: KnownHosts = None,
+        identity: Identity = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     ) -> None:
         """Put a checkout back exactly as specdoctor found it (works after the controller died)."""
@@ -30,7 +33,8 @@ def register(app: typer.Typer) -> None:
         from specdoctor.toolkit import ToolContext
         from specdoctor.tools.worktree import list_backups, restore
 
-        with open_host(host, accept_new_host_key=accept_new_host_key) as h:
+        with open_host(host, accept_new_host_key=accept_new_host_key, known_hosts=known_hosts,
+                       identity_files=identity or None) as h:
             ctx = ToolContext(host=h, run_id="restore", auto_approve=True)
             backups = list_backups(ctx, repo)
             if list_only:

@@ -1,4 +1,4 @@
-"""`specdoctor runs`: list the runs recorded on this controller."""
+"""`specdoctor runs`: list the runs recorded on this controller; run ids resolve from a unique prefix."""
 
 from __future__ import annotations
 
@@ -7,13 +7,33 @@ from typing import Annotated
 
 import typer
 
+__all__ = ["register", "resolve_run_id"]
+
+
+def resolve_run_id(text: str) -> str:
+    """A whole run id, or a prefix of exactly one (a trailing `…` from a cut table cell is ignored)."""
+    from specdoctor.engine.runs import list_records
+    from specdoctor.errors import UsageError
+
+    want = text.strip().rstrip("…").rstrip(".")
+    ids = [r.run_id for r in list_records()]
+    if want in ids:
+        return want
+    hits = [i for i in ids if want and i.startswith(want)]
+    if len(hits) == 1:
+        return hits[0]
+    if hits:
+        raise UsageError(f"run id {text!r} matches {len(hits)} runs ({', '.join(hits[:3])}{', ...' if len(hits) > 3 else ''}): "
+                         "give more of it")
+    raise UsageError(f"no run {text!r} on this controller (see `specdoctor runs`)")
+
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def runs(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
         """List runs (id, host, playbook, status, verdict) so one can be resumed or reviewed."""
         from rich.console import Console
-        from rich.table import Table
+        from rich.table import Column, Table
 
         from specdoctor.engine.runs import list_records
 
@@ -21,7 +41,10 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo("[" + ",".join(r.model_dump_json() for r in recs) + "]")
             return
-        table = Table("run", "started", "host", "playbook", "status", "verdict", "out")
+        # The id is what `resume`/`report show` take: never cut; the other columns wrap instead.
+        table = Table(Column("run", no_wrap=True, min_width=22), Column("started", overflow="fold"),
+                      *[Column(h, overflow="fold") for h in ("host", "playbook", "status", "verdict", "out")],
+                      box=None)
         for r in recs:
             table.add_row(r.run_id, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started)), r.host, r.playbook,
                           r.status, r.verdict or "", r.out_dir)

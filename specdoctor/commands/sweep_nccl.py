@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from specdoctor.commands.hostopts import Identity, KnownHosts
 from specdoctor.errors import UsageError
 
 __all__ = ["register", "run_sweep"]
@@ -20,13 +21,15 @@ def _fmt(x: float | None, spec: str = ".1f") -> str:
 
 def run_sweep(host_spec: str, *, port: int | None, launch: str | None, python: str | None, grid: list[str],
               repeats: int, yes: bool, progress=None, accept_new_host_key: bool = False,
-              inventory: dict[str, Any] | None = None, promote_port: int | None = None) -> dict[str, Any]:
+              inventory: dict[str, Any] | None = None, promote_port: int | None = None,
+              known_hosts: str | None = None, identity_files: list[str] | None = None) -> dict[str, Any]:
     """Open the host and run the three tools; returns {'inventory', 'sweep', 'promotion'} as JSON-able dicts."""
     from specdoctor.host import open_host
     from specdoctor.toolkit import ToolContext, registry
     from specdoctor.tools.nccl_grid import parse_grid_option
 
-    host = open_host(host_spec, accept_new_host_key=accept_new_host_key)
+    host = open_host(host_spec, accept_new_host_key=accept_new_host_key, known_hosts=known_hosts,
+                     identity_files=identity_files)
     try:
         hints = host.hints
         launch = launch or (hints.launch if hints else None)
@@ -139,6 +142,8 @@ def register(app: typer.Typer) -> None:
         repeats: Annotated[int, typer.Option(help="Runs for the default and each finalist (>= 5 to promote).")] = 5,
         yes: Annotated[bool, typer.Option("--yes", help="Relaunch the server to confirm promoted settings.")] = False,
         accept_new_host_key: Annotated[bool, typer.Option("--accept-new-host-key")] = False,
+        known_hosts: KnownHosts = None,
+        identity: Identity = None,
         promote_port: Annotated[int | None, typer.Option(help="Port for the relaunches (default: --port; the "
                                                          "server there must be stopped first).")] = None,
         tp: Annotated[int | None, typer.Option(help="TP size, when no server/launch line says it.")] = None,
@@ -150,7 +155,7 @@ def register(app: typer.Typer) -> None:
         err = Console(stderr=True)
         out = run_sweep(host, port=port, launch=launch, python=python, grid=grid or [], repeats=repeats, yes=yes,
                         progress=None if as_json else (lambda m: err.print(m, markup=False, style="dim")),
-                        accept_new_host_key=accept_new_host_key,
+                        accept_new_host_key=accept_new_host_key, known_hosts=known_hosts, identity_files=identity,
                         inventory={k: v for k, v in dict(tp=tp, hidden_size=hidden_size, draft_tokens=draft_tokens).items()
                                    if v is not None}, promote_port=promote_port)
         if as_json:

@@ -139,9 +139,11 @@ class Client:
             return ToolResult(tool=name, status="error", summary=str(exc), error=str(exc)).model_dump_json()
 
     def openai_tool_message(self, tool_call: Any) -> dict[str, Any]:
-        """Answer one OpenAI `tool_calls` entry: run it, return the `{"role": "tool", ...}` message."""
-        fn = tool_call.function
-        return {"role": "tool", "tool_call_id": tool_call.id, "content": self.call_json(fn.name, fn.arguments)}
+        """Answer one OpenAI tool call — a `tool_calls` entry (SDK object or dict) or a Responses-API
+        `function_call` item: run it, return the `{"role": "tool", ...}` / `function_call_output` message."""
+        from specdoctor.embed.openai_calls import answer_tool_call
+
+        return answer_tool_call(self, tool_call)
 
     # -- the safety net -------------------------------------------------------------------------
     def _ensure_backup(self, name: str, repo: str) -> ToolResult | None:

@@ -24,9 +24,9 @@ from mcp_types import INVALID_PARAMS
 from specdoctor import __version__
 from specdoctor.embed.client import Client, connect
 from specdoctor.errors import UsageError
-from specdoctor.toolkit import ToolResult, ToolSpec
+from specdoctor.toolkit import ToolContext, ToolResult, ToolSpec
 
-__all__ = ["HINTS_URI", "REPORT_URI", "build_server", "latest_report", "output_schema", "run_mcp", "runs_dir",
+__all__ = ["HINTS_URI", "REPORT_URI", "ToolCancelled", "build_server", "summary_text", "latest_report", "output_schema", "run_mcp", "runs_dir",
            "serve_stdio", "stdout_to_stderr", "tool_definition"]
 
 log = logging.getLogger("specdoctor.mcp")
@@ -99,18 +99,86 @@ def _instructions(client: Client) -> str:
     return " ".join(lines)
 
 
+class ToolCancelled(BaseException):
+    """Raised inside a running tool (at its next progress message) when the MCP client cancelled the call or
+    went away. A BaseException, like KeyboardInterrupt: a tool's `except Exception` cannot swallow it, its
+    `finally` blocks (stop the trial server, put the trial tree back) still run."""
+
+
+def summary_text(res: ToolResult) -> str:
+    """The short text an agent reads first: status, the one-line summary (the key numbers), the error."""
+    lines = [f"[{res.status}] {res.summary}"]
+    if res.error and res.error not in res.summary:
+        lines.append(f"error: {res.error[:500]}")
+    if res.evidence:
+        lines.append(f"({len(res.evidence)} host commands as evidence; the full result is the structured content)")
+    return "\n".join(lines)
+
+
 def _call_result(res: ToolResult) -> types.CallToolResult:
     data = res.model_dump(mode="json")
-    return types.CallToolResult(
-        content=[types.TextContent(text=f"[{res.status}] {res.summary}"),
-                 types.TextContent(text=json.dumps(data, separators=(",", ":")))],
-        structured_content=data, is_error=res.status == "error")
+    return types.CallToolResult(content=[types.TextContent(text=summary_text(res))], structured_content=data,
+                                is_error=res.status == "error")
+
+
+class _Call:
+    """One tool call run in a worker thread: relays its progress lines to the MCP client and stops it at the
+    next one once the call is cancelled (a `notifications/cancelled`, or the client gone)."""
+
+    def __init__(self, ctx: Any, name: str):
+        self.ctx, self.name = ctx, name
+        self.cancel = threading.Event()
+        self.sent = 0
+
+    def progress(self, message: str) -> None:  # runs in the worker thread
+        if self.cancel.is_set():
+            raise ToolCancelled(f"{self.name} cancelled by the MCP client")
+        self.sent += 1
+        try:  # a no-op when the client asked for no progress (no progressToken)
+            anyio.from_thread.run(self.ctx.session.report_progress, float(self.sent), None, message[:500])
+        except Exception:  # the client may be gone: the message is lost, the call goes on (or stops above)
+            log.debug("progress for %s not delivered", self.name)
+
+    async def watch(self) -> None:
+        """Sleep beside the call: the SDK tears the request's scope down on `notifications/cancelled` and when
+        the connection ends, which cancels this task too, and that flags the call (the thread sees it)."""
+        try:
+            await anyio.sleep_forever()
+        finally:
+            self.cancel.set()
+
+
+def _stop_after_cancel(client: Client, name: str) -> None:
+    """After a cancelled mutate/disrupt call (its partial work is unknown): stop the servers this session
+    started and put backed-up trees back (verified). A cancelled read-only call needs none of this; when the
+    client has left, `Client.close()` does the same for the whole session."""
+    names = {s.name for s in client.registry.all()}
+    ctx = ToolContext(host=client.host, run_id=client.run_id, auto_approve=True)
+    steps: list[tuple[str, dict[str, Any]]] = [("stop_server", {})] if "stop_server" in names else []
+    if "restore_worktree" in names:
+        steps += [("restore_worktree", {"repo": repo, "backup_id": bid}) for repo, bid in client.backups.items()]
+    for tool, args in steps:
+        try:
+            r = client.registry.call(ctx, tool, args)
+            log.info("after cancelling %s: %s %s", name, tool, r.summary)
+        except Exception as exc:  # keep going: each repo still deserves its restore
+            log.warning("after cancelling %s: %s failed: %s", name, tool, exc)
 
 
 def build_server(client: Client) -> Server[Any]:
     """A low-level MCP Server bound to one Client (its host, its effects, its safety net)."""
     specs = {s.name: s for s in client.tools()}
     definitions = [tool_definition(s) for s in specs.values()]
+    # Calls wait for one another on the Client's lock; each one's progress lines go to its own _Call, found
+    # through the worker thread that runs it (a shared hook swapped per call would cross them).
+    current = threading.local()
+
+    def route_progress(message: str) -> None:
+        call = getattr(current, "call", None)
+        if call is not None:
+            call.progress(message)
+
+    client.ctx.progress = route_progress
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=definitions)
@@ -121,10 +189,31 @@ def build_server(client: Client) -> Server[Any]:
                 s.name for s in client.registry.all()} else ""
             raise MCPError(INVALID_PARAMS, f"unknown tool {params.name!r}{why}")
         log.debug("call %s %s", params.name, json.dumps(params.arguments or {})[:300])
-        try:
-            res = await anyio.to_thread.run_sync(client.call, params.name, dict(params.arguments or {}))
-        except UsageError as exc:
-            res = ToolResult(tool=params.name, status="error", summary=str(exc), error=str(exc))
+        call = _Call(ctx, params.name)
+
+        def run() -> ToolResult:
+            current.call = call  # a tool reports progress from the thread that runs it: this one
+            try:
+                return client.call(params.name, dict(params.arguments or {}))
+            except UsageError as exc:
+                return ToolResult(tool=params.name, status="error", summary=str(exc), error=str(exc))
+            except ToolCancelled as exc:
+                return ToolResult(tool=params.name, status="error", summary=str(exc), error="cancelled")
+            finally:
+                current.call = None
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call.watch)
+            try:
+                res = await anyio.to_thread.run_sync(run)  # not abandoned on cancel: the thread winds down first
+            finally:
+                if call.cancel.is_set():
+                    log.info("%s cancelled by the client (or the client left) after %d progress messages",
+                             params.name, call.sent)
+                    if specs[params.name].effect != "read":
+                        with anyio.CancelScope(shield=True):
+                            await anyio.to_thread.run_sync(_stop_after_cancel, client, params.name)
+                tg.cancel_scope.cancel()
         log.debug("done %s: %s %s", params.name, res.status, res.summary)
         return _call_result(res)
 
@@ -177,16 +266,21 @@ def stdout_to_stderr() -> Iterator[None]:
 
 
 def run_mcp(host: str, *, allow_mutations: bool = False, accept_new_host_key: bool = False,
-            audit: Path | None = None) -> None:
+            audit: Path | None = None, known_hosts: str | None = None,
+            identity_files: list[str] | None = None) -> None:
     """`specdoctor mcp`: open the host (stdout kept clean), then serve until the MCP client leaves."""
-    from specdoctor.host import AuditLog
+    from specdoctor.host import AuditLog, open_host
 
     with stdout_to_stderr():
-        client = connect(host, allow_mutations=allow_mutations, accept_new_host_key=accept_new_host_key,
-                         audit=AuditLog(audit) if audit else None)
+        opened = open_host(host, audit=AuditLog(audit) if audit else None, accept_new_host_key=accept_new_host_key,
+                           known_hosts=known_hosts, identity_files=identity_files)
+        client = connect(opened, allow_mutations=allow_mutations)
     log.info("serving %d tools for %s (%s)", len(client.tools()), client.host.name,
              "mutations allowed" if allow_mutations else "read-only")
-    serve_stdio(client)
+    try:
+        serve_stdio(client)
+    finally:
+        opened.close()  # connect() was handed an open Host: closing it stays ours
 
 
 def _terminate(signum: int, frame: Any) -> None:

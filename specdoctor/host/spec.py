@@ -48,8 +48,14 @@ def parse_host_spec(spec: str) -> HostSpec:
         if not name:
             raise UsageError("sim: needs a scenario name or a path to a scenario YAML (e.g. sim:seed)")
         return HostSpec(kind="sim", scenario=name)
+    if spec.count("[") != spec.count("]") or spec.find("]") < spec.find("["):
+        shown = "the ssh URL" if "://" in spec else repr(spec)  # a URL is not echoed: it may hold a password
+        raise UsageError(f"unbalanced brackets in {shown}: write an IPv6 host as user@[v6addr]:port")
     if spec.startswith("ssh://"):
-        parts = urlsplit(spec)
+        try:
+            parts = urlsplit(spec)
+        except ValueError as exc:  # e.g. an IPv6 address urllib cannot read
+            raise UsageError(f"invalid ssh URL: {exc}") from None
         if not parts.hostname:
             raise UsageError(f"invalid ssh URL: {spec!r}")
         if parts.password is not None or parts.path not in ("", "/") or parts.query or parts.fragment:

@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import paramiko
 
@@ -29,8 +30,14 @@ from specdoctor.errors import (
 )
 from specdoctor.host.audit import AuditLog
 from specdoctor.host.base import Host, quote_command
+from specdoctor.host.redact import redact_text
 
-__all__ = ["SSHHost", "fingerprint", "map_paramiko_exceptions"]
+__all__ = ["SSHHost", "SYSTEM_KNOWN_HOSTS", "fingerprint", "map_paramiko_exceptions"]
+
+log = logging.getLogger("specdoctor.ssh")
+
+# OpenSSH's default GlobalKnownHostsFile: host keys an administrator installed for every user.
+SYSTEM_KNOWN_HOSTS = ["/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2"]
 
 # paramiko logs transport noise (e.g. "Secsh channel N open FAILED" when a forwarded port is closed) at ERROR;
 # without a handler Python's last-resort handler prints it on the user's terminal. Failures reach the user as
@@ -118,6 +125,8 @@ class SSHHost(Host):
         connect_timeout: float = 10.0,
         audit: AuditLog | None = None,
         base_env: Mapping[str, str] | None = None,
+        proxy_jump: str | None = None,
+        system_known_hosts: list[str] | None = None,
     ):
         super().__init__(audit=audit, base_env=base_env)
         cfg_path = Path(ssh_config) if ssh_config else Path.home() / ".ssh" / "config"
@@ -128,8 +137,19 @@ class SSHHost(Host):
         self.user = user or cfg.get("user") or os.environ.get("USER") or "root"
         self.port = int(port or cfg.get("port") or 22)
         self.identity_files = list(identity_files or cfg.get("identityfile", []) or [])
-        self.proxy_jump = cfg.get("proxyjump")
-        self.known_hosts = Path(known_hosts) if known_hosts else Path.home() / ".ssh" / "known_hosts"
+        # the jump chain (OpenSSH: "a,b" = through a, then b) or a ProxyCommand; "none" switches either off
+        jump = proxy_jump if proxy_jump is not None else cfg.get("proxyjump")
+        self.proxy_jump = None if not jump or jump.strip().lower() == "none" else jump.strip()
+        command = cfg.get("proxycommand")
+        self.proxy_command = None if self.proxy_jump or not command or command.strip().lower() == "none" else command
+        user_known = (cfg.get("userknownhostsfile") or "").split()
+        self.known_hosts = Path(os.path.expanduser(str(known_hosts) if known_hosts else user_known[0] if user_known
+                                                   else "~/.ssh/known_hosts"))
+        # read like OpenSSH's GlobalKnownHostsFile: trusted, never written to
+        globals_ = cfg.get("globalknownhostsfile")
+        self.system_known_hosts = [os.path.expanduser(p) for p in (
+            system_known_hosts if system_known_hosts is not None
+            else globals_.split() if globals_ else SYSTEM_KNOWN_HOSTS)]
         self.accept_new_host_key = accept_new_host_key
         self.allow_agent = allow_agent
         self.connect_timeout = connect_timeout
@@ -137,6 +157,7 @@ class SSHHost(Host):
         self.name = f"{self.user}@{self.hostname}" + (f":{self.port}" if self.port != 22 else "")
         self._client: paramiko.SSHClient | None = None
         self._jump: SSHHost | None = None
+        self._proxy: paramiko.ProxyCommand | None = None
         self._lock = threading.Lock()
         self.policy = _KnownHostsPolicy(accept_new_host_key, self.known_hosts)
         self.connect()
@@ -159,23 +180,45 @@ class SSHHost(Host):
             parts.append(f"ssh-agent ({n} keys)")
         return "; ".join(parts)
 
+    def _open_jump(self) -> paramiko.Channel:
+        """Reach this host through the last hop of the ProxyJump chain (itself reached through the ones before)."""
+        from specdoctor.host.spec import parse_host_spec
+
+        assert self.proxy_jump is not None
+        *before, last = [h.strip() for h in self.proxy_jump.split(",") if h.strip()]
+        try:
+            hop = parse_host_spec(last)  # user@host:port, user@[v6]:port, ssh://...
+        except UsageError as exc:
+            raise UsageError(f"ProxyJump hop {last!r} of {self.name}: {exc}") from None
+        if hop.kind != "ssh" or hop.host is None:
+            raise UsageError(f"ProxyJump hop {last!r} of {self.name} is not an SSH host")
+        log.info("%s: through jump host %s%s", self.name, last, f" (after {', '.join(before)})" if before else "")
+        self._jump = SSHHost(hop.host, user=hop.user, port=hop.port, known_hosts=self.known_hosts,
+                             accept_new_host_key=self.accept_new_host_key, ssh_config=self.ssh_config,
+                             audit=self.audit, system_known_hosts=self.system_known_hosts,
+                             proxy_jump=",".join(before) if before else None, connect_timeout=self.connect_timeout,
+                             allow_agent=self.allow_agent)
+        assert self._jump._client is not None
+        transport = self._jump._client.get_transport()
+        assert transport is not None
+        with map_paramiko_exceptions(self.name):
+            return transport.open_channel("direct-tcpip", (self.hostname, self.port), ("127.0.0.1", 0))
+
     def connect(self) -> None:
         client = paramiko.SSHClient()
+        for path in self.system_known_hosts:
+            if os.path.isfile(path):
+                client.load_system_host_keys(path)  # consulted, never written (as OpenSSH does)
         if self.known_hosts.is_file():
             client.load_host_keys(str(self.known_hosts))
         client.set_missing_host_key_policy(self.policy)
-        sock = None
+        sock: Any = None
         if self.proxy_jump:
-            jump_user, _, jump_host = self.proxy_jump.rpartition("@")
-            jump_name, _, jump_port = jump_host.partition(":")
-            self._jump = SSHHost(jump_name, user=jump_user or None, port=int(jump_port) if jump_port else None,
-                                 known_hosts=self.known_hosts, accept_new_host_key=self.accept_new_host_key,
-                                 ssh_config=self.ssh_config, audit=self.audit)
-            assert self._jump._client is not None
-            transport = self._jump._client.get_transport()
-            assert transport is not None
+            sock = self._open_jump()
+        elif self.proxy_command:
+            log.info("%s: through ProxyCommand %s", self.name, self.proxy_command)
             with map_paramiko_exceptions(self.name):
-                sock = transport.open_channel("direct-tcpip", (self.hostname, self.port), ("127.0.0.1", 0))
+                sock = self._proxy = paramiko.ProxyCommand(self.proxy_command)
         try:
             with map_paramiko_exceptions(self.name, self._tried()):
                 client.connect(
@@ -200,6 +243,7 @@ class SSHHost(Host):
         if transport is not None:
             transport.set_keepalive(15)
         self._client = client
+        log.info("connected to %s (%s)", self.name, transport.remote_version if transport is not None else "?")
 
     def _transport(self) -> paramiko.Transport:
         with self._lock:
@@ -223,6 +267,8 @@ class SSHHost(Host):
 
     def _exec_raw(self, cmd, *, env, cwd, timeout, stdin) -> tuple[int, bytes, bytes]:
         line = self._cmdline(cmd, env, cwd)
+        if log.isEnabledFor(logging.DEBUG):  # -vv: the command, redacted as in the audit log; env values not shown
+            log.debug("%s$ %s", self.name, redact_text(quote_command(cmd))[:500])
         transport = self._transport()
         with map_paramiko_exceptions(self.name):
             chan = transport.open_session(timeout=self.connect_timeout)
@@ -341,8 +387,23 @@ class SSHHost(Host):
 
     def close(self) -> None:
         if self._client is not None:
+            transport = self._client.get_transport()
             self._client.close()
             self._client = None
+            if transport is not None and transport.is_alive() and transport is not threading.current_thread():
+                transport.join(timeout=5)  # its last act closes the socket (a ProxyCommand: signals it)
         if self._jump is not None:
             self._jump.close()
             self._jump = None
+        if self._proxy is not None:  # paramiko signals the ProxyCommand; reap it and close its pipes
+            proc, self._proxy = self._proxy.process, None
+            with contextlib.suppress(OSError):
+                proc.terminate()
+            try:
+                proc.wait(timeout=5)
+            except Exception:
+                proc.kill()
+                proc.wait(timeout=5)
+            for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()

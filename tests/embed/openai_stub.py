@@ -16,7 +16,8 @@ Replies become real `chat.completion` objects (tool calls get ids `call_<n>`); `
 just get the reply's `content` (put the JSON there). Streaming is refused (400). When the script is used up
 the stub answers 400 with an explanatory error, so a runaway loop fails fast instead of hanging; a script
 callable that raises (a failed `assert` on the request) also gets a 400, and its message lands in `errors`.
-GET /v1/models lists `model`. Run it by hand with `python tests/embed/openai_stub.py script.json` (a JSON
+POST /v1/responses consumes the same script and answers as a Responses-API `response` (function_call
+items and an output_text message). GET /v1/models lists `model`. Run it by hand with `python tests/embed/openai_stub.py script.json` (a JSON
 list of Reply objects) to try the examples from a terminal.
 """
 
@@ -48,6 +49,7 @@ class Reply(BaseModel):
     content: str | None = None
     tool_calls: list[ToolCall] = Field(default_factory=list)
     finish_reason: str | None = None
+    refusal: str | None = None
 
     @classmethod
     def calls(cls, *calls: ToolCall) -> Reply:
@@ -108,7 +110,7 @@ class OpenAIStub:
             with self._lock:
                 self.errors.append(f"{type(exc).__name__}: {exc}")
             return 400, _error(f"script entry {len(self.requests)} raised {type(exc).__name__}: {exc}")
-        message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": reply.refusal}
         if reply.tool_calls:
             calls = []
             for c in reply.tool_calls:
@@ -125,6 +127,25 @@ class OpenAIStub:
             "choices": [{"index": 0, "message": message, "finish_reason": finish, "logprobs": None}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
         }
+
+    def _response(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """POST /v1/responses: the same script, answered as a Responses-API `response` object."""
+        code, completion = self._completion(body)
+        if code != 200:
+            return code, completion
+        message = completion["choices"][0]["message"]
+        output: list[dict[str, Any]] = []
+        for call in message.get("tool_calls") or []:
+            output.append({"type": "function_call", "id": "fc_" + call["id"], "call_id": call["id"],
+                           "name": call["function"]["name"], "arguments": call["function"]["arguments"],
+                           "status": "completed"})
+        if message.get("content") is not None:
+            output.append({"type": "message", "id": f"msg_{len(self.requests)}", "role": "assistant",
+                           "status": "completed",
+                           "content": [{"type": "output_text", "text": message["content"], "annotations": []}]})
+        return 200, {"id": f"resp_stub_{len(self.requests)}", "object": "response", "created_at": int(time.time()),
+                     "model": completion["model"], "status": "completed", "output": output,
+                     "parallel_tool_calls": True, "tool_choice": "auto", "tools": body.get("tools") or []}
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         stub = self
@@ -154,6 +175,10 @@ class OpenAIStub:
                     body = json.loads(self.rfile.read(length) or b"{}")
                 except json.JSONDecodeError as exc:
                     self._send(400, _error(f"body is not JSON: {exc}"))
+                    return
+                if self.path.rstrip("/").endswith("/responses"):
+                    code, payload = stub._response(body)
+                    self._send(code, payload)
                     return
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, _error(f"no route POST {self.path}"))

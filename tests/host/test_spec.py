@@ -58,6 +58,12 @@ def test_accepted_forms(spec: str, expected: HostSpec) -> None:
         ("ssh://root@gpu-box/srv/repo", "no password or path"),
         ("[gpu-box]", "only IPv6"),
         ("[::1]:x", "invalid port"),
+        ("root@[::1:22", "unbalanced brackets"),
+        ("root@::1]:22", "unbalanced brackets"),
+        ("root@[fe80::1", "unbalanced brackets"),
+        ("ssh://root:hunter2@[::1:22", "unbalanced brackets"),
+        ("ssh://root:hunter2@::1]:22", "unbalanced brackets"),
+        ("ssh://root@[gpu-box]:22", "invalid ssh URL"),
     ],
 )
 def test_bad_specs_are_one_line_usage_errors(spec: str, why: str) -> None:

@@ -70,7 +70,7 @@ class StrictIn(BaseModel):
 
 
 class LooseIn(BaseModel):
-    """A default makes the schema non-strict."""
+    """A default: still strict (every property required in the schema)."""
 
     repo: str = "/srv/sglang"
 
@@ -96,7 +96,9 @@ def test_strict_flag_follows_the_input_model() -> None:
     strict_schema, loose_schema = openai_schema(s), openai_schema(loose)
     assert strict_schema["function"]["strict"] is True
     assert strict_schema["function"]["parameters"]["additionalProperties"] is False
-    assert loose_schema["function"]["strict"] is False
+    # a default no longer costs strictness: the SDK's strict schema requires it (the model passes it)
+    assert loose_schema["function"]["strict"] is True
+    assert loose_schema["function"]["parameters"]["required"] == ["repo"]
     assert [x["function"]["name"] for x in openai_schemas(reg=r)] == ["loose_tool", "strict_tool"]
     assert [x["function"]["name"] for x in openai_schemas(["mutate"], reg=r)] == []
 

@@ -91,8 +91,8 @@ def list_processes(host: Host) -> list[Proc]:
         argv = [a for a in cmd.split("\x00")]
         while argv and argv[-1] == "":
             argv.pop()
-        if len(argv) == 1 and " " in argv[0] and argv[0].startswith("sglang::"):
-            argv = argv[0].split()  # setproctitle writes one string (kept: the generic /proc reader)
+        if len(argv) == 1 and " " in argv[0] and get_engine().process_role(argv[0].split()[0]) != "other":
+            argv = argv[0].split()  # setproctitle writes one string
         procs.append(Proc(pid=int(m.group(1)), ppid=int(m.group(3)), title=m.group(2), cmdline=argv))
     return procs
 

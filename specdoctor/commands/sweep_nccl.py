@@ -162,4 +162,8 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(result, indent=2))
             return
-        _render(result, Console(), yes)
+        console = Console()
+        _render(result, console, yes)
+        run = result["run"]
+        console.print(f"run {run['run_id']} ({run['status']}): report, audit and checkpoint in {run['out_dir']}",
+                      markup=False)

@@ -32,7 +32,8 @@ class LaunchInput(BaseModel):
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict, description="Environment overrides (env K=V).")
     drop_speculative: bool = Field(default=False, description="Launch the baseline: drop every --speculative-* flag.")
-    port: int | None = Field(default=None, description="Override the port (--port); 0: a port free on the host.")
+    port: int | None = Field(default=None, ge=0, le=65535,
+                             description="Override the port (--port); 0: a port free on the host.")
     timeout_s: float = Field(default=600, description="How long to wait until the server is healthy.")
     label: str = Field(default="server", description="A name for the log file and the record.")
     engine: str = Field(default="sglang", description="Inference engine of the launch line.")

@@ -45,7 +45,7 @@ class LaunchConfig(BaseModel):
     cwd: str | None = Field(default=None, description="Working directory of the server (default: the tree).")
     env: dict[str, str] = Field(default_factory=dict, description="Environment overrides (K=V).")
     speculative: bool = Field(default=True, description="False: drop every speculative-decoding flag.")
-    port: int | None = Field(default=None, description="None: the launch line's port; 0: a free port.")
+    port: int | None = Field(default=None, ge=0, le=65535, description="None: the launch line's port; 0: a free port.")
     label: str = Field(default="server", description="Names the log file and the recorded results.")
     timeout_s: float = Field(default=600, gt=0, description="How long to wait until healthy.")
     engine: str = Field(default="sglang", description="Inference engine (specdoctor.inference).")

@@ -87,13 +87,14 @@ def port_busy(host: Host, port: int) -> bool:
 
 
 def pick_free_port(used: set[int], rng: random.Random | None = None) -> int:
-    """A port no socket on the host uses, outside the usual ephemeral range (so no client can take it first)."""
+    """A port no socket on the host uses: below the ephemeral range (no outgoing connection takes it first)
+    and below 30000, the default port servers are started on by hand."""
     rng = rng or random.Random()
     for _ in range(1000):
-        port = rng.randint(20000, 32000)
+        port = rng.randint(20000, 29999)
         if port not in used:
             return port
-    raise ToolFailed("no free TCP port found on the host between 20000 and 32000")
+    raise ToolFailed("no free TCP port found on the host between 20000 and 29999")
 
 
 def _record(ctx: ToolContext, entry: dict[str, Any]) -> None:

@@ -37,6 +37,10 @@ class LaunchInput(BaseModel):
     timeout_s: float = Field(default=600, description="How long to wait until the server is healthy.")
     label: str = Field(default="server", description="A name for the log file and the record.")
     engine: str = Field(default="sglang", description="Inference engine of the launch line.")
+    replace_env: bool = Field(default=False, description="Start from an empty environment (env -i) plus `env`: "
+                              "restarts a recorded server with exactly its own environment.")
+    log_path: str | None = Field(default=None, description="Append the server's output to this file (e.g. where "
+                                 "the user's server logged) instead of a new log in the run folder.")
 
 
 class LaunchResult(BaseModel):
@@ -131,9 +135,10 @@ def _group_pids(host: Host, pgid: int) -> list[int]:
     return _members(host.run(Raw(_STATS), check="ignore").stdout, pgid)
 
 
-def _probe(host: Host, pgid: int, log: str) -> tuple[bool, str]:
-    """(group alive, log tail) in one command."""
-    res = host.run(Raw(f"{_STATS}; echo @@tail; tail -n 60 {shlex.quote(log)} 2>/dev/null; true"), check="ignore")
+def _probe(host: Host, pgid: int, log: str, offset: int = 0) -> tuple[bool, str]:
+    """(group alive, tail of what the log gained since `offset`) in one command."""
+    res = host.run(Raw(f"{_STATS}; echo @@tail; tail -c +{offset + 1} {shlex.quote(log)} 2>/dev/null | tail -n 60; "
+                       "true"), check="ignore")
     stats, _, tail = res.stdout.partition("@@tail\n")
     return bool(_members(stats, pgid)), tail
 
@@ -174,15 +179,20 @@ def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     if args.port != 0 and port_busy(ctx.host, port):
         raise ToolRetry(f"port {port} is busy on {ctx.host.name}: stop that server first or pass another port")
     label = re.sub(r"[^A-Za-z0-9_.-]+", "-", args.label) or "server"
-    log = f"{ctx.run_dir}/{label}-{int(time.time())}-{port}.log"
+    log = args.log_path or f"{ctx.run_dir}/{label}-{int(time.time())}-{port}.log"
+    offset = 0
+    if args.log_path:  # an existing log keeps its history: only what this start adds is read for failures
+        size = ctx.host.run(["wc", "-c", args.log_path], check="ignore").stdout.split()[:1]
+        offset = int(size[0]) if size and size[0].isdigit() else 0
     env_part = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
-    run = f"setsid nohup env {env_part} {shlex.join(argv)}" if env_part else f"setsid nohup {shlex.join(argv)}"
+    env_cmd = ["env", "-i"] if args.replace_env else ["env"] if env_part else []
+    run = " ".join(["setsid", "nohup", *env_cmd, *([env_part] if env_part else []), shlex.join(argv)])
     # The host records the group itself, in the same command that starts it: a link dropped right after the
     # start (before we read the pid) must not leave a server that a later stop_server/resume cannot find.
     rest = json.dumps({"port": port, "log": log, "label": label, "time": time.time()})[1:]
     script = (f"mkdir -p {shlex.quote(ctx.run_dir)} && "
               + (f"cd {shlex.quote(args.cwd)} && " if args.cwd else "")
-              + f"{{ {run} > {shlex.quote(log)} 2>&1 < /dev/null & }} && pid=$! && "
+              + f"{{ {run} {'>>' if args.log_path else '>'} {shlex.quote(log)} 2>&1 < /dev/null & }} && pid=$! && "
               + f"printf '{{\"pgid\": %s, \"pids\": [%s], %s\\n' \"$pid\" \"$pid\" {shlex.quote(rest)} "
               + f">> {shlex.quote(ctx.run_dir + '/started.json')}; echo $pid")
     ctx.say(f"launching {label} on port {port}")
@@ -200,7 +210,7 @@ def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     t0 = time.monotonic()
     last_say = t0
     while True:
-        alive, tail = _probe(ctx.host, pgid, log)
+        alive, tail = _probe(ctx.host, pgid, log, offset)
         fatal = engine.fatal_log.search(tail)
         if not alive or fatal:
             result.log_tail = redact_text(tail[-4000:])

@@ -50,6 +50,8 @@ class LaunchConfig(BaseModel):
     timeout_s: float = Field(default=600, gt=0, description="How long to wait until healthy.")
     engine: str = Field(default="sglang", description="Inference engine (specdoctor.inference).")
     engine_version: str | None = None
+    replace_env: bool = Field(default=False, description="env = the whole environment (env -i), not overrides.")
+    log_path: str | None = Field(default=None, description="Append output here (None: a new log in the run folder).")
 
     def inference(self) -> InferenceEngine:
         return get_engine(self.engine, self.engine_version)
@@ -63,17 +65,22 @@ class LaunchConfig(BaseModel):
             path = self.inference().tree_import_path(self.tree)
             env["PYTHONPATH"] = f"{path}:{env['PYTHONPATH']}" if env.get("PYTHONPATH") else path
         args: dict[str, Any] = {"command": self.command, "env": env, "drop_speculative": not self.speculative,
-                                "label": self.label, "timeout_s": self.timeout_s}
-        for key, value in (("python", self.python), ("cwd", self.cwd or self.tree), ("port", self.port)):
+                                "label": self.label, "timeout_s": self.timeout_s, "engine": self.engine}
+        if self.replace_env:
+            args["replace_env"] = True
+        for key, value in (("python", self.python), ("cwd", self.cwd or self.tree), ("port", self.port),
+                           ("log_path", self.log_path)):
             if value is not None:
                 args[key] = value
         return args
 
     @classmethod
     def from_running(cls, argv: list[str], *, env: dict[str, str] | None = None, cwd: str | None = None,
-                     label: str = "user-server", **extra: Any) -> LaunchConfig:
-        """Describe a running server (its argv, cwd and environment) so it can be started again as it was."""
-        return cls(command=list(argv), env=dict(env or {}), cwd=cwd, label=label, **extra)
+                     log_path: str | None = None, label: str = "user-server", **extra: Any) -> LaunchConfig:
+        """Describe a running server so it can be started again as it was: its argv (port included), cwd, log
+        file (appended to) and, when given, its whole environment (/proc/PID/environ, unredacted: env -i)."""
+        return cls(command=list(argv), env=dict(env or {}), replace_env=env is not None, cwd=cwd,
+                   log_path=log_path, label=label, **extra)
 
 
 @dataclasses.dataclass(frozen=True)

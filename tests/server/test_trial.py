@@ -86,7 +86,12 @@ def test_a_tree_config_makes_the_server_import_the_engine_from_that_tree(local_c
     assert "PYTHONPATH" not in plain["env"] and "cwd" not in plain
 
 
-def test_a_running_server_described_as_a_config_starts_again_as_it_was(local_ctx, tmp_path):
+def _environ(pid: int) -> dict[str, str]:
+    items = Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0")
+    return dict(i.split("=", 1) for i in items if "=" in i)
+
+
+def test_a_running_server_described_as_a_config_starts_again_exactly_as_it_was(local_ctx, tmp_path):
     workdir = tmp_path / "work"
     workdir.mkdir()
     first = LaunchConfig(command=LAUNCH, python=PYTHON, port=0, cwd=str(workdir), label="user", timeout_s=30,
@@ -95,11 +100,14 @@ def test_a_running_server_described_as_a_config_starts_again_as_it_was(local_ctx
         found = registry.call(local_ctx, "find_server_processes", {"port": handle.port})
         s = found.output["servers"][0]
         assert s["log_path"] == handle.log_path and s["cwd"] == str(workdir)
-        env = registry.call(local_ctx, "read_process_env", {"pid": s["main"]["pid"]}).output["env"]
-        again = LaunchConfig.from_running(s["argv"], env={"NCCL_ALGO": env["NCCL_ALGO"]}, cwd=s["cwd"],
-                                          port=0, timeout_s=30)
+        env = _environ(s["main"]["pid"])  # what a restart needs (unredacted: never stored by specdoctor)
+        before = Path(handle.log_path).read_text()
+        again = LaunchConfig.from_running(s["argv"], env=env, cwd=s["cwd"], log_path=s["log_path"], timeout_s=30)
+    assert again.replace_env and again.port is None  # the port is the one in its own argv
     with trial(local_ctx, again) as second:
         s2 = registry.call(local_ctx, "find_server_processes", {"port": second.port}).output["servers"][0]
-        env2 = registry.call(local_ctx, "read_process_env", {"pid": s2["main"]["pid"]}).output["env"]
-    assert s2["cwd"] == str(workdir) and env2["NCCL_ALGO"] == "Ring"
-    assert s2["args"]["speculative_algorithm"] == s["args"]["speculative_algorithm"] == "EAGLE3"
+        env2 = _environ(s2["main"]["pid"])
+    assert second.port == handle.port and s2["argv"] == s["argv"] and s2["cwd"] == str(workdir)
+    assert env2 == env  # env -i: exactly its own environment, nothing of the launching shell added
+    assert second.log_path == handle.log_path and Path(second.log_path).read_text().startswith(before)
+    assert len(Path(second.log_path).read_text()) > len(before)  # appended, not truncated

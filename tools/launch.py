@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env, redact_text
-from specdoctor.inference import InferenceEngine, get_engine
+from specdoctor.inference import EngineName, InferenceEngine, get_engine
 from specdoctor.toolkit import ToolContext, tool
 
 __all__ = ["LaunchInput", "LaunchResult", "launch_server", "StopInput", "StopResult", "stop_server",
@@ -36,7 +36,7 @@ class LaunchInput(BaseModel):
                              description="Override the port (--port); 0: a port free on the host.")
     timeout_s: float = Field(default=600, description="How long to wait until the server is healthy.")
     label: str = Field(default="server", description="A name for the log file and the record.")
-    engine: str = Field(default="sglang", description="Inference engine of the launch line.")
+    engine: EngineName = Field(default="sglang", description="Inference engine of the launch line.")
     replace_env: bool = Field(default=False, description="Start from an empty environment (env -i) plus `env`: "
                               "restarts a recorded server with exactly its own environment.")
     log_path: str | None = Field(default=None, description="Append the server's output to this file (e.g. where "

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from specdoctor.errors import NoData, ToolFailed, ToolRetry, Unresolved
 from specdoctor.host.base import Host
-from specdoctor.inference import InferenceEngine, get_engine
+from specdoctor.inference import EngineName, InferenceEngine, get_engine
 from specdoctor.parsers.sglang import BodyError, DecodeLine, parse_body
 from specdoctor.stats.comparator import Comparison, compare
 from specdoctor.stats.summary import median_ci
@@ -41,7 +41,7 @@ class BenchmarkInput(BaseModel):
     log_path: str | None = Field(default=None, description="Server log on the host, for Decode batch lines.")
     label: str = "benchmark"
     timeout_s: float = Field(default=300, description="Per-request timeout.")
-    engine: str = Field(default="sglang", description="Inference engine serving on the port.")
+    engine: EngineName = Field(default="sglang", description="Inference engine serving on the port.")
 
 
 class RequestResult(BaseModel):

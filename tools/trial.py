@@ -21,7 +21,7 @@ from specdoctor.tools.launch import LaunchResult
 from specdoctor.tools.measure import BenchmarkResult
 
 from specdoctor.errors import Unresolved
-from specdoctor.inference import InferenceEngine, get_engine
+from specdoctor.inference import EngineName, InferenceEngine, get_engine
 from specdoctor.toolkit import ToolContext, ToolResult, registry
 
 __all__ = ["LaunchConfig", "TrialHandle", "Measurement", "LaunchFailed", "MeasureFailed", "Recorder", "trial",
@@ -48,7 +48,7 @@ class LaunchConfig(BaseModel):
     port: int | None = Field(default=None, ge=0, le=65535, description="None: the launch line's port; 0: a free port.")
     label: str = Field(default="server", description="Names the log file and the recorded results.")
     timeout_s: float = Field(default=600, gt=0, description="How long to wait until healthy.")
-    engine: str = Field(default="sglang", description="Inference engine (specdoctor.inference).")
+    engine: EngineName = Field(default="sglang", description="Inference engine (specdoctor.inference).")
     engine_version: str | None = None
     replace_env: bool = Field(default=False, description="env = the whole environment (env -i), not overrides.")
     log_path: str | None = Field(default=None, description="Append output here (None: a new log in the run folder).")

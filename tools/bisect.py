@@ -7,6 +7,8 @@ import statistics
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, trial
+from specdoctor.tools.trial import measure as measure_
 from specdoctor.tools.worktree import ApplyInput, Backup, apply_patches, ensure_backup, restore
 
 from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
@@ -40,59 +42,51 @@ class _Runner:
         self.trials: list[Trial] = []
         self.launches = 0
 
-    def _call(self, name: str, args: dict[str, Any]) -> Any:
-        return registry.call(self.ctx, name, args)
-
     def run(self, subset: list[str], purpose: str, measure: dict[str, Any] | None,
             judge: Any = None) -> Trial:
-        trial = Trial(patches=subset, outcome="unresolved", purpose=purpose)
-        self.trials.append(trial)
+        rec = Trial(patches=subset, outcome="unresolved", purpose=purpose)
+        self.trials.append(rec)
         try:
             applied = apply_patches(self.ctx, ApplyInput(repo=self.repo, files=sorted(set(self.essential + subset)),
                                                           from_clean=True))
         except ToolRetry as exc:
-            trial.cause = f"patch: {exc}"
-            return trial
+            rec.cause = f"patch: {exc}"
+            return rec
         except Unresolved as exc:  # a conflict: recorded, never counted good or bad
-            trial.cause = f"patch conflict: {exc}"
-            return trial
+            rec.cause = f"patch conflict: {exc}"
+            return rec
         if not applied.verified:
-            trial.cause = "tree not as asked: " + "; ".join(applied.mismatches)[:300]
-            return trial
+            rec.cause = "tree not as asked: " + "; ".join(applied.mismatches)[:300]
+            return rec
         self.launches += 1
-        res = self._call("launch_server", {"command": self.launch, "python": self.python, "cwd": None,
-                                           "port": self.port, "env": self.env,
-                                           "label": f"trial-{len(self.trials)}"})
-        if not res.ok:
-            trial.outcome = "fails" if measure is None else "unresolved"
-            trial.cause = f"server did not start: {res.summary}"[:400]
-            return trial
-        out = res.output or {}
+        config = LaunchConfig(command=self.launch, python=self.python, port=self.port, env=self.env,
+                              label=f"trial-{len(self.trials)}")
         try:
-            if measure is None:
-                trial.outcome = "starts"
-                return trial
-            runs, cap = measure["runs"], measure["max_runs"]
-            while True:
-                bench = self._call("benchmark", {"port": out.get("port"), "runs": runs,
-                                                 "requests_per_run": measure["requests_per_run"],
-                                                 "max_new_tokens": measure["max_new_tokens"],
-                                                 "log_path": out.get("log_path"), "label": trial.purpose[:40]})
-                if not bench.ok:
-                    trial.cause = f"benchmark failed: {bench.summary}"[:400]
-                    return trial
-                trial.samples += [float(x) for x in (bench.output or {}).get("samples", [])]
-                verdict = judge(trial.samples) if judge else "regressed"
-                if verdict is not None:
-                    trial.outcome = verdict
-                    break
-                if len(trial.samples) >= cap:
-                    trial.cause = f"comparator undecided after {len(trial.samples)} runs"
-                    break
-            trial.median = statistics.median(trial.samples) if trial.samples else None
-            return trial
-        finally:
-            self._call("stop_server", {"pgid": out.get("pgid")})
+            with trial(self.ctx, config) as handle:
+                if measure is None:
+                    rec.outcome = "starts"
+                    return rec
+                runs, cap = measure["runs"], measure["max_runs"]
+                while True:
+                    m = measure_(handle, runs=runs, requests_per_run=measure["requests_per_run"],
+                                 max_new_tokens=measure["max_new_tokens"], label=rec.purpose[:40])
+                    rec.samples += [float(x) for x in m.samples]
+                    verdict = judge(rec.samples) if judge else "regressed"
+                    if verdict is not None:
+                        rec.outcome = verdict
+                        break
+                    if len(rec.samples) >= cap:
+                        rec.cause = f"comparator undecided after {len(rec.samples)} runs"
+                        break
+        except LaunchFailed as exc:
+            rec.outcome = "fails" if measure is None else "unresolved"
+            rec.cause = f"server did not start: {exc.result.summary}"[:400]
+            return rec
+        except MeasureFailed as exc:
+            rec.cause = f"benchmark failed: {exc.result.summary}"[:400]
+            return rec
+        rec.median = statistics.median(rec.samples) if rec.samples else None
+        return rec
 
 
 class EssentialInput(BaseModel):

@@ -7,8 +7,10 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
+from specdoctor.tools.trial import LaunchConfig, measure, trial
 
 from specdoctor.errors import ToolFailed, Unresolved
+from specdoctor.inference import get_engine
 from specdoctor.toolkit import ToolContext, registry, tool
 
 __all__ = ["EmpiricalInput", "EmpiricalPoint", "EmpiricalBreakeven", "breakeven_empirical", "call_tool",
@@ -83,21 +85,13 @@ def crossing(xs: list[float], ys: list[float], level: float) -> float | None:
 
 
 def _measure(ctx: ToolContext, args: EmpiricalInput, label: str, env: dict[str, str], drop_spec: bool) -> dict:
-    launch = {"command": args.command, "env": env, "drop_speculative": drop_spec, "label": label,
-              "timeout_s": args.timeout_s}
-    for key in ("python", "cwd", "port"):
-        if getattr(args, key) is not None:
-            launch[key] = getattr(args, key)
+    config = LaunchConfig(command=args.command, env=env, speculative=not drop_spec, label=label,
+                          timeout_s=args.timeout_s, python=args.python, cwd=args.cwd, port=args.port)
     ctx.say(f"launching server ({label})")
-    started = call_tool(ctx, "launch_server", launch)
-    try:
-        return call_tool(ctx, "benchmark", {"port": started.get("port") or args.port, "runs": args.runs,
-                                            "requests_per_run": args.requests_per_run,
-                                            "max_new_tokens": args.max_new_tokens, "warmup_runs": args.warmup_runs,
-                                            "log_path": started.get("log_path"), "label": label})
-    finally:
-        stop = {"pgid": started["pgid"]} if started.get("pgid") is not None else {}
-        call_tool(ctx, "stop_server", stop)
+    with trial(ctx, config) as handle:
+        m = measure(handle, runs=args.runs, requests_per_run=args.requests_per_run,
+                    max_new_tokens=args.max_new_tokens, warmup_runs=args.warmup_runs, label=label)
+    return m.model_dump(mode="json")
 
 
 @tool(effect="disrupt")
@@ -116,9 +110,12 @@ def breakeven_empirical(ctx: ToolContext, args: EmpiricalInput) -> EmpiricalBrea
         baseline, base_samples = float(b["median"]), [float(x) for x in b.get("samples", [])]
     else:
         baseline = args.baseline_tps
+    knob = get_engine().simulate_accept_env
+    if knob is None:
+        raise Unresolved("this inference engine has no way to force the accept length")
     raw = []
     for acc in sorted(args.accept_lens):
-        m = _measure(ctx, args, f"acc-{acc:g}", {"SGLANG_SIMULATE_ACC_LEN": f"{acc:g}"}, False)
+        m = _measure(ctx, args, f"acc-{acc:g}", {knob: f"{acc:g}"}, False)
         measured = m.get("accept_length")
         if measured is not None and abs(float(measured) - acc) > 0.25 * acc:
             notes.append(f"forced τ {acc:g} but the server reported {float(measured):.2f}: the variable may not have "

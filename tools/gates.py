@@ -11,6 +11,7 @@ from specdoctor.tools.repo import full_diff, git, unquote_c_path
 
 from specdoctor.host.base import Raw
 from specdoctor.host.redact import redact_env
+from specdoctor.inference import get_engine
 from specdoctor.parsers.environ import EnvDecl, find_gate_reads, is_enabled_value, parse_environ_py
 from specdoctor.toolkit import ToolContext, registry, tool
 
@@ -71,7 +72,7 @@ class GateInput(BaseModel):
 
 
 def _label(pid: int, title: str, parent: bool) -> str:
-    return "parent" if parent else (title.split()[0] if title.startswith("sglang::") else f"pid{pid}")
+    return "parent" if parent else (title.split()[0] if get_engine().process_role(title) != "other" else f"pid{pid}")
 
 
 def _parse_environ(text: str) -> dict[str, str]:
@@ -106,7 +107,7 @@ def server_processes(ctx: ToolContext, port: int | None) -> tuple[list[ServerPro
         for proc, parent in members:
             pid = int(proc.get("pid") or 0)
             argv = proc.get("cmdline") or []
-            title = argv[0] if argv and str(argv[0]).startswith("sglang::") else proc.get("title") or ""
+            title = argv[0] if argv and get_engine().process_role(str(argv[0])) != "other" else proc.get("title") or ""
             if pid:
                 procs.append(ServerProcess(pid=pid, role=_label(pid, title, parent),
                                            env=_read_env(ctx, pid)))
@@ -121,8 +122,8 @@ def _ps_processes(ctx: ToolContext, port: int | None) -> list[ServerProcess]:
         parts = line.strip().split(None, 2)
         if len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit():
             rows.append((int(parts[0]), int(parts[1]), parts[2]))
-    mains = [r for r in rows if re.search(r"sglang[.]launch_server|sglang serve|sglang[.]srt[.]server", r[2])
-             and not r[2].startswith("sglang::")]
+    engine = get_engine()
+    mains = [r for r in rows if engine.ps_main_pattern.search(r[2]) and engine.process_role(r[2]) == "other"]
     if port is not None:
         mains = [r for r in mains if re.search(rf"--port[= ]{port}\b", r[2])] or \
             ([r for r in mains if "--port" not in r[2]] if port == 30000 else [])
@@ -136,22 +137,25 @@ def _ps_processes(ctx: ToolContext, port: int | None) -> list[ServerProcess]:
     stack = list(children.get(main[0], []))
     while stack:
         r = stack.pop()
-        if r[2].startswith("sglang::scheduler"):
+        if engine.process_role(r[2]) == "worker":
             out.append(ServerProcess(pid=r[0], role=_label(r[0], r[2], False), env=_read_env(ctx, r[0])))
         stack.extend(children.get(r[0], []))
     return out
 
 
 def locate_environ_py(ctx: ToolContext, repo: str, python: str | None) -> str | None:
-    """The environ.py the server imports: from the given python's sglang package, else the checkout's copy."""
+    """The env-gate catalog the server imports: from the given python's engine package, else the checkout's copy."""
+    engine = get_engine()
     if python:
-        code = ("import importlib.util as u; s = u.find_spec('sglang'); "
+        code = (f"import importlib.util as u; s = u.find_spec({engine.package!r}); "
                 "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')")
         res = ctx.host.run([python, "-c", code], check="ignore", timeout=60)
         loc = res.stdout.strip().splitlines()[-1:] if res.ok else []
-        if loc and loc[0] and ctx.host.exists(f"{loc[0]}/srt/environ.py"):
-            return f"{loc[0]}/srt/environ.py"
-    for rel in ("python/sglang/srt/environ.py", "sglang/srt/environ.py"):
+        # the catalog path inside the package: the repo-relative path without "<...>/<package>/"
+        inner = engine.gate_catalog_paths[-1].split(f"{engine.package}/", 1)[-1]
+        if loc and loc[0] and ctx.host.exists(f"{loc[0]}/{inner}"):
+            return f"{loc[0]}/{inner}"
+    for rel in engine.gate_catalog_paths:
         if ctx.host.exists(f"{repo.rstrip('/')}/{rel}"):
             return f"{repo.rstrip('/')}/{rel}"
     return None

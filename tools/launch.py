@@ -1,9 +1,9 @@
-"""Launch and stop SGLang servers that specdoctor owns: detached, logged, recorded by process group."""
+"""Launch and stop inference servers that specdoctor owns: detached, logged, recorded by process group."""
 
 from __future__ import annotations
 
 import json
-import os
+import random
 import re
 import shlex
 import time
@@ -15,15 +15,13 @@ from pydantic import BaseModel, Field
 from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env, redact_text
-from specdoctor.parsers.sglang import drop_speculative_flags, parse_launch_command, split_command
+from specdoctor.inference import EngineName, InferenceEngine, get_engine
 from specdoctor.toolkit import ToolContext, tool
 
 __all__ = ["LaunchInput", "LaunchResult", "launch_server", "StopInput", "StopResult", "stop_server",
-           "build_command", "port_busy", "FATAL"]
+           "build_command", "port_busy", "listening_ports", "pick_free_port", "FATAL"]
 
-FATAL = re.compile(r"Traceback \(most recent call last\)|^\S*(Error|Exception): |CUDA error|out of memory|"
-                   r"\bFATAL\b|Killed$", re.M)
-_PY = re.compile(r"^python[0-9.]*$")
+FATAL = get_engine().fatal_log
 
 
 class LaunchInput(BaseModel):
@@ -34,9 +32,15 @@ class LaunchInput(BaseModel):
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict, description="Environment overrides (env K=V).")
     drop_speculative: bool = Field(default=False, description="Launch the baseline: drop every --speculative-* flag.")
-    port: int | None = Field(default=None, description="Override the port (--port).")
-    timeout_s: float = Field(default=600, description="How long to wait for /health_generate.")
+    port: int | None = Field(default=None, ge=0, le=65535,
+                             description="Override the port (--port); 0: a port free on the host.")
+    timeout_s: float = Field(default=600, description="How long to wait until the server is healthy.")
     label: str = Field(default="server", description="A name for the log file and the record.")
+    engine: EngineName = Field(default="sglang", description="Inference engine of the launch line.")
+    replace_env: bool = Field(default=False, description="Start from an empty environment (env -i) plus `env`: "
+                              "restarts a recorded server with exactly its own environment.")
+    log_path: str | None = Field(default=None, description="Append the server's output to this file (e.g. where "
+                                 "the user's server logged) instead of a new log in the run folder.")
 
 
 class LaunchResult(BaseModel):
@@ -58,44 +62,43 @@ class LaunchResult(BaseModel):
 
 
 def build_command(command: str | list[str], *, python: str | None, drop_speculative: bool,
-                  port: int | None) -> list[str]:
+                  port: int | None, engine: InferenceEngine | None = None) -> list[str]:
     """The argv to run: baseline flags dropped, python swapped, port forced, leading K=V kept out (env)."""
-    tokens = drop_speculative_flags(command) if drop_speculative else split_command(command)
-    parsed = parse_launch_command(tokens)
-    argv = tokens[len(tokens) - len(parsed.prefix) - len(parsed.flags):]  # drop leading env/wrappers
-    if parsed.entry == "bare":
-        argv = [python or "python3", "-m", "sglang.launch_server", *parsed.flags]
-    elif python:
-        base = os.path.basename(argv[0])
-        if _PY.match(base):
-            argv = [python, *argv[1:]]
-        elif parsed.entry == "serve" and base == "sglang":
-            argv = [os.path.join(os.path.dirname(python), "sglang"), *argv[1:]]
-    if port is not None:
-        out, i = [], 0
-        while i < len(argv):
-            t = argv[i]
-            if t == "--port":
-                i += 2
+    return (engine or get_engine()).relaunch_argv(command, python=python, speculative=not drop_speculative, port=port)
+
+
+def listening_ports(host: Host) -> tuple[set[int], set[int]]:
+    """(listening, every port in use) on the host, from /proc/net/tcp{,6}: works without ss/python."""
+    res = host.run(Raw("cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; true"), check="ignore")
+    listening: set[int] = set()
+    used: set[int] = set()
+    for line in res.stdout.splitlines():
+        cells = line.split()
+        if len(cells) > 3 and ":" in cells[1]:
+            try:
+                port = int(cells[1].rsplit(":", 1)[1], 16)
+            except ValueError:
                 continue
-            if t.startswith("--port="):
-                i += 1
-                continue
-            out.append(t)
-            i += 1
-        argv = [*out, "--port", str(port)]
-    return argv
+            used.add(port)
+            if cells[3] == "0A":
+                listening.add(port)
+    return listening, used
 
 
 def port_busy(host: Host, port: int) -> bool:
-    """True when something on the host listens on `port` (from /proc/net/tcp{,6}: works without ss/python)."""
-    res = host.run(Raw("cat /proc/net/tcp /proc/net/tcp6 2>/dev/null; true"), check="ignore")
-    want = f"{port:04X}"
-    for line in res.stdout.splitlines()[1:]:
-        cells = line.split()
-        if len(cells) > 3 and ":" in cells[1] and cells[1].rsplit(":", 1)[1] == want and cells[3] == "0A":
-            return True
-    return False
+    """True when something on the host listens on `port`."""
+    return port in listening_ports(host)[0]
+
+
+def pick_free_port(used: set[int], rng: random.Random | None = None) -> int:
+    """A port no socket on the host uses: below the ephemeral range (no outgoing connection takes it first)
+    and below 30000, the default port servers are started on by hand."""
+    rng = rng or random.Random()
+    for _ in range(1000):
+        port = rng.randint(20000, 29999)
+        if port not in used:
+            return port
+    raise ToolFailed("no free TCP port found on the host between 20000 and 29999")
 
 
 def _record(ctx: ToolContext, entry: dict[str, Any]) -> None:
@@ -106,10 +109,10 @@ def _record(ctx: ToolContext, entry: dict[str, Any]) -> None:
                      f"{shlex.quote(json.dumps(entry))} >> {shlex.quote(path)}"), check="ignore")
 
 
-def _health(host: Host, port: int) -> bool:
+def _health(host: Host, port: int, path: str) -> bool:
     try:
         with host.forward(port) as local:
-            r = httpx.get(f"http://127.0.0.1:{local}/health_generate", timeout=5.0)
+            r = httpx.get(f"http://127.0.0.1:{local}{path}", timeout=5.0)
             return r.status_code == 200
     except (httpx.HTTPError, OSError):
         return False
@@ -132,9 +135,10 @@ def _group_pids(host: Host, pgid: int) -> list[int]:
     return _members(host.run(Raw(_STATS), check="ignore").stdout, pgid)
 
 
-def _probe(host: Host, pgid: int, log: str) -> tuple[bool, str]:
-    """(group alive, log tail) in one command."""
-    res = host.run(Raw(f"{_STATS}; echo @@tail; tail -n 60 {shlex.quote(log)} 2>/dev/null; true"), check="ignore")
+def _probe(host: Host, pgid: int, log: str, offset: int = 0) -> tuple[bool, str]:
+    """(group alive, tail of what the log gained since `offset`) in one command."""
+    res = host.run(Raw(f"{_STATS}; echo @@tail; tail -c +{offset + 1} {shlex.quote(log)} 2>/dev/null | tail -n 60; "
+                       "true"), check="ignore")
     stats, _, tail = res.stdout.partition("@@tail\n")
     return bool(_members(stats, pgid)), tail
 
@@ -157,27 +161,38 @@ def _kill_group(host: Host, pgid: int, grace_s: float = 10.0) -> bool:
 
 @tool(effect="disrupt")
 def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
-    """Start an SGLang server detached (setsid nohup), log to the run folder, wait for /health_generate.
+    """Start an inference server detached (setsid nohup), log to the run folder, wait until it is healthy.
 
-    Refuses a busy port. The process group is recorded (ctx.cache['started'] and started.json) so that
+    Refuses a busy port; port 0 picks one that is free on the host. The process group is recorded (ctx.cache['started'] and started.json) so that
     stop_server only ever stops what specdoctor started. A failed start raises Unresolved with the log tail.
     """
-    argv = build_command(args.command, python=args.python, drop_speculative=args.drop_speculative, port=args.port)
-    parsed = parse_launch_command(argv)
-    env = {**parse_launch_command(args.command).env, **args.env}
+    engine = get_engine(args.engine)
+    want = args.port
+    if want == 0:
+        _, used = listening_ports(ctx.host)
+        want = pick_free_port(used)
+    argv = build_command(args.command, python=args.python, drop_speculative=args.drop_speculative, port=want,
+                         engine=engine)
+    parsed = engine.parse_launch(argv)
+    env = {**engine.parse_launch(args.command).env, **args.env}
     port = parsed.port
-    if port_busy(ctx.host, port):
+    if args.port != 0 and port_busy(ctx.host, port):
         raise ToolRetry(f"port {port} is busy on {ctx.host.name}: stop that server first or pass another port")
     label = re.sub(r"[^A-Za-z0-9_.-]+", "-", args.label) or "server"
-    log = f"{ctx.run_dir}/{label}-{int(time.time())}-{port}.log"
+    log = args.log_path or f"{ctx.run_dir}/{label}-{int(time.time())}-{port}.log"
+    offset = 0
+    if args.log_path:  # an existing log keeps its history: only what this start adds is read for failures
+        size = ctx.host.run(["wc", "-c", args.log_path], check="ignore").stdout.split()[:1]
+        offset = int(size[0]) if size and size[0].isdigit() else 0
     env_part = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
-    run = f"setsid nohup env {env_part} {shlex.join(argv)}" if env_part else f"setsid nohup {shlex.join(argv)}"
+    env_cmd = ["env", "-i"] if args.replace_env else ["env"] if env_part else []
+    run = " ".join(["setsid", "nohup", *env_cmd, *([env_part] if env_part else []), shlex.join(argv)])
     # The host records the group itself, in the same command that starts it: a link dropped right after the
     # start (before we read the pid) must not leave a server that a later stop_server/resume cannot find.
     rest = json.dumps({"port": port, "log": log, "label": label, "time": time.time()})[1:]
     script = (f"mkdir -p {shlex.quote(ctx.run_dir)} && "
               + (f"cd {shlex.quote(args.cwd)} && " if args.cwd else "")
-              + f"{{ {run} > {shlex.quote(log)} 2>&1 < /dev/null & }} && pid=$! && "
+              + f"{{ {run} {'>>' if args.log_path else '>'} {shlex.quote(log)} 2>&1 < /dev/null & }} && pid=$! && "
               + f"printf '{{\"pgid\": %s, \"pids\": [%s], %s\\n' \"$pid\" \"$pid\" {shlex.quote(rest)} "
               + f">> {shlex.quote(ctx.run_dir + '/started.json')}; echo $pid")
     ctx.say(f"launching {label} on port {port}")
@@ -195,8 +210,8 @@ def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     t0 = time.monotonic()
     last_say = t0
     while True:
-        alive, tail = _probe(ctx.host, pgid, log)
-        fatal = FATAL.search(tail)
+        alive, tail = _probe(ctx.host, pgid, log, offset)
+        fatal = engine.fatal_log.search(tail)
         if not alive or fatal:
             result.log_tail = redact_text(tail[-4000:])
             if alive:
@@ -206,7 +221,7 @@ def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
             else:
                 why = f"fatal line in the log: {fatal.group(0)!r}"
             raise Unresolved(f"{label} failed to start ({why}); log tail:\n{result.log_tail[-1500:]}", output=result)
-        if _health(ctx.host, port):
+        if _health(ctx.host, port, engine.health_path):
             result.ready_seconds = round(time.monotonic() - t0, 2)
             break
         if time.monotonic() - t0 > args.timeout_s:

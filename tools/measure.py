@@ -1,4 +1,4 @@
-"""Measurement tools: batch-1 decode benchmark through /generate, and the Pinpoint-style comparator."""
+"""Measurement tools: batch-1 decode benchmark through the engine's generate route, and the comparator."""
 
 from __future__ import annotations
 
@@ -10,13 +10,8 @@ from pydantic import BaseModel, Field
 
 from specdoctor.errors import NoData, ToolFailed, ToolRetry, Unresolved
 from specdoctor.host.base import Host
-from specdoctor.parsers.sglang import (
-    BodyError,
-    DecodeLine,
-    normalise_meta_info,
-    parse_body,
-    parse_decode_lines,
-)
+from specdoctor.inference import EngineName, InferenceEngine, get_engine
+from specdoctor.parsers.sglang import BodyError, DecodeLine, parse_body
 from specdoctor.stats.comparator import Comparison, compare
 from specdoctor.stats.summary import median_ci
 from specdoctor.toolkit import ToolContext, tool
@@ -46,6 +41,7 @@ class BenchmarkInput(BaseModel):
     log_path: str | None = Field(default=None, description="Server log on the host, for Decode batch lines.")
     label: str = "benchmark"
     timeout_s: float = Field(default=300, description="Per-request timeout.")
+    engine: EngineName = Field(default="sglang", description="Inference engine serving on the port.")
 
 
 class RequestResult(BaseModel):
@@ -107,30 +103,30 @@ class BenchmarkResult(BaseModel):
                 f"{len(self.samples)} runs (cv {100 * (self.cv or 0):.1f} %){acc}")
 
 
-def _one_request(client: httpx.Client, prompt: str, max_new_tokens: int, timeout: float) -> RequestResult:
-    payload = {"text": prompt, "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens,
-                                                   "ignore_eos": True}}
+def _one_request(client: httpx.Client, engine: InferenceEngine, prompt: str, max_new_tokens: int,
+                 timeout: float) -> RequestResult:
+    path = engine.generate_path
     t0 = time.perf_counter()
     try:
-        r = client.post("/generate", json=payload, timeout=timeout)
+        r = client.post(path, json=engine.generate_payload(prompt, max_new_tokens), timeout=timeout)
     except httpx.HTTPError as exc:
-        raise ToolFailed(f"/generate failed: {type(exc).__name__}: {exc}") from None
+        raise ToolFailed(f"{path} failed: {type(exc).__name__}: {exc}") from None
     wall = time.perf_counter() - t0
     if r.status_code != 200:
-        raise ToolFailed(f"/generate answered HTTP {r.status_code}: {r.text[:200]}")
+        raise ToolFailed(f"{path} answered HTTP {r.status_code}: {r.text[:200]}")
     try:
         body = parse_body(r.text)
     except BodyError as exc:
-        raise ToolFailed(f"/generate: {exc}") from None
+        raise ToolFailed(f"{path}: {exc}") from None
     if isinstance(body, list) and body:
         body = body[0]
-    meta = normalise_meta_info(body.get("meta_info") if isinstance(body, dict) else None)
+    meta = engine.read_meta(body)
     tokens = meta.completion_tokens
     if not tokens:
         ids = body.get("output_ids") if isinstance(body, dict) else None
         tokens = len(ids) if isinstance(ids, list) else 0
     if not tokens:
-        raise ToolFailed("/generate returned no completion tokens")
+        raise ToolFailed(f"{path} returned no completion tokens")
     latency, source = (meta.e2e_latency, "e2e_latency") if meta.e2e_latency else (wall, "client")
     tpot = None
     if meta.first_token_latency is not None and tokens > 1:
@@ -144,8 +140,8 @@ def _one_request(client: httpx.Client, prompt: str, max_new_tokens: int, timeout
                          tpot_ms=tpot, spec_accept_length=accept, spec_verify_ct=meta.spec_verify_ct)
 
 
-def _run(client: httpx.Client, args: BenchmarkInput, offset: int) -> RunResult:
-    reqs = [_one_request(client, PROMPTS[(offset + i) % len(PROMPTS)], args.max_new_tokens, args.timeout_s)
+def _run(client: httpx.Client, engine: InferenceEngine, args: BenchmarkInput, offset: int) -> RunResult:
+    reqs = [_one_request(client, engine, PROMPTS[(offset + i) % len(PROMPTS)], args.max_new_tokens, args.timeout_s)
             for i in range(args.requests_per_run)]
     tokens = sum(r.completion_tokens for r in reqs)
     latency = sum(r.latency_s for r in reqs)
@@ -197,19 +193,20 @@ def benchmark(ctx: ToolContext, args: BenchmarkInput) -> BenchmarkResult:
     Warm-up runs are discarded; each run is several sequential requests (not independent samples on their own);
     reports the median with a 95 % bootstrap CI, TPOT, accept length and findings from the server log.
     """
+    engine = get_engine(args.engine)
     log_offset = _log_size(ctx.host, args.log_path) if args.log_path else None
     runs: list[RunResult] = []
     with ctx.host.forward(args.port) as local:
         with httpx.Client(base_url=f"http://127.0.0.1:{local}") as client:
             try:
-                client.get("/health", timeout=10)
+                client.get(engine.liveness_path, timeout=10)
             except httpx.HTTPError as exc:
                 raise NoData(f"no server answering on port {args.port}: {type(exc).__name__}") from None
             for w in range(args.warmup_runs):
                 ctx.say(f"{args.label}: warm-up {w + 1}/{args.warmup_runs}")
-                _run(client, args, 0)
+                _run(client, engine, args, 0)
             for i in range(args.runs):
-                runs.append(_run(client, args, i * args.requests_per_run))
+                runs.append(_run(client, engine, args, i * args.requests_per_run))
                 ctx.say(f"{args.label}: run {i + 1}/{args.runs}: {runs[-1].tok_s:.1f} tok/s")
     samples = [r.tok_s for r in runs]
     lo, hi = median_ci(samples)
@@ -225,9 +222,9 @@ def benchmark(ctx: ToolContext, args: BenchmarkInput) -> BenchmarkResult:
                           requests_per_run=args.requests_per_run, warmup_runs=args.warmup_runs)
     if args.log_path:
         text = _read_log_from(ctx.host, args.log_path, log_offset or 0)
-        lines = parse_decode_lines(text)
+        lines = engine.decode_lines(text)
         if not lines and log_offset:
-            lines = parse_decode_lines(_read_log_from(ctx.host, args.log_path, 0))
+            lines = engine.decode_lines(_read_log_from(ctx.host, args.log_path, 0))
         spec = out.speculative or any(ln.accept_len is not None for ln in lines)
         out.speculative = spec
         out.findings, out.cuda_graph = log_findings(lines, spec)

@@ -22,9 +22,9 @@ from specdoctor.tools.nccl_grid import (
 
 from specdoctor.errors import NoData, ToolFailed, ToolRetry
 from specdoctor.host.base import Raw
+from specdoctor.inference import get_engine
 from specdoctor.parsers.nccl import latency_at, parse_all_reduce, parse_nccl_debug
 from specdoctor.parsers.nvidia_smi import parse_topo
-from specdoctor.parsers.sglang import parse_launch_command
 from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolContext, registry, tool
 
@@ -40,17 +40,18 @@ echo "@@etc_nccl_conf"; cat /etc/nccl.conf 2>/dev/null || true
 echo "@@nccl_conf_file"; if [ -n "${NCCL_CONF_FILE:-}" ]; then echo "path=$NCCL_CONF_FILE"; cat "$NCCL_CONF_FILE" 2>/dev/null; fi
 echo "@@home_nccl_conf"; cat "$HOME/.nccl.conf" 2>/dev/null || true
 echo "@@all_reduce_perf"; command -v all_reduce_perf 2>/dev/null || true
-echo "@@versions"; "$PY" -c "$VERSIONS" 2>/dev/null || echo '{}'
+echo "@@versions"; "$PY" -c "$VERSIONS" "$ENGINE" 2>/dev/null || echo '{}'
 """
 _VERSIONS = r"""
-import json, importlib.metadata as md
+import importlib, json, sys, importlib.metadata as md
 out = {}
-for dist in ("sglang", "torch"):
+ENGINE = sys.argv[1] if len(sys.argv) > 1 else "sglang"
+for dist in (ENGINE, "torch"):
     try: out[dist] = md.version(dist)
     except Exception: pass
-if "sglang" not in out:
+if ENGINE not in out:
     try:
-        import sglang; out["sglang"] = getattr(sglang, "__version__", None)
+        out[ENGINE] = getattr(importlib.import_module(ENGINE), "__version__", None)
     except Exception: pass
 try:
     import torch
@@ -177,7 +178,9 @@ def nccl_inventory(ctx: ToolContext, args: InventoryInput) -> NcclInventory:
     The sizes are the all-reduces decode and verify actually issue: decode b·hidden·2 B, verify
     b·draft_tokens·hidden·2 B (bf16), for each batch size asked (1 and 16 by default).
     """
-    res = ctx.host.run(Raw(_SCRIPT), env={"PY": args.python, "VERSIONS": _VERSIONS}, check="ignore", timeout=120)
+    engine = get_engine()
+    res = ctx.host.run(Raw(_SCRIPT), env={"PY": args.python, "VERSIONS": _VERSIONS, "ENGINE": engine.package},
+                       check="ignore", timeout=120)
     sec = _sections(res.stdout)
     inv = NcclInventory()
     notes = inv.notes
@@ -186,14 +189,14 @@ def nccl_inventory(ctx: ToolContext, args: InventoryInput) -> NcclInventory:
     # SGLang that happens to run on the host).
     port = args.port
     if port is None and args.launch:
-        port = parse_launch_command(args.launch).port
+        port = get_engine().parse_launch(args.launch).port
     server = _server_args(ctx, port)
     if server:
         _propagation(ctx, port, inv)
     elif port is not None:
         notes.append(f"no SGLang server found on port {port}: TP and model read from the launch line")
     if args.launch:  # the running server's own args win over the launch line
-        server = {**parse_launch_command(args.launch).as_args(), **server}
+        server = {**get_engine().parse_launch(args.launch).as_args(), **server}
     inv.tp = args.tp or server.get("tp_size") or None
     inv.model_path = args.model_path or server.get("model_path")
     inv.draft_tokens = args.draft_tokens or server.get("speculative_num_draft_tokens")
@@ -235,7 +238,7 @@ def nccl_inventory(ctx: ToolContext, args: InventoryInput) -> NcclInventory:
         ver = json.loads((sec.get("versions") or ["{}"])[-1] or "{}")
     except json.JSONDecodeError:
         ver = {}
-    inv.torch_version, inv.sglang_version, inv.nccl_version = ver.get("torch"), ver.get("sglang"), ver.get("nccl")
+    inv.torch_version, inv.sglang_version, inv.nccl_version = ver.get("torch"), ver.get(engine.package), ver.get("nccl")
     inv.sglang_forced_env = sglang_forced_env(inv.sglang_version)
     perf = [x.strip() for x in sec.get("all_reduce_perf", []) if x.strip()]
     if perf:

@@ -8,6 +8,7 @@ import re
 from pydantic import BaseModel, Field, field_validator
 
 from specdoctor.errors import UsageError
+from specdoctor.inference import get_engine
 
 __all__ = [
     "DEBUG_CLASS",
@@ -179,12 +180,5 @@ def experiment_only(env: dict[str, str]) -> list[str]:
 
 
 def sglang_forced_env(version: str | None) -> dict[str, str]:
-    """What SGLang's _set_envs_and_config writes into os.environ before spawning workers (sglang.md §6)."""
-    v = version_tuple(version)
-    if v is None:
-        return {}
-    if v < (0, 5):
-        return {"NCCL_CUMEM_ENABLE": "0 (always)", "NCCL_NVLS_ENABLE": "--enable-nccl-nvls (always)",
-                "CUDA_DEVICE_MAX_CONNECTIONS": "4 (always)", "TORCH_NCCL_AVOID_RECORD_STREAMS": "1 (always)"}
-    return {"NCCL_CUMEM_ENABLE": "0 unless set by the user", "NCCL_NVLS_ENABLE": "0 unless set by the user",
-            "CUDA_DEVICE_MAX_CONNECTIONS": "8 (always)"}
+    """What the engine writes into os.environ before spawning workers, at this version (ask the seam)."""
+    return get_engine(version=version).forced_env()

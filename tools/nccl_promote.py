@@ -7,10 +7,11 @@ from typing import Any
 from pydantic import BaseModel, Field
 from specdoctor.tools.breakeven_empirical import call_tool
 from specdoctor.tools.nccl_grid import EXPERIMENT_NOTE, experiment_only
+from specdoctor.tools.trial import LaunchConfig, Measurement, TrialHandle, measure, trial
 
 from specdoctor.errors import HostError, ToolRetry, Unresolved
+from specdoctor.inference import get_engine
 from specdoctor.parsers.nccl import parse_nccl_debug
-from specdoctor.parsers.sglang import parse_launch_command
 from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolContext, tool
 
@@ -138,25 +139,14 @@ def _check(ctx: ToolContext, env: dict[str, str], port: int | None, log_path: st
     return out_rows
 
 
-def _launch(ctx: ToolContext, args: PromoteInput, label: str, env: dict[str, str]) -> dict[str, Any]:
-    launch: dict[str, Any] = {"command": args.command, "env": {**DEBUG_ENV, **env}, "label": label,
-                              "timeout_s": args.timeout_s}
-    for key in ("python", "cwd", "port"):
-        if getattr(args, key) is not None:
-            launch[key] = getattr(args, key)
-    ctx.say(f"launching server ({label})")
-    return call_tool(ctx, "launch_server", launch)
+def _config(args: PromoteInput, label: str, env: dict[str, str]) -> LaunchConfig:
+    return LaunchConfig(command=args.command, env={**DEBUG_ENV, **env}, label=label, timeout_s=args.timeout_s,
+                        python=args.python, cwd=args.cwd, port=args.port)
 
 
-def _bench(ctx: ToolContext, args: PromoteInput, started: dict[str, Any], label: str) -> dict[str, Any]:
-    return call_tool(ctx, "benchmark", {"port": started.get("port") or args.port, "runs": args.runs,
-                                        "requests_per_run": args.requests_per_run,
-                                        "max_new_tokens": args.max_new_tokens, "warmup_runs": args.warmup_runs,
-                                        "log_path": started.get("log_path"), "label": label})
-
-
-def _stop(ctx: ToolContext, started: dict[str, Any]) -> None:
-    call_tool(ctx, "stop_server", {"pgid": started["pgid"]} if started.get("pgid") is not None else {})
+def _bench(handle: TrialHandle, args: PromoteInput, label: str) -> Measurement:
+    return measure(handle, runs=args.runs, requests_per_run=args.requests_per_run,
+                   max_new_tokens=args.max_new_tokens, warmup_runs=args.warmup_runs, label=label)
 
 
 def _simplest_equivalent(best: PromotedResult, measured: list[PromotedResult],
@@ -187,27 +177,25 @@ def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
     """
     if not args.candidates:
         raise ToolRetry("no candidates: run nccl_sweep first and pass the configurations it promoted")
-    tp = max(1, parse_launch_command(args.command).tp_size)
+    tp = max(1, get_engine().parse_launch(args.command).tp_size)
     out = NcclPromotion()
     measured: list[PromotedResult] = []
     for cand in args.candidates:
         res = PromotedResult(label=cand.label, env=cand.env, propagated=False, experiment_only=experiment_only(cand.env))
-        started = _launch(ctx, args, cand.label, cand.env)
-        try:
-            res.propagation = _check(ctx, cand.env, started.get("port") or args.port, started.get("log_path"), tp)
+        ctx.say(f"launching server ({cand.label})")
+        with trial(ctx, _config(args, cand.label, cand.env)) as handle:
+            res.propagation = _check(ctx, cand.env, handle.port, handle.log_path, tp)
             res.propagated = all(p.ok for p in res.propagation)
             if res.propagated:
-                b = _bench(ctx, args, started, cand.label)
-                res.samples = [float(x) for x in b.get("samples", [])]
-                res.median, res.ci_low, res.ci_high = b.get("median"), b.get("ci_low"), b.get("ci_high")
+                b = _bench(handle, args, cand.label)
+                res.samples = [float(x) for x in b.samples]
+                res.median, res.ci_low, res.ci_high = b.median, b.ci_low, b.ci_high
             else:
                 lost = [f"{p.name} (workers: {', '.join(f'{k}={v}' for k, v in sorted(p.workers.items())) or 'none seen'}"
                         f"; parent: {p.parent})" for p in res.propagation if not p.ok]
                 res.skipped = "not measured: the variables did not reach every TP worker: " + "; ".join(lost)
                 out.launcher_drops = True
                 out.launcher_report = res.skipped
-        finally:
-            _stop(ctx, started)
         out.results.append(res)
         if res.propagated:
             measured.append(res)
@@ -215,15 +203,12 @@ def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
         out.notes.append(LAUNCHER_FIX)
     if not measured:
         return out
-    started = _launch(ctx, args, "default", {})
-    try:
-        base = _bench(ctx, args, started, "default")
-    finally:
-        _stop(ctx, started)
-    out.baseline_samples = [float(x) for x in base.get("samples", [])]
-    out.baseline_median = base.get("median")
-    if base.get("ci_low") is not None and base.get("ci_high") is not None:
-        out.baseline_ci = (base["ci_low"], base["ci_high"])
+    ctx.say("launching server (default)")
+    with trial(ctx, _config(args, "default", {})) as handle:
+        base = _bench(handle, args, "default")
+    out.baseline_samples = [float(x) for x in base.samples]
+    out.baseline_median = base.median
+    out.baseline_ci = (base.ci_low, base.ci_high)
     best: PromotedResult | None = None
     for res in measured:
         if len(res.samples) < 2 or len(out.baseline_samples) < 2:

@@ -12,13 +12,8 @@ from pydantic import BaseModel, Field
 from specdoctor.errors import NoData, ToolFailed
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env, redact_value
-from specdoctor.parsers.sglang import (
-    BodyError,
-    ServerInfo,
-    normalise_server_info,
-    parse_body,
-    parse_launch_command,
-)
+from specdoctor.inference import InferenceEngine, get_engine
+from specdoctor.parsers.sglang import BodyError, ServerInfo, parse_body
 from specdoctor.toolkit import ToolContext, tool
 
 __all__ = [
@@ -28,8 +23,8 @@ __all__ = [
     "ServerInfoInput", "ServerInfoOutput", "server_info", "http_get", "FORCED_BY_SGLANG",
 ]
 
-FORCED_BY_SGLANG = {"NCCL_CUMEM_ENABLE", "NCCL_NVLS_ENABLE", "CUDA_DEVICE_MAX_CONNECTIONS"}
-DEFAULT_PATTERNS = ["NCCL_*", "CUDA_*", "SGLANG_*", "TORCH_NCCL_*"]
+FORCED_BY_SGLANG = set(get_engine().forced_env_names)  # kept for readers of the old name; ask the engine
+DEFAULT_PATTERNS = list(get_engine().env_patterns)
 
 # One round-trip for the whole process table: per process "\x1e<stat>\x1f<cmdline NUL-separated>".
 _PS_SCRIPT = Raw(
@@ -62,6 +57,9 @@ class Server(BaseModel):
     argv: list[str] = Field(default_factory=list)
     args: dict[str, Any] = Field(default_factory=dict)
     launch_env: dict[str, str] = Field(default_factory=dict, description="Leading K=V of the command (redacted).")
+    log_path: str | None = Field(default=None, description="File the main process writes stderr (else stdout) "
+                                 "to, as the kernel sees it (/proc/PID/fd/2, fd/1); None: a tty, pipe or unknown.")
+    cwd: str | None = Field(default=None, description="The main process's working directory (/proc/PID/cwd).")
 
 
 class FindServersInput(BaseModel):
@@ -93,33 +91,27 @@ def list_processes(host: Host) -> list[Proc]:
         argv = [a for a in cmd.split("\x00")]
         while argv and argv[-1] == "":
             argv.pop()
-        if len(argv) == 1 and " " in argv[0] and argv[0].startswith("sglang::"):
+        if len(argv) == 1 and " " in argv[0] and get_engine().process_role(argv[0].split()[0]) != "other":
             argv = argv[0].split()  # setproctitle writes one string
         procs.append(Proc(pid=int(m.group(1)), ppid=int(m.group(3)), title=m.group(2), cmdline=argv))
     return procs
 
 
-def _is_main(p: Proc) -> bool:
-    line = " ".join(p.cmdline)
-    if "sglang.launch_server" in line:
-        return any(t == "sglang.launch_server" for t in p.cmdline)
-    for i, t in enumerate(p.cmdline[:-1]):
-        if t.rsplit("/", 1)[-1] in ("sglang", "sglang.cli.main") and p.cmdline[i + 1] == "serve":
-            return True
-    return False
+def _title(p: Proc, engine: InferenceEngine) -> str:
+    """The process title: setproctitle rewrites argv[0] (comm is cut at 15 chars)."""
+    first = p.cmdline[0] if p.cmdline else ""
+    return first if first and engine.process_role(first) != "other" else p.title
 
 
-def _title(p: Proc) -> str:
-    return p.cmdline[0] if p.cmdline and p.cmdline[0].startswith("sglang::") else p.title
-
-
-def find_servers(procs: list[Proc], port: int | None = None) -> list[Server]:
+def find_servers(procs: list[Proc], port: int | None = None,
+                 engine: InferenceEngine | None = None) -> list[Server]:
     """Group processes into servers: mains by command line, workers/detokenizer by title, as descendants."""
+    engine = engine or get_engine()
     children: dict[int, list[Proc]] = {}
     for p in procs:
         children.setdefault(p.ppid, []).append(p)
     servers = []
-    mains = [p for p in procs if _is_main(p)]
+    mains = [p for p in procs if engine.is_main_process(p.cmdline)]
     main_pids = {p.pid for p in mains}
     for main in mains:
         if any(a in main_pids for a in _ancestors(main, procs)):
@@ -130,13 +122,13 @@ def find_servers(procs: list[Proc], port: int | None = None) -> list[Server]:
             c = stack.pop()
             desc.append(c)
             stack.extend(children.get(c.pid, []))
-        workers = sorted((d for d in desc if _title(d).startswith("sglang::schedul")), key=lambda d: _rank_key(d))
-        detok = next((d for d in desc if _title(d).startswith("sglang::detoken")), None)
-        parsed = parse_launch_command(main.cmdline)
+        workers = sorted((d for d in desc if engine.process_role(_title(d, engine)) == "worker"),
+                         key=lambda d: (engine.rank_order(_title(d, engine)), d.pid))
+        detok = next((d for d in desc if engine.process_role(_title(d, engine)) == "detokenizer"), None)
+        parsed = engine.parse_launch(main.cmdline)
         ranks = {}
         for i, w in enumerate(workers):
-            m = re.search(r"((?:DP\d+_)?TP\d+(?:_EP\d+)?)", _title(w))
-            ranks[m.group(1) if m else f"W{i}"] = w.pid
+            ranks[engine.worker_rank(_title(w, engine)) or f"W{i}"] = w.pid
         s = Server(main=main, workers=workers, ranks=ranks, detokenizer=detok, port=parsed.port, argv=main.cmdline,
                    args=parsed.as_args(), launch_env=redact_env(parsed.env))
         if port is None or s.port == port:
@@ -154,18 +146,36 @@ def _ancestors(p: Proc, procs: list[Proc]) -> list[int]:
     return out
 
 
-def _rank_key(p: Proc) -> tuple[int, int]:
-    m = re.search(r"TP(\d+)", _title(p))
-    return (int(m.group(1)) if m else 10**6, p.pid)
+_FDS = ('for p in {pids}; do printf "\\036%s" "$p"; for f in fd/2 fd/1 cwd; do '
+        'printf "\\037%s" "$(readlink /proc/$p/$f 2>/dev/null)"; done; done; true')
+
+
+def _where(host: Host, servers: list[Server]) -> None:
+    """Each main's log target (stderr, else stdout, when a file) and cwd, read from /proc in one command."""
+    res = host.run(Raw(_FDS.format(pids=" ".join(str(int(s.main.pid)) for s in servers))), check="ignore")
+    by_pid: dict[int, list[str]] = {}
+    for rec in res.stdout.split("\x1e"):
+        pid_s, *cells = rec.split("\x1f")
+        if pid_s.strip().isdigit() and len(cells) == 3:
+            by_pid[int(pid_s)] = [c.strip() for c in cells]
+    for s in servers:
+        err, out, cwd = by_pid.get(s.main.pid, ["", "", ""])
+        for target in (err, out):
+            if target.startswith("/") and not target.startswith(("/dev/", "/proc/")):
+                s.log_path = target
+                break
+        s.cwd = cwd if cwd.startswith("/") else None
 
 
 @tool(effect="read")
 def find_server_processes(ctx: ToolContext, args: FindServersInput) -> ServerList:
-    """Find running SGLang servers: main process, sglang::scheduler workers per TP rank, detokenizer, parsed args."""
+    """Find running SGLang servers: main process, sglang::scheduler workers per TP rank, detokenizer, parsed args,
+    and where the main process logs and runs (its stderr/stdout file and cwd, from /proc)."""
     servers = find_servers(list_processes(ctx.host), args.port)
     if not servers:
         where = f" on port {args.port}" if args.port else ""
         raise NoData(f"no SGLang server running{where} (looked for sglang.launch_server / sglang serve)")
+    _where(ctx.host, servers)
     ctx.cache["servers"] = servers
     return ServerList(servers=servers)
 
@@ -394,7 +404,8 @@ def check_env_propagation(ctx: ToolContext, args: PropagationInput) -> Propagati
     python = args.python or _server_python(ctx.host, s.main)
     site_path, site_vars, conf, conf_files = _injected(ctx.host, python, parent_env.get("NCCL_CONF_FILE"),
                                                        parent_env.get("PATH"))
-    patterns = args.names or DEFAULT_PATTERNS
+    engine = get_engine()
+    patterns = args.names or list(engine.env_patterns)
     candidates: set[str] = set(shell_env) | set(parent_env) | set(site_vars) | set(conf)
     for e in worker_envs.values():
         candidates |= set(e or {})
@@ -404,12 +415,12 @@ def check_env_propagation(ctx: ToolContext, args: PropagationInput) -> Propagati
     rows = []
     for name in names:
         workers = {r: (e.get(name) if e is not None else None) for r, e in worker_envs.items() if e is not None}
-        status, note = _status(shell_env.get(name), parent_env.get(name), workers, name in FORCED_BY_SGLANG,
-                               has_shell=True)
+        forced = name in engine.forced_env_names
+        status, note = _status(shell_env.get(name), parent_env.get(name), workers, forced, has_shell=True)
         if name in site_vars and status in ("only-in-workers", "differs"):
             note = f"set by {site_path}"
         row = EnvRow(name=name, shell=shell_env.get(name), parent=parent_env.get(name), workers=workers,
-                     forced_by_sglang=name in FORCED_BY_SGLANG, from_sitecustomize=name in site_vars,
+                     forced_by_sglang=forced, from_sitecustomize=name in site_vars,
                      from_nccl_conf=name in conf, nccl_conf_value=conf.get(name), status=status, note=note)
         row.shell = redact_value(name, row.shell) if row.shell is not None else None
         row.parent = redact_value(name, row.parent) if row.parent is not None else None
@@ -481,14 +492,15 @@ class ServerInfoOutput(ServerInfo):
 @tool(effect="read")
 def server_info(ctx: ToolContext, args: ServerInfoInput) -> ServerInfoOutput:
     """Query /server_info (falling back to /get_server_info) and /model_info through a port forward."""
-    source, body = http_get(ctx.host, args.port, ["/server_info", "/get_server_info"])
+    engine = get_engine()
+    source, body = http_get(ctx.host, args.port, list(engine.server_info_paths))
     try:
-        info = normalise_server_info(body)
+        info = engine.read_server_info(body)
     except BodyError as exc:
         raise ToolFailed(f"{source} on port {args.port}: {exc}") from None
     out = ServerInfoOutput(**info.model_dump(), source=source)
     try:
-        _, model = http_get(ctx.host, args.port, ["/model_info", "/get_model_info"])
+        _, model = http_get(ctx.host, args.port, list(get_engine(version=info.version).model_info_paths))
         out.model_info = {k: v for k, v in model.items() if isinstance(v, (str, int, float, bool, list)) or v is None} \
             if isinstance(model, dict) else {}
     except ToolFailed as exc:

@@ -1,8 +1,9 @@
-"""`specdoctor sweep-nccl`: inventory → all-reduce sweep over an NCCL grid → (with --yes) end-to-end promotion."""
+"""`specdoctor sweep-nccl`: the nccl-sweep playbook (inventory → all-reduce sweep → with --yes, promotion)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -10,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from specdoctor.commands.hostopts import Identity, KnownHosts
+from specdoctor.engine.context import NullView
 from specdoctor.errors import UsageError
 
 __all__ = ["register", "run_sweep"]
@@ -19,54 +21,57 @@ def _fmt(x: float | None, spec: str = ".1f") -> str:
     return "—" if x is None else format(x, spec)
 
 
+class _ProgressView(NullView):
+    """The engine's view for this command: progress lines to a callback, nothing else."""
+
+    def __init__(self, progress: Callable[[str], None] | None):
+        super().__init__()
+        self._say = progress
+
+    def progress(self, message: str, done: int | None = None, total: int | None = None) -> None:
+        if self._say:
+            self._say(message)
+
+    def step_finished(self, step_id: str, status: str, summary: str) -> None:
+        if self._say:
+            self._say(f"{step_id} [{status}] {summary}")
+
+
 def run_sweep(host_spec: str, *, port: int | None, launch: str | None, python: str | None, grid: list[str],
-              repeats: int, yes: bool, progress=None, accept_new_host_key: bool = False,
-              inventory: dict[str, Any] | None = None, promote_port: int | None = None,
-              known_hosts: str | None = None, identity_files: list[str] | None = None) -> dict[str, Any]:
-    """Open the host and run the three tools; returns {'inventory', 'sweep', 'promotion'} as JSON-able dicts."""
-    from specdoctor.host import open_host
-    from specdoctor.toolkit import ToolContext, registry
+              repeats: int, yes: bool, progress: Callable[[str], None] | None = None,
+              accept_new_host_key: bool = False, inventory: dict[str, Any] | None = None,
+              promote_port: int | None = None, out: str | None = None, known_hosts: str | None = None,
+              identity_files: list[str] | None = None) -> dict[str, Any]:
+    """Run the nccl-sweep playbook through the engine (audit, checkpoint, approvals, report, safety net).
+
+    Returns {'inventory', 'sweep', 'promotion', 'run'} as JSON-able dicts; --yes approves the relaunches.
+    """
+    from specdoctor.engine.runner import InvestigateOptions, investigate
     from specdoctor.tools.nccl_grid import parse_grid_option
 
-    host = open_host(host_spec, accept_new_host_key=accept_new_host_key, known_hosts=known_hosts,
-                     identity_files=identity_files)
-    try:
-        hints = host.hints
-        launch = launch or (hints.launch if hints else None)
-        python = python or (hints.python if hints else None) or "python3"
-        if port is None and launch:  # the server that launch line starts, not whichever one is found first
-            from specdoctor.parsers.sglang import parse_launch_command
-
-            port = parse_launch_command(launch).port
-        ctx = ToolContext(host=host, run_id="sweep-nccl", auto_approve=yes, progress=progress)
-        out: dict[str, Any] = {}
-        inv = registry.call(ctx, "nccl_inventory", {"port": port, "launch": launch,
-                                                    "python": python, **(inventory or {})})
-        if not inv.ok:
-            raise UsageError(f"nccl_inventory {inv.status}: {inv.summary}")
-        out["inventory"] = inv.output
-        i = inv.output or {}
-        args: dict[str, Any] = {"sizes": [s["bytes"] for s in i.get("sizes", [])], "tp": i.get("tp"),
-                                "interconnect": i.get("interconnect"), "nccl_version": i.get("nccl_version"),
-                                "python": python, "tool": i.get("bench_tool", "auto"), "repeats": repeats,
-                                "port": port}
-        if grid:
-            args["grid"] = parse_grid_option(grid)
-        sw = registry.call(ctx, "nccl_sweep", args)
-        if not sw.ok:
-            raise UsageError(f"nccl_sweep {sw.status}: {sw.summary}")
-        out["sweep"] = sw.output
-        promoted = [r for r in (sw.output or {}).get("results", []) if r.get("promote")]
-        if yes and promoted:
-            if not launch:
-                raise UsageError("promotion relaunches the server: give --launch CMD (the SGLang launch line)")
-            cands = [{"label": r["label"], "env": r["env"]} for r in promoted]
-            pr = registry.call(ctx, "nccl_promote", {"command": launch, "candidates": cands, "python": python,
-                                                     "port": promote_port or port})
-            out["promotion"] = pr.output if pr.output is not None else {"status": pr.status, "summary": pr.summary}
-        return out
-    finally:
-        host.close()
+    params: dict[str, Any] = {"repeats": repeats, "promote_port": promote_port, **(inventory or {})}
+    if grid:
+        params["grid"] = parse_grid_option(grid)
+    options = InvestigateOptions(host=host_spec, playbook="nccl-sweep", port=port, launch=launch, python=python,
+                                 yes=yes, out=out, params={k: v for k, v in params.items() if v is not None},
+                                 accept_new_host_key=accept_new_host_key, known_hosts=known_hosts,
+                                 identity_files=identity_files or [])
+    outcome = investigate(options, view=_ProgressView(progress))
+    results = outcome.results
+    result: dict[str, Any] = {"run": {"run_id": outcome.run_id, "out_dir": outcome.out_dir,
+                                      "status": outcome.status, "verdict": outcome.verdict}}
+    for key, step in (("inventory", "inventory"), ("sweep", "nccl")):
+        r = results.get(step) or {}
+        if r.get("status") != "ok":
+            why = f"{r.get('status')}: {r.get('summary')}" if r else "did not run"
+            raise UsageError(f"nccl_{'inventory' if step == 'inventory' else 'sweep'} {why} "
+                             f"(report: {outcome.out_dir})")
+        result[key] = r.get("output")
+    promo = results.get("nccl_promote")
+    if promo is not None:
+        result["promotion"] = promo.get("output") if promo.get("output") is not None else {
+            "status": promo.get("status"), "summary": promo.get("summary")}
+    return result
 
 
 def _render(out: dict[str, Any], console: Console, yes: bool) -> None:
@@ -144,21 +149,26 @@ def register(app: typer.Typer) -> None:
         accept_new_host_key: Annotated[bool, typer.Option("--accept-new-host-key")] = False,
         known_hosts: KnownHosts = None,
         identity: Identity = None,
-        promote_port: Annotated[int | None, typer.Option(help="Port for the relaunches (default: --port; the "
-                                                         "server there must be stopped first).")] = None,
+        promote_port: Annotated[int | None, typer.Option(help="Port for the relaunches (default: a port free on "
+                                                         "the host).")] = None,
         tp: Annotated[int | None, typer.Option(help="TP size, when no server/launch line says it.")] = None,
         hidden_size: Annotated[int | None, typer.Option(help="Model hidden size, when config.json is not on the host.")] = None,
         draft_tokens: Annotated[int | None, typer.Option(help="Speculative draft tokens per verify.")] = None,
         as_json: Annotated[bool, typer.Option("--json", help="Print the three tool outputs as JSON.")] = False,
+        out: Annotated[str | None, typer.Option(help="Folder for report.md/json/html and audit.jsonl.")] = None,
     ) -> None:
         """NCCL sweep: inventory, all-reduce latency over a grid at decode/verify sizes, end-to-end promotion."""
         err = Console(stderr=True)
-        out = run_sweep(host, port=port, launch=launch, python=python, grid=grid or [], repeats=repeats, yes=yes,
+        result = run_sweep(host, port=port, launch=launch, python=python, grid=grid or [], repeats=repeats, yes=yes,
                         progress=None if as_json else (lambda m: err.print(m, markup=False, style="dim")),
                         accept_new_host_key=accept_new_host_key, known_hosts=known_hosts, identity_files=identity,
                         inventory={k: v for k, v in dict(tp=tp, hidden_size=hidden_size, draft_tokens=draft_tokens).items()
-                                   if v is not None}, promote_port=promote_port)
+                                   if v is not None}, promote_port=promote_port, out=out)
         if as_json:
-            typer.echo(json.dumps(out, indent=2))
+            typer.echo(json.dumps(result, indent=2))
             return
-        _render(out, Console(), yes)
+        console = Console()
+        _render(result, console, yes)
+        run = result["run"]
+        console.print(f"run {run['run_id']} ({run['status']}): report, audit and checkpoint in {run['out_dir']}",
+                      markup=False)

@@ -13,10 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from specdoctor.errors import SpecdoctorError, UsageError
+from specdoctor.errors import UsageError
 from specdoctor.host import AuditLog, Host, HostHints, open_host
 from specdoctor.toolkit import ApprovalRequest, Effect, ToolContext, ToolResult, ToolSpec, registry
 from specdoctor.toolkit.registry import ToolRegistry
+from specdoctor.toolkit.safety import safety_net
 
 __all__ = ["Client", "CleanupRecord", "connect", "READ_ONLY", "ALL_EFFECTS"]
 
@@ -182,19 +183,9 @@ class Client:
             return self.cleanup
 
     def _cleanup(self) -> None:
-        names = {s.name for s in self.registry.all()}
-        ctx = self._safety_ctx()
-        steps: list[tuple[str, str | None, dict[str, Any]]] = []
-        if "stop_server" in names:
-            steps.append(("stop_server", None, {}))
-        if "restore_worktree" in names:
-            steps += [("restore_worktree", repo, {"repo": repo, "backup_id": bid}) for repo, bid in self.backups.items()]
-        for tool, repo, args in steps:
-            try:
-                r = self.registry.call(ctx, tool, args)
-                self.cleanup.append(CleanupRecord(tool=tool, repo=repo, status=r.status, summary=r.summary))
-            except SpecdoctorError as exc:  # keep going: the other repos still deserve their restore
-                self.cleanup.append(CleanupRecord(tool=tool, repo=repo, status="error", summary=str(exc)))
+        # The same net as a playbook run's (specdoctor.toolkit.safety): stop our servers, restore every backup.
+        for st in safety_net(self._safety_ctx(), self.backups, reg=self.registry):
+            self.cleanup.append(CleanupRecord(tool=st.tool, repo=st.repo, status=st.status, summary=st.summary))
 
     def __enter__(self) -> Client:
         return self

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -21,7 +20,8 @@ from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import BackupError, UsageError
 from specdoctor.host import AuditLog, Host, open_host
 from specdoctor.host.redact import redact_text
-from specdoctor.toolkit import ToolContext, registry
+from specdoctor.toolkit import ToolContext
+from specdoctor.toolkit.safety import restore_hint, safety_net
 
 __all__ = ["InvestigateOptions", "RunOutcome", "investigate", "resume"]
 
@@ -61,6 +61,8 @@ class RunOutcome(BaseModel):
     verdict: str
     status: str
     files: dict[str, str] = Field(default_factory=dict)
+    results: dict[str, Any] = Field(default_factory=dict, exclude=True,
+                                    description="Every step's tool result by step id (in memory only).")
 
 
 def _host_options(o: InvestigateOptions) -> dict[str, Any]:
@@ -106,34 +108,29 @@ def _drive(app, first_input: Any, cfg: dict[str, Any], deps: RunDeps, approver: 
 def _safety_net(deps: RunDeps, values: dict[str, Any]) -> list[Decision]:
     """Whatever happened: stop the servers this run started and put the tree back (verified).
 
-    Each half is attempted even if the other fails; a restore that fails says how to finish it by hand.
+    The same net as the embed Client's close() (specdoctor.toolkit.safety); here its steps become decisions.
     """
-    decisions: list[Decision] = []
     view = StateView(values)
-    ctx = dataclasses.replace(deps.tool_ctx, auto_approve=True)
-    try:
-        r = registry.call(ctx, "stop_server", {})
-        if r.ok and (r.output or {}).get("stopped"):
-            decisions.append(Decision(step="cleanup", tool="stop_server", checked="servers started by this run",
-                                      found=r.summary, decided="stopped them (by recorded PID only)",
-                                      why="never leave orphans", evidence=[e.command for e in r.evidence]))
-    except Exception as exc:  # keep going: the tree matters more than a stray server
-        decisions.append(Decision(step="cleanup", tool="stop_server", status="error", checked="stop servers",
-                                  found=redact_text(f"{type(exc).__name__}: {exc}")))
     backup_id = view.get("facts.backup_id")
     repo = view.params.get("repo")
-    if backup_id and repo:
-        hint = f"run `specdoctor restore --host HOST --repo {repo} --backup {backup_id}`"
-        try:
-            r = registry.call(ctx, "restore_worktree", {"repo": repo, "backup_id": backup_id})
-            ok, found, evidence = r.ok, r.summary, [e.command for e in r.evidence]
-        except Exception as exc:
-            ok, found, evidence = False, redact_text(f"{type(exc).__name__}: {exc}"), []
-        decisions.append(Decision(step="cleanup", tool="restore_worktree", status="ok" if ok else "error",
-                                  checked="the working tree matches the backup", found=found,
-                                  decided="restored and verified" if ok else f"RESTORE FAILED — {hint}",
-                                  why="the user's working tree is put back byte-identical on every path",
-                                  evidence=evidence))
+    backups = {repo: backup_id} if backup_id and repo else {}
+    decisions: list[Decision] = []
+    for st in safety_net(deps.tool_ctx, backups):
+        if st.tool == "stop_server":
+            if not st.ok and st.status == "error":
+                decisions.append(Decision(step="cleanup", tool="stop_server", status="error", checked="stop servers",
+                                          found=st.summary, evidence=st.evidence))
+            elif st.ok and (st.output or {}).get("stopped"):
+                decisions.append(Decision(step="cleanup", tool="stop_server", checked="servers started by this run",
+                                          found=st.summary, decided="stopped them (by recorded PID only)",
+                                          why="never leave orphans", evidence=st.evidence))
+        elif st.tool == "restore_worktree" and st.repo:
+            hint = restore_hint(st.repo, backups[st.repo])
+            decisions.append(Decision(step="cleanup", tool="restore_worktree", status="ok" if st.ok else "error",
+                                      checked="the working tree matches the backup", found=st.summary,
+                                      decided="restored and verified" if st.ok else f"RESTORE FAILED — {hint}",
+                                      why="the user's working tree is put back byte-identical on every path",
+                                      evidence=st.evidence))
     return decisions
 
 
@@ -156,7 +153,7 @@ def _finish(rec: RunRecord, deps: RunDeps, values: dict[str, Any], error: str | 
     rec.finished = time.time()
     save_record(rec)
     return RunOutcome(run_id=rec.run_id, out_dir=rec.out_dir, verdict=report.verdict, status=rec.status,
-                      files={k: str(v) for k, v in files.items()})
+                      files={k: str(v) for k, v in files.items()}, results=dict(values.get("results") or {}))
 
 
 def _run(rec: RunRecord, playbook: Playbook, host: Host, first_input: Any, view: Any, approver: Approver | None,

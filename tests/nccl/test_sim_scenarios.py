@@ -21,15 +21,15 @@ GRID = ["NCCL_PROTO=default,LL,Simple", "NCCL_ALGO=default,Ring"]
 
 
 @pytest.fixture(scope="module")
-def nccl_win():
+def nccl_win(tmp_path_factory):
     return run_sweep("sim:nccl-win", port=None, launch=None, python=None, grid=GRID, repeats=5, yes=True,
-                     promote_port=_free_port())
+                     promote_port=_free_port(), out=str(tmp_path_factory.mktemp("nccl-win")))
 
 
 @pytest.fixture(scope="module")
-def lost_env():
+def lost_env(tmp_path_factory):
     return run_sweep("sim:lost-nccl-env", port=None, launch=None, python=None, grid=GRID, repeats=5, yes=True,
-                     promote_port=_free_port())
+                     promote_port=_free_port(), out=str(tmp_path_factory.mktemp("lost-env")))
 
 
 def test_nccl_win_inventory(nccl_win):
@@ -82,3 +82,21 @@ def test_lost_env_reported_before_any_claim(lost_env):
         lost = [p for p in res.propagation if not p.ok]
         assert lost and all(v is None for p in lost for v in p.workers.values())
     assert "launcher drops NCCL variables" in pr.summary_line()
+
+
+def test_sweep_runs_as_a_playbook_with_audit_report_and_checkpoint(nccl_win):
+    import json
+    from pathlib import Path
+
+    from specdoctor.engine.runs import load_record
+
+    run = nccl_win["run"]
+    out = Path(run["out_dir"])
+    report = json.loads((out / "report.json").read_text())
+    audit = [json.loads(line) for line in (out / "audit.jsonl").read_text().splitlines() if line.strip()]
+    assert any("all_reduce_perf" in e["command"] for e in audit)  # every command of the sweep is on record
+    assert sum("setsid" in e["command"] for e in audit) >= 2  # the relaunches of the promotion too
+    steps = {d["step"] for d in report["decisions"]}
+    assert {"locate", "inventory", "nccl", "nccl_promote", "conclude"} <= steps
+    rec = load_record(run["run_id"])
+    assert rec.playbook == "nccl-sweep" and rec.status == "finished"

@@ -7,13 +7,11 @@ from typing import Any
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import UsageError
+from specdoctor.inference import get_engine
+from specdoctor.toolkit import ToolResult
+from specdoctor.tools.trial import AUTO_PORT, LaunchConfig, LaunchFailed, MeasureFailed, measure, trial
 
 __all__ = ["locate_server", "reproduce", "measure_config", "claim_outcome"]
-
-
-_RELAUNCH_PREFIXES = ("NCCL_", "SGLANG_", "CUDA_", "TORCH_", "PYTORCH_", "NVIDIA_")
-# Set by SGLang itself before spawning workers; passing them again would hide what SGLang does.
-_SGLANG_FORCED = {"CUDA_DEVICE_MAX_CONNECTIONS"}
 
 
 def _fmt(x: Any, nd: int = 1) -> str:
@@ -34,22 +32,21 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
         server = {"running": True, "port": s.get("port"), "pid": (s.get("main") or {}).get("pid"),
                   "argv": argv, "args": s.get("args") or {}, "workers": len(s.get("workers") or []),
                   "launch": " ".join(argv)}
-    if server.get("pid"):
-        # Where the running server logs: its stderr/stdout as the kernel sees them (no guessing of paths).
-        for fd in ("2", "1"):
-            r = deps.host.run(["readlink", f"/proc/{server['pid']}/fd/{fd}"], check="ignore")
-            target = r.stdout.strip()
-            if r.ok and target.startswith("/") and not target.startswith(("/dev/", "/proc/")):
-                server["log_path"] = target
-                break
+        # Where it logs and runs, as the kernel sees it (find_server_processes read /proc/PID/fd and cwd).
+        for key in ("log_path", "cwd"):
+            if s.get(key):
+                server[key] = s[key]
     launch = view.params.get("launch") or server.get("launch")
-    out.facts = {"server": server, "launch": launch, "server_env": {}, "trial_port": free_port(deps, view)}
+    # Trial servers take a port the host has free at each launch (launch_server picks it: evidence there).
+    out.facts = {"server": server, "launch": launch, "server_env": {}, "trial_port": AUTO_PORT}
     if server.get("pid"):
         env_res = call_tool(deps, "read_process_env", {"pid": server["pid"]}, out.results, key=f"{step.id}_env")
         env = (env_res.output or {}).get("env", {}) if env_res.ok else {}
-        # Relaunches reproduce the running server's tuning environment (never its redacted secrets).
-        out.facts["server_env"] = {k: v for k, v in env.items() if k.startswith(_RELAUNCH_PREFIXES)
-                                   and "REDACTED" not in v and k not in _SGLANG_FORCED}
+        # Relaunches reproduce the running server's tuning environment (never its redacted secrets, nor what the
+        # engine forces itself: passing that again would hide what the engine does).
+        engine = get_engine()
+        out.facts["server_env"] = {k: v for k, v in env.items() if k.startswith(engine.relaunch_env_prefixes)
+                                   and "REDACTED" not in v and k not in engine.forced_env_names}
     fp = view.output("fingerprint") or {}
     gpus = fp.get("gpus") or []
     interconnect = fp.get("interconnect") or (fp.get("topology") or {}).get("interconnect")
@@ -71,21 +68,17 @@ def _launch_port(launch: str | None) -> int | None:
     """The port a given launch line serves on: the server to examine when the user named one."""
     if not launch:
         return None
-    from specdoctor.parsers.sglang import parse_launch_command
-
     try:
-        return parse_launch_command(launch).port
+        return get_engine().parse_launch(launch).port
     except Exception:  # an unparsable line is reported later by the tools that need it
         return None
 
 
-def free_port(deps, view: StateView) -> int | None:
-    """A free TCP port on the host's loopback (our servers never take the user's port)."""
-    py = view.params.get("python") or "python3"
-    res = deps.host.run([py, "-c", "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); "
-                                   "print(s.getsockname()[1])"], check="ignore", timeout=30)
-    text = res.stdout.strip()
-    return int(text) if res.ok and text.isdigit() else None
+def _recorder(results: dict[str, Any]):
+    def record(key: str, result: ToolResult) -> None:
+        results[key] = result.model_dump(mode="json")
+
+    return record
 
 
 def measure_config(deps, view: StateView, *, label: str, speculative: bool, results: dict[str, Any],
@@ -95,26 +88,19 @@ def measure_config(deps, view: StateView, *, label: str, speculative: bool, resu
     if not launch:
         raise UsageError("no launch command: pass --launch or start the server first")
     p = view.params
-    launched = call_tool(deps, "launch_server", {
-        "command": launch, "python": p.get("python"), "drop_speculative": not speculative,
-        "env": {**(view.get("facts.server_env") or {}), **(env or {})}, "label": label,
-        "port": free_port(deps, view), "timeout_s": p.get("launch_timeout_s", 600)}, results, key=f"launch_{label}")
-    if not launched.ok:
-        return {"error": launched.summary, "status": launched.status, "label": label}
-    lo = launched.output or {}
+    config = LaunchConfig(command=launch, python=p.get("python"), speculative=speculative, label=label,
+                          env={**(view.get("facts.server_env") or {}), **(env or {})}, port=AUTO_PORT,
+                          timeout_s=p.get("launch_timeout_s", 600))
     try:
-        bench = call_tool(deps, "benchmark", {
-            "port": lo.get("port"), "runs": runs or p.get("runs", 5), "requests_per_run": p.get("requests_per_run", 3),
-            "max_new_tokens": p.get("max_new_tokens", 128), "warmup_runs": 1, "log_path": lo.get("log_path"),
-            "label": label}, results, key=f"bench_{label}")
-    finally:
-        call_tool(deps, "stop_server", {"pgid": lo.get("pgid")}, results, key=f"stop_{label}")
-    if not bench.ok:
-        return {"error": bench.summary, "status": bench.status, "label": label}
-    m = dict(bench.output or {})
-    m["label"] = label
-    m["env"] = env or {}
-    return m
+        with trial(deps.tool_ctx, config, record=_recorder(results)) as handle:
+            m = measure(handle, runs=runs or p.get("runs", 5), requests_per_run=p.get("requests_per_run", 3),
+                        max_new_tokens=p.get("max_new_tokens", 128), warmup_runs=1)
+    except (LaunchFailed, MeasureFailed) as exc:
+        return {"error": exc.result.summary, "status": exc.result.status, "label": label}
+    data = m.model_dump(mode="json")
+    data["label"] = label
+    data["env"] = env or {}
+    return data
 
 
 def claim_outcome(samples: list[float], claimed: float) -> dict[str, Any]:

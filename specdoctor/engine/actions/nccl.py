@@ -35,7 +35,7 @@ def promote_nccl(deps, view: StateView, step, args: dict[str, Any]) -> ActionOut
         return out
     res = call_tool(deps, "nccl_promote", {
         "command": launch, "candidates": candidates, "python": view.params.get("python"),
-        "port": view.get("facts.trial_port"), "runs": view.params.get("runs", 5)}, out.results, key=step.id)
+        "port": view.params.get("promote_port") or view.get("facts.trial_port"), "runs": view.params.get("runs", 5)}, out.results, key=step.id)
     o = res.output or {}
     out.status, out.summary = res.status, res.summary
     out.facts["nccl"] = {"best": o.get("best"), "best_gain_pct": o.get("best_gain_pct"),

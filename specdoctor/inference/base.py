@@ -1,0 +1,154 @@
+"""The InferenceEngine protocol: what tools and actions may ask of a serving engine, and nothing else."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from specdoctor.parsers.sglang import DecodeLine, LaunchArgs, MetaInfo, ServerInfo
+
+__all__ = ["InferenceEngine", "ProcessRole"]
+
+ProcessRole = Literal["main", "worker", "detokenizer", "other"]
+
+
+@runtime_checkable
+class InferenceEngine(Protocol):
+    """One serving engine at one version (None: accept every supported version's shapes).
+
+    The parsed shapes (`LaunchArgs`, `ServerInfo`, `MetaInfo`, `DecodeLine`) are the engine-neutral
+    vocabulary every caller reads; an implementation maps its own names onto them.
+    """
+
+    @property
+    def name(self) -> str:
+        """Short name of the engine (sglang, vllm)."""
+        ...
+
+    @property
+    def version(self) -> str | None:
+        """The version this object speaks for; None: tolerant of every supported version."""
+        ...
+
+    @property
+    def package(self) -> str:
+        """Python import name of the engine (where `find_spec` looks, what a trial tree must provide)."""
+        ...
+
+    # -- processes ------------------------------------------------------------------------------
+    def is_main_process(self, cmdline: list[str]) -> bool:
+        """Is this command line the server's main (HTTP front-end) process?"""
+        ...
+
+    def process_role(self, title: str) -> ProcessRole:
+        """Role of a child process from its title (setproctitle): worker (one per TP rank), detokenizer, other."""
+        ...
+
+    def worker_rank(self, title: str) -> str | None:
+        """The rank label in a worker's title (TP0, DP0_TP1, TP3_EP3), None when the title carries none."""
+        ...
+
+    def rank_order(self, title: str) -> int:
+        """Sort key of a worker title (TP rank), large when unknown."""
+        ...
+
+    @property
+    def ps_main_pattern(self) -> re.Pattern[str]:
+        """Matches a main process in `ps -eo args` output (fallback when /proc cmdlines are unavailable)."""
+        ...
+
+    # -- launch lines ---------------------------------------------------------------------------
+    def parse_launch(self, command: str | list[str]) -> LaunchArgs:
+        """Parse a launch line (leading K=V env, wrappers, entry point, flags)."""
+        ...
+
+    def relaunch_argv(self, command: str | list[str], *, python: str | None, speculative: bool,
+                      port: int | None) -> list[str]:
+        """The argv that starts this configuration: speculation dropped when asked, python swapped, port forced."""
+        ...
+
+    def drop_speculative(self, command: str | list[str]) -> list[str]:
+        """The same launch line without any speculative-decoding flag (the baseline)."""
+        ...
+
+    def tree_import_path(self, tree: str) -> str:
+        """The folder of a source checkout that must be on PYTHONPATH so the server imports the engine from it."""
+        ...
+
+    # -- HTTP -----------------------------------------------------------------------------------
+    @property
+    def health_path(self) -> str:
+        """GET answering 200 once the server can generate."""
+        ...
+
+    @property
+    def liveness_path(self) -> str:
+        """GET answering 200 while the HTTP server is up (cheap)."""
+        ...
+
+    @property
+    def server_info_paths(self) -> tuple[str, ...]:
+        """Server-info endpoints, in the order this version prefers them."""
+        ...
+
+    @property
+    def model_info_paths(self) -> tuple[str, ...]:
+        """Model info paths."""
+        ...
+
+    @property
+    def generate_path(self) -> str:
+        """Generate path."""
+        ...
+
+    def generate_payload(self, prompt: str, max_new_tokens: int) -> dict[str, Any]:
+        """A deterministic batch-1 request body (greedy, fixed length)."""
+        ...
+
+    def read_meta(self, body: Any) -> MetaInfo:
+        """The response's per-request metadata (tokens, latency, spec verify counts) in neutral names."""
+        ...
+
+    def read_server_info(self, body: Any) -> ServerInfo:
+        """The server-info body in neutral names."""
+        ...
+
+    # -- logs -----------------------------------------------------------------------------------
+    def decode_lines(self, text: str) -> list[DecodeLine]:
+        """Periodic decode-batch log lines (accept length, CUDA-graph use, gen throughput)."""
+        ...
+
+    @property
+    def fatal_log(self) -> re.Pattern[str]:
+        """A log line that means the server will not come up."""
+        ...
+
+    # -- environment ----------------------------------------------------------------------------
+    @property
+    def env_patterns(self) -> tuple[str, ...]:
+        """Glob patterns of the variables that tune this engine and its collectives."""
+        ...
+
+    @property
+    def relaunch_env_prefixes(self) -> tuple[str, ...]:
+        """Prefixes of a running server's variables a relaunch must carry over."""
+        ...
+
+    @property
+    def forced_env_names(self) -> frozenset[str]:
+        """Variables the engine writes itself before spawning workers (passing them is pointless)."""
+        ...
+
+    def forced_env(self) -> dict[str, str]:
+        """What this version forces, name → how ('8 (always)', '0 unless set by the user')."""
+        ...
+
+    @property
+    def simulate_accept_env(self) -> str | None:
+        """Variable that forces the accept length (a synthetic τ sweep), None when the engine has none."""
+        ...
+
+    @property
+    def gate_catalog_paths(self) -> tuple[str, ...]:
+        """Where the engine's env-var catalog lives, relative to a checkout (first match wins)."""
+        ...

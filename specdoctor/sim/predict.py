@@ -29,11 +29,21 @@ class Prediction(BaseModel):
     accept_length: float
     effects: list[str]
     present_patches: list[str]
+    verify_cuda_graph: bool
+    decode_cuda_graph: bool
+    gpus: list[int]
+    link_factor: float
+    hw_factor: float
 
 
 def predict(sandbox: Sandbox, *, launch: str | None = None, worker_env: dict[str, str] | None = None,
-            speculative: bool = True) -> Prediction:
-    """Evaluate the model for `launch` (default: the scenario's) on the sandbox's current working tree."""
+            speculative: bool = True, prompt_tokens: int = 0, output_tokens: int = 0, prompt: str = "",
+            temperature: float = 0.0, tree: str | None = None) -> Prediction:
+    """Evaluate the model for `launch` (default: the scenario's) on the sandbox's current working tree.
+
+    The workload (prompt/output tokens, prompt text, temperature) defaults to an empty context at
+    temperature 0; `tree` is the checkout the server imports (default: the scenario's repo).
+    """
     twin = json.loads((sandbox.root / ".sim" / "twin.json").read_text())
     argv = shlex.split(launch or sandbox.launch)
     argv = argv[argv.index("sglang.launch_server") + 1:] if "sglang.launch_server" in argv else argv[2:]
@@ -44,8 +54,12 @@ def predict(sandbox: Sandbox, *, launch: str | None = None, worker_env: dict[str
     args, _ = resolve(ns, twin["version"], (model_cfg.get("architectures") or ["x"])[0],
                       float(twin["hardware"]["memory_gb"]))
     env = dict(worker_env if worker_env is not None else sandbox.base_env)
-    present = {p["id"] for p in twin["patches"] if _perf.patch_present(twin["repo"], p)}
-    res = _perf.evaluate(twin, env, args, present)
-    return Prediction(tps=_perf.expected_tps(res), t_decode_ms=res["t_decode_ms"], t_verify_ms=res["t_verify_ms"],
-                      t_draft_ms=res["t_draft_ms"], accept_length=res["expected_accept_length"],
-                      effects=res["effects"], present_patches=sorted(present))
+    present = {p["id"] for p in twin["patches"] if _perf.patch_present(tree or twin["repo"], p)}
+    res = _perf.evaluate(twin, env, args, present, _perf.live_contention(str(sandbox.root), twin))
+    tau = _perf.accept_length(_perf.alpha_for_request(res, prompt, temperature), max(res["draft_tokens"] - 1, 0)) \
+        if res["speculative"] else 1.0
+    return Prediction(tps=_perf.expected_tps(res, prompt_tokens, output_tokens, prompt=prompt, temperature=temperature),
+                      t_decode_ms=res["t_decode_ms"], t_verify_ms=res["t_verify_ms"], t_draft_ms=res["t_draft_ms"],
+                      accept_length=tau, effects=res["effects"], present_patches=sorted(present),
+                      verify_cuda_graph=res["verify_cuda_graph"], decode_cuda_graph=res["decode_cuda_graph"],
+                      gpus=res["gpus"], link_factor=res["link_factor"], hw_factor=res["hw_factor"])

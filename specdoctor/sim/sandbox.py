@@ -241,8 +241,7 @@ class Sandbox:
         mains = sorted(self._other_mains())
         for other in sc.other_servers:
             own = {**ctx, "port": str(_free_port(other.port))}  # {port} in its launch line is its own port
-            env = {"PYTHONPATH": f"{_subst(other.dir, own)}/python", "USER": other.user,
-                   **{k: _subst(v, own) for k, v in other.env.items()}}
+            env = {"USER": other.user, **{k: _subst(v, own) for k, v in other.env.items()}}
             log = Path(_subst(other.log, own))
             log.parent.mkdir(parents=True, exist_ok=True)
             res = self.launch_server(line=_subst(other.launch, own), env=env, log=str(log),

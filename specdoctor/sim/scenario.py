@@ -400,8 +400,13 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
+def _is_box(ref: str) -> bool:
+    """`_box-*` files hold shared hardware/model/perf for corpus scenarios (not scenarios by themselves)."""
+    return ref.startswith("_box-") and resources.files("specdoctor.sim.scenarios").joinpath(f"{ref}.yaml").is_file()
+
+
 def _raw(ref: str, depth: int = 0) -> dict:
-    if ref in _builtin_names():
+    if ref in _builtin_names() or _is_box(ref):
         text = _read_builtin(f"{ref}.yaml")
     else:
         path = Path(ref).expanduser()

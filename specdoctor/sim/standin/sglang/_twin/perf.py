@@ -310,6 +310,8 @@ def evaluate(twin: dict, environ: dict[str, str], args: dict, present: set[str],
     t_verify = float(perf["verify_ms_base"]) + float(perf["verify_ms_per_token"]) * ndraft
     t_verify = (t_verify + comm_delta_ms(ndraft)) * hw_factor
     verify_graph = bool(perf.get("verify_cuda_graph", True)) and graphs
+    if not graphs and perf.get("verify_cuda_graph", True):
+        t_verify *= no_graph  # the scenario's verify time was measured with its graph; eager costs the same factor
     decode_graph = graphs
     t_draft = float(perf["draft_ms_per_step"]) * hw_factor
     alpha = _draft_alpha(twin, args.get("speculative_draft_model_path"), float(perf["alpha"]))

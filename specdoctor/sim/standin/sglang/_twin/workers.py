@@ -26,6 +26,7 @@ PR_SET_PDEATHSIG = 1
 
 _BOOT = """import site, sys
 sys.path[:] = [p for p in sys.path if 'site-packages' not in p and 'dist-packages' not in p]
+sys.path.insert(0, {site!r})
 site.addsitedir({site!r})
 sys.modules.pop('sitecustomize', None)
 site.execsitecustomize()
@@ -93,13 +94,20 @@ def _nccl_debug(rank: int, twin: dict, env: dict[str, str]) -> None:
     sys.stderr.flush()
 
 
-def source_tree(environ: dict[str, str], twin: dict) -> str:
-    """The checkout whose `python/sglang` this process imports: a PYTHONPATH entry `<tree>/python`, else the
-    scenario's editable install (its repo), like `pip install -e <repo>/python` on a real box."""
+def source_tree(environ: dict[str, str], twin: dict, cwd: str | None = None) -> str:
+    """The checkout this server runs: a PYTHONPATH entry `<tree>/python`, else the launch directory when it is
+    a checkout (`<cwd>/python/sglang`), else the scenario's editable install (its repo).
+
+    The stand-in package itself always imports from the sandbox's site-packages (the trees hold SGLang's
+    sources, not a runnable package); the tree found here is what the performance model reads.
+    """
     for entry in (environ.get("PYTHONPATH") or "").split(os.pathsep):
         entry = entry.rstrip("/")
         if entry.endswith("/python") and os.path.isdir(os.path.join(entry, "sglang")):
             return os.path.dirname(entry)
+    here = cwd if cwd is not None else os.getcwd()
+    if here and os.path.isdir(os.path.join(here, "python", "sglang")):
+        return here
     return twin["repo"]
 
 

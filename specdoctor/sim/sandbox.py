@@ -286,12 +286,15 @@ def _start_gpu_process(box: Sandbox, pid_id: str, title: str) -> int:
     (job_dir / script).write_text(_JOB)
     argv = [str(box.root / "bin" / "python"), *words[1:]] if words and words[0].startswith("python") \
         else [str(box.root / "bin" / "python"), script]
-    proc = subprocess.Popen(argv, cwd=job_dir, env=box.base_env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    # Through a shell that backgrounds it: the job outlives whoever laid the box out, and no Popen is left behind.
+    line = f"cd {shlex.quote(str(job_dir))} && exec {' '.join(shlex.quote(a) for a in argv)} " \
+           "</dev/null >/dev/null 2>&1 & echo $!"
+    out = subprocess.run(["sh", "-c", line], env=box.base_env, capture_output=True, text=True, check=True).stdout
+    pid = int(out.strip().splitlines()[-1])
     pid_dir = box.root / "run" / "gpu-procs"
     pid_dir.mkdir(parents=True, exist_ok=True)
-    (pid_dir / f"{pid_id}.pid").write_text(str(proc.pid))
-    return proc.pid
+    (pid_dir / f"{pid_id}.pid").write_text(str(pid))
+    return pid
 
 
 def _is_zombie(pid: int) -> bool:

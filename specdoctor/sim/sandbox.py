@@ -504,7 +504,7 @@ def _write_twin(root: Path, sc: Scenario, repo: str, nccl_conf: Path | None, ctx
     twin = {
         "name": sc.name, "version": sc.sglang.version, "seed": sc.seed, "time_scale": sc.time_scale, "repo": repo,
         "hardware": hw,
-        "patches": [{"id": p.id, "file": p.file, "add": p.add, "essential": p.essential,
+        "patches": [{"id": p.id, "file": p.file, "add": p.add, "after": p.after, "essential": p.essential,
                      "missing_error": p.missing_error} for p in sc.sglang.patches],
         "server": {"worker_env_drop": sc.server.worker_env_drop, "worker_env_set": sc.server.worker_env_set,
                    "hidden_size": hidden, "max_total_num_tokens": sc.server.max_total_num_tokens},

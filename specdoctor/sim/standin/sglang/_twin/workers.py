@@ -112,12 +112,13 @@ def source_tree(environ: dict[str, str], twin: dict, cwd: str | None = None) -> 
 
 
 def _anchor_line(tree: str, patch: dict) -> int:
-    """Line of the patch's first added line in its file (where a real traceback would point), else 1."""
-    wanted = next((ln.strip() for ln in patch["add"].splitlines() if ln.strip()), "")
+    """Where a real traceback would point in the patch's own file: the line the patch hangs off, else 1."""
+    wanted = (patch.get("after") or "").strip() or \
+        next((ln.strip() for ln in patch["add"].splitlines() if ln.strip()), "")
     try:
         with open(os.path.join(tree, patch["file"]), encoding="utf-8") as fh:
             for i, line in enumerate(fh, 1):
-                if wanted and line.strip() == wanted:
+                if wanted and wanted in line:
                     return i
     except OSError:
         pass

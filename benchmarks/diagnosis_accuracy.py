@@ -18,7 +18,7 @@ import os
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", nargs="+", metavar="NAME", help="only these scenarios")
     ap.add_argument("--json", metavar="FILE", help="also write every result as JSON")
     args = ap.parse_args(argv)
-    known = [n for n, _ in list_scenarios()]
+    known = [n for n, _ in list_scenarios(include_corpus=True)]
     names = args.only or known
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -219,18 +219,33 @@ def main(argv: list[str] | None = None) -> int:
         print("--seeds and --jobs must be at least 1", file=sys.stderr)
         return 2
     os.environ.setdefault("SPECDOCTOR_HOME", tempfile.mkdtemp(prefix="sd-acc-home-"))
-    tasks = [(n, k) for n in names for k in range(args.seeds)]
+    # Seed-major: every scenario at seed 0 first, so an interrupted run still covers the whole corpus.
+    tasks = [(n, k) for k in range(args.seeds) for n in names]
     t0 = time.perf_counter()
-    if args.jobs == 1:
-        results = []
-        for n, k in tasks:
-            results.append(run_one(n, k))
-            r = results[-1]
-            print(f"  {n} seed {r.seed}: {r.verdict} ({'ok' if r.verdict_ok else 'WRONG'}) {r.wall_s:.0f}s",
-                  file=sys.stderr, flush=True)
-    else:
-        with ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn")) as pool:
-            results = list(pool.map(run_one, [n for n, _ in tasks], [k for _, k in tasks]))
+    results: list[Result] = []
+
+    def done(r: Result) -> None:
+        results.append(r)
+        print(f"  [{len(results)}/{len(tasks)}] {r.scenario} seed {r.seed}: {r.verdict} "
+              f"({'ok' if r.verdict_ok else 'WRONG'}) {r.wall_s:.0f}s", file=sys.stderr, flush=True)
+        if args.json:  # written as results arrive: a long run that is stopped keeps what it measured
+            Path(args.json).write_text(json.dumps({"results": [x.model_dump() for x in results]}, indent=1))
+
+    pool = ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn")) if args.jobs > 1 else None
+    try:
+        if pool is None:
+            for n, k in tasks:
+                done(run_one(n, k))
+        else:
+            for fut in as_completed([pool.submit(run_one, n, k) for n, k in tasks]):
+                done(fut.result())
+    except KeyboardInterrupt:  # SIGINT: stop queueing, report what finished (running sandboxes clean up)
+        print("interrupted: the table covers the runs that finished", file=sys.stderr)
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+    if not results:
+        return 1
     rows = aggregate(results)
     totals = _totals(results)
     print(_table(rows))

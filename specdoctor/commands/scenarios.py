@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
         from specdoctor.sim import list_scenarios, load_scenario
 
         rows = []
-        for name, desc in list_scenarios():
+        for name, desc in list_scenarios(include_corpus=True):
             sc = load_scenario(name)
             hw = sc.hardware
             rows.append({"name": name, "description": desc, "box": f"{hw.gpu_count}x {hw.gpu_name} ({hw.interconnect})",

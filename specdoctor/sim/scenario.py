@@ -320,6 +320,7 @@ class Scenario(_Strict):
 
     name: str
     description: str
+    corpus: bool = Field(default=False, description="A corpus story (not one of the six the agent was built on).")
     seed: int = 0
     time_scale: float = Field(default=200.0, gt=0, description="Model seconds per wall second.")
     hardware: Hardware
@@ -447,10 +448,16 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
         raise ScenarioError(f"scenario {ref} is invalid:\n{exc}") from None
 
 
-def list_scenarios() -> list[tuple[str, str]]:
-    """Built-in scenarios as (name, one-line description)."""
+def list_scenarios(*, include_corpus: bool = False) -> list[tuple[str, str]]:
+    """Built-in scenarios as (name, one-line description): the six first stories, plus the corpus on request.
+
+    The corpus (`corpus: true`) measures how the diagnosis generalizes; per-scenario suites that must pass
+    stay on the first stories, and benchmarks/diagnosis_accuracy.py runs them all.
+    """
     out = []
     for name in _builtin_names():
         raw = yaml.safe_load(_read_builtin(f"{name}.yaml"))
+        if raw.get("corpus") and not include_corpus:
+            continue
         out.append((name, str(raw.get("description", "")).strip().splitlines()[0]))
     return out

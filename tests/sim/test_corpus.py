@@ -22,7 +22,7 @@ from specdoctor.sim.scenario import Cause, Scenario
 
 from .conftest import free_port
 
-NAMES = [n for n, _ in list_scenarios()]
+NAMES = [n for n, _ in list_scenarios(include_corpus=True)]
 CHAT = {"prompt_tokens": 14, "output_tokens": 128}  # the shape of specdoctor's own benchmark requests
 
 

@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
-from multiprocessing import get_context
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -79,12 +79,11 @@ def cause_named(cause: dict, report_text: str, blamed: list[str]) -> bool:
 
 
 def _report_text(report: dict) -> str:
-    """Every human-readable sentence of report.json (summary, findings, decisions, game plan)."""
-    parts: list[str] = [str(report.get("summary") or ""), str(report.get("verdict") or "")]
+    """What the report concludes: summary, findings and game plan. Not the decisions' echo of tool outputs (a
+    launch line or an env dump there mentions every flag and variable without naming it as a cause)."""
+    parts: list[str] = [str(report.get("summary") or "")]
     for f in report.get("findings") or []:
         parts += [str(f.get("title") or ""), str(f.get("detail") or "")]
-    for d in report.get("decisions") or []:
-        parts += [str(d.get(k) or "") for k in ("found", "decided", "why")]
     for g in report.get("game_plan") or []:
         parts.append(json.dumps(g) if not isinstance(g, str) else g)
     return "\n".join(parts)
@@ -200,6 +199,35 @@ def _table(rows: list[Row]) -> str:
     return "\n".join(out)
 
 
+def _run_parallel(tasks: list[tuple[str, int]], jobs: int, done) -> None:
+    """Each run in its own interpreter (`--one`), at most `jobs` at a time; Ctrl-C reaches them as SIGINT, so
+    every running investigation stops and removes its sandbox before we return."""
+    pending = list(tasks)
+    running: dict[subprocess.Popen, tuple[str, int, Path]] = {}
+    tmp = Path(tempfile.mkdtemp(prefix="sd-acc-results-"))
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                name, k = pending.pop(0)
+                out = tmp / f"{name}-{k}.json"
+                proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--one", name, str(k), str(out)])
+                running[proc] = (name, k, out)
+            time.sleep(0.5)
+            for proc in [p for p in running if p.poll() is not None]:
+                name, k, out = running.pop(proc)
+                if out.is_file():
+                    done(Result.model_validate_json(out.read_text()))
+                else:
+                    done(Result(scenario=name, seed=k, verdict="error", truth_verdict="?", verdict_ok=False,
+                                error=f"run exited {proc.returncode} without a result"))
+    except KeyboardInterrupt:
+        for proc in running:
+            proc.send_signal(signal.SIGINT)
+        for proc in running:
+            proc.wait()
+        raise
+
+
 def main(argv: list[str] | None = None) -> int:
     from specdoctor.sim import list_scenarios
 
@@ -208,7 +236,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="scenarios investigated in parallel (default 1)")
     ap.add_argument("--only", nargs="+", metavar="NAME", help="only these scenarios")
     ap.add_argument("--json", metavar="FILE", help="also write every result as JSON")
+    ap.add_argument("--one", nargs=3, metavar=("NAME", "K", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.one:  # one run in this interpreter (what --jobs starts); SIGTERM stops it like Ctrl-C
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        res = run_one(args.one[0], int(args.one[1]))
+        Path(args.one[2]).write_text(res.model_dump_json())
+        return 0
     known = [n for n, _ in list_scenarios(include_corpus=True)]
     names = args.only or known
     unknown = [n for n in names if n not in known]
@@ -231,19 +265,14 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:  # written as results arrive: a long run that is stopped keeps what it measured
             Path(args.json).write_text(json.dumps({"results": [x.model_dump() for x in results]}, indent=1))
 
-    pool = ProcessPoolExecutor(max_workers=args.jobs, mp_context=get_context("spawn")) if args.jobs > 1 else None
     try:
-        if pool is None:
+        if args.jobs == 1:
             for n, k in tasks:
                 done(run_one(n, k))
         else:
-            for fut in as_completed([pool.submit(run_one, n, k) for n, k in tasks]):
-                done(fut.result())
-    except KeyboardInterrupt:  # SIGINT: stop queueing, report what finished (running sandboxes clean up)
+            _run_parallel(tasks, args.jobs, done)
+    except KeyboardInterrupt:  # stop launching; what finished is reported (each run cleans its own sandbox up)
         print("interrupted: the table covers the runs that finished", file=sys.stderr)
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
     if not results:
         return 1
     rows = aggregate(results)

@@ -18,15 +18,24 @@ def register(app: typer.Typer) -> None:
     @group.command("list")
     def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
         """Name and one-line description of every built-in scenario."""
-        from specdoctor.sim import list_scenarios
+        from specdoctor.sim import list_scenarios, load_scenario
 
-        rows = list_scenarios()
+        rows = []
+        for name, desc in list_scenarios(include_corpus=True):
+            sc = load_scenario(name)
+            hw = sc.hardware
+            rows.append({"name": name, "description": desc, "box": f"{hw.gpu_count}x {hw.gpu_name} ({hw.interconnect})",
+                         "sglang": sc.sglang.version})
         if as_json:
-            typer.echo(json.dumps([{"name": n, "description": d} for n, d in rows], indent=2))
+            typer.echo(json.dumps(rows, indent=2))
             return
-        table = Table("scenario", "description")
-        for name, desc in rows:
-            table.add_row(f"sim:{name}", desc)
+        table = Table()
+        table.add_column("scenario", no_wrap=True)
+        table.add_column("box")
+        table.add_column("sglang", no_wrap=True)
+        table.add_column("description")
+        for r in rows:
+            table.add_row(f"sim:{r['name']}", r["box"], r["sglang"], r["description"])
         Console().print(table)
 
     @group.command("show")
@@ -58,6 +67,15 @@ def register(app: typer.Typer) -> None:
                   f"{' '.join(sc.server.launch.split())}", highlight=False)
         if sc.shell_env:
             con.print(f"launch shell exports: {sc.shell_env}", highlight=False)
+        if sc.shell_profile:
+            con.print("~/.bashrc: " + "; ".join(ln for ln in sc.shell_profile.splitlines() if ln.startswith("export")),
+                      highlight=False)
+        for proc in sc.gpu_processes:
+            con.print(f"other GPU process: {proc.title} on GPUs {','.join(map(str, proc.gpus))}", highlight=False)
+        for other in sc.other_servers:
+            gpus = other.env.get("CUDA_VISIBLE_DEVICES", "all")
+            con.print(f"other server {other.name} (user {other.user}) on GPUs {gpus}, port {other.port}",
+                      highlight=False)
         con.print(f"user claims: {sc.hints.expect}", highlight=False)
         if truth:
             con.print(f"truth: {sc.truth.model_dump(exclude_none=True)}", highlight=False)

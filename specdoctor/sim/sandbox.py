@@ -129,15 +129,29 @@ class Sandbox:
         return self.root / "run" / "pids"
 
     def server_pids(self) -> list[int]:
-        """PIDs (main first, then workers) of every live server the sandbox's pidfiles list."""
+        """PIDs (main first, then workers) of every live server the sandbox's pidfiles list (not other users')."""
         out = []
-        for entry in self._pidfile_procs():
+        for entry in self._pidfile_procs(others=False):
             out.append(entry[0])
         return out
 
-    def _pidfile_procs(self) -> list[tuple[int, int | None]]:
+    def other_server_pids(self) -> list[tuple[int, int | None]]:
+        """(pid, starttime) of the other users' servers' processes that are still alive."""
+        return self._pidfile_procs(others=True)
+
+    def _other_mains(self) -> set[int]:
+        path = self.root / ".sim" / "others.json"
+        try:
+            return {int(p) for p in json.loads(path.read_text())}
+        except (OSError, ValueError):
+            return set()
+
+    def _pidfile_procs(self, others: bool | None = None) -> list[tuple[int, int | None]]:
         procs: list[tuple[int, int | None]] = []
+        other_mains = self._other_mains()
         for f in sorted(self.pid_dir.glob("*.json")) if self.pid_dir.is_dir() else []:
+            if others is not None and (int(f.stem) in other_mains) != others:
+                continue
             try:
                 data = json.loads(f.read_text())
             except (OSError, ValueError):
@@ -148,7 +162,8 @@ class Sandbox:
         return procs
 
     def launch_server(self, host: Host | None = None, *, line: str | None = None, env: dict[str, str] | None = None,
-               log: str | None = None, port: int | None = None, timeout: float = 20.0) -> Launched:
+               log: str | None = None, port: int | None = None, timeout: float = 20.0,
+               cwd: str | None = None) -> Launched:
         """Run a launch line in the background on `host` (as its user), cwd = the repo; wait for /health or exit.
 
         `line` defaults to the scenario's launch; `env` is added to the host's base env. Never raises on a
@@ -160,7 +175,7 @@ class Sandbox:
             host = LocalHost(name="sim-setup", base_env=self.base_env, inherit_env=False)
         log = log or self.server_log
         exports = " ".join(shlex.quote(f"{k}={v}") for k, v in (env or {}).items())
-        script = Raw(f"cd {shlex.quote(self.repo)} && {'env ' + exports + ' ' if exports else ''}"
+        script = Raw(f"cd {shlex.quote(cwd or self.repo)} && {'env ' + exports + ' ' if exports else ''}"
                      f"nohup {line or self.launch} > {shlex.quote(log)} 2>&1 < /dev/null & echo $!")
         t0 = time.monotonic()
         pid = int(host.run(script, timeout=30).stdout.strip().splitlines()[-1])
@@ -208,12 +223,78 @@ class Sandbox:
                     pass
         for f in self.pid_dir.glob("*.json") if self.pid_dir.is_dir() else []:
             f.unlink(missing_ok=True)
+        for f in (self.root / "run" / "gpu-procs").glob("*.pid"):
+            try:
+                pid = int(f.read_text().strip())
+                if _cmdline_has(pid, str(self.root)):
+                    os.kill(pid, signal.SIGKILL)
+            except (OSError, ValueError):
+                pass
         return [p for p, _ in procs]
+
+    def start_others(self) -> None:
+        """Start the box's other (unrelated) SGLang servers and GPU jobs, as they run before specdoctor comes."""
+        sc = self.scenario
+        ctx = self.context()
+        for proc in sc.gpu_processes:
+            _start_gpu_process(self, proc.id, proc.title)
+        mains = sorted(self._other_mains())
+        for other in sc.other_servers:
+            own = {**ctx, "port": str(_free_port(other.port))}  # {port} in its launch line is its own port
+            env = {"USER": other.user, **{k: _subst(v, own) for k, v in other.env.items()}}
+            log = Path(_subst(other.log, own))
+            log.parent.mkdir(parents=True, exist_ok=True)
+            res = self.launch_server(line=_subst(other.launch, own), env=env, log=str(log),
+                                     port=int(own["port"]), cwd=_subst(other.dir, own))
+            if not res.healthy:
+                tail = Path(res.log).read_text(errors="replace")[-2000:] if Path(res.log).exists() else ""
+                raise ScenarioError(f"the other server {other.name!r} did not start on port {other.port}:\n{tail}")
+            mains.append(res.pid)
+            (self.root / ".sim" / "others.json").write_text(json.dumps(mains))
+
+    def context(self) -> dict[str, str]:
+        """The placeholder values of this sandbox ({root}, {home}, {models}, {repo}, {port}, {python})."""
+        return {"root": str(self.root), "home": str(self.root / "home"), "models": str(self.root / "models"),
+                "port": str(self.port), "python": str(self.root / "bin" / "python"), "repo": self.repo}
 
     def remove(self) -> None:
         """Stop everything, then delete the sandbox folder."""
         self.stop_all()
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _cmdline_has(pid: int, text: str) -> bool:
+    try:
+        return text in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return False
+
+
+_JOB = """import signal, sys, time
+signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))
+while True:
+    time.sleep(3600)
+"""
+
+
+def _start_gpu_process(box: Sandbox, pid_id: str, title: str) -> int:
+    """A long-running non-SGLang job (its argv is the scenario's title), detached from whoever laid the box out."""
+    job_dir = box.root / "srv" / "jobs" / pid_id
+    job_dir.mkdir(parents=True, exist_ok=True)
+    words = shlex.split(title)
+    script = next((w for w in words if w.endswith(".py")), "job.py")
+    (job_dir / script).write_text(_JOB)
+    argv = [str(box.root / "bin" / "python"), *words[1:]] if words and words[0].startswith("python") \
+        else [str(box.root / "bin" / "python"), script]
+    # Through a shell that backgrounds it: the job outlives whoever laid the box out, and no Popen is left behind.
+    line = f"cd {shlex.quote(str(job_dir))} && exec {' '.join(shlex.quote(a) for a in argv)} " \
+           "</dev/null >/dev/null 2>&1 & echo $!"
+    out = subprocess.run(["sh", "-c", line], env=box.base_env, capture_output=True, text=True, check=True).stdout
+    pid = int(out.strip().splitlines()[-1])
+    pid_dir = box.root / "run" / "gpu-procs"
+    pid_dir.mkdir(parents=True, exist_ok=True)
+    (pid_dir / f"{pid_id}.pid").write_text(str(pid))
+    return pid
 
 
 def _is_zombie(pid: int) -> bool:
@@ -240,7 +321,8 @@ def _layout_python(root: Path, scenario: Scenario, twin_root: str) -> tuple[Path
     (site / "sglang" / "_twin" / "location.txt").write_text(twin_root + "\n")
     (site / "sglang" / "version.py").write_text(f'__version__ = "{scenario.sglang.version}"\n')
     for dist, version in ((f"sglang-{scenario.sglang.version}", scenario.sglang.version),
-                          (f"nvidia_nccl_cu12-{scenario.hardware.nccl}", scenario.hardware.nccl)):
+                          (f"nvidia_nccl_cu12-{scenario.hardware.nccl}", scenario.hardware.nccl),
+                          (f"torch-{scenario.hardware.torch}", scenario.hardware.torch)):
         info = site / f"{dist}.dist-info"
         info.mkdir()
         name = dist.rsplit("-", 1)[0].replace("_", "-")
@@ -283,6 +365,11 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
         nccl_conf.write_text(sc.nccl_conf)
         base_env["NCCL_CONF_FILE"] = str(nccl_conf)
     base_env.update({k: _subst(v, ctx) for k, v in sc.shell_env.items()})
+    if sc.shell_profile:
+        profile = _subst(sc.shell_profile, ctx)
+        (home / ".bashrc").write_text(profile)
+        (home / ".profile").write_text("# ~/.profile: login shells read ~/.bashrc\n[ -f ~/.bashrc ] && . ~/.bashrc\n")
+        base_env.update(_profile_exports(profile))
     (home / ".gitconfig").write_text("[user]\n\tname = GPU Box User\n\temail = user@gpu-box\n"
                                      "[safe]\n\tdirectory = *\n[init]\n\tdefaultBranch = main\n")
     git_env = {**base_env, "GIT_AUTHOR_DATE": _GIT_DATE, "GIT_COMMITTER_DATE": _GIT_DATE}
@@ -304,12 +391,18 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
         draft = Path(_subst(sc.server.draft_model_path, ctx))
         draft.mkdir(parents=True, exist_ok=True)
         (draft / "config.json").write_text(json.dumps(sc.server.draft_config or {}, indent=2))
+    for extra in sc.server.extra_models:
+        mdir = Path(_subst(extra.path, ctx))
+        mdir.mkdir(parents=True, exist_ok=True)
+        (mdir / "config.json").write_text(json.dumps(extra.config, indent=2))
+    for other in sc.other_servers:
+        _layout_tree(Path(_subst(other.dir, ctx)), other.base, {}, git_env, f"{other.user}'s sglang")
     good = None
     if sc.good_fingerprint is not None:
         good = home / "fingerprints" / "good-run.json"
         good.parent.mkdir(parents=True, exist_ok=True)
         good.write_text(_subst(json.dumps(sc.good_fingerprint, indent=2), ctx))
-    _write_twin(root, sc, str(repo), nccl_conf if sc.nccl_conf else None)
+    _write_twin(root, sc, str(repo), nccl_conf if sc.nccl_conf else None, ctx)
     _open_permissions(root)
     launch = _subst(sc.server.launch, ctx)
     hints = HostHints(repo=str(repo), python=str(python), launch=launch, expect=dict(sc.hints.expect),
@@ -319,6 +412,11 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
     box = Sandbox(sc, root, base_env, str(repo), str(python), hints, chosen, launch,
                   _subst(sc.server.log, ctx))
     box.save()
+    try:
+        box.start_others()
+    except ScenarioError:
+        box.remove()
+        raise
     if start_server if start_server is not None else sc.server.running:
         for attempt in range(3):  # another process may take the port between our check and the bind
             res = box.launch_server(env=dict(sc.server.running_env))
@@ -336,8 +434,23 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
     return box
 
 
-def _layout_repo(repo: Path, sc: Scenario, env: dict[str, str]) -> str:
-    files = base_tree(sc.sglang.base)
+def _profile_exports(text: str) -> dict[str, str]:
+    """`export K=V` lines of a shell profile (what a login shell would have in its environment)."""
+    out = {}
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip() if not line.strip().startswith("export") else line.strip()
+        if not line.startswith("export "):
+            continue
+        for word in shlex.split(line[len("export "):], comments=True):
+            if "=" in word:
+                key, _, value = word.partition("=")
+                out[key] = value
+    return out
+
+
+def _layout_tree(repo: Path, base: str, extra: dict[str, str], env: dict[str, str], message: str) -> str:
+    files = dict(base_tree(base))
+    files.update(extra)
     repo.mkdir(parents=True, exist_ok=True)
     for rel, content in files.items():
         target = repo / rel
@@ -345,8 +458,12 @@ def _layout_repo(repo: Path, sc: Scenario, env: dict[str, str]) -> str:
         target.write_text(content)
     _git(repo, "init", "-q", env=env)
     _git(repo, "add", "-A", env=env)
-    _git(repo, "commit", "-q", "-m", sc.sglang.commit_message, env=env)
-    commit = _git(repo, "rev-parse", "HEAD", env=env)
+    _git(repo, "commit", "-q", "-m", message, env=env)
+    return _git(repo, "rev-parse", "HEAD", env=env)
+
+
+def _layout_repo(repo: Path, sc: Scenario, env: dict[str, str]) -> str:
+    commit = _layout_tree(repo, sc.sglang.base, sc.sglang.files, env, sc.sglang.commit_message)
     for patch in sc.sglang.patches:
         target = repo / patch.file
         if patch.untracked:
@@ -367,7 +484,17 @@ def _layout_repo(repo: Path, sc: Scenario, env: dict[str, str]) -> str:
     return commit
 
 
-def _write_twin(root: Path, sc: Scenario, repo: str, nccl_conf: Path | None) -> None:
+def _subst_paths(obj, ctx: dict[str, str]):
+    if isinstance(obj, str):
+        return _subst(obj, ctx)
+    if isinstance(obj, list):
+        return [_subst_paths(v, ctx) for v in obj]
+    if isinstance(obj, dict):
+        return {k: _subst_paths(v, ctx) for k, v in obj.items()}
+    return obj
+
+
+def _write_twin(root: Path, sc: Scenario, repo: str, nccl_conf: Path | None, ctx: dict[str, str]) -> None:
     hw = sc.hardware.model_dump()
     hw["bus_ids"] = sc.hardware.bus_ids or [f"00000000:{b}:00.0" for b in _BUS_IDS[: sc.hardware.gpu_count]]
     hw["pcie_per_gpu"] = {str(i): sc.hardware.pcie_per_gpu.get(i, sc.hardware.pcie).model_dump()
@@ -377,16 +504,29 @@ def _write_twin(root: Path, sc: Scenario, repo: str, nccl_conf: Path | None) -> 
     twin = {
         "name": sc.name, "version": sc.sglang.version, "seed": sc.seed, "time_scale": sc.time_scale, "repo": repo,
         "hardware": hw,
-        "patches": [{"id": p.id, "file": p.file, "add": p.add, "essential": p.essential,
+        "patches": [{"id": p.id, "file": p.file, "add": p.add, "after": p.after, "essential": p.essential,
                      "missing_error": p.missing_error} for p in sc.sglang.patches],
         "server": {"worker_env_drop": sc.server.worker_env_drop, "worker_env_set": sc.server.worker_env_set,
                    "hidden_size": hidden, "max_total_num_tokens": sc.server.max_total_num_tokens},
-        "perf": sc.perf.model_dump(by_alias=True),
+        "perf": _subst_paths(sc.perf.model_dump(by_alias=True), ctx),
+        "drafts": _drafts(sc, ctx),
+        "gpu_processes": [p.model_dump() for p in sc.gpu_processes],
+        "other_trees": [_subst(o.dir, ctx) for o in sc.other_servers],
         "allreduce": sc.allreduce.model_dump(by_alias=True),
         "nccl_conf_default": str(nccl_conf) if nccl_conf else None,
     }
     (root / ".sim" / "twin.json").write_text(json.dumps(twin, indent=1))
     (root / ".sim" / "launches").write_text("0")
+
+
+def _drafts(sc: Scenario, ctx: dict[str, str]) -> dict[str, dict]:
+    """Draft directories on the box and the acceptance each gives (None: the scenario's perf.alpha)."""
+    out: dict[str, dict] = {}
+    if sc.server.draft_model_path:
+        out[os.path.normpath(_subst(sc.server.draft_model_path, ctx))] = {"alpha": None}
+    for extra in sc.server.extra_models:
+        out[os.path.normpath(_subst(extra.path, ctx))] = {"alpha": extra.alpha}
+    return out
 
 
 def _open_permissions(root: Path) -> None:

@@ -13,10 +13,14 @@ from specdoctor.errors import ScenarioError
 
 __all__ = [
     "AllReduceModel",
+    "Cause",
     "Effect",
     "EnvCond",
     "Gate",
+    "GpuProcess",
     "Hardware",
+    "ModelDir",
+    "OtherServer",
     "Patch",
     "PerfModel",
     "Scenario",
@@ -81,7 +85,12 @@ class Hardware(_Strict):
     clocks_sm_mhz: int = 2430
     clocks_sm_max_mhz: int = 2430
     clocks_mem_mhz: int = 14001
+    clocks_mem_max_mhz: int | None = Field(default=None, description="Default: clocks_mem_mhz (not locked).")
     power_limit_w: float = 600.0
+    power_default_w: float | None = Field(default=None, description="The board's default limit; a lower "
+                                          "power_limit_w is a cap. Default: power_limit_w.")
+    load_power_w: float | None = Field(default=None, description="Draw at full clocks under this workload "
+                                       "(default 55 % of power_default_w); a cap below it lowers the clock.")
     persistence_mode: bool = True
     temperature_c: int = 41
     topology: list[str] = Field(description="nvidia-smi topo -m rows: link type to every GPU ('X' for self).")
@@ -116,7 +125,10 @@ class EffectWhen(_Strict):
     patches: list[str] = Field(default_factory=list, description="All of these patches present (AND: may interact).")
     patches_absent: list[str] = Field(default_factory=list)
     env: dict[str, EnvCond] = Field(default_factory=dict, description="Values in the TP0 worker's environment.")
-    args: dict[str, Any] = Field(default_factory=dict, description="Resolved server args, e.g. attention_backend.")
+    args: dict[str, Any] = Field(default_factory=dict, description="Resolved server args, e.g. attention_backend; "
+                                 "*_path values may use placeholders ({models}/...).")
+    versions: dict[str, str | list[str]] = Field(default_factory=dict,
+                                                  description="sglang/driver/cuda/nccl/torch of the box.")
     speculative: bool | None = None
 
 
@@ -131,6 +143,17 @@ class Effect(_Strict):
     draft_ms: float = 0.0
     scale: float = 1.0
     alpha_delta: float = 0.0
+    verify_cuda_graph: bool | None = Field(default=None, description="False: verify runs eager in this tree "
+                                           "(Decode lines say `cuda graph: False`, verify x no_cuda_graph_factor).")
+    decode_cuda_graph: bool | None = Field(default=None, description="False: plain decode runs eager.")
+
+
+class PromptKind(_Strict):
+    """Requests whose prompt contains any marker (case-insensitive) accept differently (e.g. code vs chat)."""
+
+    name: str
+    contains: list[str]
+    alpha_delta: float
 
 
 class Drift(_Strict):
@@ -153,6 +176,12 @@ class PerfModel(_Strict):
     prefill_ms: float = 20.0
     prefill_ms_per_token: float = 0.02
     allreduce_per_forward: int = 0
+    compute_fraction: float = Field(default=0.3, ge=0, le=1, description="Share of a step bound by the SM clock "
+                                    "(the rest follows the memory clock).")
+    kv_ms_per_1k_tokens: float = Field(default=0.0, ge=0, description="ms added to each step per 1k tokens of "
+                                       "context (KV-cache reads).")
+    alpha_per_temperature: float = Field(default=0.0, description="alpha change per unit of sampling temperature.")
+    prompt_kinds: list[PromptKind] = Field(default_factory=list)
     reference_env: dict[str, str] = Field(default_factory=dict)
     effects: list[Effect] = Field(default_factory=list)
 
@@ -177,11 +206,43 @@ class AllReduceModel(_Strict):
     noise_cv: float = 0.02
 
 
+class ModelDir(_Strict):
+    """An extra model directory on the box (another draft, an older checkpoint): config.json and its acceptance."""
+
+    path: str
+    config: dict[str, Any]
+    alpha: float | None = Field(default=None, ge=0, lt=1, description="Per-token acceptance when used as the draft.")
+
+
+class GpuProcess(_Strict):
+    """A non-SGLang process on some GPUs (a training job, a notebook): it holds memory and time-slices the SMs."""
+
+    id: str
+    title: str = "python train.py"
+    gpus: list[int]
+    used_memory_mib: int = 20000
+    sm_share: float = Field(default=0.3, ge=0, lt=1)
+
+
+class OtherServer(_Strict):
+    """A second, unrelated SGLang server on the box (another user's): its own checkout, port and GPUs."""
+
+    name: str = "other"
+    user: str = "alice"
+    dir: str = "{root}/srv/alice/sglang"
+    base: str = "sglang-0.5.9"
+    port: int = 31000
+    launch: str
+    env: dict[str, str] = Field(default_factory=dict, description="Its launch env, e.g. CUDA_VISIBLE_DEVICES.")
+    log: str = "{root}/srv/alice/server.log"
+
+
 class ServerSpec(_Strict):
     model_path: str
     model_config_json: dict[str, Any] = Field(alias="model_config")
     draft_model_path: str | None = None
     draft_config: dict[str, Any] | None = None
+    extra_models: list[ModelDir] = Field(default_factory=list)
     port: int = 30000
     launch: str = Field(description="The launch line in SGLang's flag syntax; {port}/{models}/... substituted.")
     running: bool = Field(default=False, description="A server is already running when specdoctor arrives.")
@@ -212,6 +273,7 @@ class SGLangCheckout(_Strict):
     commit_message: str = "Merge upstream sglang"
     use_patches: list[str] = Field(default_factory=list, description="Patch ids from _library.yaml.")
     patches: list[Patch] = Field(default_factory=list)
+    files: dict[str, str] = Field(default_factory=dict, description="Files added to the base tree (committed).")
 
 
 class UserHints(_Strict):
@@ -222,10 +284,25 @@ class UserHints(_Strict):
     patch_script: str | None = None
 
 
+CauseKind = Literal["code", "env", "launch-flag", "software", "hardware", "workload"]
+
+
+class Cause(_Strict):
+    """One true cause of the gap between the reference and now (what a diagnosis should name)."""
+
+    kind: CauseKind
+    name: str = Field(description="Patch id, variable, flag, component or hardware knob, e.g. NCCL_PROTO.")
+    source: str = Field(default="", description="Where it comes from: a file, sitecustomize, ~/.bashrc, GPU 3 ...")
+    share: float = Field(default=1.0, ge=0, le=1.5, description="Expected share of the measured gap it explains.")
+    revertible: bool = Field(default=True, description="A trial can revert it (patch, variable, flag).")
+    detail: str = ""
+
+
 class Truth(_Strict):
     """Ground truth for tests and benchmarks; specdoctor's engine never reads it."""
 
     verdict: Verdict
+    causes: list[Cause] = Field(default_factory=list)
     culprits: list[str] = Field(default_factory=list)
     culprit_files: list[str] = Field(default_factory=list)
     expected_findings: list[str] = Field(default_factory=list)
@@ -243,6 +320,7 @@ class Scenario(_Strict):
 
     name: str
     description: str
+    corpus: bool = Field(default=False, description="A corpus story (not one of the six the agent was built on).")
     seed: int = 0
     time_scale: float = Field(default=200.0, gt=0, description="Model seconds per wall second.")
     hardware: Hardware
@@ -251,6 +329,10 @@ class Scenario(_Strict):
     sitecustomize: str | None = None
     nccl_conf: str | None = None
     shell_env: dict[str, str] = Field(default_factory=dict, description="Exported in the user's login shell.")
+    shell_profile: str | None = Field(default=None, description="~/.bashrc content; its `export K=V` lines are "
+                                      "in the login environment.")
+    gpu_processes: list[GpuProcess] = Field(default_factory=list)
+    other_servers: list[OtherServer] = Field(default_factory=list)
     server: ServerSpec
     perf: PerfModel
     allreduce: AllReduceModel
@@ -271,6 +353,12 @@ class Scenario(_Strict):
         for pid in self.truth.culprits:
             if pid not in known:
                 raise ValueError(f"truth names unknown culprit patch {pid!r}")
+        for proc in self.gpu_processes:
+            if any(g >= self.hardware.gpu_count for g in proc.gpus):
+                raise ValueError(f"gpu process {proc.id} names a GPU the box does not have")
+        for cause in self.truth.causes:
+            if cause.kind == "code" and cause.name not in known:
+                raise ValueError(f"truth cause names unknown patch {cause.name!r}")
         if self.allreduce.default_protocol != "auto" and self.allreduce.default_protocol not in self.allreduce.protocols:
             raise ValueError(f"default_protocol {self.allreduce.default_protocol!r} is not a protocol")
         return self
@@ -313,8 +401,13 @@ def _merge(base: dict, over: dict) -> dict:
     return out
 
 
+def _is_box(ref: str) -> bool:
+    """`_box-*` files hold shared hardware/model/perf for corpus scenarios (not scenarios by themselves)."""
+    return ref.startswith("_box-") and resources.files("specdoctor.sim.scenarios").joinpath(f"{ref}.yaml").is_file()
+
+
 def _raw(ref: str, depth: int = 0) -> dict:
-    if ref in _builtin_names():
+    if ref in _builtin_names() or _is_box(ref):
         text = _read_builtin(f"{ref}.yaml")
     else:
         path = Path(ref).expanduser()
@@ -355,10 +448,16 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
         raise ScenarioError(f"scenario {ref} is invalid:\n{exc}") from None
 
 
-def list_scenarios() -> list[tuple[str, str]]:
-    """Built-in scenarios as (name, one-line description)."""
+def list_scenarios(*, include_corpus: bool = False) -> list[tuple[str, str]]:
+    """Built-in scenarios as (name, one-line description): the six first stories, plus the corpus on request.
+
+    The corpus (`corpus: true`) measures how the diagnosis generalizes; per-scenario suites that must pass
+    stay on the first stories, and benchmarks/diagnosis_accuracy.py runs them all.
+    """
     out = []
     for name in _builtin_names():
         raw = yaml.safe_load(_read_builtin(f"{name}.yaml"))
+        if raw.get("corpus") and not include_corpus:
+            continue
         out.append((name, str(raw.get("description", "")).strip().splitlines()[0]))
     return out

@@ -9,6 +9,7 @@ import time
 import uuid
 
 from .config import log
+from .perf import accept_length, alpha_for_request, step_ms_at
 
 __all__ = ["Engine", "Plan"]
 
@@ -73,28 +74,38 @@ class Engine:
         batch = 1.0 + 0.08 * max(self.running - 1, 0)
         return self.rng.lognormvariate(-sigma * sigma / 2, sigma) * drift * batch
 
-    def plan(self, prompt_tokens: int, max_new: int) -> Plan:
-        """Draw this request's schedule (accept lengths per verify, noisy step times)."""
+    def plan(self, prompt_tokens: int, max_new: int, prompt: str = "", temperature: float = 1.0) -> Plan:
+        """Draw this request's schedule (accept lengths per verify, noisy step times).
+
+        The request shape matters: each step reads the KV cache of the whole context so far, and the
+        draft's acceptance depends on what is asked and on the sampling temperature.
+        """
         p = self.perf
         with self.lock:
             f = self._factor()
             ttft = (p["prefill_ms"] + p["prefill_ms_per_token"] * prompt_tokens) * f
             steps: list[tuple[float, int, int]] = []
             remaining = max(max_new - 1, 0)
+            context = prompt_tokens + 1
             if p["speculative"]:
-                cycle = p["k"] * p["t_draft_ms"] + p["t_verify_ms"]
+                alpha = alpha_for_request(p, prompt, temperature)
                 max_acc = max(p["draft_tokens"] - 1, 0)
                 while remaining > 0:
                     acc = 0
-                    while acc < max_acc and self.rng.random() < p["alpha"]:
+                    while acc < max_acc and self.rng.random() < alpha:
                         acc += 1
                     new = min(acc + 1, remaining)
-                    steps.append((cycle * f * self.rng.gauss(1.0, 0.01), new, acc))
+                    steps.append((step_ms_at(p, context) * f * self.rng.gauss(1.0, 0.01), new, acc))
                     remaining -= new
+                    context += new
             else:
                 for _ in range(remaining):
-                    steps.append((p["t_decode_ms"] * f * self.rng.gauss(1.0, 0.005), 1, 0))
+                    steps.append((step_ms_at(p, context) * f * self.rng.gauss(1.0, 0.005), 1, 0))
+                    context += 1
         return Plan(ttft, steps, prompt_tokens, max_new)
+
+    def expected_accept_length(self, prompt: str, temperature: float) -> float:
+        return accept_length(alpha_for_request(self.perf, prompt, temperature), max(self.perf["draft_tokens"] - 1, 0))
 
     # -- running ---------------------------------------------------------------------------------------
     def begin(self, plan: Plan) -> None:

@@ -28,7 +28,11 @@ def run_generate(state: dict, req: dict, emit) -> dict:
     if isinstance(sp, list):
         sp = sp[0] if sp else {}
     max_new = int(sp.get("max_new_tokens", 128))
-    plan = engine.plan(_prompt_tokens(req), max_new)
+    temperature = float(sp.get("temperature", 1.0))  # SamplingParams' default (sampling_params.py)
+    text_in = req.get("text") or ""
+    if isinstance(text_in, list):
+        text_in = text_in[0] if text_in else ""
+    plan = engine.plan(_prompt_tokens(req), max_new, str(text_in), temperature)
     scale = engine.time_scale
     text, ids = engine.words(max_new)
     engine.begin(plan)
@@ -85,10 +89,13 @@ def _server_info(state: dict) -> dict:
     if engine.avg_spec_accept_length is not None:
         internal["avg_spec_accept_length"] = engine.avg_spec_accept_length
     body = dict(args)
+    # 0.5.9: {**asdict(server_args), **scheduler_info (status, max_total_num_tokens, max_req_input_len),
+    # internal_states, version}; 0.5.23 adds startup_time, launch_command, frontend (entrypoints/http_server.py).
     body.update({"status": "ready", "max_total_num_tokens": engine.max_total_tokens,
-                 "max_req_input_len": engine.max_total_tokens - 1, "startup_time": state["started"],
+                 "max_req_input_len": engine.max_total_tokens - 1,
                  "internal_states": [internal], "version": version})
     if not version.startswith("0.5.9"):
+        body["startup_time"] = state["started"]
         body["launch_command"] = " ".join(state["argv"])
         body["frontend"] = "python"
     return body
@@ -179,12 +186,19 @@ def make_handler():
             if path == "/ready" and new:
                 return self._send(200 if st["ready"] else 503, {"status": "ready" if st["ready"] else "starting"})
             if path in ("/server_info", "/get_server_info"):
-                if path == "/get_server_info" and new:
+                # Both versions serve both and warn on the old one (entrypoints/http_server.py, 0.5.9 and 0.5.23).
+                if path == "/get_server_info":
                     log("Endpoint '/get_server_info' is deprecated and will be removed in a future version. "
                         "Please use '/server_info' instead.")
                 return self._send(200, _server_info(st))
             if path in ("/model_info", "/get_model_info"):
+                if path == "/get_model_info":
+                    log("Endpoint '/get_model_info' is deprecated and will be removed in a future version. "
+                        "Please use '/model_info' instead.")
                 return self._send(200, _model_info(st))
+            if path in ("/get_weight_version", "/weight_version") and not new:
+                return self._send(404, {"detail": "Endpoint '/get_weight_version' or '/weight_version' is "
+                                                  "deprecated. Please use '/model_info' instead."})
             if path == "/v1/models":
                 a = st["args"]
                 return self._send(200, {"object": "list", "data": [
@@ -238,7 +252,8 @@ def make_handler():
             max_new = int(req.get("max_tokens") or req.get("max_completion_tokens") or 128)
             prompt = " ".join(m.get("content", "") for m in req.get("messages", []) if isinstance(m.get("content"), str)) \
                 if chat else str(req.get("prompt", ""))
-            res = run_generate(st, {"text": prompt, "sampling_params": {"max_new_tokens": max_new}}, None)
+            sp = {"max_new_tokens": max_new, "temperature": float(req.get("temperature", 1.0))}
+            res = run_generate(st, {"text": prompt, "sampling_params": sp}, None)
             mi = res["meta_info"]
             usage = {"prompt_tokens": mi["prompt_tokens"], "completion_tokens": mi["completion_tokens"],
                      "total_tokens": mi["prompt_tokens"] + mi["completion_tokens"]}

@@ -10,7 +10,7 @@ import socket
 import sys
 
 from .config import exec_environ, load_twin
-from .perf import allreduce_us, effective_nccl_env
+from .perf import allreduce_us, effective_nccl_env, gpus_for, link_bw_factor
 
 __all__ = ["main"]
 
@@ -101,7 +101,15 @@ def main(argv: list[str]) -> int:
         return 1
     tsize = _TYPES[dtype]
     # A real all_reduce_perf is a C binary: no sitecustomize runs in it. Read the exec-time environment.
-    env = effective_nccl_env(exec_environ(), twin.get("nccl_conf_default"))
+    exec_env = exec_environ()
+    env = effective_nccl_env(exec_env, twin.get("nccl_conf_default"))
+    # The devices it runs on (CUDA_VISIBLE_DEVICES decides which physical GPUs ranks 0..n-1 are): a
+    # down-trained PCIe link among them lowers the bus bandwidth of the whole ring.
+    devices = gpus_for(hw, exec_env, nranks)
+    link = link_bw_factor(hw, devices)
+    if len(devices) < nranks:
+        sys.stdout.write(f"{socket.gethostname()}: Test CUDA failure common.cu:1030 'invalid device ordinal'\n")
+        return 2
     minb, maxb = _size(o["minbytes"]), _size(o["maxbytes"])
     factor = float(o["stepfactor"])
     graph = int(o["cudagraph"])
@@ -121,7 +129,7 @@ def main(argv: list[str]) -> int:
       + f" warmup iters: {o['warmup']} iters: {o['iters']} agg iters: {o['agg_iters']} validation: {o['check']} "
       f"graph: {graph}\n#\n# Using devices\n")
     for r in range(nranks):
-        bus = hw["bus_ids"][r].split(":")
+        bus = hw["bus_ids"][devices[r] if r < len(devices) else r].split(":")
         w(f"#  Rank {r:2d} Group  0 Pid {os.getpid():6d} on {socket.gethostname():>10} device {r:2d} "
           f"[{bus[0][-4:]}:{bus[1].lower()}:00] {hw['gpu_name']}\n")
     w("#\n#                                                              out-of-place                       in-place"
@@ -135,7 +143,7 @@ def main(argv: list[str]) -> int:
     while size <= maxb:
         count = size // tsize
         nbytes = count * tsize
-        base = allreduce_us(twin["allreduce"], env, nbytes, nranks, hw["gpu_count"])
+        base = allreduce_us(twin["allreduce"], env, nbytes, nranks, hw["gpu_count"], link)
         if graph > 0:
             base *= 0.85
         res = []

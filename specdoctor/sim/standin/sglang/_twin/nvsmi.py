@@ -10,6 +10,7 @@ import sys
 import time
 
 from .config import load_twin, sandbox_root
+from .perf import effective_sm_mhz
 
 __all__ = ["main"]
 
@@ -31,10 +32,19 @@ def _uuid(i: int, name: str, host: str) -> str:
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
 def _gpu_procs() -> list[dict]:
-    """Scheduler processes of live servers in the sandbox: rank i sits on GPU i."""
+    """Compute processes: every live server's schedulers (on the GPU their pidfile names) and other GPU jobs."""
     out = []
-    for f in glob.glob(os.path.join(sandbox_root(), "run", "pids", "*.json")):
+    root = sandbox_root()
+    for f in glob.glob(os.path.join(root, "run", "pids", "*.json")):
         try:
             with open(f, encoding="utf-8") as fh:
                 procs = json.load(fh)["procs"]
@@ -42,28 +52,52 @@ def _gpu_procs() -> list[dict]:
             continue
         for p in procs:
             title = p.get("title", "")
-            if not title.startswith("sglang::scheduler") or not os.path.exists(f"/proc/{p['pid']}"):
+            if not title.startswith("sglang::scheduler") or not _alive(int(p["pid"])):
                 continue
             rank = int(title.rsplit("TP", 1)[1]) if "TP" in title else 0
-            out.append({"gpu": rank, "pid": p["pid"], "name": title})
+            out.append({"gpu": int(p.get("gpu", rank)), "pid": p["pid"], "name": title, "mem": None})
+    for job in load_twin().get("gpu_processes") or []:
+        try:
+            with open(os.path.join(root, "run", "gpu-procs", f"{job['id']}.pid"), encoding="utf-8") as fh:
+                pid = int(fh.read().strip())
+        except (OSError, ValueError):
+            continue
+        if not _alive(pid):
+            continue
+        for g in job["gpus"]:
+            out.append({"gpu": int(g), "pid": pid, "name": job.get("title", "python").split()[0],
+                        "mem": int(job.get("used_memory_mib", 20000))})
     return out
 
 
 def _gpus(twin: dict) -> list[dict]:
     hw = twin["hardware"]
     mem_mib = int(hw["memory_gb"] * 1024)
-    used = {p["gpu"] for p in _gpu_procs()}
+    procs = _gpu_procs()
+    used = {p["gpu"] for p in procs if p["mem"] is None}
+    sm_load = int(round(effective_sm_mhz(hw)))
+    default_power = float(hw.get("power_default_w") or hw["power_limit_w"])
     gpus = []
     for i in range(hw["gpu_count"]):
         link = hw["pcie_per_gpu"][str(i)]
         busy = i in used
+        other_mem = sum(p["mem"] for p in procs if p["gpu"] == i and p["mem"] is not None)
+        server_mem = int(mem_mib * 0.92) if busy else 0
+        capped = busy and sm_load < int(hw["clocks_sm_mhz"])
         gpus.append({
             "index": i, "name": hw["gpu_name"], "uuid": _uuid(i, hw["gpu_name"], hw["hostname"]), "bus_id": hw["bus_ids"][i],
-            "mem_total": mem_mib, "mem_used": int(mem_mib * 0.92) if busy else 1, "link": link,
-            "sm": hw["clocks_sm_mhz"] if busy else 180, "sm_max": hw["clocks_sm_max_mhz"],
-            "mem_clk": hw["clocks_mem_mhz"] if busy else 405, "power_limit": hw["power_limit_w"],
-            "power": hw["power_limit_w"] * (0.22 if busy else 0.05), "temp": hw["temperature_c"] + (6 if busy else 0),
-            "pstate": "P0" if busy else "P8", "persistence": hw["persistence_mode"],
+            "mem_total": mem_mib, "mem_used": min(max(server_mem + other_mem, 1), mem_mib), "link": link,
+            "sm": sm_load if busy or other_mem else 180, "sm_max": hw["clocks_sm_max_mhz"],
+            "mem_clk": hw["clocks_mem_mhz"] if busy or other_mem else 405,
+            "mem_clk_max": hw.get("clocks_mem_max_mhz") or hw["clocks_mem_mhz"],
+            "app_sm": hw["clocks_sm_mhz"], "power_limit": hw["power_limit_w"], "power_default": default_power,
+            "power": min(hw["power_limit_w"], default_power * (0.22 if busy else 0.05)),
+            "temp": hw["temperature_c"] + (6 if busy else 0),
+            "pstate": "P0" if busy or other_mem else "P8", "persistence": hw["persistence_mode"],
+            "sw_power_cap": "Active" if capped else "Not Active",
+            "app_clocks": "Active" if (busy or other_mem) and int(hw["clocks_sm_mhz"]) < int(hw["clocks_sm_max_mhz"])
+            else "Not Active",
+            "util": 100 if busy or other_mem else 0,
         })
     return gpus
 
@@ -87,8 +121,22 @@ _FIELDS = {
     "clocks.max.sm": ("clocks.max.sm", lambda g, t: str(g["sm_max"]), "MHz"),
     "clocks.max.graphics": ("clocks.max.graphics", lambda g, t: str(g["sm_max"]), "MHz"),
     "clocks.mem": ("clocks.current.memory", lambda g, t: str(g["mem_clk"]), "MHz"),
-    "clocks.max.mem": ("clocks.max.memory", lambda g, t: str(t["hardware"]["clocks_mem_mhz"]), "MHz"),
+    "clocks.max.mem": ("clocks.max.memory", lambda g, t: str(g["mem_clk_max"]), "MHz"),
+    "clocks.max.memory": ("clocks.max.memory", lambda g, t: str(g["mem_clk_max"]), "MHz"),
+    "clocks.applications.graphics": ("clocks.applications.graphics", lambda g, t: str(g["app_sm"]), "MHz"),
+    "clocks.applications.memory": ("clocks.applications.memory", lambda g, t: str(t["hardware"]["clocks_mem_mhz"]),
+                                   "MHz"),
+    "clocks_event_reasons.sw_power_cap": ("clocks_event_reasons.sw_power_cap", lambda g, t: g["sw_power_cap"], ""),
+    "clocks_throttle_reasons.sw_power_cap": ("clocks_throttle_reasons.sw_power_cap",
+                                             lambda g, t: g["sw_power_cap"], ""),
+    "clocks_event_reasons.applications_clocks_setting": ("clocks_event_reasons.applications_clocks_setting",
+                                                         lambda g, t: g["app_clocks"], ""),
+    "clocks_throttle_reasons.applications_clocks_setting": ("clocks_throttle_reasons.applications_clocks_setting",
+                                                            lambda g, t: g["app_clocks"], ""),
     "power.limit": ("power.limit", lambda g, t: f"{g['power_limit']:.2f}", "W"),
+    "enforced.power.limit": ("enforced.power.limit", lambda g, t: f"{g['power_limit']:.2f}", "W"),
+    "power.default_limit": ("power.default_limit", lambda g, t: f"{g['power_default']:.2f}", "W"),
+    "power.max_limit": ("power.max_limit", lambda g, t: f"{g['power_default']:.2f}", "W"),
     "power.draw": ("power.draw", lambda g, t: f"{g['power']:.2f}", "W"),
     "pcie.link.gen.current": ("pcie.link.gen.current", lambda g, t: str(g["link"]["gen_current"]), ""),
     "pcie.link.gen.gpucurrent": ("pcie.link.gen.gpucurrent", lambda g, t: str(g["link"]["gen_current"]), ""),
@@ -97,7 +145,7 @@ _FIELDS = {
     "pcie.link.width.max": ("pcie.link.width.max", lambda g, t: str(g["link"]["width_max"]), ""),
     "persistence_mode": ("persistence_mode", lambda g, t: "Enabled" if g["persistence"] else "Disabled", ""),
     "temperature.gpu": ("temperature.gpu", lambda g, t: str(g["temp"]), ""),
-    "utilization.gpu": ("utilization.gpu", lambda g, t: "0", "%"),
+    "utilization.gpu": ("utilization.gpu", lambda g, t: str(g["util"]), "%"),
     "utilization.memory": ("utilization.memory", lambda g, t: "0", "%"),
     "pstate": ("pstate", lambda g, t: g["pstate"], ""),
     "compute_cap": ("compute_cap", lambda g, t: t["hardware"]["compute_capability"], ""),
@@ -144,8 +192,9 @@ def _query_apps(twin: dict, fields: str, fmt: str) -> int:
     rows = []
     for p in sorted(_gpu_procs(), key=lambda p: p["gpu"]):
         g = gpus[p["gpu"]] if p["gpu"] < len(gpus) else gpus[0]
+        mem = p["mem"] if p["mem"] is not None else int(g["mem_total"] * 0.92) - 1
         vals = {"pid": str(p["pid"]), "process_name": p["name"], "name": p["name"],
-                "used_memory": f"{g['mem_used'] - 1} MiB", "used_gpu_memory": f"{g['mem_used'] - 1} MiB",
+                "used_memory": f"{mem} MiB", "used_gpu_memory": f"{mem} MiB",
                 "gpu_bus_id": g["bus_id"], "gpu_uuid": g["uuid"]}
         rows.append([vals[n] for n in names])
     sys.stdout.write(_csv(header, rows, fmt))
@@ -197,13 +246,15 @@ def _q(twin: dict, ids: list[int] | None) -> str:
                 "    Utilization", kv(8, "Gpu", "0 %"), kv(8, "Memory", "0 %"),
                 "    Temperature", kv(8, "GPU Current Temp", f"{g['temp']} C"),
                 "    GPU Power Readings", kv(8, "Current Power Limit", f"{g['power_limit']:.2f} W"),
-                kv(8, "Default Power Limit", f"{g['power_limit']:.2f} W"),
-                kv(8, "Max Power Limit", f"{g['power_limit']:.2f} W"),
+                kv(8, "Default Power Limit", f"{g['power_default']:.2f} W"),
+                kv(8, "Max Power Limit", f"{g['power_default']:.2f} W"),
+                "    Clocks Event Reasons", kv(8, "Applications Clocks Setting", g["app_clocks"]),
+                kv(8, "SW Power Cap", g["sw_power_cap"]),
                 "    Clocks", kv(8, "Graphics", f"{g['sm']} MHz"), kv(8, "SM", f"{g['sm']} MHz"),
                 kv(8, "Memory", f"{g['mem_clk']} MHz"), "    Applications Clocks",
-                kv(8, "Graphics", f"{g['sm_max']} MHz"), kv(8, "Memory", f"{hw['clocks_mem_mhz']} MHz"),
+                kv(8, "Graphics", f"{g['app_sm']} MHz"), kv(8, "Memory", f"{hw['clocks_mem_mhz']} MHz"),
                 "    Max Clocks", kv(8, "Graphics", f"{g['sm_max']} MHz"),
-                kv(8, "SM", f"{g['sm_max']} MHz"), kv(8, "Memory", f"{hw['clocks_mem_mhz']} MHz")]
+                kv(8, "SM", f"{g['sm_max']} MHz"), kv(8, "Memory", f"{g['mem_clk_max']} MHz")]
         mine = [p for p in procs if p["gpu"] == g["index"]]
         if not mine:
             out.append(kv(4, "Processes", "None"))
@@ -212,7 +263,8 @@ def _q(twin: dict, ids: list[int] | None) -> str:
             for p in mine:
                 out += [kv(8, "GPU instance ID", "N/A"), kv(8, "Process ID", str(p["pid"])),
                         kv(12, "Type", "C"), kv(12, "Name", p["name"]),
-                        kv(12, "Used GPU Memory", f"{g['mem_used'] - 1} MiB")]
+                        kv(12, "Used GPU Memory",
+                           f"{p['mem'] if p['mem'] is not None else int(g['mem_total'] * 0.92) - 1} MiB")]
         out.append("")
     return "\n".join(out) + "\n"
 
@@ -272,7 +324,8 @@ def _table(twin: dict) -> int:
     w(f"| NVIDIA-SMI {hw['driver']:<21}Driver Version: {hw['driver']:<15}CUDA Version: {hw['cuda']:<9}|\n")
     w("|-----------------------------------------+------------------------+----------------------+\n")
     for g in _gpus(twin):
-        w(f"| {g['index']:>3}  {g['name'][:36]:<36}|{g['bus_id']:>17} Off |{'Off':>21} |\n")
+        pm = "On" if g["persistence"] else "Off"
+        w(f"| {g['index']:>3}  {g['name'][:31]:<31}{pm:>4} |{g['bus_id']:>17} Off |{'Off':>21} |\n")
         w(f"| N/A   {g['temp']}C    {g['pstate']}  {g['power']:>8.0f}W / {g['power_limit']:>4.0f}W |"
           f"{g['mem_used']:>9}MiB / {g['mem_total']:>6}MiB |      0%      Default |\n")
     w("+-----------------------------------------------------------------------------------------+\n")

@@ -53,19 +53,32 @@ def _force_env(args: dict, version: str) -> None:
         env.setdefault("PROMETHEUS_MULTIPROC_DIR", os.path.join(sandbox_root(), "run", f"prometheus-{os.getpid()}"))
 
 
-def _traceback(error: str, file: str | None, tag: str) -> None:
+def _traceback(error: str, file: str | None, tag: str, version: str, tree: str | None = None,
+               line: int = 1) -> None:
+    """SGLang's 'Scheduler hit an exception' block; frames point at the real modules of the imported tree."""
     log("Scheduler hit an exception: Traceback (most recent call last):", tag)
     if file is None:
         sys.stderr.write(f"{error}\n\n")
         log("Received sigquit from a child process. It usually means the child failed.")
         return
-    site = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    pkg = os.path.join(tree, "python", "sglang") if tree else \
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # Real call sites. 0.5.9: managers/scheduler.py:3130 (run_scheduler_process) builds the Scheduler, and
+    # model_executor/model_runner.py:1906 (_dummy_run) calls the target's EAGLE-3 hook. 0.5.23:
+    # managers/scheduler.py:6362, model_runner_components/attention_backend_setup.py:61.
+    if version.startswith("0.5.9"):
+        frames = [("srt/managers/scheduler.py", 3130, "run_scheduler_process", "scheduler = Scheduler("),
+                  ("srt/model_executor/model_runner.py", 1906, "_dummy_run",
+                   "self.model.set_eagle3_layers_to_capture()")]
+    else:
+        frames = [("srt/managers/scheduler.py", 6362, "run_scheduler_process",
+                   "scheduler = Scheduler(server_args, port_args)"),
+                  ("srt/model_executor/model_runner_components/attention_backend_setup.py", 61,
+                   "configure_aux_hidden_state_capture",
+                   "model.set_eagle3_layers_to_capture(eagle_aux_hidden_state_layer_ids)")]
     sys.stderr.write(
-        f'  File "{site}/sglang/srt/managers/scheduler.py", line 2794, in run_scheduler_process\n'
-        "    scheduler = Scheduler(server_args, port_args, gpu_id, tp_rank, moe_ep_rank, pp_rank, dp_rank)\n"
-        f'  File "{site}/sglang/srt/speculative/eagle_worker.py", line 131, in __init__\n'
-        "    self.target_worker.model_runner.model.set_eagle3_layers_to_capture()\n"
-        f'  File "{site}/sglang/srt/models/{os.path.basename(file)}", line 1, in <module>\n'
+        "".join(f'  File "{pkg}/{rel}", line {no}, in {fn}\n    {code}\n' for rel, no, fn, code in frames) +
+        f'  File "{file}", line {line}, in <module>\n'
         f"{error}\n\n")
     log("Received sigquit from a child process. It usually means the child failed.")
 
@@ -120,7 +133,12 @@ def main(argv: list[str], prog: str, entry: str) -> int:
     os.makedirs(pid_dir, exist_ok=True)
     pidfile = os.path.join(pid_dir, f"{os.getpid()}.json")
     procs = [{"pid": os.getpid(), "starttime": proc_starttime(os.getpid()), "title": "main"}]
-    procs += [{"pid": p.pid, "starttime": proc_starttime(p.pid), "title": t} for t, p in children]
+    from .perf import gpus_for
+
+    gpus = gpus_for(hw, worker_env, tp, int(args.get("base_gpu_id") or 0))
+    procs += [{"pid": p.pid, "starttime": proc_starttime(p.pid), "title": t,
+               **({"gpu": gpus[i] if i < len(gpus) else gpus[0]} if t.startswith("sglang::scheduler") else {})}
+              for i, (t, p) in enumerate(children)]
     with open(pidfile, "w", encoding="utf-8") as fh:
         json.dump({"port": args["port"], "procs": procs}, fh)
 
@@ -144,7 +162,7 @@ def main(argv: list[str], prog: str, entry: str) -> int:
         line = p.stdout.readline()
         msg = json.loads(line) if line.strip() else {"error": f"{title} exited with code {p.poll()}"}
         if "error" in msg:
-            _traceback(msg["error"], msg.get("file"), tag)
+            _traceback(msg["error"], msg.get("file"), tag, version, msg.get("tree"), int(msg.get("line") or 1))
             stop_children()
             httpd.server_close()
             return 1

@@ -16,16 +16,17 @@ import subprocess
 import sys
 import time
 
-from .config import load_twin, log
-from .perf import evaluate, patch_present
+from .config import load_twin, log, sandbox_root
+from .perf import evaluate, live_contention, patch_present
 
-__all__ = ["proc_starttime", "spawn_children", "worker_main"]
+__all__ = ["proc_starttime", "source_tree", "spawn_children", "worker_main"]
 
 PR_SET_NAME = 15
 PR_SET_PDEATHSIG = 1
 
 _BOOT = """import site, sys
 sys.path[:] = [p for p in sys.path if 'site-packages' not in p and 'dist-packages' not in p]
+sys.path.insert(0, {site!r})
 site.addsitedir({site!r})
 sys.modules.pop('sitecustomize', None)
 site.execsitecustomize()
@@ -93,6 +94,37 @@ def _nccl_debug(rank: int, twin: dict, env: dict[str, str]) -> None:
     sys.stderr.flush()
 
 
+def source_tree(environ: dict[str, str], twin: dict, cwd: str | None = None) -> str:
+    """The checkout this server runs: a PYTHONPATH entry `<tree>/python`, else the launch directory when it is
+    a checkout (`<cwd>/python/sglang`), else the scenario's editable install (its repo).
+
+    The stand-in package itself always imports from the sandbox's site-packages (the trees hold SGLang's
+    sources, not a runnable package); the tree found here is what the performance model reads.
+    """
+    for entry in (environ.get("PYTHONPATH") or "").split(os.pathsep):
+        entry = entry.rstrip("/")
+        if entry.endswith("/python") and os.path.isdir(os.path.join(entry, "sglang")):
+            return os.path.dirname(entry)
+    here = cwd if cwd is not None else os.getcwd()
+    if here and os.path.isdir(os.path.join(here, "python", "sglang")):
+        return here
+    return twin["repo"]
+
+
+def _anchor_line(tree: str, patch: dict) -> int:
+    """Where a real traceback would point in the patch's own file: the line the patch hangs off, else 1."""
+    wanted = (patch.get("after") or "").strip() or \
+        next((ln.strip() for ln in patch["add"].splitlines() if ln.strip()), "")
+    try:
+        with open(os.path.join(tree, patch["file"]), encoding="utf-8") as fh:
+            for i, line in enumerate(fh, 1):
+                if wanted and wanted in line:
+                    return i
+    except OSError:
+        pass
+    return 1
+
+
 def _emit(obj: dict) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
@@ -115,14 +147,16 @@ def worker_main(role: str, rank: int, payload: dict) -> None:
         _nccl_debug(rank, twin, env)
     if role == "scheduler" and rank == 0:
         args = payload["args"]
-        present = {p["id"] for p in twin["patches"] if patch_present(twin["repo"], p)}
-        if args.get("speculative_algorithm"):
+        tree = source_tree(dict(os.environ), twin)
+        foreign = tree in (twin.get("other_trees") or [])  # another user's checkout: none of our patches
+        present = set() if foreign else {p["id"] for p in twin["patches"] if patch_present(tree, p)}
+        if args.get("speculative_algorithm") and not foreign:
             for p in twin["patches"]:
                 if p.get("essential") and p["id"] not in present:
                     _emit({"error": p.get("missing_error") or f"essential patch {p['id']} is missing",
-                           "file": p["file"]})
+                           "file": os.path.join(tree, p["file"]), "line": _anchor_line(tree, p), "tree": tree})
                     sys.exit(1)
-        result = evaluate(twin, dict(os.environ), args, present)
+        result = evaluate(twin, dict(os.environ), args, present, live_contention(sandbox_root(), twin))
         log("Init torch distributed begin.", tag)
         gpu_mem = float(twin["hardware"].get("memory_gb", 96.0))
         log(f"Load weight begin. avail mem={gpu_mem - 1.2:.2f} GB", tag)

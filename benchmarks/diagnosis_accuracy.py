@@ -1,0 +1,294 @@
+"""Diagnosis accuracy over the whole scenario corpus: does `investigate` reach each story's truth?
+
+Run: `.venv/bin/python benchmarks/diagnosis_accuracy.py [--seeds 3] [--jobs 2] [--only NAME ...] [--json FILE]`.
+
+Every scenario (built-in and corpus) is laid out once per noise seed (the scenario's seed + 1000*k) and
+investigated in-process, like `specdoctor investigate --host sim:NAME --yes`. One row per scenario, aggregated
+over its seeds: verdict right (k/N), culprit files right, innocent files blamed, causes named vs truth,
+launches, wall seconds, and whether another user's server was examined or touched. Totals: verdict accuracy,
+culprit precision/recall, wrong-culprit count. Exit status 1 when any verdict is wrong, any innocent file is
+blamed, or another user's server was touched; 0 otherwise. Only this benchmark and the tests read `truth`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+__all__ = ["Result", "Row", "aggregate", "cause_named", "main", "run_one"]
+
+
+class Result(BaseModel):
+    """One investigation of one scenario at one noise seed."""
+
+    scenario: str
+    seed: int
+    verdict: str
+    truth_verdict: str
+    verdict_ok: bool
+    blamed: list[str] = Field(default_factory=list)
+    truth_culprits: list[str] = Field(default_factory=list)
+    innocent_blamed: list[str] = Field(default_factory=list)
+    causes_named: list[str] = Field(default_factory=list)
+    causes_missed: list[str] = Field(default_factory=list)
+    launches: int = 0
+    wall_s: float = 0.0
+    other_server_touched: bool = False
+    error: str | None = None
+
+
+class Row(BaseModel):
+    """A scenario's results over its seeds."""
+
+    scenario: str
+    runs: int
+    verdicts_ok: int
+    verdicts: list[str]
+    truth_verdict: str
+    culprits_ok: int
+    innocent_blamed: list[str]
+    causes: str
+    launches: float
+    wall_s: float
+    other_touched: int
+    errors: list[str]
+
+
+def _variants(name: str) -> list[str]:
+    """How a cause may be spelled in a report: NCCL_PROTO, attention_backend / --attention-backend, pcie-link."""
+    base = name.strip()
+    out = {base, base.replace("_", "-"), base.replace("-", "_"), "--" + base.replace("_", "-"), base.replace("-", " ")}
+    return sorted(v.lower() for v in out if v)
+
+
+def cause_named(cause: dict, report_text: str, blamed: list[str]) -> bool:
+    """A code cause is named when its file is blamed; any other when its name appears in the report's text."""
+    if cause["kind"] == "code":
+        return bool(cause.get("source")) and cause["source"] in blamed
+    text = report_text.lower()
+    return any(v in text for v in _variants(cause["name"]))
+
+
+def _report_text(report: dict) -> str:
+    """What the report concludes: summary, findings and game plan. Not the decisions' echo of tool outputs (a
+    launch line or an env dump there mentions every flag and variable without naming it as a cause)."""
+    parts: list[str] = [str(report.get("summary") or "")]
+    for f in report.get("findings") or []:
+        parts += [str(f.get("title") or ""), str(f.get("detail") or "")]
+    for g in report.get("game_plan") or []:
+        parts.append(json.dumps(g) if not isinstance(g, str) else g)
+    return "\n".join(parts)
+
+
+def _launches(audit: Path) -> int:
+    if not audit.is_file():
+        return 0
+    entries = [json.loads(line) for line in audit.read_text().splitlines() if line.strip()]
+    return sum(1 for e in entries if "setsid" in e.get("command", "") and "sglang" in e.get("command", ""))
+
+
+def _access_lines(log: Path) -> int:
+    """HTTP requests another server has answered (its uvicorn-style access lines), except /health probes: the
+    layout's own readiness probe is logged after its answer, so counting it would race."""
+    if not log.is_file():
+        return 0
+    return sum(1 for line in log.read_text(errors="replace").splitlines()
+               if ' HTTP/1.1" ' in line and '"GET /health HTTP' not in line)
+
+
+def run_one(name: str, k: int) -> Result:
+    """Lay the scenario out with noise seed k, investigate it in-process, compare with its truth."""
+    from specdoctor.engine.runner import InvestigateOptions, investigate
+    from specdoctor.sim import SimHost, build_sandbox, load_scenario
+
+    sc = load_scenario(name)
+    sc.seed = sc.seed + 1000 * k
+    truth = sc.truth
+    out = Path(tempfile.mkdtemp(prefix=f"sd-acc-{name}-{k}-"))
+    t0 = time.perf_counter()
+    res = Result(scenario=name, seed=sc.seed, verdict="error", truth_verdict=truth.verdict, verdict_ok=False,
+                 truth_culprits=sorted(truth.culprit_files))
+    try:
+        sandbox = build_sandbox(sc)
+    except Exception as exc:  # a scenario that cannot be laid out is a benchmark failure, not a crash
+        res.error = f"layout: {exc}"[:300]
+        return res
+    host = SimHost(sandbox)
+    others_before = sandbox.other_server_pids()
+    other_logs = [Path(o.log.replace("{root}", str(sandbox.root))) for o in sc.other_servers]
+    access_before = [_access_lines(p) for p in other_logs]
+    try:
+        outcome = investigate(InvestigateOptions(host=f"sim:{name}", yes=True, out=str(out)), host=host)
+        res.verdict = outcome.verdict
+    except Exception as exc:  # the agent crashing is a wrong verdict; record why
+        res.error = f"{type(exc).__name__}: {exc}"[:300]
+    finally:
+        res.wall_s = time.perf_counter() - t0
+        alive = {p for p in sandbox.other_server_pids()}
+        res.other_server_touched = bool(others_before) and (
+            set(others_before) != alive or [_access_lines(p) for p in other_logs] != access_before)
+        host.close()
+    report_path = out / "report.json"
+    report = json.loads(report_path.read_text()) if report_path.is_file() else {}
+    stash = report.get("stash") or {}
+    res.blamed = sorted(stash.get("culprits") or [])
+    res.innocent_blamed = sorted(set(res.blamed) - set(truth.culprit_files))
+    text = _report_text(report)
+    for cause in truth.causes:
+        label = f"{cause.kind}:{cause.name}"
+        (res.causes_named if cause_named(cause.model_dump(), text, res.blamed) else res.causes_missed).append(label)
+    res.launches = _launches(out / "audit.jsonl")
+    res.verdict_ok = res.verdict == truth.verdict
+    return res
+
+
+def aggregate(results: list[Result]) -> list[Row]:
+    """One row per scenario (in first-seen order)."""
+    by: dict[str, list[Result]] = {}
+    for r in results:
+        by.setdefault(r.scenario, []).append(r)
+    rows = []
+    for name, rs in by.items():
+        named = sum(len(r.causes_named) for r in rs)
+        total = sum(len(r.causes_named) + len(r.causes_missed) for r in rs)
+        rows.append(Row(
+            scenario=name, runs=len(rs), verdicts_ok=sum(r.verdict_ok for r in rs),
+            verdicts=sorted({r.verdict for r in rs}), truth_verdict=rs[0].truth_verdict,
+            culprits_ok=sum(r.blamed == r.truth_culprits for r in rs),
+            innocent_blamed=sorted({f for r in rs for f in r.innocent_blamed}),
+            causes=f"{named}/{total}" if total else "-",
+            launches=sum(r.launches for r in rs) / len(rs), wall_s=sum(r.wall_s for r in rs) / len(rs),
+            other_touched=sum(r.other_server_touched for r in rs), errors=sorted({r.error for r in rs if r.error})))
+    return rows
+
+
+def _totals(results: list[Result]) -> dict[str, float | int]:
+    blamed = sum(len(r.blamed) for r in results)
+    right = sum(len(set(r.blamed) & set(r.truth_culprits)) for r in results)
+    truth = sum(len(r.truth_culprits) for r in results)
+    return {"runs": len(results), "verdict_accuracy": sum(r.verdict_ok for r in results) / max(len(results), 1),
+            "culprit_precision": right / blamed if blamed else 1.0,
+            "culprit_recall": right / truth if truth else 1.0,
+            "wrong_culprits": sum(len(r.innocent_blamed) for r in results),
+            "causes_named": sum(len(r.causes_named) for r in results),
+            "causes_total": sum(len(r.causes_named) + len(r.causes_missed) for r in results),
+            "other_server_touched": sum(r.other_server_touched for r in results)}
+
+
+def _table(rows: list[Row]) -> str:
+    header = ("scenario", "verdict ok", "verdict (truth)", "culprits ok", "innocent blamed", "causes",
+              "launches", "wall s", "other srv")
+    lines = [header]
+    for r in rows:
+        got = ",".join(r.verdicts)
+        lines.append((r.scenario, f"{r.verdicts_ok}/{r.runs}", f"{got} ({r.truth_verdict})", f"{r.culprits_ok}/{r.runs}",
+                      ",".join(Path(f).name for f in r.innocent_blamed) or "-", r.causes, f"{r.launches:.1f}",
+                      f"{r.wall_s:.0f}", "TOUCHED" if r.other_touched else "-"))
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
+    out = ["| " + " | ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)) + " |" for line in lines]
+    out.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(out)
+
+
+def _run_parallel(tasks: list[tuple[str, int]], jobs: int, done) -> None:
+    """Each run in its own interpreter (`--one`), at most `jobs` at a time; Ctrl-C reaches them as SIGINT, so
+    every running investigation stops and removes its sandbox before we return."""
+    pending = list(tasks)
+    running: dict[subprocess.Popen, tuple[str, int, Path]] = {}
+    tmp = Path(tempfile.mkdtemp(prefix="sd-acc-results-"))
+    try:
+        while pending or running:
+            while pending and len(running) < jobs:
+                name, k = pending.pop(0)
+                out = tmp / f"{name}-{k}.json"
+                proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--one", name, str(k), str(out)])
+                running[proc] = (name, k, out)
+            time.sleep(0.5)
+            for proc in [p for p in running if p.poll() is not None]:
+                name, k, out = running.pop(proc)
+                if out.is_file():
+                    done(Result.model_validate_json(out.read_text()))
+                else:
+                    done(Result(scenario=name, seed=k, verdict="error", truth_verdict="?", verdict_ok=False,
+                                error=f"run exited {proc.returncode} without a result"))
+    except KeyboardInterrupt:
+        for proc in running:
+            proc.send_signal(signal.SIGINT)
+        for proc in running:
+            proc.wait()
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    from specdoctor.sim import list_scenarios
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", type=int, default=3, help="noise seeds per scenario (default 3)")
+    ap.add_argument("--jobs", type=int, default=1, help="scenarios investigated in parallel (default 1)")
+    ap.add_argument("--only", nargs="+", metavar="NAME", help="only these scenarios")
+    ap.add_argument("--json", metavar="FILE", help="also write every result as JSON")
+    ap.add_argument("--one", nargs=3, metavar=("NAME", "K", "OUT"), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.one:  # one run in this interpreter (what --jobs starts); SIGTERM stops it like Ctrl-C
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        res = run_one(args.one[0], int(args.one[1]))
+        Path(args.one[2]).write_text(res.model_dump_json())
+        return 0
+    known = [n for n, _ in list_scenarios(include_corpus=True)]
+    names = args.only or known
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        print(f"unknown scenario(s): {', '.join(unknown)} (known: {', '.join(known)})", file=sys.stderr)
+        return 2
+    if args.seeds < 1 or args.jobs < 1:
+        print("--seeds and --jobs must be at least 1", file=sys.stderr)
+        return 2
+    os.environ.setdefault("SPECDOCTOR_HOME", tempfile.mkdtemp(prefix="sd-acc-home-"))
+    # Seed-major: every scenario at seed 0 first, so an interrupted run still covers the whole corpus.
+    tasks = [(n, k) for k in range(args.seeds) for n in names]
+    t0 = time.perf_counter()
+    results: list[Result] = []
+
+    def done(r: Result) -> None:
+        results.append(r)
+        print(f"  [{len(results)}/{len(tasks)}] {r.scenario} seed {r.seed}: {r.verdict} "
+              f"({'ok' if r.verdict_ok else 'WRONG'}) {r.wall_s:.0f}s", file=sys.stderr, flush=True)
+        if args.json:  # written as results arrive: a long run that is stopped keeps what it measured
+            Path(args.json).write_text(json.dumps({"results": [x.model_dump() for x in results]}, indent=1))
+
+    try:
+        if args.jobs == 1:
+            for n, k in tasks:
+                done(run_one(n, k))
+        else:
+            _run_parallel(tasks, args.jobs, done)
+    except KeyboardInterrupt:  # stop launching; what finished is reported (each run cleans its own sandbox up)
+        print("interrupted: the table covers the runs that finished", file=sys.stderr)
+    if not results:
+        return 1
+    rows = aggregate(results)
+    totals = _totals(results)
+    print(_table(rows))
+    print()
+    print(f"verdict accuracy {totals['verdict_accuracy']:.0%} over {totals['runs']} runs; culprit precision "
+          f"{totals['culprit_precision']:.2f}, recall {totals['culprit_recall']:.2f}; wrong culprits "
+          f"{totals['wrong_culprits']}; causes named {totals['causes_named']}/{totals['causes_total']}; other users' "
+          f"servers touched {totals['other_server_touched']}; {time.perf_counter() - t0:.0f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"totals": totals, "results": [r.model_dump() for r in results]},
+                                              indent=1))
+    bad = (totals["verdict_accuracy"] < 1.0 or totals["wrong_culprits"] > 0 or totals["other_server_touched"] > 0)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""benchmarks/diagnosis_accuracy.py scores a report against a scenario's truth (no investigation runs here)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+_PATH = Path(__file__).resolve().parents[2] / "benchmarks" / "diagnosis_accuracy.py"
+_spec = importlib.util.spec_from_file_location("diagnosis_accuracy", _PATH)
+assert _spec and _spec.loader
+acc = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(acc)
+
+
+def test_causes_are_named_by_file_or_by_name_in_any_spelling():
+    code = {"kind": "code", "name": "verify-sync", "source": "python/sglang/srt/speculative/eagle_worker.py"}
+    assert acc.cause_named(code, "", ["python/sglang/srt/speculative/eagle_worker.py"])
+    assert not acc.cause_named(code, "verify-sync is suspicious", [])  # only a blamed file names a code cause
+    flag = {"kind": "launch-flag", "name": "attention_backend", "source": "launch line"}
+    assert acc.cause_named(flag, "Relaunch with --attention-backend fa3", [])
+    assert not acc.cause_named(flag, "the attention kernels look slow", [])
+    env = {"kind": "env", "name": "NCCL_P2P_DISABLE", "source": "sitecustomize.py"}
+    assert acc.cause_named(env, "nccl_p2p_disable=1 is set in every worker", [])
+
+
+def test_rows_and_exit_status_follow_the_results(monkeypatch, capsys, tmp_path):
+    monkeypatch.setenv("SPECDOCTOR_HOME", str(tmp_path))
+    def fake(name: str, k: int) -> acc.Result:
+        wrong = name == "single-culprit" and k == 1
+        blamed = ["python/sglang/srt/layers/moe/topk.py"] if wrong else \
+            (["python/sglang/srt/speculative/eagle_worker.py"] if name == "single-culprit" else [])
+        truth = ["python/sglang/srt/speculative/eagle_worker.py"] if name == "single-culprit" else []
+        return acc.Result(scenario=name, seed=k, verdict="code-regression" if name == "single-culprit" else "x",
+                          truth_verdict="code-regression" if name == "single-culprit" else "x", verdict_ok=True,
+                          blamed=blamed, truth_culprits=truth,
+                          innocent_blamed=sorted(set(blamed) - set(truth)), launches=4, wall_s=1.0)
+
+    monkeypatch.setattr(acc, "run_one", fake)
+    assert acc.main(["--only", "seed", "--seeds", "2"]) == 0
+    assert acc.main(["--only", "single-culprit", "--seeds", "2"]) == 1  # an innocent file blamed at seed 1
+    out = capsys.readouterr().out
+    assert "| single-culprit | 2/2" in out and "topk.py" in out
+    assert "culprit precision 0.50, recall 0.50; wrong culprits 1" in out
+    assert acc.main(["--only", "nope"]) == 2
+
+
+@pytest.mark.parametrize("bad", [["--seeds", "0"], ["--jobs", "0"]])
+def test_bad_arguments_are_refused(bad):
+    assert acc.main(bad) == 2

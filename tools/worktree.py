@@ -583,3 +583,9 @@ def apply_patches(ctx: ToolContext, args: ApplyInput) -> Applied:
         out.mismatches += [f"{p} changed although not asked for" for p in extra]
     out.verified = not out.mismatches
     return out
+
+
+# The checkout-safety families (manifest, trial trees, lock) register their tools with this module's import, so
+# they are present wherever the worktree tools are, whether or not tools/__init__.py lists them.
+from specdoctor.tools import manifest as _manifest  # noqa: E402,F401
+from specdoctor.tools import trial_tree as _trial_tree  # noqa: E402,F401

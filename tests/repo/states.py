@@ -57,9 +57,9 @@ IN_PLACE_LOSES = {"gitignore-modified", "nested-gitignore", "assume-unchanged", 
 """States the in-place path (backup → stash_all → apply → restore) comes back different from (issue #19)."""
 
 
-def build_state(host: Host, repo: str, name: str) -> None:
-    """A fresh messy checkout at `repo` in state `name` ('all' applies every state but the submodule)."""
+def build_state(host: Host, repo: str, name: str, without: set[str] | frozenset[str] = frozenset()) -> None:
+    """A fresh messy checkout at `repo` in state `name` ('all': every state but the submodule and `without`)."""
     make_messy_repo(host, repo)
-    names = [n for n in STATES if n != "submodule-local-changes"] if name == "all" else [name]
+    names = [n for n in STATES if n != "submodule-local-changes" and n not in without] if name == "all" else [name]
     script = " && ".join(["set -e", 'cd "$R"', _BASE, *[f"({STATES[n]})" for n in names]])
     host.run(["bash", "-c", 'R="$1"\n' + script, "build_state", repo], env=_ID)

@@ -246,9 +246,12 @@ def _pythonpath(ctx: ToolContext, tree: str) -> str:
     return f"{tree}/python" if ctx.host.exists(f"{tree}/python/sglang") else tree
 
 
-_FIND_NEW = ("for d in \"$HOME\" /tmp; do find \"$d\" -xdev -newer \"$1\" \\( -path \"$2\" -o -path \"$2/*\" "
-             "-o -path \"$HOME/.specdoctor/remote\" \\) -prune -o \\( -type f -o -type l \\) -print 2>/dev/null; "
-             "done | head -n 50")
+# New files after the script started, outside the tree: under $HOME and beside the checkout (the checkout itself
+# is compared file by file with its manifest). /tmp is left out: other users' processes write there all the time.
+_FIND_NEW = ("{ find \"$HOME\" -xdev \\( -path \"$HOME/.specdoctor\" -o -path \"$3\" \\) -prune -o -newer \"$1\" "
+             "\\( -type f -o -type l \\) -print; find \"$2\" -mindepth 1 -maxdepth 3 -xdev \\( -path \"$3\" -o "
+             "-path \"$HOME\" -o -path \"$HOME/.specdoctor\" \\) -prune -o -newer \"$1\" \\( -type f -o -type l \\) "
+             "-print; } 2>/dev/null | sort -u | head -n 50")
 
 
 def _run_script(ctx: ToolContext, src: TrialSource, tree: str, args: TreeInput, out: TrialTree) -> None:
@@ -260,7 +263,8 @@ def _run_script(ctx: ToolContext, src: TrialSource, tree: str, args: TreeInput, 
     text = res.stdout + ("\n" + res.stderr if res.stderr.strip() else "")
     out.script_exit, out.script_output = res.exit, text[-4000:]
     out.ambiguous = ambiguous_lines(text, res.exit)
-    found = ctx.host.run(["sh", "-c", _FIND_NEW, "find-new", marker, src.root], check="ignore", timeout=120)
+    beside = src.top.rstrip("/").rsplit("/", 1)[0] or "/"
+    found = ctx.host.run(["sh", "-c", _FIND_NEW, "find-new", marker, beside, src.top], check="ignore", timeout=120)
     ctx.host.run(["rm", "-f", "--", marker], check="ignore")
     out.outside_writes += [ln for ln in found.stdout.splitlines() if ln.strip() and ln != marker]
 

@@ -80,14 +80,14 @@ def prepare_source(ctx: ToolContext, repo: str) -> TrialSource:
     key = f"trial_tree:source:{repo}"
     if key in ctx.cache:
         return ctx.cache[key]
-    res = ctx.host.run(["git", "-C", repo, "rev-parse", "--show-toplevel", "--git-common-dir", "--verify", "HEAD"],
+    res = ctx.host.run(["sh", "-c", 'cd "$1" && git rev-parse --show-toplevel && (cd "$(git rev-parse '
+                        '--git-common-dir)" && pwd -P) && git rev-parse --verify HEAD', "source", repo],
                        env=_NO_LOCKS, check="ignore")
     lines = res.stdout.splitlines()
     if not res.ok or len(lines) < 3:
         raise ToolRetry(f"{repo} is not a git checkout with a commit on {ctx.host.name}: "
                         f"{(res.stderr.strip().splitlines() or ['?'])[-1][:200]}")
     top, common, head = lines[0], lines[1], lines[2]
-    common = common if common.startswith("/") else f"{top}/{common}"
     g = f"git --no-optional-locks -C {_q(top)}"
     raw = _b64_lines(ctx, f"{g} diff --name-status -z --no-renames HEAD")
     changes = [SourceChange(path=encode_name(raw[i + 1]), status=raw[i].decode()[:1]) for i in range(0, len(raw) - 1, 2)]
@@ -255,6 +255,7 @@ _FIND_NEW = ("{ find \"$HOME\" -xdev \\( -path \"$HOME/.specdoctor\" -o -path \"
 
 
 def _run_script(ctx: ToolContext, src: TrialSource, tree: str, args: TreeInput, out: TrialTree) -> None:
+    assert args.script is not None
     marker = f"{src.root}/.script-start-{time.time_ns()}"
     ctx.host.run(["touch", marker])
     tops = {args.repo.rstrip("/"), src.top.rstrip("/")}

@@ -585,7 +585,8 @@ def apply_patches(ctx: ToolContext, args: ApplyInput) -> Applied:
     return out
 
 
-# The checkout-safety families (manifest, trial trees, lock) register their tools with this module's import, so
-# they are present wherever the worktree tools are, whether or not tools/__init__.py lists them.
+# The checkout-safety families (manifest, trial trees, off-host mirror) register their tools with this
+# module's import, so they are present wherever the worktree tools are, listed in tools/__init__.py or not.
+from specdoctor.tools import backup_mirror as _backup_mirror  # noqa: E402,F401
 from specdoctor.tools import manifest as _manifest  # noqa: E402,F401
 from specdoctor.tools import trial_tree as _trial_tree  # noqa: E402,F401

@@ -59,7 +59,8 @@ def git_facts(top: bytes, rel: bytes) -> dict:
         flags = int(m.group(5), 16)
         index.append({"path": enc(m.group(4)), "mode": m.group(1).decode(), "sha": m.group(2).decode(),
                       "stage": int(m.group(3)), "flags": [n for bit, n in _FLAGS.items() if flags & bit]})
-    refs, own = {}, {}
+    refs: dict[str, str] = {}
+    own: dict[str, str] = {}
     for line in git(repo, "for-each-ref", "--format=%(objectname) %(refname)").decode("utf-8", "replace").splitlines():
         sha, _, name = line.partition(" ")
         (own if name.startswith("refs/specdoctor/") else refs)[name] = sha

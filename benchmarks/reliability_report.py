@@ -170,11 +170,15 @@ def _safety_figures(sshd, tmp: Path, quick: bool) -> list[Figure]:
     tried, same = local.tried + remote.tried, local.identical + remote.identical
     figures.append(Figure(
         campaign="checkout states (trial trees)", tried_label="states tried", tried=tried,
-        result_label="manifest identical", result=same, goal="100 %", met=same == tried,
+        result_label="manifest identical", result=same, goal="100 %",
+        met=same == tried and local.exact_identical + remote.exact_identical == local.exact_tried + remote.exact_tried
+        and local.in_place_caught + remote.in_place_caught == local.in_place_changed + remote.in_place_changed,
         notes=(f"LocalHost {local.identical}/{local.tried}, SSH {remote.identical}/{remote.tried}; in-place path "
-               f"changed {local.in_place_changed + remote.in_place_changed} states (expected ≥ "
-               f"{local.expected_in_place_losses + remote.expected_in_place_losses}), manifest named the change "
-               f"in {local.in_place_caught + remote.in_place_caught}; differences: "
+               f"with a first-round backup changed {local.in_place_changed + remote.in_place_changed} states "
+               f"(expected ≥ {local.expected_in_place_losses + remote.expected_in_place_losses}), manifest named "
+               f"the change in {local.in_place_caught + remote.in_place_caught}; with this round's exact backup "
+               f"{local.exact_identical + remote.exact_identical}/{local.exact_tried + remote.exact_tried} "
+               f"identical; differences: "
                f"{ {**local.differences, **remote.differences} or 'none'}"), seconds=time.perf_counter() - t0))
 
     t0 = time.perf_counter()

@@ -288,7 +288,7 @@ def make_backup(ctx: ToolContext, args: BackupInput) -> Backup:
         ctx.host.run(["mkdir", "-p", bdir])
         files = [p for p in changed if p in set(pending)]
         # names git printed lossily (not UTF-8) are skipped here: exact.tar below holds them bytes-exact
-        script = (f"cd {q(top)} && tar --null --ignore-failed-read -T - -czf {q(bdir + '/state.tar.gz')} && "
+        script = (f"cd {q(top)} && tar --null --ignore-failed-read --sparse -T - -czf {q(bdir + '/state.tar.gz')} && "
                   f"git --no-pager diff --binary --no-renames HEAD > {q(bdir + '/worktree.patch')} && "
                   f"git --no-pager diff --cached --binary --no-renames > {q(bdir + '/index.patch')}")
         ctx.host.run(Raw(script), stdin="".join(f"{p}\x00" for p in files).encode("utf-8", "surrogateescape"),

@@ -36,6 +36,8 @@ class StateRun:
     in_place_changed: int = 0
     in_place_caught: int = 0
     expected_in_place_losses: int = 0
+    exact_tried: int = 0
+    exact_identical: int = 0
     differences: dict[str, list[str]] = field(default_factory=dict)
 
 
@@ -66,13 +68,26 @@ def run_state_campaign(host: Host, workdir: str, states: list[str] | None = None
         out.identical += int(ok)
         if not ok:
             out.differences[name] = d.differences[:5] + ([] if a.ok and b.ok else [a.summary, b.summary])
-        # the in-place path on the same state: the manifest must name what it changed
+        # the in-place path, first with a first-round backup (git's view only): the manifest must name the change
         before = take_manifest(ctx, repo)
         out.expected_in_place_losses += int(name in IN_PLACE_LOSES)
-        if registry.call(ctx, "stash_all", {"repo": repo}).ok:
-            registry.call(ctx, "restore_worktree", {"repo": repo})
+        legacy = registry.call(ctx, "backup_worktree", {"repo": repo, "backup_id": f"legacy-{next(_n)}"})
+        if legacy.ok:
+            for f in ("manifest.json", "exact.tar", "index.raw"):
+                host.run(["rm", "-f", "--", f"{legacy.output['dir']}/{f}"])
+            registry.call(ctx, "stash_all", {"repo": repo, "backup_id": legacy.output["backup_id"]})
+            registry.call(ctx, "restore_worktree", {"repo": repo, "backup_id": legacy.output["backup_id"]})
             after = take_manifest(ctx, repo)
             changed = not before.diff(after).same
             out.in_place_changed += int(changed)
             out.in_place_caught += int(changed and bool(before.diff(after).differences))
+        # ... then with this round's exact backup, on a fresh copy of the state: identical path for path
+        repo2 = f"{repo}-exact"
+        build_state(host, repo2, name)
+        before = take_manifest(ctx, repo2)
+        ctx2 = ToolContext(host=host, run_id=f"states{next(_n)}", auto_approve=True)
+        if registry.call(ctx2, "stash_all", {"repo": repo2}).ok:
+            out.exact_tried += 1
+            r = registry.call(ctx2, "restore_worktree", {"repo": repo2})
+            out.exact_identical += int(r.ok and before.diff(take_manifest(ctx2, repo2)).same)
     return out

@@ -46,13 +46,20 @@ def test_trial_trees_over_ssh_leave_the_checkout_identical(ssh, sshd: SSHServer,
     assert after.git[0].refs == before.git[0].refs and after.git[0].worktrees == before.git[0].worktrees
 
 
-def test_manifest_over_ssh_catches_the_in_place_path(ssh, sshd: SSHServer):
+def test_manifest_over_ssh_catches_the_legacy_in_place_path_and_exact_backups_restore_it(ssh, sshd: SSHServer):
     repo = f"{sshd.workdir}/cs-repo{next(_n)}"
-    build_state(ssh, repo, "all", without={"big-untracked", "non-utf8"})  # non-UTF-8 names stop the backup itself
+    build_state(ssh, repo, "all", without={"big-untracked"})
     ctx = ToolContext(host=ssh, run_id=f"cs{next(_n)}", auto_approve=True)
     before = take_manifest(ctx, repo)
     assert registry.call(ctx, "stash_all", {"repo": repo}).ok
-    registry.call(ctx, "restore_worktree", {"repo": repo})
+    exact = registry.call(ctx, "restore_worktree", {"repo": repo})
+    assert exact.ok and exact.output["manifest_verified"], exact.summary
+    assert before.diff(take_manifest(ctx, repo)).same
+    legacy = registry.call(ctx, "backup_worktree", {"repo": repo, "backup_id": "legacy"}).output
+    for name in ("manifest.json", "exact.tar", "index.raw"):  # a first-round backup: git's view only
+        ssh.run(["rm", "-f", "--", f"{legacy['dir']}/{name}"])
+    assert registry.call(ctx, "stash_all", {"repo": repo, "backup_id": "legacy"}).ok
+    registry.call(ctx, "restore_worktree", {"repo": repo, "backup_id": "legacy"})
     diff = before.diff(take_manifest(ctx, repo))
     assert not diff.same
     text = "\n".join(diff.differences)

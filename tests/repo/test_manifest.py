@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
+from specdoctor.tools.manifest import Manifest, decode_name, encode_name, take_manifest
 from states import IN_PLACE_LOSES, NON_UTF8, STATES, build_state
 
 from specdoctor.host import LocalHost
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.manifest import Manifest, decode_name, encode_name, take_manifest
 
 _n = itertools.count()
 
@@ -121,16 +121,46 @@ def test_the_tool_is_read_only_and_refuses_a_non_repo(local):
     assert ok.ok and Manifest.model_validate(ok.output).digest == take_manifest(ctx2, repo).digest
 
 
+def _legacy(ctx: ToolContext, repo: str) -> None:
+    """Make this run's backup look like a first-round one (no manifest, no exact copy): restore uses git's view."""
+    b = registry.call(ctx, "backup_worktree", {"repo": repo}).output
+    for name in ("manifest.json", "exact.tar", "index.raw"):
+        ctx.host.run(["rm", "-f", "--", f"{b['dir']}/{name}"])
+
+
 @pytest.mark.parametrize("state", sorted(IN_PLACE_LOSES))
 def test_manifest_catches_what_the_in_place_path_loses(local, state: str):
-    """Today's backup → stash_all → restore says 'verified' (or fails) and the manifest names what changed."""
+    """The first round's backup → stash_all → restore says 'verified' (or fails); the manifest names what changed."""
     ctx, repo = _state(local, state)
     before = take_manifest(ctx, repo)
-    assert registry.call(ctx, "backup_worktree", {"repo": repo}).ok
+    _legacy(ctx, repo)
     assert registry.call(ctx, "stash_all", {"repo": repo}).ok
     registry.call(ctx, "restore_worktree", {"repo": repo})  # verified by git's view, or an error: either way ...
     d = before.diff(take_manifest(ctx, repo))
     assert not d.same and d.differences, state  # ... the file-level proof says it is not the same checkout
+
+
+@pytest.mark.parametrize("state", sorted(s for s in STATES if s != "submodule-local-changes"))
+def test_exact_backups_restore_every_state_manifest_identical(local, state: str):
+    """Backups now cover what the manifest covers: stash, apply, restore gives the same checkout path for path."""
+    ctx, repo = _state(local, state)
+    before = take_manifest(ctx, repo)
+    assert registry.call(ctx, "stash_all", {"repo": repo}).ok
+    assert registry.call(ctx, "apply_patches", {"repo": repo, "files": ["python/sglang/srt/models/kimi_k25.py"]}).ok
+    assert not before.diff(take_manifest(ctx, repo)).same
+    r = registry.call(ctx, "restore_worktree", {"repo": repo})
+    assert r.ok and r.output["manifest_verified"] and r.output["manifest_expected"] == before.digest, r.summary
+    d = before.diff(take_manifest(ctx, repo))
+    assert d.same, d.differences
+
+
+def test_a_change_the_backup_cannot_repair_is_named_not_hidden(local):
+    ctx, repo = _state(local, "gitignore-modified")
+    ctx.host.run(["truncate", "-s", "40M", f"{repo}/huge.dat"])  # ignored and large: hashed by size+mtime only
+    assert registry.call(ctx, "stash_all", {"repo": repo}).ok
+    ctx.host.run(["truncate", "-s", "41M", f"{repo}/huge.dat"])
+    r = registry.call(ctx, "restore_worktree", {"repo": repo})
+    assert r.status == "error" and "differs from its manifest" in r.summary and "huge.dat" in r.summary, r.summary
 
 
 def test_states_cover_the_issue_list():

@@ -26,7 +26,7 @@ from specdoctor.toolkit import ToolContext, tool
 
 __all__ = ["SourceChange", "TrialSource", "TreeInput", "TrialTree", "RemoveInput", "Removed", "OriginInput",
            "SglangOrigin", "prepare_source", "build_tree", "remove_tree", "sglang_origin_of", "build_trial_tree",
-           "remove_trial_tree", "sglang_origin", "trees_root"]
+           "remove_trial_tree", "sglang_origin", "trees_root", "trial_env", "map_into_tree"]
 
 _NO_LOCKS = {"GIT_OPTIONAL_LOCKS": "0"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -212,6 +212,23 @@ def build_tree(ctx: ToolContext, args: TreeInput) -> TrialTree:
     if after.digest != before.digest:
         out.outside_writes += [f"user checkout: {d}" for d in before.diff(after).differences]
     return out
+
+
+def trial_env(tree: TrialTree, env: dict[str, str]) -> dict[str, str]:
+    """The launch env for a trial server: the tree's package folder first on PYTHONPATH (nothing else changed)."""
+    rest = env.get("PYTHONPATH", "")
+    return {**env, "PYTHONPATH": f"{tree.pythonpath}:{rest}" if rest else tree.pythonpath}
+
+
+def map_into_tree(path: str | None, top: str, tree: TrialTree) -> str | None:
+    """A path inside the user's checkout (e.g. the server's cwd: `python -m` imports from it first) moved into
+    the trial tree; a path outside the checkout is returned as it is."""
+    if path is None:
+        return None
+    top = top.rstrip("/")
+    if path == top or path.startswith(top + "/"):
+        return tree.path + path[len(top):]
+    return path
 
 
 def _tar_members(ctx: ToolContext, src: TrialSource) -> list[bytes]:

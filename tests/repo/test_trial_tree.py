@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from specdoctor.tools.manifest import encode_name, take_manifest
 from states import NON_UTF8, SGLANG_INIT, STATES, build_state
 
 from specdoctor.host import LocalHost
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.manifest import encode_name, take_manifest
 
 KIMI = "python/sglang/srt/models/kimi_k25.py"
 TOPK = "python/sglang/srt/layers/moe/topk.py"
@@ -134,3 +134,25 @@ def test_sglang_origin_of_a_running_process(local):
             p.wait(timeout=10)
     gone = registry.call(ctx, "sglang_origin", {"pid": inside.pid})
     assert gone.status != "ok" and "cannot read process" in gone.summary
+
+
+def test_a_server_started_from_the_checkout_folder_imports_the_checkout_unless_its_cwd_is_mapped(local):
+    """`python -m sglang...` puts its cwd first on sys.path: PYTHONPATH alone is not enough; map the cwd too."""
+    from specdoctor.tools.trial_tree import TrialTree, map_into_tree, trial_env
+
+    host, tmp = local
+    repo = str(tmp / "repo")
+    build_state(host, repo, "modes")
+    ctx = _ctx(host)
+    tree = TrialTree.model_validate(registry.call(ctx, "build_trial_tree", {"repo": repo, "name": "cwd"}).output)
+    env = trial_env(tree, {"PATH": os.defpath, "PYTHONPATH": "/opt/other"})
+    assert env["PYTHONPATH"] == f"{tree.pythonpath}:/opt/other"
+    user_cwd = f"{repo}/python"
+    naive = registry.call(ctx, "sglang_origin", {"python": sys.executable, "env": env, "cwd": user_cwd,
+                                                 "expect_under": tree.path})
+    mapped_cwd = map_into_tree(user_cwd, repo, tree)
+    assert mapped_cwd == f"{tree.path}/python" and map_into_tree("/elsewhere", repo, tree) == "/elsewhere"
+    mapped = registry.call(ctx, "sglang_origin", {"python": sys.executable, "env": env, "cwd": mapped_cwd,
+                                                  "expect_under": tree.path})
+    assert naive.ok and naive.output["inside"] is False and naive.output["origin"].startswith(repo), naive.summary
+    assert mapped.ok and mapped.output["inside"] is True, mapped.summary

@@ -6,7 +6,13 @@ Run: `.venv/bin/python benchmarks/reliability_report.py [--quick] [--json]` (as 
   hostile     hypothesis strings in every tool's string arguments (LocalHost as an unprivileged user + SSH)
   secrets     HF/OpenAI/AWS tokens and a URL password in a simulated server's env → any in the outputs?
   bad input   wrong hosts/keys/host keys/specs/options/files at the CLI + invalid tool calls → one line each?
-Goals: 100 % trees identical, 0 shell escapes, 0 secrets leaked, every bad input a one-line error.
+  states      awkward checkouts (ignored by an uncommitted .gitignore, assume-unchanged, CRLF, 0600, empty dirs,
+              non-UTF-8 names, 200 MB untracked, dirty submodule, ...) through trial trees → manifest identical?
+  at rest     planted secrets (server env, shell env, a corpus of real shapes through the checkpointer) → found
+              anywhere on disk after the run (run folder, SPECDOCTOR_HOME, the host's ~/.specdoctor)?
+  lock        concurrent runs on one checkout (real processes, LocalHost and SSH) → exactly one runs?
+Goals: 100 % trees identical, 0 shell escapes, 0 secrets leaked, every bad input a one-line error,
+100 % states identical, 0 secrets at rest, every concurrent run but one refused.
 """
 
 from __future__ import annotations
@@ -25,7 +31,10 @@ from reliability.badinput import run_bad_campaign  # noqa: E402
 from reliability.faults import run_fault_campaign, sshd_connect  # noqa: E402
 from reliability.hostile import run_campaign, run_local_campaign, ssh_budget, ssh_probe_factory  # noqa: E402
 from reliability.invalid_calls import run_invalid_campaign  # noqa: E402
-from reliability.secrets_campaign import run_secret_campaign  # noqa: E402
+from reliability.lock_campaign import race  # noqa: E402
+from reliability.secrets_campaign import grep_secrets, run_host_folder_campaign, run_secret_campaign  # noqa: E402
+from reliability.states_campaign import run_state_campaign  # noqa: E402
+from reliability.test_secret_corpus import corpus  # noqa: E402
 
 from specdoctor.testing import start_sshd  # noqa: E402
 
@@ -109,12 +118,105 @@ def collect(quick: bool = False) -> Report:
             met=ok_bad == len(bad) and ok_invalid == len(invalid),
             notes=f"CLI {ok_bad}/{len(bad)} one-line with exit code; tool calls {ok_invalid}/{len(invalid)} "
                   "refused with nothing run", seconds=time.perf_counter() - t0))
+
+        figures += _safety_figures(sshd, tmp, quick)
     finally:
         sshd.stop()
         import shutil
 
         shutil.rmtree(tmp, ignore_errors=True)
     return Report(figures=figures)
+
+
+def _checkpoint_corpus(tmp: Path) -> tuple[int, list[str]]:
+    """Every corpus secret in a real LangGraph state checkpointed to SQLite: (planted, found in the files)."""
+    import os
+
+    from langgraph.graph import END, START, StateGraph
+
+    from specdoctor.engine.runs import open_checkpointer
+
+    pairs = corpus()
+
+    def node(state: dict) -> dict:
+        return {"log": [line for line, _ in pairs]}
+
+    g = StateGraph(dict)
+    g.add_node("n", node)
+    g.add_edge(START, "n")
+    g.add_edge("n", END)
+    db = tmp / "corpus.sqlite"
+    saved = os.environ.get("SPECDOCTOR_HOME")
+    with open_checkpointer(str(db)) as saver:
+        g.compile(checkpointer=saver).invoke({"log": []}, {"configurable": {"thread_id": "corpus"}})
+    if saved is not None:
+        os.environ["SPECDOCTOR_HOME"] = saved
+    places = {p.name: p.read_bytes() for p in tmp.glob("corpus.sqlite*")}
+    return len(pairs), grep_secrets({f"corpus{i}": s for i, (_l, s) in enumerate(pairs)}, places)
+
+
+def _safety_figures(sshd, tmp: Path, quick: bool) -> list[Figure]:
+    """Issue #19: checkout states (manifest), secrets at rest, concurrent runs."""
+    from specdoctor.host import LocalHost
+
+    figures = []
+    t0 = time.perf_counter()
+    work = tmp / "states"
+    (work / "home").mkdir(parents=True)
+    local = run_state_campaign(LocalHost(base_env={"HOME": str(work / "home")}), str(work))
+    with sshd.connect(base_env={"HOME": f"{sshd.workdir}/states-home"}) as h:
+        h.run(["mkdir", "-p", f"{sshd.workdir}/states-home"])
+        remote = run_state_campaign(h, str(sshd.workdir), ["all", "submodule-local-changes"] if quick else None)
+    tried, same = local.tried + remote.tried, local.identical + remote.identical
+    figures.append(Figure(
+        campaign="checkout states (trial trees)", tried_label="states tried", tried=tried,
+        result_label="manifest identical", result=same, goal="100 %",
+        met=same == tried and local.exact_identical + remote.exact_identical == local.exact_tried + remote.exact_tried
+        and local.in_place_caught + remote.in_place_caught == local.in_place_changed + remote.in_place_changed,
+        notes=(f"LocalHost {local.identical}/{local.tried}, SSH {remote.identical}/{remote.tried}; in-place path "
+               f"with a first-round backup changed {local.in_place_changed + remote.in_place_changed} states "
+               f"(expected ≥ {local.expected_in_place_losses + remote.expected_in_place_losses}), manifest named "
+               f"the change in {local.in_place_caught + remote.in_place_caught}; with this round's exact backup "
+               f"{local.exact_identical + remote.exact_identical}/{local.exact_tried + remote.exact_tried} "
+               f"identical; differences: "
+               f"{ {**local.differences, **remote.differences} or 'none'}"), seconds=time.perf_counter() - t0))
+
+    t0 = time.perf_counter()
+    disk = run_host_folder_campaign(tmp / "at-rest")
+    n_corpus, corpus_leaks = _checkpoint_corpus(tmp)
+    found = len(disk.leaks) + len(corpus_leaks)
+    figures.append(Figure(
+        campaign="secrets at rest (whole disk)", tried_label="secrets planted", tried=disk.planted + n_corpus,
+        result_label="found on disk", result=found, goal="0", met=found == 0 and disk.read_env,
+        notes=(f"investigate: {disk.planted} env secrets, {disk.places_searched} files searched (run folder, "
+               f"SPECDOCTOR_HOME, host ~/.specdoctor), verdict {disk.verdict}; checkpointer: {n_corpus} corpus "
+               f"shapes; leaks {disk.leaks + corpus_leaks or 'none'}"), seconds=time.perf_counter() - t0))
+
+    t0 = time.perf_counter()
+    repo = tmp / "lock-repo"
+    (tmp / "lock-home").mkdir()
+    LocalHost().run(["git", "init", "-q", str(repo)])
+    races = [race(str(repo), 6, {"kind": "local", "home": str(tmp / "lock-home")}) for _ in range(1 if quick else 3)]
+    ssh_repo, ssh_home = f"{sshd.workdir}/lock-repo", f"{sshd.workdir}/lock-home"
+    with sshd.connect() as h:
+        h.run(["mkdir", "-p", ssh_home])
+        h.run(["git", "init", "-q", ssh_repo])
+    spec = {"kind": "ssh", "ssh": {"hostname": sshd.host, "user": sshd.user, "port": sshd.port,
+                                   "identity_files": [str(sshd.key_path)], "known_hosts": str(sshd.known_hosts),
+                                   "allow_agent": False, "ssh_config": str(sshd.root / "ssh_config"),
+                                   "base_env": {"HOME": ssh_home}}}
+    races.append(race(ssh_repo, 4, spec))
+    tried = sum(r.tried for r in races)
+    refused = sum(r.refused for r in races)
+    good = all(r.won == 1 and r.refused == r.tried - 1 and r.named_holder == r.refused and not r.errors
+               for r in races)
+    figures.append(Figure(
+        campaign="concurrent runs (checkout lock)", tried_label="concurrent runs", tried=tried,
+        result_label="refused", result=refused, goal="all but one per race", met=good,
+        notes=f"{len(races)} races (LocalHost x{len(races) - 1}, SSH x1); one winner each: "
+              f"{[r.won for r in races]}; refusals naming the holder {sum(r.named_holder for r in races)}",
+        seconds=time.perf_counter() - t0))
+    return figures
 
 
 def render(report: Report) -> str:

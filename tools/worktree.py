@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import re
@@ -11,6 +12,7 @@ import time
 
 import unidiff
 from pydantic import BaseModel, Field
+from specdoctor.tools.manifest import Manifest, decode_name, take_manifest
 from specdoctor.tools.repo import git, repo_state
 
 from specdoctor.errors import BackupError, CommandFailed, RepoRefused, ToolRetry, Unresolved
@@ -132,6 +134,8 @@ class Backup(BaseModel):
     hash: str
     include_ignored: bool = False
     dir: str | None = Field(default=None, description="Host folder with state.tar.gz, worktree.patch, meta.json.")
+    manifest: str | None = Field(default=None, description="Digest of the checkout's file-level manifest at backup time "
+                                 "(manifest.json + exact.tar + index.raw in dir restore it path for path).")
     created: str = ""
     reused: bool = Field(default=False, description="An existing backup of this run was returned.")
 
@@ -178,6 +182,69 @@ def _changed(ctx: ToolContext, repo: str, a: str, b: str) -> list[tuple[str, str
     return [(out[i][:1], out[i + 1]) for i in range(0, len(out) - 1, 2)]
 
 
+def _write_exact(ctx: ToolContext, top: str, gdir: str, bdir: str, m: Manifest) -> None:
+    """manifest.json, exact.tar (every path the manifest content-hashes, bytes-exact, sparse-aware) and index.raw.
+
+    Large ignored files hashed by size+mtime are listed in the manifest but not copied (they are not at risk:
+    nothing specdoctor runs removes ignored files); a restore names any it finds changed.
+    """
+    q = shlex.quote
+    ctx.host.put(m.model_dump_json().encode(), f"{bdir}/manifest.json")
+    names = [decode_name(e.path) for e in m.entries if e.hashed != "stat" and e.kind in ("file", "dir", "symlink")]
+    ctx.host.run(Raw(f"cd {q(top)} && tar --null --no-recursion --sparse -T - -cf {q(bdir + '/exact.tar')}"),
+                 stdin=b"".join(n + b"\0" for n in names), timeout=1800)
+    ctx.host.run(["cp", "-p", "--", f"{gdir}/index", f"{bdir}/index.raw"])
+
+
+def _repair_from_manifest(ctx: ToolContext, top: str, gdir: str, bdir: str) -> tuple[Manifest, Manifest, list[str]]:
+    """Put every path back as the backup's manifest recorded it (content, mode, kind, target, empty dirs, index).
+
+    Returns (saved manifest, manifest after the repair, what was done).
+    """
+    q = shlex.quote
+    saved = Manifest.model_validate_json(ctx.host.read(f"{bdir}/manifest.json"))
+    now = take_manifest(ctx, top, big_bytes=saved.big_bytes)
+    done: list[str] = []
+    if now.digest == saved.digest:
+        return saved, now, done
+    want, have = {e.path: e for e in saved.entries}, {e.path: e for e in now.entries}
+    extra = [p for p in have if p not in want]
+    fetch: list[str] = []
+    chmod: list[tuple[str, int]] = []
+    for path, e in want.items():
+        cur = have.get(path)
+        if cur is not None and (cur.kind, cur.size, cur.sha256, cur.target) == (e.kind, e.size, e.sha256, e.target):
+            if cur.mode != e.mode and e.kind != "symlink":
+                chmod.append((path, e.mode))
+            continue
+        if e.hashed == "stat":
+            done.append(f"cannot restore large ignored {path!r} (hashed by size+mtime, not copied)")
+            continue
+        if cur is not None and cur.kind != e.kind:
+            extra.append(path)
+        fetch.append(path)
+    if extra:  # deepest first, so a folder is empty (or gone) by the time it is removed
+        gone = sorted({decode_name(p) for p in extra}, key=lambda b: -b.count(b"/"))
+        ctx.host.run(Raw(f"cd {q(top)} && xargs -0 rm -rf --"), stdin=b"".join(p + b"\0" for p in gone))
+        done.append(f"removed {len(gone)} paths the backup did not have")
+    if fetch:
+        names = sorted((decode_name(p) for p in fetch), key=lambda b: b.count(b"/"))
+        ctx.host.run(Raw(f"tar -xpf {q(bdir + '/exact.tar')} -C {q(top)} --null --no-recursion -T -"),
+                     stdin=b"".join(n + b"\0" for n in names), timeout=1800)
+        done.append(f"rewrote {len(names)} paths from exact.tar")
+    for path, mode in chmod:
+        ctx.host.run(Raw(f"cd {q(top)} && xargs -0 chmod {mode:o} --"), stdin=decode_name(path) + b"\0")
+    if chmod:
+        done.append(f"modes of {len(chmod)} paths")
+    for d in [e for e in saved.entries if e.kind == "dir"]:  # extracting into a folder keeps its mode; check all
+        if d.path in {p for p in fetch}:
+            ctx.host.run(Raw(f"cd {q(top)} && xargs -0 chmod {d.mode:o} --"), stdin=decode_name(d.path) + b"\0")
+    if [g.index for g in saved.git] != [g.index for g in now.git]:
+        ctx.host.run(["cp", "-p", "--", f"{bdir}/index.raw", f"{gdir}/index"])
+        done.append("index (with its assume-unchanged / skip-worktree / intent-to-add flags) from index.raw")
+    return saved, take_manifest(ctx, top, big_bytes=saved.big_bytes), done
+
+
 def make_backup(ctx: ToolContext, args: BackupInput) -> Backup:
     """Write a new backup (refuses if the id exists); the ref is written last, so it exists only when complete.
 
@@ -195,7 +262,8 @@ def make_backup(ctx: ToolContext, args: BackupInput) -> Backup:
     pending = split_z(ctx.host.run(git(repo, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=d",
                                        "HEAD")).stdout)
     pending += split_z(ctx.host.run(git(repo, "ls-files", "--others", "--exclude-standard", "-z")).stdout)
-    need_kb = 2 * _bytes_of(ctx, top, pending) // 1024 + args.reserve_mb * 1024
+    exact = take_manifest(ctx, top)  # every path, mode and index flag: what a restore must give back
+    need_kb = (2 * _bytes_of(ctx, top, pending) + exact.bytes_hashed) // 1024 + args.reserve_mb * 1024
     bdir = f"{ctx.state_dir}/backups/{bid}"
     for where in (gdir, ctx.host.home()):
         free = _free_kb(ctx, where)
@@ -211,7 +279,7 @@ def make_backup(ctx: ToolContext, args: BackupInput) -> Backup:
         meta = {"specdoctor_backup": 1, "backup_id": bid, "repo": repo, "toplevel": top, "head": head,
                 "branch": snap.branch, "index_tree": snap.index_tree, "worktree_tree": snap.worktree_tree,
                 "stashes": [s.model_dump() for s in snap.stashes], "untracked": snap.untracked[:5000],
-                "changed": changed[:5000], "hash": snap.hash, "include_ignored": args.include_ignored,
+                "changed": changed[:5000], "hash": snap.hash, "include_ignored": args.include_ignored, "manifest": exact.digest,
                 "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "dir": bdir}
         parents = ["-p", head, "-p", icommit] + [x for s in snap.stashes for x in ("-p", s.sha)]
         commit = ctx.host.run(git(repo, "commit-tree", snap.worktree_tree, *parents, "-m",
@@ -219,12 +287,14 @@ def make_backup(ctx: ToolContext, args: BackupInput) -> Backup:
         q = shlex.quote
         ctx.host.run(["mkdir", "-p", bdir])
         files = [p for p in changed if p in set(pending)]
-        script = (f"cd {q(top)} && tar --null -T - -czf {q(bdir + '/state.tar.gz')} && "
+        # names git printed lossily (not UTF-8) are skipped here: exact.tar below holds them bytes-exact
+        script = (f"cd {q(top)} && tar --null --ignore-failed-read --sparse -T - -czf {q(bdir + '/state.tar.gz')} && "
                   f"git --no-pager diff --binary --no-renames HEAD > {q(bdir + '/worktree.patch')} && "
                   f"git --no-pager diff --cached --binary --no-renames > {q(bdir + '/index.patch')}")
         ctx.host.run(Raw(script), stdin="".join(f"{p}\x00" for p in files).encode("utf-8", "surrogateescape"),
                      timeout=600)
         ctx.host.put((json.dumps(meta, indent=1) + "\n").encode(), f"{bdir}/meta.json")
+        _write_exact(ctx, top, gdir, bdir, exact)
         ctx.host.run(git(repo, "update-ref", "-m", f"specdoctor backup {bid}", ref, commit, "0" * 40))
     except CommandFailed as exc:
         ctx.host.run(["rm", "-rf", "--", bdir], check="ignore")
@@ -233,7 +303,7 @@ def make_backup(ctx: ToolContext, args: BackupInput) -> Backup:
     return Backup(backup_id=bid, repo=repo, ref=ref, commit=commit, head=head, branch=snap.branch,
                   detached=snap.branch is None, index_tree=snap.index_tree, worktree_tree=snap.worktree_tree,
                   stashes=snap.stashes, untracked=snap.untracked, changed=changed, hash=snap.hash,
-                  include_ignored=args.include_ignored, dir=bdir, created=meta["created"])
+                  include_ignored=args.include_ignored, dir=bdir, created=meta["created"], manifest=exact.digest)
 
 
 def load_backup(ctx: ToolContext, repo: str, backup_id: str) -> Backup:
@@ -254,7 +324,7 @@ def load_backup(ctx: ToolContext, repo: str, backup_id: str) -> Backup:
                   worktree_tree=meta["worktree_tree"], stashes=[StashEntry(**s) for s in meta["stashes"]],
                   untracked=meta.get("untracked", []), changed=meta.get("changed", []), hash=meta["hash"],
                   include_ignored=meta.get("include_ignored", False), dir=meta.get("dir"),
-                  created=meta.get("created", ""))
+                  created=meta.get("created", ""), manifest=meta.get("manifest"))
 
 
 def ensure_backup(ctx: ToolContext, repo: str, backup_id: str | None = None) -> Backup:
@@ -311,17 +381,25 @@ def clean_to_head(ctx: ToolContext, repo: str, include_ignored: bool = False) ->
     ctx.host.run(git(repo, "clean", "-fdq" + ("x" if include_ignored else "")), timeout=600)
 
 
+def _changed_raw(ctx: ToolContext, repo: str, a: str, b: str) -> list[tuple[str, bytes]]:
+    """(status, path bytes) between two trees: names carried bytes-exact (base64), not decoded."""
+    res = ctx.host.run(["bash", "-c", 'set -o pipefail; "$@" | base64 -w0', "b64",
+                        *git(repo, "diff-tree", "-r", "-z", "--no-renames", "--name-status", a, b)])
+    parts = [x for x in base64.b64decode(res.stdout.strip() or b"").split(b"\0") if x]
+    return [(parts[i].decode()[:1], parts[i + 1]) for i in range(0, len(parts) - 1, 2)]
+
+
 def write_paths_from(ctx: ToolContext, repo: str, head: str, tree: str, paths: list[str] | None = None) -> None:
     """Make the working tree's `paths` (default: all that differ) equal to `tree`'s, starting from a clean HEAD."""
     top = _toplevel(ctx, repo)
     _h, _b, gdir, _busy = repo_state(ctx, repo)
-    changes = _changed(ctx, repo, head, tree)
+    changes = _changed_raw(ctx, repo, head, tree)
     if paths is not None:
         wanted = set(paths)
-        changes = [(s, p) for s, p in changes if p in wanted]
+        changes = [(s, p) for s, p in changes if p.decode("utf-8", "replace") in wanted]
     gone = [p for s, p in changes if s == "D"]
-    for i in range(0, len(gone), 400):
-        ctx.host.run(["rm", "-f", "--", *[f"{top}/{p}" for p in gone[i:i + 400]]])
+    if gone:
+        ctx.host.run(Raw(f"cd {shlex.quote(top)} && xargs -0 rm -f --"), stdin=b"".join(p + b"\0" for p in gone))
     keep = [p for s, p in changes if s != "D"]
     if keep:
         tmp = f"{gdir}/specdoctor-index-{secrets.token_hex(6)}"
@@ -329,7 +407,7 @@ def write_paths_from(ctx: ToolContext, repo: str, head: str, tree: str, paths: l
         try:  # a throwaway index: the real one is not touched
             ctx.host.run(git(top, "read-tree", tree), env=env)
             ctx.host.run(git(top, "checkout-index", "-f", "-q", "-z", "--stdin"), env=env,
-                         stdin="".join(f"{p}\x00" for p in keep).encode("utf-8", "surrogateescape"), timeout=600)
+                         stdin=b"".join(p + b"\0" for p in keep), timeout=600)
         finally:
             ctx.host.run(["rm", "-f", "--", tmp], check="ignore")
 
@@ -352,10 +430,16 @@ class Restored(BaseModel):
     changed_anything: bool
     safety_ref: str | None = Field(default=None, description="Where the pre-restore state was kept.")
     actions: list[str] = Field(default_factory=list)
+    manifest_expected: str | None = Field(default=None, description="File-level manifest digest at backup time.")
+    manifest_actual: str | None = Field(default=None, description="File-level manifest digest after the restore.")
+    manifest_verified: bool | None = Field(default=None, description="None for a backup taken without a manifest.")
 
     def summary_line(self) -> str:
+        files = "" if self.manifest_verified is None else (
+            f"; manifest {(self.manifest_actual or '')[:12]} {'identical' if self.manifest_verified else 'DIFFERS'}")
         return (f"restored {self.backup_id}: hash {self.actual_hash[:12]} "
-                f"{'verified' if self.verified else 'MISMATCH'}" + ("" if self.changed_anything else " (no change)"))
+                f"{'verified' if self.verified else 'MISMATCH'}{files}" +
+                ("" if self.changed_anything else " (no change)"))
 
 
 def _restore_stashes(ctx: ToolContext, repo: str, want: list[StashEntry]) -> None:
@@ -373,7 +457,7 @@ def restore(ctx: ToolContext, repo: str, backup_id: str, force_head: bool = Fals
     out = Restored(backup_id=b.backup_id, expected_hash=b.hash, actual_hash=cur.hash, verified=cur.hash == b.hash,
                    changed_anything=False)
     if out.verified:
-        return _mark_restored(ctx, repo, b, out)
+        return _mark_restored(ctx, repo, b, _exact(ctx, repo, b, gdir, out))
     safety = SAFETY_NS + f"{b.backup_id}-{time.strftime('%Y%m%d%H%M%S')}-{secrets.token_hex(2)}"
     scommit = ctx.host.run(git(repo, "commit-tree", cur.worktree_tree, "-p", head, "-m",
                                f"specdoctor pre-restore state of {b.backup_id}"), env=_IDENT).stdout.strip()
@@ -398,9 +482,10 @@ def restore(ctx: ToolContext, repo: str, backup_id: str, force_head: bool = Fals
     if [s.sha for s in cur.stashes] != [s.sha for s in b.stashes]:
         _restore_stashes(ctx, repo, b.stashes)
         out.actions.append(f"stash list restored ({len(b.stashes)} entries)")
+    out = _exact(ctx, repo, b, gdir, out)
     after = snapshot(ctx, repo, b.include_ignored)
     out.actual_hash, out.verified = after.hash, after.hash == b.hash
-    if not out.verified:
+    if not out.verified and not out.manifest_verified:
         what = [n for n, x, y in (("HEAD", after.head, b.head), ("index", after.index_tree, b.index_tree),
                                   ("working tree", after.worktree_tree, b.worktree_tree),
                                   ("stash list", [s.sha for s in after.stashes], [s.sha for s in b.stashes]))
@@ -408,6 +493,23 @@ def restore(ctx: ToolContext, repo: str, backup_id: str, force_head: bool = Fals
         raise BackupError(f"restore of {b.backup_id} could not be verified: {', '.join(what)} differ; the state "
                           f"before this restore is kept at {safety}")
     return _mark_restored(ctx, repo, b, out)
+
+
+def _exact(ctx: ToolContext, repo: str, b: Backup, gdir: str, out: Restored) -> Restored:
+    """Finish with the file-level manifest: repair what git's view misses, then verify path for path."""
+    if not b.manifest or not b.dir or not ctx.host.exists(f"{b.dir}/manifest.json"):
+        return out
+    saved, after, done = _repair_from_manifest(ctx, _toplevel(ctx, repo), gdir, b.dir)
+    out.actions += done
+    out.changed_anything |= bool(done)
+    out.manifest_expected, out.manifest_actual = saved.digest, after.digest
+    out.manifest_verified = after.digest == saved.digest
+    if not out.manifest_verified:
+        diff = saved.diff(after, limit=5)
+        raise BackupError(f"restore of {b.backup_id}: the checkout differs from its manifest ({len(diff.differences)} "
+                          f"differences, first: {diff.differences[0] if diff.differences else '?'})"
+                          + (f"; the state before this restore is kept at {out.safety_ref}" if out.safety_ref else ""))
+    return out
 
 
 def _mark_restored(ctx: ToolContext, repo: str, b: Backup, out: Restored) -> Restored:
@@ -583,3 +685,10 @@ def apply_patches(ctx: ToolContext, args: ApplyInput) -> Applied:
         out.mismatches += [f"{p} changed although not asked for" for p in extra]
     out.verified = not out.mismatches
     return out
+
+
+# The checkout-safety families (manifest, trial trees, off-host mirror) register their tools with this
+# module's import, so they are present wherever the worktree tools are, listed in tools/__init__.py or not.
+from specdoctor.tools import backup_mirror as _backup_mirror  # noqa: E402,F401
+from specdoctor.tools import manifest as _manifest  # noqa: E402,F401
+from specdoctor.tools import trial_tree as _trial_tree  # noqa: E402,F401

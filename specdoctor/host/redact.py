@@ -21,7 +21,41 @@ _ASSIGN = re.compile(r"\b(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s'\"\x00]
 # (so `--api-key X` and `--hf-token=X` are caught, `--tokenizer-path` is not).
 _SECRET_FLAG = re.compile(r"(--(?:[A-Za-z0-9]+-)*(?:key|token|secret|password|passwd|auth)(?:-[A-Za-z0-9]+)*)"
                           r"(=|\s+)(?!-)([^\s'\"]+)", re.IGNORECASE)
-_TOKEN_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_-]{8,}|hf_[A-Za-z0-9]{8,}|AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{16,})\b")
+# Shapes real credentials have, whatever surrounds them (a whole AWS key pair `AKIA…:secret` included).
+_TOKEN_SHAPES = re.compile(
+    r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA)[0-9A-Z]{16}(?::[A-Za-z0-9/+=]{16,})?"  # AWS access key id (+ its secret)
+    r"|\bsk-(?:proj-|ant-(?:api\d\d-)?)?[A-Za-z0-9_-]{8,}"  # OpenAI / Anthropic
+    r"|\b[sr]k_(?:live|test)_[A-Za-z0-9]{10,}"  # Stripe
+    r"|\bhf_[A-Za-z0-9]{8,}|\bgh[pousr]_[A-Za-z0-9]{16,}|\bgithub_pat_[A-Za-z0-9_]{20,}"  # Hugging Face / GitHub
+    r"|\bglpat-[A-Za-z0-9_-]{16,}|\bxox[abposr]-[A-Za-z0-9-]{10,}|\bnpm_[A-Za-z0-9]{30,}"  # GitLab / Slack / npm
+    r"|\bAIza[0-9A-Za-z_-]{30,}"  # Google API key
+    r"|\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"  # a JWT
+    r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S)
+# name='v' / name="v" / "name": "v" / 'name': 'v' / name: v / name = v, where the name is secret-looking
+# (api_key, hf_token, aws_secret_access_key, password, ...): Python reprs (ServerArgs(api_key='…')), JSON, YAML.
+_QUOTED = re.compile(r"""(?P<lead>(?P<q0>["']?)(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P=q0)\s*(?::|=|=>)\s*)"""
+                     r"""(?P<q>["'])(?P<value>(?:\\.|(?!(?P=q)).)*)(?P=q)""")
+_COLON = re.compile(r"(?P<lead>\b(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)[ \t]*[:=][ \t]*)(?P<value>[^\s'\",;}\]]+)")
+# HTTP credentials: Authorization / Proxy-Authorization headers and any `Bearer X` / `Basic X` / `Token X`.
+_AUTH_HEADER = re.compile(r"(?P<lead>\b(?:Proxy-)?Authorization\b[\"']?\s*[:=]\s*[\"']?"
+                          r"(?:(?:Bearer|Basic|Token|Digest|Negotiate)\s+)?)(?P<value>[^\s\"',;]+)", re.I)
+_BEARER = re.compile(r"(?P<lead>\b(?:Bearer|Basic|Token)\s+)(?P<value>[A-Za-z0-9._~+/=-]{8,})")
+# Prose: "password hunter2", "secret is x", "passwd: y" — the word, then a value that does not read as a word.
+_WORD_SECRET = re.compile(r"(?P<lead>\b(?:password|passwd|passphrase|pwd|secret)\b(?:\s+is)?(?:\s*[:=]\s*|\s+))"
+                          r"(?P<value>[^\s'\",;]+)", re.I)
+# Flags whose value is quoted: --api-key 'x y', --password="x".
+_SECRET_FLAG_QUOTED = re.compile(r"(--(?:[A-Za-z0-9]+-)*(?:key|token|secret|password|passwd|auth)(?:-[A-Za-z0-9]+)*)"
+                                 r"(=|\s+)([\"'])((?:(?!\3).)*)\3", re.IGNORECASE)
+
+
+# "token_usage: 0.05" is a statistic: numbers, booleans and null after a secret-looking name are left alone.
+_PLAIN_SCALAR = re.compile(r"^(?:[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?%?|true|false|none|null)$", re.I)
+
+
+def _looks_like_value(v: str) -> bool:
+    """A token after 'password'/'secret' that is a value, not the next word of a sentence."""
+    return bool(re.search(r"[0-9_/+=@#$%^&*!-]", v)) or (v != v.lower() and v != v.capitalize()) or len(v) >= 20
+
 
 _known: set[str] = set()
 _lock = threading.Lock()
@@ -56,8 +90,13 @@ def redact_env(env: dict[str, str]) -> dict[str, str]:
     return {k: redact_value(k, v) for k, v in env.items()}
 
 
+def _scrub(m: re.Match[str]) -> str:
+    return f"{m['lead']}{REDACTED}"
+
+
 def redact_text(text: str) -> str:
-    """Scrub free text: NAME=value assignments with secret names, URL credentials, token shapes, known secrets."""
+    """Scrub free text: secret-named assignments (plain, quoted, JSON, repr), credentials in URLs, headers and
+    flags, password/secret words, token shapes (AWS pairs, sk-, hf_, ghp_, JWTs, private keys) and known secrets."""
     if not text:
         return text
     with _lock:
@@ -65,7 +104,16 @@ def redact_text(text: str) -> str:
     for secret in known:
         if secret in text:
             text = text.replace(secret, REDACTED)
+    text = _TOKEN_SHAPES.sub(REDACTED, text)
+    text = _QUOTED.sub(lambda m: m[0] if not is_secret_name(m["name"]) or m["value"] == REDACTED else
+                       f"{m['lead']}{m['q']}{REDACTED}{m['q']}", text)
     text = _ASSIGN.sub(lambda m: f"{m['name']}={REDACTED}" if is_secret_name(m["name"]) else m[0], text)
+    text = _COLON.sub(lambda m: _scrub(m) if is_secret_name(m["name"]) and m["value"] != REDACTED
+                      and not _PLAIN_SCALAR.match(m["value"]) else m[0], text)
     text = _URL_CRED.sub(lambda m: f"{m['scheme']}{m['user']}:{REDACTED}@", text)
+    text = _SECRET_FLAG_QUOTED.sub(lambda m: f"{m[1]}{m[2]}{m[3]}{REDACTED}{m[3]}", text)
     text = _SECRET_FLAG.sub(lambda m: f"{m[1]}{m[2]}{REDACTED}", text)
-    return _TOKEN_SHAPES.sub(REDACTED, text)
+    text = _AUTH_HEADER.sub(lambda m: m[0] if m["value"] == REDACTED else _scrub(m), text)
+    text = _BEARER.sub(lambda m: m[0] if m["value"].startswith(REDACTED) else _scrub(m), text)
+    return _WORD_SECRET.sub(lambda m: _scrub(m) if _looks_like_value(m["value"]) and REDACTED not in m["value"]
+                            else m[0], text)

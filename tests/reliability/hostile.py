@@ -131,7 +131,12 @@ def _base_args(tool: str, ws: Workspace) -> dict[str, Any]:
                                 "warmup_runs": 0, "max_new_tokens": 2, "accept_lens": [1.5, 2.5], **fast},
         "bisect_patches": {"repo": ws.repo, "launch": f"{_NOPE}--port {p}", "port": p, "runs": 3, "max_runs": 3,
                            "requests_per_run": 1, "max_new_tokens": 2},
+        "build_trial_tree": {"repo": ws.repo, "name": "hostile", "timeout_s": 5},
         "catalog_diffs": {"repo": ws.repo},
+        "checkout_manifest": {"repo": ws.repo},
+        "mirror_backup": {"repo": ws.repo},
+        "remove_trial_tree": {},
+        "sglang_origin": {"python": "python3"},
         "find_essential_patches": {"repo": ws.repo, "launch": f"{_NOPE}--port {p}", "port": p},
         "compare_samples": {"a": [1.0, 2.0, 3.0], "b": [1.0, 2.0, 3.0]},
         "fingerprint_diff": {"a": {}, "b": {}},
@@ -347,7 +352,8 @@ def run_case(host: ProbeLocalHost | ProbeSSHHost, ws: Workspace, tool: str, fld:
 # Seconds per case differ 50x between tools (a sweep or a bisection launches servers); slow ones get fewer cases.
 _VERY_SLOW = {"nccl_sweep", "bisect_patches", "nccl_inventory", "find_essential_patches", "fingerprint"}
 _SLOW = {"apply_patches", "check_env_propagation", "scan_feature_gates", "launch_server", "stash_all",
-         "nccl_promote", "breakeven_empirical", "triage_diffs", "backup_worktree"}
+         "nccl_promote", "breakeven_empirical", "triage_diffs", "backup_worktree", "build_trial_tree",
+         "checkout_manifest", "mirror_backup", "sglang_origin"}
 
 
 def default_budget(scale: float) -> Callable[[str, str], int]:

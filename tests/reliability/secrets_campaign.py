@@ -20,7 +20,8 @@ from pathlib import Path
 
 import yaml
 
-__all__ = ["DECOY_TITLE", "SecretRun", "plant_scenario", "planted", "start_decoy", "run_secret_campaign"]
+__all__ = ["DECOY_TITLE", "SecretRun", "plant_scenario", "planted", "start_decoy", "run_secret_campaign",
+           "run_host_folder_campaign", "grep_secrets"]
 
 DECOY_TITLE = "sglang::scheduler_TP0"
 _DECOY = ("import ctypes, time\n"
@@ -111,3 +112,39 @@ def run_secret_campaign(tmp: Path, timeout: float = 420) -> SecretRun:
 
         run.verdict = json.loads(report.read_text()).get("verdict", "")
     return run
+
+
+def grep_secrets(values: dict[str, str], places: dict[str, bytes]) -> list[str]:
+    """'NAME in PLACE' for every planted value found in any of the places."""
+    return [f"{name} in {where}" for name, value in values.items() for where, data in places.items()
+            if value.encode() in data]
+
+
+def run_host_folder_campaign(tmp: Path) -> SecretRun:
+    """A whole investigate in this process on a sim host it keeps open, so the host's ~/.specdoctor (backups,
+    trial trees, server logs, shipped scripts) can be searched too, with the run folder and SPECDOCTOR_HOME."""
+    from specdoctor.engine.runner import InvestigateOptions, investigate
+    from specdoctor.sim.host import open_sim_host
+
+    values = planted()
+    tmp.mkdir(parents=True, exist_ok=True)
+    scenario = plant_scenario(tmp / "seed-secrets.yaml", values)
+    home, out, sandbox = tmp / "sdhome", tmp / "out", tmp / "sandbox"
+    saved = os.environ.get("SPECDOCTOR_HOME")
+    os.environ["SPECDOCTOR_HOME"] = str(home)
+    host = open_sim_host(str(scenario), root=sandbox)
+    try:
+        outcome = investigate(InvestigateOptions(host=f"sim:{scenario}", yes=True, out=str(out)), host=host)
+        host_folder = sandbox / "home" / ".specdoctor"
+        places = {str(f.relative_to(tmp)): f.read_bytes() for f in _files(out, home, host_folder)}
+        run = SecretRun(planted=len(values) - 1, places_searched=len(places), verdict=outcome.verdict,
+                        exit_code=0 if outcome.status == "finished" else 1)
+        run.leaks = grep_secrets(values, places)
+        run.read_env = host_folder.exists() and any("/.specdoctor/" in p for p in places)
+        return run
+    finally:
+        host.close()
+        if saved is None:
+            os.environ.pop("SPECDOCTOR_HOME", None)
+        else:
+            os.environ["SPECDOCTOR_HOME"] = saved

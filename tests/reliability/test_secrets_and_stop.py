@@ -11,7 +11,7 @@ from pathlib import Path
 from specdoctor.host import LocalHost
 from specdoctor.toolkit import ToolContext, registry
 
-from .secrets_campaign import run_secret_campaign, start_decoy
+from .secrets_campaign import run_host_folder_campaign, run_secret_campaign, start_decoy
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,6 +23,14 @@ def test_secrets_in_server_env_never_reach_reports_audit_checkpoints_or_terminal
     assert run.places_searched >= 6  # terminal, report.md/json/html, audit.jsonl, checkpoint sqlite, run record
     assert not run.leaks, run.leaks
     assert run.decoy_alive, "a process titled like an SGLang scheduler, not started by specdoctor, was killed"
+
+
+def test_no_planted_secret_anywhere_on_disk_run_folder_controller_and_host_specdoctor_folders(tmp_path: Path):
+    run = run_host_folder_campaign(tmp_path)
+    assert run.exit_code == 0 and run.verdict, run
+    assert run.read_env, "the host's ~/.specdoctor was not searched: the test would prove nothing"
+    assert run.places_searched >= 8
+    assert not run.leaks, run.leaks
 
 
 def test_stop_server_never_signals_a_group_it_did_not_start(tmp_path: Path):

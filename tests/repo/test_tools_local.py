@@ -161,7 +161,7 @@ def test_disk_full_and_unwritable_backup_refused(local_ctx):
     with pytest.raises(BackupError, match="not enough free disk"):
         make_backup(ctx, BackupInput(repo=repo, backup_id="big", reserve_mb=10**12))
     home = Path(ctx.host.home())
-    (home / ".specdoctor").mkdir()
+    (home / ".specdoctor").mkdir(exist_ok=True)  # the manifest walker is shipped there first
     (home / ".specdoctor" / "backups").write_text("a file where the folder should be")
     with pytest.raises(BackupError, match="checkout was not changed"):
         make_backup(ctx, BackupInput(repo=repo, backup_id="blocked"))

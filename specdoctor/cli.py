@@ -22,7 +22,7 @@ err_console = Console(stderr=True, highlight=False, soft_wrap=True)  # one-line 
 
 # Order here is the order in `specdoctor --help`.
 _COMMAND_MODULES = ["investigate", "resume", "restore", "runs", "breakeven", "sweep_nccl", "tools", "mcp",
-                    "report", "scenarios"]
+                    "report", "scenarios", "survey"]
 
 for _mod in _COMMAND_MODULES:
     try:

@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
     def survey(
         hosts: Annotated[str | None, typer.Option(help="Hosts file ('[NAME] SPEC [port=N]' a line) or h1,h2,...")] = None,
         parallel: Annotated[int, typer.Option(help="Hosts surveyed at once.")] = 8,
-        runs: Annotated[int, typer.Option(help="Benchmark runs per host.")] = 6,
+        runs: Annotated[int, typer.Option(help="Benchmark runs per host.")] = 8,
         max_new_tokens: Annotated[int, typer.Option(help="Tokens generated per benchmark request.")] = 256,
         min_effect: Annotated[float, typer.Option(help="Smallest gap to the fleet that matters, %.")] = 5.0,
         checkpoint: Annotated[str | None, typer.Option(help="SQLite file or postgres:// URL for the survey's "
@@ -60,7 +60,6 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print the survey as JSON.")] = False,
     ) -> None:
         """Survey hosts read-only (fingerprint, launch flags, short benchmark, accept length) and name the odd ones out."""
-        from specdoctor.engine.runs import open_checkpointer
         from specdoctor.engine.survey_graph import list_surveys, load_survey, resume_survey, run_survey
         from specdoctor.fleet.models import SurveyParams
         from specdoctor.fleet.targets import parse_hosts
@@ -80,8 +79,7 @@ def register(app: typer.Typer) -> None:
                 typer.echo(f"{i.run_id}  {i.surveyed}/{i.hosts} hosts  {state}  outliers: {', '.join(i.outliers) or '-'}")
             return
         if show:
-            with open_checkpointer(checkpoint) as saver:
-                run = load_survey(saver, show)
+            run = load_survey(show, checkpoint)
         elif resume:
             run = resume_survey(resume, checkpoint=checkpoint, parallel=parallel, say=say)
         else:

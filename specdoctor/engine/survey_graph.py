@@ -4,13 +4,21 @@ checkpoint thread per survey run (SQLite by default, Postgres for a team), resum
     plan --Send(host)--> survey_host (xN, at most `parallel` at once) --> analyse --> END
 
 A host's row is written to the checkpoint the moment its task finishes (LangGraph keeps the writes of the
-finished tasks of an interrupted step), so a resumed survey runs only the hosts that had not finished.
+finished tasks of an interrupted step), so a resumed survey runs only the hosts that had not finished. The graph
+runs on LangGraph's async loop, and the bound on concurrency is the pool of exactly `parallel` threads that runs
+the blocking per-host work. Not LangGraph's `max_concurrency`: its executors put the checkpointer's writes behind
+the same limit (the sync loop's thread pool, the async loop's semaphore), so a finished host's row would wait for
+the hosts still queued and a killed controller would lose it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -18,7 +26,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 from pydantic import Field
 
-from specdoctor.engine.runs import new_run_id, open_checkpointer
+from specdoctor.engine.runs import new_run_id, specdoctor_home
 from specdoctor.engine.state import merge_dicts
 from specdoctor.errors import UsageError
 from specdoctor.fleet.models import FleetAnalysis, HostSurvey, SurveyParams, SurveyTarget
@@ -27,7 +35,7 @@ from specdoctor.fleet.probe import survey_host
 from specdoctor.models import StrictModel
 
 __all__ = ["SurveyState", "SurveyRun", "SurveyRunInfo", "build_survey_graph", "run_survey", "resume_survey",
-           "load_survey", "list_surveys", "KIND"]
+           "load_survey", "list_surveys", "open_async_checkpointer", "KIND"]
 
 KIND = "fleet-survey"
 """The checkpoint metadata's `specdoctor` value that marks a survey thread (investigations share the store)."""
@@ -74,9 +82,29 @@ class SurveyRunInfo(StrictModel):
     started: float | None = None
 
 
-def build_survey_graph(checkpointer: BaseCheckpointSaver | None,
-                       say: Callable[[str], None] | None = None) -> Any:
-    """Compile the survey graph; `say` receives one-line progress messages (the CLI's live lines)."""
+@asynccontextmanager
+async def open_async_checkpointer(spec: str | None) -> AsyncIterator[BaseCheckpointSaver]:
+    """The async twin of `runs.open_checkpointer`: the same SQLite file by default, `postgres://` for a team."""
+    if spec and spec.startswith(("postgres://", "postgresql://")):
+        try:
+            from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        except ImportError:
+            raise UsageError("Postgres checkpoints need `pip install specdoctor[postgres]`") from None
+        async with AsyncPostgresSaver.from_conn_string(spec) as pg:
+            await pg.setup()
+            yield pg
+        return
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    path = Path(spec) if spec else specdoctor_home() / "state.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    async with AsyncSqliteSaver.from_conn_string(str(path)) as lite:
+        yield lite
+
+
+def build_survey_graph(checkpointer: BaseCheckpointSaver | None, say: Callable[[str], None] | None = None,
+                       pool: ThreadPoolExecutor | None = None) -> Any:
+    """Compile the survey graph; `say` receives one-line progress messages, `pool` runs the hosts' work."""
 
     def plan(state: SurveyState) -> dict[str, Any]:
         return {}
@@ -88,9 +116,10 @@ def build_survey_graph(checkpointer: BaseCheckpointSaver | None,
                  for t in params.targets if t.name not in done]
         return sends or "analyse"
 
-    def one_host(payload: dict[str, Any]) -> dict[str, Any]:
+    async def one_host(payload: dict[str, Any]) -> dict[str, Any]:
         target = SurveyTarget.model_validate(payload["target"])
-        row = survey_host(target, SurveyParams.model_validate(payload["params"]), say)
+        params = SurveyParams.model_validate(payload["params"])
+        row = await asyncio.get_running_loop().run_in_executor(pool, survey_host, target, params, say)
         if say:
             say(f"{row.name}: {row.status}" + (f" ({row.error})" if row.error else ""))
         return {"rows": {row.name: row.model_dump(mode="json")}}
@@ -115,30 +144,21 @@ def _rows(params: SurveyParams, raw: dict[str, Any]) -> list[HostSurvey]:
     return [HostSurvey.model_validate(raw[t.name]) for t in params.targets if t.name in raw]
 
 
-def _config(run_id: str, parallel: int) -> dict[str, Any]:
-    if parallel < 1:
-        raise UsageError(f"--parallel must be at least 1, got {parallel}")
-    return {"configurable": {"thread_id": run_id}, "max_concurrency": parallel,
-            "metadata": {"specdoctor": KIND}}
+def _config(run_id: str) -> dict[str, Any]:
+    # no max_concurrency: see the module docstring (the pool given to the graph bounds the hosts at work)
+    return {"configurable": {"thread_id": run_id}, "metadata": {"specdoctor": KIND}}
 
 
-def _state(graph: Any, run_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(checkpointed values, rows written by finished tasks of an unfinished step) of one survey thread."""
-    snap = graph.get_state({"configurable": {"thread_id": run_id}})
+async def _load(saver: BaseCheckpointSaver, run_id: str) -> SurveyRun:
+    snap = await build_survey_graph(saver).aget_state({"configurable": {"thread_id": run_id}})
     values = dict(snap.values or {})
-    pending: dict[str, Any] = {}
+    if not values.get("params"):
+        raise UsageError(f"no survey {run_id!r} in this checkpoint store (see `specdoctor survey --list`)")
+    pending: dict[str, Any] = {}  # rows of the hosts that finished in a step the controller did not finish
     for task in snap.tasks or ():
         result = getattr(task, "result", None)
         if isinstance(result, dict) and isinstance(result.get("rows"), dict):
             pending.update(result["rows"])
-    return values, pending
-
-
-def load_survey(checkpointer: BaseCheckpointSaver, run_id: str) -> SurveyRun:
-    """A survey run read from the store; rows of finished hosts of an interrupted run included."""
-    values, pending = _state(build_survey_graph(checkpointer), run_id)
-    if not values.get("params"):
-        raise UsageError(f"no survey {run_id!r} in this checkpoint store (see `specdoctor survey --list`)")
     params = SurveyParams.model_validate(values["params"])
     analysis = values.get("analysis")
     return SurveyRun(run_id=run_id, params=params, rows=_rows(params, {**pending, **(values.get("rows") or {})}),
@@ -146,11 +166,22 @@ def load_survey(checkpointer: BaseCheckpointSaver, run_id: str) -> SurveyRun:
                      started=values.get("started"))
 
 
-def _finish(graph: Any, run_id: str, inputs: dict[str, Any] | None, parallel: int,
-            checkpointer: BaseCheckpointSaver) -> SurveyRun:
-    before = set() if inputs is not None else {r.name for r in load_survey(checkpointer, run_id).rows}
-    graph.invoke(inputs, _config(run_id, parallel))
-    run = load_survey(checkpointer, run_id)
+async def _drive(checkpoint: str | None, run_id: str, inputs: dict[str, Any] | None, parallel: int,
+                 say: Callable[[str], None] | None) -> SurveyRun:
+    if parallel < 1:
+        raise UsageError(f"--parallel must be at least 1, got {parallel}")
+    async with open_async_checkpointer(checkpoint) as saver:
+        before: set[str] = set()
+        if inputs is None:
+            run = await _load(saver, run_id)
+            if run.done:
+                raise UsageError(f"survey {run_id} is finished; nothing to resume")
+            before = {r.name for r in run.rows}
+            if say:
+                say(f"survey {run_id}: {len(before)} of {len(run.params.targets)} hosts already done")
+        with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="survey") as pool:
+            await build_survey_graph(saver, say, pool).ainvoke(inputs, _config(run_id))
+        run = await _load(saver, run_id)
     run.resumed_rows = [r.name for r in run.rows if r.name not in before]
     return run
 
@@ -162,35 +193,45 @@ def run_survey(params: SurveyParams, *, checkpoint: str | None = None, parallel:
     if len(set(names)) != len(names):
         raise UsageError(f"host names must be unique: {', '.join(n for n in names if names.count(n) > 1)}")
     run_id = run_id or new_run_id()
-    with open_checkpointer(checkpoint) as saver:
-        graph = build_survey_graph(saver, say)
-        inputs = {"run_id": run_id, "params": params.model_dump(mode="json"), "rows": {}, "analysis": None,
-                  "started": time.time()}
-        return _finish(graph, run_id, inputs, parallel, saver)
+    if say:
+        say(f"survey {run_id}: {len(params.targets)} hosts, at most {parallel} at once")
+    inputs = {"run_id": run_id, "params": params.model_dump(mode="json"), "rows": {}, "analysis": None,
+              "started": time.time()}
+    return asyncio.run(_drive(checkpoint, run_id, inputs, parallel, say))
 
 
 def resume_survey(run_id: str, *, checkpoint: str | None = None, parallel: int = 8,
                   say: Callable[[str], None] | None = None) -> SurveyRun:
     """Finish an interrupted survey: only the hosts without a row are surveyed, then the analysis runs."""
-    with open_checkpointer(checkpoint) as saver:
-        run = load_survey(saver, run_id)
-        if run.done:
-            raise UsageError(f"survey {run_id} is finished; nothing to resume")
-        return _finish(build_survey_graph(saver, say), run_id, None, parallel, saver)
+    return asyncio.run(_drive(checkpoint, run_id, None, parallel, say))
+
+
+def load_survey(run_id: str, checkpoint: str | None = None) -> SurveyRun:
+    """A survey run read from the store; rows of the finished hosts of an interrupted run included."""
+
+    async def go() -> SurveyRun:
+        async with open_async_checkpointer(checkpoint) as saver:
+            return await _load(saver, run_id)
+
+    return asyncio.run(go())
 
 
 def list_surveys(checkpoint: str | None = None) -> list[SurveyRunInfo]:
     """Every survey in the store (whichever controller started it), oldest first."""
-    out: list[SurveyRunInfo] = []
-    with open_checkpointer(checkpoint) as saver:
-        threads: list[str] = []
-        for tup in saver.list(None, filter={"specdoctor": KIND}):
-            tid = tup.config["configurable"]["thread_id"]
-            if tid not in threads:
-                threads.append(tid)
-        for tid in threads:
-            run = load_survey(saver, tid)
-            out.append(SurveyRunInfo(run_id=tid, hosts=len(run.params.targets), surveyed=len(run.rows),
-                                     outliers=run.analysis.outliers if run.analysis else [], finished=run.done,
-                                     started=run.started))
-    return sorted(out, key=lambda i: (i.started or 0, i.run_id))
+
+    async def go() -> list[SurveyRunInfo]:
+        out: list[SurveyRunInfo] = []
+        async with open_async_checkpointer(checkpoint) as saver:
+            threads: list[str] = []
+            async for tup in saver.alist(None, filter={"specdoctor": KIND}):
+                tid = tup.config["configurable"]["thread_id"]
+                if tid not in threads:
+                    threads.append(tid)
+            for tid in threads:
+                run = await _load(saver, tid)
+                out.append(SurveyRunInfo(run_id=tid, hosts=len(run.params.targets), surveyed=len(run.rows),
+                                         outliers=run.analysis.outliers if run.analysis else [],
+                                         finished=run.done, started=run.started))
+        return sorted(out, key=lambda i: (i.started or 0, i.run_id))
+
+    return asyncio.run(go())

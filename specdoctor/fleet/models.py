@@ -28,7 +28,7 @@ class SurveyParams(StrictModel):
     """Everything a survey run needs to be resumed by another process (no secrets: paths only)."""
 
     targets: list[SurveyTarget]
-    runs: int = Field(default=6, ge=2, le=50, description="Measured benchmark runs per host.")
+    runs: int = Field(default=8, ge=2, le=50, description="Measured benchmark runs per host.")
     requests_per_run: int = Field(default=2, ge=1, le=20)
     max_new_tokens: int = Field(default=256, ge=2, le=4096)
     warmup_runs: int = Field(default=1, ge=0, le=5)

@@ -93,7 +93,7 @@ def _examine(host: Host, row: HostSurvey, target: SurveyTarget, params: SurveyPa
     info = registry.typed_output(registry.call(ctx, "server_info", {"port": port}), ServerInfoOutput,
                                  where="server_info")
     row.server_accept_length = info.accept_length if info else None
-    bench_res = registry.call(ctx, "benchmark", {"port": port, "runs": params.runs, "label": target.name,
+    bench_res = registry.call(ctx, "benchmark", {"port": port, "runs": params.runs, "label": "benchmark",
                                                  "requests_per_run": params.requests_per_run,
                                                  "max_new_tokens": params.max_new_tokens,
                                                  "warmup_runs": params.warmup_runs})

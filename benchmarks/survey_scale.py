@@ -44,6 +44,7 @@ class ScalePoint(BaseModel):
     peak_tcp: int
     store_kib: float
     ok: int
+    host_s: float = 0.0
 
 
 def _sample(pid: int, peaks: dict[str, int], stop: threading.Event) -> None:
@@ -89,7 +90,29 @@ def measure(hosts: int, parallel: int, workdir: Path) -> ScalePoint:
                           cpu_s=round(usage.ru_utime + usage.ru_stime, 2),
                           max_rss_mib=round(usage.ru_maxrss / 1024, 1), peak_threads=peaks.get("threads", 0),
                           peak_tcp=peaks.get("tcp", 0), store_kib=round(store.stat().st_size / 1024, 1),
-                          ok=sum(1 for r in rows if r["status"] == "ok"))
+                          ok=sum(1 for r in rows if r["status"] == "ok"),
+                          host_s=round(statistics.median(r["seconds"] for r in rows), 2))
+
+
+def analyse_seconds(hosts: int, runs: int = 8, seed: int = 0) -> float:
+    """CPU seconds of the odd-ones-out analysis alone over `hosts` synthetic alike rows (two metrics each)."""
+    import random
+
+    from specdoctor.fleet.models import HostSurvey
+    from specdoctor.fleet.outliers import analyse
+    from specdoctor.models import Fingerprint, Measurement
+
+    rng = random.Random(seed)
+    rows = []
+    for i in range(hosts):
+        xs = [70 * rng.lognormvariate(0, 0.03) for _ in range(runs)]
+        rows.append(HostSurvey(name=f"h{i}", spec=f"u@h{i}", status="ok", launch={"tp_size": "2"},
+                               fingerprint=Fingerprint(driver="580", worker_env={"NCCL_PROTO": "LL"}),
+                               throughput=Measurement(label=f"h{i}", samples=xs, median=statistics.median(xs)),
+                               accept_samples=[1.8 * rng.lognormvariate(0, 0.03) for _ in range(runs)]))
+    t0 = time.process_time()
+    analyse(rows)
+    return time.process_time() - t0
 
 
 def _slope(points: list[ScalePoint], field: str) -> tuple[float, float]:
@@ -112,8 +135,14 @@ def project(points: list[ScalePoint], target: int = 256) -> list[str]:
         lines.append(f"- {field}: {a:.1f} + {b:.3f}/host -> {a + b * target:.0f} {unit}")
     threads = max(x.peak_threads for x in points)
     tcp = max(x.peak_tcp for x in points)
-    lines.append(f"- threads and sockets do not grow with the fleet but with --parallel: peak {threads} threads, "
-                 f"{tcp} sockets at --parallel {p} (one SSH transport + its thread per host at work).")
+    host_s = statistics.median(x.host_s for x in points)
+    lines.append(f"- one host takes {host_s:.1f} s of wall time at work (median row): {target} hosts at --parallel {p} "
+                 f"need >= {target * host_s / p:.0f} s of wall time, at --parallel 32 >= {target * host_s / 32:.0f} s.")
+    lines.append(f"- threads and sockets follow --parallel, not the fleet: peak {threads} threads and {tcp} sockets "
+                 f"at --parallel {p} (per host at work: a pool thread, a paramiko transport thread, the port "
+                 f"forward's threads; the SSH socket, the forward's listener and its two ends).")
+    for n in (target, 4 * target):
+        lines.append(f"- the analysis alone over {n} synthetic hosts: {analyse_seconds(n):.1f} CPU s.")
     return lines
 
 
@@ -128,11 +157,11 @@ def main(argv: list[str] | None = None) -> None:
         for n in args.sizes:
             points.append(measure(n, args.parallel, Path(tmp)))
             print(points[-1].model_dump_json(), file=sys.stderr, flush=True)
-    print("| hosts | parallel | fleet layout s | survey wall s | controller CPU s | max RSS MiB | peak threads | "
-          "peak sockets | store KiB | ok |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("| hosts | parallel | fleet layout s | survey wall s | one host s (median) | controller CPU s | "
+          "max RSS MiB | peak threads | peak sockets | store KiB | ok |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for x in points:
-        print(f"| {x.hosts} | {x.parallel} | {x.build_s} | {x.wall_s} | {x.cpu_s} | {x.max_rss_mib} | "
+        print(f"| {x.hosts} | {x.parallel} | {x.build_s} | {x.wall_s} | {x.host_s} | {x.cpu_s} | {x.max_rss_mib} | "
               f"{x.peak_threads} | {x.peak_tcp} | {x.store_kib} | {x.ok} |")
     print()
     print("\n".join(project(points)))

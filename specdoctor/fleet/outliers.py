@@ -9,12 +9,15 @@ from specdoctor.fleet.majority import deviations, majority_fingerprint, majority
 from specdoctor.fleet.models import FieldDeviation, FleetAnalysis, HostSurvey, HostVerdict, MetricTest
 from specdoctor.stats.comparator import compare
 
-__all__ = ["Z_LIMIT", "analyse", "metric_tests"]
+__all__ = ["MAX_POOLED", "Z_LIMIT", "analyse", "metric_tests"]
 
 Z_LIMIT = 3.5
 """Iglewicz & Hoaglin's cut-off for the modified z-score: beyond it a value is an outlier."""
 _MAD_TO_SD = 1.4826  # MAD of a normal sample times this estimates its standard deviation
 _IMPACT = {"high": 0, "medium": 1, "low": 2}
+MAX_POOLED = 512
+"""The comparator's reference is at most this many of the core's runs (an even stride through them): more adds
+no power against 8 runs, and the comparator's bootstrap would make the analysis quadratic in the fleet size."""
 
 
 def _series(row: HostSurvey, metric: str) -> list[float]:
@@ -45,6 +48,7 @@ def metric_tests(rows: list[HostSurvey], metric: str, unit: str, higher_is_bette
     for name, xs in series.items():
         z = (medians[name] - centre) / scale
         pooled = [x for other, ys in series.items() if other != name and other in core for x in ys]
+        pooled = pooled[::-(-len(pooled) // MAX_POOLED)] if len(pooled) > MAX_POOLED else pooled
         test = MetricTest(metric=metric, unit=unit, higher_is_better=higher_is_better, value=medians[name],
                           fleet_median=centre, scale=scale, robust_z=z)
         try:

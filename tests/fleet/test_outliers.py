@@ -104,3 +104,11 @@ def test_hosts_file_and_list_forms(tmp_path):
             parse_hosts(bad)
     with pytest.raises(UsageError, match="no such file"):
         parse_hosts(str(tmp_path / "missing" / "hosts"))
+
+
+def test_the_fleet_package_surface_is_pinned():
+    import specdoctor.fleet as fleet
+
+    assert sorted(fleet.__all__) == ["FieldDeviation", "FleetAnalysis", "HostSurvey", "HostVerdict", "MetricTest",
+                                     "SurveyParams", "SurveyTarget"]
+    assert all(hasattr(fleet, n) for n in fleet.__all__)

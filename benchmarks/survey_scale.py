@@ -53,10 +53,15 @@ def _sample(pid: int, peaks: dict[str, int], stop: threading.Event) -> None:
         try:
             status = Path(f"/proc/{pid}/status").read_text()
             threads = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("Threads:")))
-            socks = sum(1 for fd in os.listdir(f"/proc/{pid}/fd")
-                        if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"))
+            fds = os.listdir(f"/proc/{pid}/fd")
         except (OSError, StopIteration, ValueError):
-            break
+            break  # the controller has exited
+        socks = 0
+        for fd in fds:
+            try:
+                socks += os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:")
+            except OSError:
+                continue  # closed between the listing and the read
         peaks["threads"] = max(peaks.get("threads", 0), threads)
         peaks["tcp"] = max(peaks.get("tcp", 0), socks)
         time.sleep(0.05)

@@ -146,7 +146,7 @@ def project(points: list[ScalePoint], target: int = 256) -> list[str]:
     lines.append(f"- threads and sockets follow --parallel, not the fleet: peak {threads} threads and {tcp} sockets "
                  f"at --parallel {p} (per host at work: a pool thread, a paramiko transport thread, the port "
                  f"forward's threads; the SSH socket, the forward's listener and its two ends).")
-    for n in (target, 4 * target):
+    for n in (target,):
         lines.append(f"- the analysis alone over {n} synthetic hosts: {analyse_seconds(n):.1f} CPU s.")
     return lines
 

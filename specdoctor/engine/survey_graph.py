@@ -179,8 +179,11 @@ async def _drive(checkpoint: str | None, run_id: str, inputs: dict[str, Any] | N
             before = {r.name for r in run.rows}
             if say:
                 say(f"survey {run_id}: {len(before)} of {len(run.params.targets)} hosts already done")
-        with ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="survey") as pool:
+        pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="survey")
+        try:
             await build_survey_graph(saver, say, pool).ainvoke(inputs, _config(run_id))
+        finally:  # interrupted: hosts not started yet stay undone (a resume does them), none is started now
+            pool.shutdown(wait=False, cancel_futures=True)
         run = await _load(saver, run_id)
     run.resumed_rows = [r.name for r in run.rows if r.name not in before]
     return run

@@ -49,7 +49,7 @@ def _root(
 
 # Order here is the order in `specdoctor --help`.
 _COMMAND_MODULES = ["investigate", "resume", "restore", "runs", "breakeven", "sweep_nccl", "tools", "mcp",
-                    "report", "scenarios", "config"]
+                    "report", "scenarios", "config", "survey"]
 
 for _mod in _COMMAND_MODULES:
     try:

@@ -72,6 +72,7 @@ def register(app: typer.Typer) -> None:
         essential: Annotated[list[str] | None, typer.Option(help="A patch (file) the server needs; repeatable.")] = None,
         patch_script: Annotated[str | None, typer.Option(help="Script that re-applies essential patches.")] = None,
         good_fingerprint: Annotated[str | None, typer.Option(help="Fingerprint JSON of an earlier good run (host path).")] = None,
+        reference: Annotated[str | None, typer.Option(help="fleet:RUN: a survey's majority fingerprint as the good run.")] = None,
         playbook: Annotated[str, typer.Option(help="Built-in playbook name or a YAML file.")] = "regression",
         param: Annotated[list[str] | None, typer.Option(help="Playbook parameter NAME=VALUE; repeatable.")] = None,
         yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve mutating/disruptive steps.")] = False,
@@ -93,6 +94,11 @@ def register(app: typer.Typer) -> None:
         from specdoctor.engine.runner import investigate as run
         from specdoctor.host import open_host
 
+        if reference:  # the fleet's majority, placed on the host, is the good run's fingerprint
+            from specdoctor.commands.fleet_reference import reference_on_host
+
+            good_fingerprint = reference_on_host(reference, host, checkpoint=checkpoint, known_hosts=known_hosts,
+                                                 identity_files=identity, accept_new_host_key=accept_new_host_key)
         opts = InvestigateOptions(
             host=host, repo=repo, python=python, launch=launch, port=port, expect=parse_expect(expect),
             essential=essential or [], patch_script=patch_script, good_fingerprint=good_fingerprint,

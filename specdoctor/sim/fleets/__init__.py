@@ -1,0 +1,1 @@
+"""Built-in simulated fleets (YAML), laid out by `specdoctor.sim.fleet`."""

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from specdoctor.commands.fleet_reference import reference_on_host
 from specdoctor.engine.survey_graph import run_survey
 from specdoctor.fleet.models import FleetAnalysis, SurveyParams
-from specdoctor.commands.fleet_reference import reference_on_host
 from specdoctor.fleet.targets import parse_hosts
 from specdoctor.models import Fingerprint
 from specdoctor.sim.fleet import SimFleet, build_fleet

@@ -21,7 +21,7 @@ import git as gitpython
 from pydantic import BaseModel, Field
 from specdoctor.tools.worktree import BACKUP_NS, load_backup, run_backup_id
 
-from specdoctor.errors import BackupError
+from specdoctor.errors import BackupError, ToolFailed
 from specdoctor.toolkit import ToolContext, tool
 
 __all__ = ["MirrorInput", "Mirrored", "mirror_backup", "mirror_root", "mirror_backup_offhost"]
@@ -134,4 +134,8 @@ def mirror_backup(ctx: ToolContext, args: MirrorInput) -> Mirrored:
     The backup's trees (working tree, index, each stash) are fetched into a bare mirror under
     ~/.specdoctor/mirrors and its tarball/patches copied beside it. Writes only specdoctor's own folders.
     """
-    return mirror_backup_offhost(ctx, args.repo, args.backup_id)
+    try:
+        return mirror_backup_offhost(ctx, args.repo, args.backup_id)
+    except (OSError, gitpython.GitCommandError) as exc:  # the controller's side: its disk, its git
+        raise ToolFailed(f"the off-host mirror could not be written on this controller: {exc}".splitlines()[0]
+                         ) from exc

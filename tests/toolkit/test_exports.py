@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from specdoctor.host import Host, LocalHost, MockHost
 from specdoctor.testing import SSHServer
 from specdoctor.toolkit import ToolContext, ToolRegistry, ToolResult, ToolSpec, registry
-from specdoctor.toolkit.exports import langchain_tools, openai_schema, openai_schemas
+from specdoctor.toolkit.exports import langchain_tools, openai_arguments, openai_schema, openai_schemas
 
 _ALL = registry.all()
 
@@ -58,8 +58,15 @@ _DEFAULTABLE = [s for s in _ALL if not any(f.is_required() for f in s.input_mode
 
 @pytest.mark.parametrize("spec", _DEFAULTABLE, ids=_names(_DEFAULTABLE))
 def test_default_arguments_validate_against_the_exported_schema(spec: ToolSpec) -> None:
-    """What a model may send (the schema) and what the tool accepts (the input model) agree."""
-    jsonschema.validate(spec.input_model().model_dump(mode="json"), openai_schema(spec)["function"]["parameters"])
+    """What a model may send (the schema) and what the tool accepts (the input model) agree: the defaults, with
+    maps in their strict wire form (key/value entries), fit the schema and decode back to the same arguments."""
+    params = openai_schema(spec)["function"]["parameters"]
+    dumped = spec.input_model().model_dump(mode="json")
+    wire = {k: ([{"key": mk, "value": mv} for mk, mv in v.items()]
+                if isinstance(v, dict) and params["properties"][k].get("type") == "array" else v)
+            for k, v in dumped.items()}
+    jsonschema.validate(wire, params)
+    assert openai_arguments(spec, wire) == dumped
 
 
 class StrictIn(BaseModel):

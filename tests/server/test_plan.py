@@ -98,3 +98,19 @@ def test_plan_counts_launches_and_box_time_and_says_where_the_user_server_is():
 
 def test_plan_tools_are_read_only():
     assert registry.get("launch_cost").effect == "read" and registry.get("plan_launches").effect == "read"
+
+
+def test_regression_phases_plan_only_what_can_run():
+    from specdoctor.engine.actions.plan import regression_phases
+
+    common = dict(essential_given=False, runs=5, extra_runs=8, subtract_rounds=3, max_runs=15, finalists=3)
+    clean = regression_phases(changed=0, spec_running=True, tp_size=1, stops_user_server=False, **common)
+    assert [p.step for p in clean] == ["reproduce"] and clean[0].launches == 1  # the running spec server is reused
+    full = regression_phases(changed=8, spec_running=False, tp_size=8, stops_user_server=True, **common)
+    steps = {p.step: p for p in full}
+    assert list(steps) == ["reproduce", "essentials", "subtract", "bisect", "nccl_promote", "restart"]
+    assert steps["reproduce"].launches == 2 and steps["subtract"].launches == 6 and steps["bisect"].launches == 9
+    assert steps["essentials"].launches == 2 + 8 * (2 + 3) and steps["restart"].launches == 1
+    given = regression_phases(changed=8, spec_running=True, tp_size=1, stops_user_server=False,
+                              **{**common, "essential_given": True})
+    assert "essentials" not in {p.step for p in given} and "nccl_promote" not in {p.step for p in given}

@@ -1,0 +1,52 @@
+"""The twin's GPU-memory model: a server holds its static fraction; a launch beside it fails SGLang's way."""
+
+from __future__ import annotations
+
+from specdoctor.sim.gpu_memory import NOT_ENOUGH, UNBALANCED, MemoryConfig, launch_memory
+
+CARD = 96 * 1024.0  # MiB
+GPUS = list(range(8))
+
+
+def _user_server(config: MemoryConfig) -> dict[int, float]:
+    first = launch_memory(CARD, {}, GPUS, 0.88, config, speculative=True)
+    assert first.ok and first.stage is None
+    return {g: float(m) for g, m in first.held_mib.items()}
+
+
+def test_alone_a_server_starts_and_holds_its_static_fraction_of_the_card():
+    cfg = MemoryConfig(enforce=True, weights_gb=140.0)
+    held = _user_server(cfg)
+    assert set(held) == set(GPUS) and all(0.88 * CARD < m < 0.92 * CARD for m in held.values())
+
+
+def test_beside_a_running_server_big_weights_fail_to_load_with_a_cuda_oom():
+    cfg = MemoryConfig(enforce=True, weights_gb=140.0)  # 17.5 GB a rank: more than the ~9 GB left free
+    out = launch_memory(CARD, _user_server(cfg), GPUS, 0.88, cfg, speculative=False)
+    assert not out.ok and out.stage == "load" and out.error.startswith("torch.OutOfMemoryError: CUDA out of memory.")
+    assert "GPU 0 has a total capacity of 96.00 GiB" in out.error
+
+
+def test_beside_a_running_server_weights_that_fit_leave_no_kv_pool():
+    cfg = MemoryConfig(enforce=True, weights_gb=8 * 8.0, draft_gb=1.0)  # 9 GB a rank: loads into the ~9.8 GB free, no pool left
+    out = launch_memory(CARD, _user_server(cfg), GPUS, 0.88, cfg, speculative=True)
+    assert not out.ok and out.stage == "kv" and out.error == f"RuntimeError: {NOT_ENOUGH}" and out.after_load_gb > 0
+
+
+def test_a_partly_occupied_tp_group_is_refused_before_loading():
+    cfg = MemoryConfig(enforce=True)
+    out = launch_memory(CARD, {3: 0.5 * CARD}, GPUS, 0.88, cfg, speculative=True)
+    assert not out.ok and out.stage == "init" and out.error.startswith("RuntimeError: " + UNBALANCED)
+
+
+def test_once_the_user_server_is_stopped_the_same_launch_starts():
+    cfg = MemoryConfig(enforce=True, weights_gb=140.0)
+    _user_server(cfg)
+    again = launch_memory(CARD, {}, GPUS, 0.88, cfg, speculative=False)  # the cards are free again
+    assert again.ok and again.kv_gb > 10
+
+
+def test_small_weights_do_start_beside_with_a_small_pool_as_sglang_would():
+    cfg = MemoryConfig(enforce=True, weights_gb=8 * 2.0)  # static fraction is of what was free, not of the card
+    out = launch_memory(CARD, _user_server(cfg), GPUS, 0.88, cfg, speculative=True)
+    assert out.ok and 0 < out.kv_gb < 9 and out.avail_gb < 10

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from specdoctor.sim.gpu_memory import NOT_ENOUGH, UNBALANCED, MemoryConfig, launch_memory
+import json
+import subprocess
+
+from specdoctor.sim.standin.sglang._twin.gpumem import (
+    NOT_ENOUGH,
+    UNBALANCED,
+    MemoryConfig,
+    check_launch,
+    held_on_gpus,
+    launch_memory,
+)
 
 CARD = 96 * 1024.0  # MiB
 GPUS = list(range(8))
@@ -50,3 +60,25 @@ def test_small_weights_do_start_beside_with_a_small_pool_as_sglang_would():
     cfg = MemoryConfig(enforce=True, weights_gb=8 * 2.0)  # static fraction is of what was free, not of the card
     out = launch_memory(CARD, _user_server(cfg), GPUS, 0.88, cfg, speculative=True)
     assert out.ok and 0 < out.kv_gb < 9 and out.avail_gb < 10
+
+
+def test_a_live_server_in_the_sandbox_holds_its_gpus_until_it_exits(tmp_path):
+    twin = {"hardware": {"memory_gb": 96.0}, "gpu_memory": {"enforce": True, "weights_gb": 140.0}}
+    held = launch_memory(CARD, {}, GPUS, 0.88, MemoryConfig(enforce=True, weights_gb=140.0), speculative=True)
+    sched = subprocess.Popen(["sleep", "60"])  # a real process stands for the user's scheduler
+    try:
+        (tmp_path / "run" / "pids").mkdir(parents=True)
+        (tmp_path / "run" / "pids" / "1.json").write_text(json.dumps({"port": 30000, "procs": [
+            {"pid": sched.pid, "title": f"sglang::scheduler_TP{g}", "gpu": g, "mem_mib": held.held_mib[g]}
+            for g in GPUS]}))
+        assert held_on_gpus(str(tmp_path), twin, CARD) == {g: float(held.held_mib[g]) for g in GPUS}
+        beside = check_launch(str(tmp_path), twin, GPUS, 0.88, speculative=False, own_pid=-1)
+        assert beside is not None and not beside.ok and beside.stage == "load"
+        off = check_launch(str(tmp_path), {**twin, "gpu_memory": {"enforce": False}}, GPUS, 0.88,
+                           speculative=False, own_pid=-1)
+        assert off is None  # not enforced: today's agent keeps launching beside
+    finally:
+        sched.kill()
+        sched.wait()
+    after = check_launch(str(tmp_path), twin, GPUS, 0.88, speculative=False, own_pid=-1)
+    assert after is not None and after.ok  # the holder is gone: its pidfile no longer counts

@@ -33,8 +33,11 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
         phases.append(PlannedPhase(step="subtract", launches=2 * subtract_rounds, runs=max(runs, extra_runs) + 1,
                                    condition="the tree has local changes",
                                    decides="do the non-essential patches change throughput?"))
+        # One-at-a-time's count: adaptive bisection needs ~log2 of it, but interacting culprits (prefix search)
+        # can need more; the plan says so rather than print a bound the search does not keep.
         phases.append(PlannedPhase(step="bisect", launches=changed + 1, runs=max_runs + 1,
-                                   condition="only if subtraction changed performance",
+                                   condition="only if subtraction changed performance; interacting culprits "
+                                             "can need more",
                                    decides="which patch(es) cause the change"))
     if tp_size > 1:
         phases.append(PlannedPhase(step="nccl_promote", launches=2 * finalists, runs=runs + 1,

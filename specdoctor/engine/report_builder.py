@@ -31,6 +31,7 @@ from specdoctor.tools.bisect import BisectResult, Essentials
 from specdoctor.tools.gates import GateScan
 from specdoctor.tools.nccl import NcclSweep
 from specdoctor.tools.nccl_promote import NcclPromotion
+from specdoctor.tools.plan import Plan
 from specdoctor.tools.repo import Triage
 from specdoctor.tools.server import Propagation
 from specdoctor.tools.worktree import Backup, Restored
@@ -141,6 +142,12 @@ def _enrich(report: m.Report, r: _Reader) -> None:
     launch = r.v.facts.get("launch")
     if isinstance(launch, str) and launch:
         report.meta.launch = launch
+    plan = r.v.result("plan", Plan)
+    if plan is not None:
+        report.plan = m.LaunchPlan(text=plan.text, launches_max=plan.launches_max, box_minutes_max=plan.box_minutes_max,
+                                   launch_s=plan.launch_s, stops_user_server=plan.stops_user_server,
+                                   phases=[m.PlannedLaunches(step=p.step, launches=p.launches, condition=p.condition)
+                                           for p in plan.phases])
     prop = r.v.result("propagation", Propagation)
     if prop is not None and prop.sitecustomize:
         report.meta.sitecustomize = prop.sitecustomize

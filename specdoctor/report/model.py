@@ -41,6 +41,8 @@ __all__ = [
     "Attribution",
     "Cause",
     "BisectTrial",
+    "LaunchPlan",
+    "PlannedLaunches",
 ]
 
 SCHEMA_VERSION = "1.1"   # 1.1: optional attribution, bisection trials, Action.command, RunMeta.launch/sitecustomize
@@ -212,6 +214,25 @@ class RunMeta(_Model):
     sitecustomize: str | None = Field(default=None, description="Path of the sitecustomize.py the server imports.")
 
 
+class PlannedLaunches(_Model):
+    """One launching step of the plan: at most this many launches, and when it runs at all."""
+
+    step: str
+    launches: int
+    condition: str = ""
+
+
+class LaunchPlan(_Model):
+    """What the run said it would launch and cost before its first disruptive step (planned, not actual)."""
+
+    text: str = Field(description="The one line printed, e.g. 'up to 6 launches ≈ 41 min of box time; ...'.")
+    launches_max: int
+    box_minutes_max: float | None = None
+    launch_s: float | None = Field(default=None, description="One launch on this box (the running server's start-up).")
+    stops_user_server: bool = False
+    phases: list[PlannedLaunches] = Field(default_factory=list)
+
+
 def confidence_label(confidence: float | None) -> str:
     """Words for a 0..1 confidence, so every renderer says the same thing."""
     if confidence is None:
@@ -243,3 +264,4 @@ class Report(_Model):
     commands: list[AuditEntry] = Field(default_factory=list, description="The audit log, in order.")
     attribution: Attribution | None = Field(default=None, description="The measured gap split into causes, with CIs.")
     bisection: list[BisectTrial] = Field(default_factory=list, description="The bisection's trials, in order.")
+    plan: LaunchPlan | None = Field(default=None, description="The launch plan and its cost, as planned.")

@@ -9,16 +9,20 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from specdoctor.stats.sequential import log_t_p, nominal_levels
 from specdoctor.stats.summary import diff_of_medians_ci, iqr, median_ci
 from specdoctor.stats.thresholds import HIGH_THRESHOLDS, LOW_THRESHOLD, high_threshold, min_p
 
 __all__ = ["Outcome", "Comparison", "compare", "ClaimCheck", "compare_to_claim", "SequentialResult",
-           "sequential_ab", "looks_for", "DEFAULT_MAGNITUDE_PCT"]
+           "sequential_ab", "looks_for", "look_sizes", "DEFAULT_MAGNITUDE_PCT", "RANK_AGREEMENT_P"]
 
 Outcome = Literal["DIFFERENT", "SAME", "UNKNOWN"]
 DEFAULT_MAGNITUDE_PCT = 5.0
 """Without a magnitude, SAME means "no change as large as 5 % of A's median"."""
 _MAX_IQR = max(HIGH_THRESHOLDS)
+RANK_AGREEMENT_P = 0.05
+"""At a sequential look the t-test carries the error budget; the rank test must agree at this level so that one
+outlier-shaped sample (where a t-test is least trustworthy) cannot carry a DIFFERENT on its own."""
 
 
 class Comparison(BaseModel):
@@ -43,12 +47,17 @@ class Comparison(BaseModel):
     low_threshold: float
     high_threshold: float
     reason: str = ""
+    test: Literal["rank", "sequential-log-t"] = Field(
+        default="rank", description="What decided DIFFERENT: min(KS, MWU) at low_threshold, or (at a look of the "
+                                    "sequential driver) Student's t on log values at the look's nominal level.")
+    p_t: float | None = Field(default=None, description="p of Student's t on log values (sequential looks only).")
 
     def summary_line(self) -> str:
         u = f" {self.unit}" if self.unit else ""
+        p = f"p={self.p_value:.3g}" if self.p_t is None else f"p={self.p_value:.3g}, p_t={self.p_t:.3g}"
         return (f"{self.outcome}: {self.median_a:.4g} -> {self.median_b:.4g}{u} ({self.pct_change:+.1f} %, "
                 f"delta {self.delta:+.3g} [{self.delta_ci[0]:+.3g}, {self.delta_ci[1]:+.3g}]), "
-                f"p={self.p_value:.3g}, n={self.n_a}/{self.n_b}")
+                f"{p}, n={self.n_a}/{self.n_b}")
 
 
 def _spread(a: list[float], b: list[float]) -> float:
@@ -62,11 +71,14 @@ def _spread(a: list[float], b: list[float]) -> float:
 
 
 def compare(a: Sequence[float], b: Sequence[float], *, unit: str = "", higher_is_better: bool = True,
-            magnitude: float | None = None, low_threshold: float = LOW_THRESHOLD, seed: int = 0) -> Comparison:
+            magnitude: float | None = None, low_threshold: float = LOW_THRESHOLD, seed: int = 0,
+            t_level: float | None = None) -> Comparison:
     """DIFFERENT at p <= low_threshold; SAME when p > the high threshold for (magnitude in IQRs, n); else UNKNOWN.
 
     `magnitude` is the smallest change worth detecting, in the user's unit (default 5 % of A's median); it is
     converted to multiples of max(IQR_a, IQR_b) as Pinpoint does (floored by the pooled-stdev IQR).
+    `t_level` (a look of `sequential_ab`): DIFFERENT is decided instead by Student's t on log values at this
+    nominal level, with the rank test agreeing at RANK_AGREEMENT_P; SAME is unchanged.
     """
     a = [float(x) for x in a]
     b = [float(x) for x in b]
@@ -84,10 +96,16 @@ def compare(a: Sequence[float], b: Sequence[float], *, unit: str = "", higher_is
     else:
         p = p_ks = p_mwu = 1.0
     high = high_threshold(mag_iqr, n)
+    p_t = log_t_p(a, b) if t_level is not None else None
+    if t_level is not None:
+        low_threshold = t_level
     if n < 3:
         outcome: Outcome = "UNKNOWN"
         reason = f"only {n} value(s) per side: need at least 3"
-    elif p <= low_threshold:
+    elif p_t is not None and p_t <= low_threshold and p <= RANK_AGREEMENT_P:
+        outcome, reason = "DIFFERENT", (f"log t-test p={p_t:.3g} <= {low_threshold:.3g} (this look's alpha-spending "
+                                        f"level), ranks agree p={p:.3g}")
+    elif p_t is None and p <= low_threshold:
         outcome, reason = "DIFFERENT", f"p={p:.3g} <= {low_threshold:g}"
     elif p > max(high, LOW_THRESHOLD):  # never SAME at a p-value that one look would call DIFFERENT
         outcome = "SAME"
@@ -103,7 +121,8 @@ def compare(a: Sequence[float], b: Sequence[float], *, unit: str = "", higher_is
     return Comparison(outcome=outcome, p_value=p, p_ks=p_ks, p_mwu=p_mwu, n_a=len(a), n_b=len(b),
                       median_a=med_a, median_b=med_b, delta=delta, delta_ci=ci, pct_change=pct, unit=unit,
                       higher_is_better=higher_is_better, verdict=verdict, magnitude=mag, magnitude_iqr=mag_iqr,
-                      low_threshold=low_threshold, high_threshold=high, reason=reason)
+                      low_threshold=low_threshold, high_threshold=high, reason=reason,
+                      test="rank" if p_t is None else "sequential-log-t", p_t=p_t)
 
 
 class ClaimCheck(BaseModel):
@@ -165,40 +184,45 @@ class SequentialResult(BaseModel):
         return self.comparison.summary_line() + (" (cap reached)" if self.capped else "")
 
 
+def look_sizes(start: int, step: int, cap: int) -> list[int]:
+    """Runs per arm at each look of the sequential driver: start, start+step, ..., cap."""
+    return sorted({*range(start, cap, step), cap})
+
+
 def looks_for(start: int, step: int, cap: int) -> int:
-    """How many comparisons a sequential run may make (used to split the 1 % false-positive budget)."""
-    return 1 + max(0, math.ceil((cap - start) / step))
+    """How many comparisons a sequential run may make."""
+    return len(look_sizes(start, step, cap))
 
 
-def sequential_ab(measure_a: Callable[[], float], measure_b: Callable[[], float], *, start: int = 5,
-                  step: int = 5, cap: int = 30, unit: str = "", higher_is_better: bool = True,
+def sequential_ab(measure_a: Callable[[], float], measure_b: Callable[[], float], *, start: int = 4,
+                  step: int = 1, cap: int = 30, unit: str = "", higher_is_better: bool = True,
                   magnitude: float | None = None, on_round: Callable[[Comparison], None] | None = None,
-                  seed: int = 0) -> SequentialResult:
-    """Interleave A and B runs (ABAB..., cancels drift), compare, add `step` runs per side while UNKNOWN, stop at `cap`.
+                  seed: int = 0, alpha: float = LOW_THRESHOLD) -> SequentialResult:
+    """Interleave A and B runs (ABBA..., cancels drift), compare, add `step` runs per side while UNKNOWN, stop at `cap`.
 
-    Each look uses low threshold 0.01 / (number of possible looks) so repeated looks keep the overall
-    false-positive rate at or below ~1 %.
+    A group-sequential design: the false-positive budget `alpha` (1 %) is spent over the looks by a
+    Hwang-Shih-DeCani function (specdoctor.stats.sequential), so looking after every run keeps the overall
+    A/A false-positive rate at or below `alpha` while a large change is called after a few runs.
     """
     if start < 1 or step < 1 or cap < start:
         raise ValueError("need 1 <= start <= cap and step >= 1")
-    alpha = LOW_THRESHOLD / looks_for(start, step, cap)
+    sizes = look_sizes(start, step, cap)
+    levels = nominal_levels(sizes, alpha)
     a: list[float] = []
     b: list[float] = []
     order: list[str] = []
-    target = start
     looks = 0
-    while True:
+    for target, level in zip(sizes, levels, strict=True):
         while len(a) < target:
             first_a = len(a) % 2 == 0  # ABBA ordering also cancels linear drift within each pair of pairs
             for side in ("A", "B") if first_a else ("B", "A"):
                 (a if side == "A" else b).append(float((measure_a if side == "A" else measure_b)()))
                 order.append(side)
         cmp = compare(a, b, unit=unit, higher_is_better=higher_is_better, magnitude=magnitude,
-                      low_threshold=alpha, seed=seed)
+                      seed=seed, t_level=level)
         looks += 1
         if on_round:
             on_round(cmp)
-        if cmp.outcome != "UNKNOWN" or len(a) >= cap:
-            return SequentialResult(comparison=cmp, a=a, b=b, order=order, looks=looks,
-                                    capped=cmp.outcome == "UNKNOWN")
-        target = min(cap, target + step)
+        if cmp.outcome != "UNKNOWN" or target >= cap:
+            break
+    return SequentialResult(comparison=cmp, a=a, b=b, order=order, looks=looks, capped=cmp.outcome == "UNKNOWN")

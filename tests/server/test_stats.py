@@ -44,14 +44,15 @@ def test_claims_of_the_seed_are_different():
 def test_sequential_interleaves_and_stops():
     rng = np.random.default_rng(3)
     r = sequential_ab(lambda: rng.normal(100, 3), lambda: rng.normal(88, 3))
-    assert r.comparison.outcome == "DIFFERENT" and len(r.a) == len(r.b) <= 10
+    assert r.comparison.outcome == "DIFFERENT" and len(r.a) == len(r.b) <= 6
+    assert r.comparison.test == "sequential-log-t" and r.comparison.p_t is not None
     assert r.order[:4] == ["A", "B", "B", "A"] and r.order.count("A") == len(r.a)
     flat = sequential_ab(lambda: 100.0, lambda: 100.0)
     assert flat.comparison.outcome == "SAME" and flat.looks == 1
     calls = []
     capped = sequential_ab(lambda: rng.normal(100, 30), lambda: rng.normal(100, 30), cap=15,
                            magnitude=0.5, on_round=calls.append)
-    assert capped.capped and len(capped.a) == 15 and len(calls) == capped.looks == looks_for(5, 5, 15)
+    assert capped.capped and len(capped.a) == 15 and len(calls) == capped.looks == looks_for(4, 1, 15) == 12
     with pytest.raises(ValueError):
         sequential_ab(lambda: 1.0, lambda: 1.0, start=10, cap=5)
 

@@ -1,0 +1,92 @@
+"""Plan and cost the run's launches before the first disruptive step (reads only)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from specdoctor.engine.actions import ActionOutcome, action, call_tool
+from specdoctor.engine.state import Decision, StateView
+from specdoctor.tools.plan import PlannedPhase
+
+__all__ = ["plan_run", "regression_phases"]
+
+_PREFIX_LIMIT = 8  # stats.ddmin.prefix_search's default: culprits searched one by one at most
+
+
+def _log2(n: int) -> int:
+    return math.ceil(math.log2(n)) if n > 1 else 0
+
+
+def regression_phases(*, changed: int, essential_given: bool, spec_running: bool, tp_size: int, runs: int,
+                      extra_runs: int, subtract_rounds: int, max_runs: int, finalists: int,
+                      stops_user_server: bool) -> list[PlannedPhase]:
+    """Each launching step of the regression playbook at its own cap (warm-up run included in `runs`)."""
+    phases = [PlannedPhase(step="reproduce", launches=1 + (0 if spec_running else 1), runs=runs + 1,
+                           decides="baseline and speculative tok/s on this box, against the claims")]
+    if changed:
+        if not essential_given:  # all, none, then per culprit: found alone, found + rest, binary search
+            phases.append(PlannedPhase(
+                step="essentials", launches=2 + min(changed, _PREFIX_LIMIT) * (2 + _log2(changed)),
+                condition="no --essential list given",
+                decides="which patches the server cannot start without (start or not; no benchmark)"))
+        phases.append(PlannedPhase(step="subtract", launches=2 * subtract_rounds, runs=max(runs, extra_runs) + 1,
+                                   condition="the tree has local changes",
+                                   decides="do the non-essential patches change throughput?"))
+        # One-at-a-time's count: adaptive bisection needs ~log2 of it, but interacting culprits (prefix search)
+        # can need more; the plan says so rather than print a bound the search does not keep.
+        phases.append(PlannedPhase(step="bisect", launches=changed + 1, runs=max_runs + 1,
+                                   condition="only if subtraction changed performance; interacting culprits "
+                                             "can need more",
+                                   decides="which patch(es) cause the change"))
+    if tp_size > 1:
+        phases.append(PlannedPhase(step="nccl_promote", launches=2 * finalists, runs=runs + 1,
+                                   condition="only if the NCCL sweep finds a significantly better setting",
+                                   decides="does the NCCL winner speed up decoding end to end?"))
+    if stops_user_server:
+        phases.append(PlannedPhase(step="restart", launches=1, runs=4, decides="your server back as it was "
+                                   "(comparator SAME against the first measurement)"))
+    return phases
+
+
+@action("read", args=("stop_user_server",))
+def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
+    """Print and record the plan: configurations to launch, launches at most, box time measured on this box."""
+    out = ActionOutcome()
+    server = view.get("facts.server") or {}
+    if not server.get("running") or not server.get("pid"):
+        out.status, out.summary = "skipped", "no running server: no launch to time on this box"
+        out.decisions.append(Decision(step=step.id, title=step.title, status="skipped", checked="a running server",
+                                      found="none", decided="no plan printed",
+                                      why="the launch time is measured from the running server's own start-up"))
+        return out
+    p = view.params
+    changed = 0
+    repo = p.get("repo")
+    if repo:
+        cat = call_tool(deps, "catalog_diffs", {"repo": repo, "max_hunk_chars": 0}, out.results, key="plan_catalog")
+        o = cat.output or {}
+        changed = len({f.get("path") for f in o.get("files") or []} | set(o.get("untracked") or []))
+    stops = bool(args.get("stop_user_server", False))
+    args_ = server.get("args") or {}
+    phases = regression_phases(
+        changed=changed, essential_given=bool(p.get("essential")),
+        spec_running=any("speculative" in a for a in server.get("argv") or []),
+        tp_size=int(args_.get("tp_size") or 1), runs=int(p.get("runs", 5)), extra_runs=int(p.get("extra_runs", 8)),
+        subtract_rounds=int(p.get("subtract_rounds", 3)), max_runs=15, finalists=3, stops_user_server=stops)
+    res = call_tool(deps, "plan_launches", {
+        "pid": server["pid"], "port": server.get("port") or 0, "log_path": server.get("log_path"),
+        "phases": [ph.model_dump() for ph in phases], "requests_per_run": p.get("requests_per_run", 3),
+        "max_new_tokens": p.get("max_new_tokens", 128), "stops_user_server": stops}, out.results, key=step.id)
+    out.status = "ok" if res.ok else "error"
+    out.summary = res.summary
+    if res.ok:
+        out.facts["plan"] = res.output  # the live view prints the summary: the plan's one line
+    out.decisions.append(Decision(
+        step=step.id, title=step.title, status=out.status, checked="the running server's start-up (its log, "
+        "/proc/PID/stat) and the launching steps ahead", found=res.summary,
+        decided="; ".join(f"{ph.step}: ≤ {ph.launches}" + (f" ({ph.condition})" if ph.condition else "")
+                          for ph in phases),
+        why="every launch costs box time, and the user's server may have to give up its GPUs for it",
+        evidence=out.commands(20)))
+    return out

@@ -511,6 +511,7 @@ def _write_twin(root: Path, sc: Scenario, repo: str, nccl_conf: Path | None, ctx
         "perf": _subst_paths(sc.perf.model_dump(by_alias=True), ctx),
         "drafts": _drafts(sc, ctx),
         "gpu_processes": [p.model_dump() for p in sc.gpu_processes],
+        "gpu_memory": sc.gpu_memory.model_dump(),
         "other_trees": [_subst(o.dir, ctx) for o in sc.other_servers],
         "allreduce": sc.allreduce.model_dump(by_alias=True),
         "nccl_conf_default": str(nccl_conf) if nccl_conf else None,

@@ -224,6 +224,19 @@ class GpuProcess(_Strict):
     sm_share: float = Field(default=0.3, ge=0, lt=1)
 
 
+class GpuMemory(_Strict):
+    """GPU memory as SGLang meets it (off by default: today's agent relaunches beside the user's server).
+
+    Enforced, each stand-in server holds `--mem-fraction-static` of what was free on its GPUs (weights included)
+    plus its CUDA graphs, shown by nvidia-smi; a launch whose GPUs lack it fails SGLang's way and exits non-zero.
+    """
+
+    enforce: bool = False
+    weights_gb: float = Field(default=16.0, gt=0, description="Target weights over all ranks (sharded by TP).")
+    draft_gb: float = Field(default=1.0, ge=0, description="EAGLE draft weights per rank.")
+    cuda_graph_gb: float = Field(default=1.2, ge=0, description="Held per rank outside the static pool.")
+
+
 class OtherServer(_Strict):
     """A second, unrelated SGLang server on the box (another user's): its own checkout, port and GPUs."""
 
@@ -332,6 +345,7 @@ class Scenario(_Strict):
     shell_profile: str | None = Field(default=None, description="~/.bashrc content; its `export K=V` lines are "
                                       "in the login environment.")
     gpu_processes: list[GpuProcess] = Field(default_factory=list)
+    gpu_memory: GpuMemory = Field(default_factory=GpuMemory)
     other_servers: list[OtherServer] = Field(default_factory=list)
     server: ServerSpec
     perf: PerfModel

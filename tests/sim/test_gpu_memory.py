@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+from pathlib import Path
 
 from specdoctor.sim.standin.sglang._twin.gpumem import (
     NOT_ENOUGH,
@@ -82,3 +83,45 @@ def test_a_live_server_in_the_sandbox_holds_its_gpus_until_it_exits(tmp_path):
         sched.wait()
     after = check_launch(str(tmp_path), twin, GPUS, 0.88, speculative=False, own_pid=-1)
     assert after is not None and after.ok  # the holder is gone: its pidfile no longer counts
+
+
+def _beside(enforce: bool, weights_gb: float):
+    """The seed box with its user's server running, then a second launch on another port: its log and exit."""
+    import re
+    import time
+
+    from specdoctor.sim import build_sandbox, load_scenario
+
+    from .conftest import free_port
+
+    sc = load_scenario("seed")
+    sc = sc.model_copy(update={"gpu_memory": sc.gpu_memory.model_copy(
+        update={"enforce": enforce, "weights_gb": weights_gb})})
+    sb = build_sandbox(sc, start_server=False, port=free_port())
+    try:
+        sb.start_server()
+        other = free_port()
+        line = re.sub(r"--port[ =]\d+", f"--port {other}", sb.launch)
+        res = sb.launch_server(line=line, port=other, log=str(sb.root / "beside.log"), timeout=30)
+        deadline = time.time() + 10
+        while Path(f"/proc/{res.pid}").exists() and time.time() < deadline and not res.healthy:
+            time.sleep(0.1)  # a failed start exits: wait for it
+        smi = subprocess.run(["nvidia-smi", "--query-gpu=memory.used,memory.total",
+                              "--format=csv,noheader,nounits"], capture_output=True, text=True,
+                             env={**sb.base_env}).stdout
+        return res, (sb.root / "beside.log").read_text(), smi
+    finally:
+        sb.stop_all()
+        sb.remove()
+
+
+def test_launching_beside_the_users_server_fails_the_real_way_when_enforced():
+    res, log, smi = _beside(True, 8 * 17.5)  # 17.5 GB a rank: more than the user's server left free
+    assert not res.healthy and "torch.OutOfMemoryError: CUDA out of memory." in log and "Load weight begin" in log
+    rows = [[int(x) for x in r.split(",")] for r in smi.strip().splitlines()]
+    assert len(rows) == 8 and all(used > 0.8 * total for used, total in rows)  # held by the user's server, visibly
+
+
+def test_launching_beside_still_starts_when_memory_is_not_enforced():
+    res, log, _ = _beside(False, 8 * 17.5)
+    assert res.healthy and "The server is fired up" in log

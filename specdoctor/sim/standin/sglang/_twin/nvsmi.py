@@ -55,7 +55,8 @@ def _gpu_procs() -> list[dict]:
             if not title.startswith("sglang::scheduler") or not _alive(int(p["pid"])):
                 continue
             rank = int(title.rsplit("TP", 1)[1]) if "TP" in title else 0
-            out.append({"gpu": int(p.get("gpu", rank)), "pid": p["pid"], "name": title, "mem": None})
+            out.append({"gpu": int(p.get("gpu", rank)), "pid": p["pid"], "name": title,
+                        "mem": p.get("mem_mib")})  # recorded when the scenario enforces GPU memory
     for job in load_twin().get("gpu_processes") or []:
         try:
             with open(os.path.join(root, "run", "gpu-procs", f"{job['id']}.pid"), encoding="utf-8") as fh:

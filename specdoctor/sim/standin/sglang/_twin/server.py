@@ -169,6 +169,26 @@ def main(argv: list[str], prog: str, entry: str) -> int:
         if "perf" in msg:
             perf = msg["perf"]
     assert perf is not None
+    from .gpumem import check_launch
+
+    memory = check_launch(root, twin, gpus[:tp], float(args.get("mem_fraction_static") or 0.88),
+                          speculative=bool(perf["speculative"]), own_pid=os.getpid())
+    if memory is not None and not memory.ok:
+        if memory.stage != "init":  # the TP balance check fails before loading; the others after it began
+            log(f"Load weight begin. avail mem={memory.avail_gb:.2f} GB", tag)
+        if memory.stage == "kv":
+            log(f"Load weight end. type={arch}, dtype=torch.bfloat16, avail mem={memory.after_load_gb:.2f} GB, "
+                f"mem usage={memory.avail_gb - memory.after_load_gb:.2f} GB.", tag)
+        _traceback(memory.error, None, tag, version)
+        stop_children()
+        httpd.server_close()
+        return 1
+    if memory is not None:  # what this server holds on each GPU: nvidia-smi and later launches see it
+        for p in procs:
+            if "gpu" in p:
+                p["mem_mib"] = memory.held_mib.get(int(p["gpu"]), 0)
+        with open(pidfile, "w", encoding="utf-8") as fh:
+            json.dump({"port": args["port"], "procs": procs}, fh)
     t_load = time.time()
     mem = float(hw.get("memory_gb", 96.0))
     log(f"Load weight end. type={arch}, dtype=torch.bfloat16, avail mem={mem * 0.38:.2f} GB, "

@@ -7,9 +7,9 @@ import re
 from typing import Any
 
 from pydantic import BaseModel, Field
-from specdoctor.tools.server import find_servers, http_get, list_processes, read_environs
+from specdoctor.tools.server import Server, http_get, locate_servers, read_environs
 
-from specdoctor.errors import NoData, SpecdoctorError, ToolFailed, UsageError
+from specdoctor.errors import NoData, SpecdoctorError, ToolFailed, ToolRetry, UsageError
 from specdoctor.host.base import Raw
 from specdoctor.host.redact import redact_env
 from specdoctor.models.fingerprint import Change, Fingerprint, FingerprintDiff, GpuFingerprint, Impact
@@ -52,7 +52,8 @@ class FingerprintInput(BaseModel):
     """Arguments of fingerprint."""
 
     port: int | None = Field(default=None, description="Server port: its workers' env and /server_info version.")
-    repo: str | None = Field(default=None, description="SGLang checkout on the host (commit).")
+    repo: str | None = Field(default=None, description="SGLang checkout on the host (commit; without a port, the "
+                             "server running from it is the one examined).")
     python: str | None = Field(default=None, description="The server's python (torch NCCL, sglang version).")
 
 
@@ -90,8 +91,13 @@ def _other_process_names(procs: list[Any]) -> list[Any]:
 def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
     """Record driver, CUDA, NCCL version (and its source), GPUs, clocks, power, PCIe, topology, GPU processes,
     CPU governor, the TP workers' NCCL/CUDA/SGLANG env, SGLang version, checkout commit and Python."""
-    procs = list_processes(ctx.host)
-    servers = find_servers(procs, args.port)
+    servers: list[Server] = []
+    try:  # exactly the server meant (port, else the one running from repo, else the only one) — never the first
+        servers = locate_servers(ctx.host, args.port, args.repo, exactly_one=True).servers
+    except (NoData, ToolRetry) as exc:
+        server_problem = str(exc)
+    else:
+        server_problem = ""
     python = args.python
     if not python and servers:
         first = servers[0].main.cmdline[0] if servers[0].main.cmdline else ""
@@ -200,7 +206,7 @@ def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
         except ToolFailed as exc:
             fp.problems.append(str(exc))
     else:
-        fp.problems.append("no SGLang server running: worker env not recorded")
+        fp.problems.append(f"{server_problem or 'no SGLang server running'}: worker env not recorded")
     return fp
 
 

@@ -180,7 +180,7 @@ class BisectInput(BaseModel):
     magnitude_pct: float = Field(default=10.0, gt=0, description="Smallest slowdown that matters, % of the slow ref.")
     reference_slow: list[float] | None = Field(default=None, description="tok/s with all patches (skips a launch).")
     reference_fast: list[float] | None = Field(default=None, description="tok/s with essentials only.")
-    confirm: bool = Field(default=True, description="Confirm an inferred culprit with its own trial.")
+    confirm: bool = Field(default=True, description="Confirm both ways (False: candidates only, no culprit named).")
     restore: bool = True
 
 
@@ -188,8 +188,9 @@ class BisectResult(BaseModel):
     """Culprit patch(es), every trial with its cause, and the launches used."""
 
     verdict: str
-    culprits: list[str] = Field(default_factory=list)
+    culprits: list[str] = Field(default_factory=list, description="Only a set confirmed both ways by trials.")
     confirmed: bool = False
+    candidates: list[str] = Field(default_factory=list, description="When unresolved: where it may be (not blamed).")
     launches: int
     naive_launches: int = Field(description="What one-at-a-time would have needed (P + 1).")
     order: list[str] = Field(default_factory=list)
@@ -200,6 +201,9 @@ class BisectResult(BaseModel):
 
     def summary_line(self) -> str:
         who = ", ".join(c.rsplit("/", 1)[-1] for c in self.culprits) or "none"
+        if not self.culprits and self.candidates:
+            return (f"{self.verdict}: candidates " + ", ".join(c.rsplit("/", 1)[-1] for c in self.candidates) +
+                    f" (no culprit named) in {self.launches} launches")
         return (f"{self.verdict}: {who}{' (confirmed)' if self.confirmed else ''} in {self.launches} launches "
                 f"(one-at-a-time: {self.naive_launches})")
 
@@ -210,7 +214,8 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
 
     References: all patches (slow) and essentials only (fast), measured once each unless given. Trials
     run in triage order, halves are inferred when the other half is fast, results are cached by subset,
-    interacting culprits are found by shortest-prefix search. A trial is regressed / same / unresolved
+    interacting culprits are found by shortest-prefix search. A culprit set is named only when confirmed both
+    ways (it alone is slow, every patch but it is fast); otherwise the result is "unresolved" with candidates. A trial is regressed / same / unresolved
     (patch conflict, failed start, crash, undecided comparator: recorded with its cause, never counted).
     """
     backup = ensure_backup(ctx, args.repo)
@@ -249,6 +254,7 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
     try:
         found = isolate(items, oracle, confirm=args.confirm)
         result = BisectResult(verdict=found.verdict, culprits=found.culprits, confirmed=found.confirmed,
+                              candidates=found.candidates,
                               launches=runner.launches, naive_launches=len(items) + 1, order=items,
                               trials=runner.trials, search=found.trials, notes=found.notes)
         ok = True

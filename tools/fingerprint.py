@@ -7,9 +7,9 @@ import re
 from typing import Any
 
 from pydantic import BaseModel, Field
-from specdoctor.tools.server import find_servers, http_get, list_processes, read_environs
+from specdoctor.tools.server import Server, http_get, locate_servers, read_environs
 
-from specdoctor.errors import NoData, SpecdoctorError, ToolFailed, UsageError
+from specdoctor.errors import NoData, SpecdoctorError, ToolFailed, ToolRetry, UsageError
 from specdoctor.host.base import Raw
 from specdoctor.host.redact import redact_env
 from specdoctor.models.fingerprint import Change, Fingerprint, FingerprintDiff, GpuFingerprint, Impact
@@ -52,7 +52,8 @@ class FingerprintInput(BaseModel):
     """Arguments of fingerprint."""
 
     port: int | None = Field(default=None, description="Server port: its workers' env and /server_info version.")
-    repo: str | None = Field(default=None, description="SGLang checkout on the host (commit).")
+    repo: str | None = Field(default=None, description="SGLang checkout on the host (commit; without a port, the "
+                             "server running from it is the one examined).")
     python: str | None = Field(default=None, description="The server's python (torch NCCL, sglang version).")
 
 
@@ -90,8 +91,13 @@ def _other_process_names(procs: list[Any]) -> list[Any]:
 def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
     """Record driver, CUDA, NCCL version (and its source), GPUs, clocks, power, PCIe, topology, GPU processes,
     CPU governor, the TP workers' NCCL/CUDA/SGLANG env, SGLang version, checkout commit and Python."""
-    procs = list_processes(ctx.host)
-    servers = find_servers(procs, args.port)
+    servers: list[Server] = []
+    try:  # exactly the server meant (port, else the one running from repo, else the only one) — never the first
+        servers = locate_servers(ctx.host, args.port, args.repo, exactly_one=True).servers
+    except (NoData, ToolRetry) as exc:
+        server_problem = str(exc)
+    else:
+        server_problem = ""
     python = args.python
     if not python and servers:
         first = servers[0].main.cmdline[0] if servers[0].main.cmdline else ""
@@ -200,7 +206,7 @@ def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
         except ToolFailed as exc:
             fp.problems.append(str(exc))
     else:
-        fp.problems.append("no SGLang server running: worker env not recorded")
+        fp.problems.append(f"{server_problem or 'no SGLang server running'}: worker env not recorded")
     return fp
 
 
@@ -227,6 +233,51 @@ def _s(v: Any) -> str | None:
     return None if v is None else (v if isinstance(v, str) else json.dumps(v, sort_keys=True))
 
 
+# A number as nvidia-smi, a saved JSON file or a hand-written fingerprint may spell it: 2617, 2617.0, "2617 MHz".
+_NUMBER = re.compile(r"([-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)\s*(mhz|w|mib|gib|gb|mb|%|c)?", re.IGNORECASE)
+_TIER: dict[str, int] = {"high": 0, "medium": 1, "low": 2}
+
+
+def typed(v: Any) -> Any:
+    """A fingerprint value in the form it is compared in: numbers as float, text with whitespace collapsed and
+    case folded, containers element-wise (so `2617` and `"2617.0 MHz"` are one value, "Enabled" and "enabled" too)."""
+    if v is None or isinstance(v, bool):
+        return v
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, str):
+        m = _NUMBER.fullmatch(v.strip())
+        return float(m.group(1)) if m else " ".join(v.split()).casefold()
+    if isinstance(v, dict):
+        return {str(k): typed(x) for k, x in v.items()}
+    if isinstance(v, list | tuple):
+        return [typed(x) for x in v]
+    return v
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equal as typed values (int/float, units and formatting are not a change)."""
+    return bool(typed(a) == typed(b))
+
+
+def _number(v: Any) -> float | None:
+    t = typed(v)
+    return t if isinstance(t, float) else None
+
+
+def _limit_impact(before: Any, after: Any, *, lower_is_worse: bool = True) -> tuple[Impact, str]:
+    """Impact of a changed limit (link gen/width, power limit, max clock): a drop matters by its size."""
+    x, y = _number(before), _number(after)
+    if x is None or y is None or x <= 0:
+        return "medium", "changed"
+    drop = (x - y) / x if lower_is_worse else (y - x) / x
+    if drop >= 0.10:
+        return "high", f"{drop:.0%} lower than in the good run"
+    if drop > 0.02:
+        return "medium", f"{drop:.0%} lower than in the good run"
+    return "low", "higher than in the good run" if drop < 0 else "within 2 % of the good run"
+
+
 _TOP_ALIASES = {"cuda": "cuda_driver", "cuda_version": "cuda_driver", "nccl": "nccl_version",
                 "sglang": "sglang_version", "governor": "cpu_governor"}
 _GPU_ALIASES = {"clocks_sm_max": "max_sm_clock_mhz", "clocks_sm": "sm_clock_mhz", "clocks_mem": "mem_clock_mhz",
@@ -243,9 +294,9 @@ def _aliases(d: dict[str, Any]) -> dict[str, Any]:
 
 
 def diff_fingerprints(a: dict[str, Any] | Fingerprint, b: dict[str, Any] | Fingerprint) -> FingerprintDiff:
-    """Rank differences: worker NCCL env, NCCL version, other worker env, driver/CUDA, GPUs, clocks/PCIe, versions.
-
-    Either side may be a full Fingerprint or a partial dict (every field optional); a field missing on one
+    """Rank differences by expected impact: worker NCCL env, NCCL version, driver/CUDA, GPU links and limits
+    that dropped, then the rest. Values are compared typed (`2617` = `2617.0` = "2617 MHz"; blanks and case
+    in text are not a change); a limit that dropped ranks by how much. Either side may be a full Fingerprint or a partial dict (every field optional); a field missing on one
     side is not compared.
     """
     da = _aliases(a.model_dump() if isinstance(a, BaseModel) else dict(a))
@@ -255,7 +306,8 @@ def diff_fingerprints(a: dict[str, Any] | Fingerprint, b: dict[str, Any] | Finge
     if "worker_env" in da and "worker_env" in db:
         ea, eb = _flat_env(da["worker_env"]), _flat_env(db["worker_env"])
         for name in sorted(set(ea) | set(eb)):
-            if ea.get(name) == eb.get(name):
+            # env values are compared as the program reads them (text), only surrounding blanks are noise
+            if (ea.get(name) or "").strip() == (eb.get(name) or "").strip() and (name in ea) == (name in eb):
                 continue
             nccl = name.startswith(("NCCL_", "TORCH_NCCL_"))
             if name in eb and name not in ea:
@@ -272,34 +324,37 @@ def diff_fingerprints(a: dict[str, Any] | Fingerprint, b: dict[str, Any] | Finge
              ("cpu_governor", 60, "medium"), ("sglang_version", 70, "medium"), ("server_version", 71, "medium"),
              ("commit", 72, "medium"), ("dirty_files", 73, "low"), ("python", 80, "low")]
     for key, rank, impact in order:
-        if key in da and key in db and _s(da[key]) != _s(db[key]):
+        if key in da and key in db and not same_value(da[key], db[key]):
             ch.append(Change(key=key, before=_s(da[key]), after=_s(db[key]), impact=impact, rank=rank))
     if isinstance(da.get("gpus"), list) and isinstance(db.get("gpus"), list):
         ga, gb = da["gpus"], db["gpus"]
         if len(ga) != len(gb):
             ch.append(Change(key="gpus.count", before=str(len(ga)), after=str(len(gb)), impact="high", rank=35))
-        fields: list[tuple[str, int, Impact]] = [("name", 36, "high"), ("pcie_gen", 50, "medium"), ("pcie_width", 50, "medium"),
-                  ("power_limit_w", 51, "medium"), ("max_sm_clock_mhz", 52, "medium"), ("persistence_mode", 53, "low"),
-                  ("sm_clock_mhz", 90, "low"), ("mem_clock_mhz", 90, "low")]
+        # limits (a lower value can slow the box, by its size) and readings (instantaneous: low impact)
+        fields: list[tuple[str, int, Impact | None]] = [
+            ("name", 36, "high"), ("pcie_gen", 50, None), ("pcie_width", 50, None), ("power_limit_w", 51, None),
+            ("max_sm_clock_mhz", 52, None), ("persistence_mode", 53, "low"), ("sm_clock_mhz", 90, "low"),
+            ("mem_clock_mhz", 90, "low")]
         for i, (x, y) in enumerate(zip(ga, gb, strict=False)):
             if not (isinstance(x, dict) and isinstance(y, dict)):
-                if _s(x) != _s(y):
+                if not same_value(x, y):
                     ch.append(Change(key=f"gpus[{i}]", before=_s(x), after=_s(y), impact="high", rank=36))
                 continue
-            for f, rank, impact in fields:
-                if f in x and f in y and _s(x[f]) != _s(y[f]):
+            for f, rank, fixed in fields:
+                if f in x and f in y and not same_value(x[f], y[f]):
+                    impact, why = (fixed, "") if fixed else _limit_impact(x[f], y[f])
                     ch.append(Change(key=f"gpus[{i}].{f}", before=_s(x[f]), after=_s(y[f]), impact=impact,
-                                     rank=rank))
+                                     rank=rank, why=why))
     ka = (da.get("topology") or {}).get("kinds") if isinstance(da.get("topology"), dict) else None
     kb = (db.get("topology") or {}).get("kinds") if isinstance(db.get("topology"), dict) else None
-    if ka is not None and kb is not None and ka != kb:
+    if ka is not None and kb is not None and not same_value(ka, kb):
         ch.append(Change(key="topology.kinds", before=_s(ka), after=_s(kb), impact="high", rank=41))
     if isinstance(da.get("gpu_processes"), list) and isinstance(db.get("gpu_processes"), list):
         oa, ob = _other_process_names(da["gpu_processes"]), _other_process_names(db["gpu_processes"])
         if oa != ob:
             ch.append(Change(key="gpu_processes.others", before=_s(oa), after=_s(ob), impact="medium", rank=55,
                              why="other processes share the GPUs"))
-    ch.sort(key=lambda c: (c.rank, c.key))
+    ch.sort(key=lambda c: (_TIER[c.impact], c.rank, c.key))  # expected impact first, then suspicion
     out.changes = ch
     return out
 

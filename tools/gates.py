@@ -89,14 +89,21 @@ def _read_env(ctx: ToolContext, pid: int) -> dict[str, str] | None:
     return redact_env(_parse_environ(res.stdout)) if res.ok else None  # kept in outputs and checkpoints
 
 
-def server_processes(ctx: ToolContext, port: int | None) -> tuple[list[ServerProcess], str, list[str]]:
-    """Parent and worker processes of the running server with their environments; (procs, source, problems)."""
+def server_processes(ctx: ToolContext, port: int | None,
+                     repo: str | None = None) -> tuple[list[ServerProcess], str, list[str]]:
+    """Parent and worker processes of the server meant (port, else the one running from repo, else the only one)
+    with their environments; (procs, source, problems). Several candidates: none, and a problem listing them."""
     problems: list[str] = []
+    query: dict[str, Any] = {"port": port, "exactly_one": True}
+    if port is None and repo:
+        query["repo"] = repo
     try:
-        res = registry.call(ctx, "find_server_processes", {"port": port})
+        res = registry.call(ctx, "find_server_processes", query)
         servers = (res.output or {}).get("servers") or [] if res.ok else []
         if not res.ok:
             problems.append(f"find_server_processes: {res.status}: {res.summary}")
+            if res.retryable:  # several servers and nothing says which: examine none rather than a guess
+                return [], "none", problems
     except Exception as exc:  # the server tools may not be installed; fall back to ps
         servers, res = [], None
         problems.append(f"find_server_processes unavailable: {type(exc).__name__}")
@@ -127,7 +134,7 @@ def _ps_processes(ctx: ToolContext, port: int | None) -> list[ServerProcess]:
     if port is not None:
         mains = [r for r in mains if re.search(rf"--port[= ]{port}\b", r[2])] or \
             ([r for r in mains if "--port" not in r[2]] if port == 30000 else [])
-    if not mains:
+    if len(mains) != 1:  # none, or several and nothing says which: never the first found
         return []
     main = mains[0]
     children: dict[int, list[tuple[int, int, str]]] = {}
@@ -208,7 +215,7 @@ def scan_feature_gates(ctx: ToolContext, args: GateInput) -> GateScan:
             scan.sglang_gates = catalog.fields if args.include_catalog else []
         except (SyntaxError, ValueError) as exc:  # a broken file on the host is a finding, not a crash
             scan.problems.append(f"could not parse {scan.environ_py}: {type(exc).__name__}: {exc}")
-    procs, scan.process_source, problems = server_processes(ctx, args.port)
+    procs, scan.process_source, problems = server_processes(ctx, args.port, args.repo)
     scan.processes, scan.problems = procs, scan.problems + problems
     for path, r in reads:
         if r.name in found:

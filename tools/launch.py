@@ -31,6 +31,7 @@ class LaunchInput(BaseModel):
     python: str | None = Field(default=None, description="Interpreter on the host replacing a leading python/python3.")
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict, description="Environment overrides (env K=V).")
+    unset: list[str] = Field(default_factory=list, description="Variables removed from the environment (env -u).")
     drop_speculative: bool = Field(default=False, description="Launch the baseline: drop every --speculative-* flag.")
     port: int | None = Field(default=None, ge=0, le=65535,
                              description="Override the port (--port); 0: a port free on the host.")
@@ -184,8 +185,9 @@ def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     if args.log_path:  # an existing log keeps its history: only what this start adds is read for failures
         size = ctx.host.run(["wc", "-c", args.log_path], check="ignore").stdout.split()[:1]
         offset = int(size[0]) if size and size[0].isdigit() else 0
-    env_part = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
-    env_cmd = ["env", "-i"] if args.replace_env else ["env"] if env_part else []
+    env_part = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items() if k not in args.unset)
+    drop = [f"-u {shlex.quote(n)}" for n in args.unset if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n)]
+    env_cmd = ["env", "-i"] if args.replace_env else ["env", *drop] if env_part or drop else []
     run = " ".join(["setsid", "nohup", *env_cmd, *([env_part] if env_part else []), shlex.join(argv)])
     # The host records the group itself, in the same command that starts it: a link dropped right after the
     # start (before we read the pid) must not leave a server that a later stop_server/resume cannot find.

@@ -132,11 +132,11 @@ class NcclInventory(BaseModel):
 def _server_args(ctx: ToolContext, port: int | None) -> dict[str, Any]:
     """The running server's parsed args via find_server_processes (empty when none or the tool is absent)."""
     try:
-        res = registry.call(ctx, "find_server_processes", {"port": port})
+        res = registry.call(ctx, "find_server_processes", {"port": port, "exactly_one": True})
     except Exception:  # the server family may not be installed; the inventory works without it
         return {}
     servers = (res.output or {}).get("servers") or [] if res.ok else []
-    return dict(servers[0].get("args") or {}) if servers else {}
+    return dict(servers[0].get("args") or {}) if len(servers) == 1 else {}  # exactly the one meant, or none
 
 
 def _propagation(ctx: ToolContext, port: int | None, inv: NcclInventory) -> None:

@@ -33,17 +33,19 @@ LAUNCHER_FIX = ("The launcher drops variables before the workers start: fix the 
 
 
 class PromoteCandidate(BaseModel):
-    """A configuration the sweep promoted."""
+    """A configuration to measure end to end: variables set, and variables removed ("unset")."""
 
     label: str
     env: dict[str, str]
+    unset: list[str] = Field(default_factory=list, description="Removed from the environment (env -u).")
 
 
 class PromoteInput(BaseModel):
     """Arguments of nccl_promote."""
 
     command: str = Field(description="SGLang launch line to relaunch under each candidate's env.")
-    candidates: list[PromoteCandidate] = Field(description="Configurations the sweep's comparator called better.")
+    candidates: list[PromoteCandidate] = Field(default_factory=list,
+                                               description="Configurations the sweep's comparator called better.")
     python: str | None = None
     cwd: str | None = None
     port: int | None = None
@@ -52,6 +54,12 @@ class PromoteInput(BaseModel):
     max_new_tokens: int = Field(default=128, ge=1)
     warmup_runs: int = Field(default=1, ge=0)
     timeout_s: float = Field(default=900, gt=0)
+    current: dict[str, str] = Field(default_factory=dict, description="The NCCL variables the running server's "
+                                    "workers have now (/proc): the reference every candidate is compared with.")
+    good: dict[str, str] | None = Field(default=None, description="The good run's workers' NCCL variables, when "
+                                        "recorded: always a candidate ('as in the good run').")
+    not_removable: list[str] = Field(default_factory=list, description="Current variables a relaunch cannot remove "
+                                     "(set inside the process: sitecustomize.py, nccl.conf): no 'remove' trial.")
 
 
 class Propagation(BaseModel):
@@ -71,6 +79,7 @@ class PromotedResult(BaseModel):
 
     label: str
     env: dict[str, str]
+    unset: list[str] = Field(default_factory=list)
     propagated: bool
     propagation: list[Propagation] = Field(default_factory=list)
     samples: list[float] = Field(default_factory=list)
@@ -96,7 +105,13 @@ class NcclPromotion(BaseModel):
     results: list[PromotedResult] = Field(default_factory=list)
     launcher_drops: bool = False
     launcher_report: str | None = None
-    best: str | None = None
+    reference: str = Field(default="current", description="What every candidate was compared with: the workers' "
+                           "current effective setting.")
+    reference_env: dict[str, str] = Field(default_factory=dict)
+    best: str | None = Field(default=None, description="The recommendation: the simplest setting the comparator "
+                             "cannot tell from the best measured (None: keep what the workers run now).")
+    best_env: dict[str, str] | None = None
+    best_unset: list[str] = Field(default_factory=list, description="Variables the recommendation removes.")
     best_gain_pct: float | None = None
     best_delta_ci: tuple[float, float] | None = None
     where_to_set: str = WHERE_TO_SET
@@ -107,15 +122,18 @@ class NcclPromotion(BaseModel):
         if self.launcher_drops:
             return f"launcher drops NCCL variables for the workers: no tuning claim ({self.launcher_report})"
         if self.best:
-            return (f"best {self.best}: {self.best_gain_pct:+.1f} % tok/s vs default, proven in every worker")
-        return "no promoted setting beat NCCL's defaults end to end"
+            return (f"recommend {self.best}: {self.best_gain_pct or 0:+.1f} % tok/s vs {self.reference}, proven in "
+                    "every worker")
+        return f"no setting beat {self.reference} end to end"
 
 
-def _check(ctx: ToolContext, env: dict[str, str], port: int | None, log_path: str | None, tp: int) -> list[Propagation]:
-    """/proc/PID/environ of every worker (check_env_propagation) plus NCCL's own 'set by environment' lines."""
+def _check(ctx: ToolContext, env: dict[str, str], port: int | None, log_path: str | None, tp: int,
+           unset: list[str] | None = None) -> list[Propagation]:
+    """/proc/PID/environ of every worker (check_env_propagation) plus NCCL's own 'set by environment' lines;
+    a removed variable must be absent from every worker (only /proc can show that)."""
     rows: dict[str, dict[str, Any]] = {}
     try:
-        out = call_tool(ctx, "check_env_propagation", {"port": port, "names": sorted(env)})
+        out = call_tool(ctx, "check_env_propagation", {"port": port, "names": sorted(set(env) | set(unset or []))})
         rows = {r["name"]: r for r in out.get("rows", [])}
     except (Unresolved, HostError):
         raise
@@ -136,12 +154,53 @@ def _check(ctx: ToolContext, env: dict[str, str], port: int | None, log_path: st
         log_ok = len(p.logged_pids) >= tp
         p.ok = env_ok if p.env_checked else log_ok
         out_rows.append(p)
+    for name in unset or []:
+        r = rows.get(name)
+        p = Propagation(name=name, expected=UNSET, env_checked=r is not None)
+        if r is not None:
+            p.parent = r.get("parent")
+            p.workers = {str(k): v for k, v in (r.get("workers") or {}).items()}
+        p.ok = p.env_checked and bool(p.workers) and all(v is None for v in p.workers.values())
+        out_rows.append(p)
     return out_rows
 
 
-def _config(args: PromoteInput, label: str, env: dict[str, str]) -> LaunchConfig:
+UNSET = "(unset)"
+
+
+def _label(env: dict[str, str], unset: list[str]) -> str:
+    parts = [f"{k}={v}" for k, v in sorted(env.items())] + [f"{n} unset" for n in sorted(unset)]
+    return " ".join(parts) or "NCCL defaults"
+
+
+def _expand(args: PromoteInput) -> list[PromoteCandidate]:
+    """The candidates, each relative to what the workers run now; plus 'unset' (each variable the workers have,
+    and all of them) and 'as in the good run', always. Duplicates (same effective setting) measured once."""
+    cur = dict(args.current)
+    out: list[PromoteCandidate] = []
+    for c in args.candidates:
+        out.append(PromoteCandidate(label=c.label, env={**{k: v for k, v in cur.items() if k not in c.unset}, **c.env},
+                                    unset=[n for n in c.unset if n not in c.env]))
+    removable = sorted(n for n in cur if n not in args.not_removable)
+    if removable:  # "unset": NCCL's own choice for every variable a relaunch can remove
+        out.append(PromoteCandidate(label="remove " + ", ".join(removable),
+                                    env={k: v for k, v in cur.items() if k not in removable}, unset=removable))
+    if args.good is not None:
+        out.append(PromoteCandidate(label="as in the good run (" + _label(args.good, []) + ")", env=dict(args.good),
+                                    unset=sorted(set(cur) - set(args.good))))
+    seen: set[tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {(tuple(sorted(cur.items())), ())}
+    unique = []
+    for c in out:
+        key = (tuple(sorted(c.env.items())), tuple(sorted(c.unset)))
+        if key not in seen:
+            seen.add(key)
+            unique.append(c)
+    return unique
+
+
+def _config(args: PromoteInput, label: str, env: dict[str, str], unset: list[str] | None = None) -> LaunchConfig:
     return LaunchConfig(command=args.command, env={**DEBUG_ENV, **env}, label=label, timeout_s=args.timeout_s,
-                        python=args.python, cwd=args.cwd, port=args.port)
+                        python=args.python, cwd=args.cwd, port=args.port, unset=list(unset or []))
 
 
 def _bench(handle: TrialHandle, args: PromoteInput, label: str) -> Measurement:
@@ -151,16 +210,21 @@ def _bench(handle: TrialHandle, args: PromoteInput, label: str) -> Measurement:
 
 def _simplest_equivalent(best: PromotedResult, measured: list[PromotedResult],
                          out: NcclPromotion) -> PromotedResult:
-    """Among winners the comparator cannot tell apart from the best, recommend the one with the fewest knobs.
+    """The setting with the fewest NCCL variables that the comparator cannot tell from the best (the reference
+    — what the workers run now — and the 'remove' candidates included).
 
     Every extra NCCL variable is a debugging knob someone must revisit on the next upgrade; screening noise
     easily attaches a passenger (e.g. CHANNELS=16) to the variable that does the work (e.g. PROTO=LL).
     """
     choice = best
     for res in measured:
-        if res is best or res.outcome != "DIFFERENT" or res.verdict != "better" or len(res.env) >= len(choice.env):
+        if res is best or len(res.samples) < 2 or len(res.env) >= len(choice.env):
             continue
-        if compare(best.samples, res.samples, unit="tok/s", higher_is_better=True).outcome != "DIFFERENT":
+        winner = res.outcome == "DIFFERENT" and res.verdict == "better"
+        c = compare(best.samples, res.samples, unit="tok/s", higher_is_better=True).outcome
+        # among winners "not DIFFERENT" is enough; any other setting (removing a variable, the reference itself)
+        # must be SAME as the best — UNKNOWN is "undecided", never a reason to drop what may be helping
+        if (winner and c != "DIFFERENT") or c == "SAME":
             choice = res
     if choice is not best:
         out.notes.append(f"{choice.label} is recommended over {best.label}: the comparator cannot tell their "
@@ -172,19 +236,25 @@ def _simplest_equivalent(best: PromotedResult, measured: list[PromotedResult],
 def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
     """End-to-end A/B of promoted NCCL settings: relaunch under each, prove every TP worker has it, then compare.
 
+    The reference is what the workers run now (`current`, from /proc); removing each of those variables and the
+    good run's setting are always candidates; the recommendation is the simplest setting the comparator cannot
+    tell from the best (possibly "remove NCCL_X"), or none when that is the current setting itself.
     Propagation is checked first (/proc/PID/environ of each worker, and NCCL_DEBUG=INFO 'set by environment'
     lines); when the launcher drops the variables, that is reported and no tok/s claim is made for them.
     """
-    if not args.candidates:
-        raise ToolRetry("no candidates: run nccl_sweep first and pass the configurations it promoted")
+    if not args.candidates and not args.current and args.good is None:
+        raise ToolRetry("no candidates: run nccl_sweep first and pass the configurations it promoted (or the "
+                        "workers' current NCCL setting, or the good run's)")
     tp = max(1, get_engine().parse_launch(args.command).tp_size)
-    out = NcclPromotion()
+    out = NcclPromotion(reference=f"what the workers run now ({_label(args.current, [])})",
+                        reference_env=dict(args.current))
     measured: list[PromotedResult] = []
-    for cand in args.candidates:
-        res = PromotedResult(label=cand.label, env=cand.env, propagated=False, experiment_only=experiment_only(cand.env))
+    for cand in _expand(args):
+        res = PromotedResult(label=cand.label, env=cand.env, unset=cand.unset, propagated=False,
+                             experiment_only=experiment_only(cand.env))
         ctx.say(f"launching server ({cand.label})")
-        with trial(ctx, _config(args, cand.label, cand.env)) as handle:
-            res.propagation = _check(ctx, cand.env, handle.port, handle.log_path, tp)
+        with trial(ctx, _config(args, cand.label, cand.env, cand.unset)) as handle:
+            res.propagation = _check(ctx, cand.env, handle.port, handle.log_path, tp, cand.unset)
             res.propagated = all(p.ok for p in res.propagation)
             if res.propagated:
                 b = _bench(handle, args, cand.label)
@@ -193,19 +263,25 @@ def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
             else:
                 lost = [f"{p.name} (workers: {', '.join(f'{k}={v}' for k, v in sorted(p.workers.items())) or 'none seen'}"
                         f"; parent: {p.parent})" for p in res.propagation if not p.ok]
-                res.skipped = "not measured: the variables did not reach every TP worker: " + "; ".join(lost)
-                out.launcher_drops = True
-                out.launcher_report = res.skipped
+                if all(p.expected == UNSET for p in res.propagation if not p.ok):
+                    # still there although the launch removed it: set inside the process (sitecustomize, engine)
+                    res.skipped = "not measured: removing it from the launch env does not remove it: " + "; ".join(lost)
+                else:
+                    res.skipped = "not measured: the variables did not reach every TP worker: " + "; ".join(lost)
+                    out.launcher_drops = True
+                    out.launcher_report = res.skipped
         out.results.append(res)
         if res.propagated:
             measured.append(res)
+        if out.launcher_drops:
+            break  # the launcher loses variables: no tuning claim at all, so no further launch
     if out.launcher_drops:
         out.notes.append(LAUNCHER_FIX)
-    if not measured:
+    if not measured or out.launcher_drops:
         return out
-    ctx.say("launching server (default)")
-    with trial(ctx, _config(args, "default", {})) as handle:
-        base = _bench(handle, args, "default")
+    ctx.say("launching server (current setting)")
+    with trial(ctx, _config(args, "current", dict(args.current))) as handle:
+        base = _bench(handle, args, "current")
     out.baseline_samples = [float(x) for x in base.samples]
     out.baseline_median = base.median
     out.baseline_ci = (base.ci_low, base.ci_high)
@@ -218,9 +294,15 @@ def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
         res.pct_change, res.delta, res.delta_ci = round(c.pct_change, 2), round(c.delta, 3), c.delta_ci
         if c.outcome == "DIFFERENT" and c.verdict == "better" and (best is None or (res.pct_change or 0) > (best.pct_change or 0)):
             best = res
-    if best is not None:
-        best = _simplest_equivalent(best, measured, out)
-        out.best, out.best_gain_pct, out.best_delta_ci = best.label, best.pct_change, best.delta_ci
-        if best.experiment_only:
-            out.notes.append(f"{', '.join(best.experiment_only)}: {EXPERIMENT_NOTE}")
+    # Nothing beat the current setting: the best is the current setting itself, and a simpler one that the
+    # comparator cannot tell from it (e.g. removing the variable) is still the recommendation.
+    current = PromotedResult(label=out.reference, env=dict(args.current), propagated=True,
+                             samples=list(out.baseline_samples), median=out.baseline_median)
+    top = best or current
+    choice = _simplest_equivalent(top, [*measured, current], out)
+    if choice is not current:
+        out.best, out.best_env, out.best_unset = choice.label, dict(choice.env), list(choice.unset)
+        out.best_gain_pct, out.best_delta_ci = choice.pct_change, choice.delta_ci
+        if choice.experiment_only:
+            out.notes.append(f"{', '.join(choice.experiment_only)}: {EXPERIMENT_NOTE}")
     return out

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import httpx
 from pydantic import BaseModel, Field
 
-from specdoctor.errors import NoData, ToolFailed
+from specdoctor.errors import NoData, ToolFailed, ToolRetry
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env, redact_value
 from specdoctor.inference import InferenceEngine, get_engine
@@ -18,6 +18,7 @@ from specdoctor.toolkit import ToolContext, tool
 
 __all__ = [
     "Proc", "Server", "FindServersInput", "ServerList", "find_server_processes", "list_processes", "find_servers",
+    "select_server", "locate_servers",
     "ReadEnvInput", "ProcessEnv", "read_process_env", "read_environs",
     "PropagationInput", "EnvRow", "Propagation", "check_env_propagation",
     "ServerInfoInput", "ServerInfoOutput", "server_info", "http_get", "FORCED_BY_SGLANG",
@@ -60,18 +61,28 @@ class Server(BaseModel):
     log_path: str | None = Field(default=None, description="File the main process writes stderr (else stdout) "
                                  "to, as the kernel sees it (/proc/PID/fd/2, fd/1); None: a tty, pipe or unknown.")
     cwd: str | None = Field(default=None, description="The main process's working directory (/proc/PID/cwd).")
+    uid: int | None = Field(default=None, description="Owner of the main process (/proc/PID).")
+
+    def label(self) -> str:
+        return f"port {self.port} (pid {self.main.pid}" + (f", cwd {self.cwd}" if self.cwd else "") + ")"
 
 
 class FindServersInput(BaseModel):
     """Arguments of find_server_processes."""
 
     port: int | None = Field(default=None, description="Only the server listening on this port.")
+    repo: str | None = Field(default=None, description="Only the server running from this checkout (its cwd, "
+                             "argv[0] or PYTHONPATH inside it).")
+    exactly_one: bool = Field(default=False, description="The one server meant: several candidates is an error "
+                              "listing them (never the first found).")
 
 
 class ServerList(BaseModel):
-    """SGLang servers found on the host."""
+    """SGLang servers found on the host (the host user's own; others' are only counted)."""
 
     servers: list[Server] = Field(default_factory=list)
+    other_users: list[str] = Field(default_factory=list, description="Servers of other users, never examined.")
+    notes: list[str] = Field(default_factory=list)
 
     def summary_line(self) -> str:
         return "; ".join(f"port {s.port}: main {s.main.pid}, {len(s.workers)} workers" for s in self.servers)
@@ -146,38 +157,117 @@ def _ancestors(p: Proc, procs: list[Proc]) -> list[int]:
     return out
 
 
-_FDS = ('for p in {pids}; do printf "\\036%s" "$p"; for f in fd/2 fd/1 cwd; do '
-        'printf "\\037%s" "$(readlink /proc/$p/$f 2>/dev/null)"; done; done; true')
+_FDS = ('printf "%s" "$(id -u)"; for p in {pids}; do printf "\\036%s" "$p"; for f in fd/2 fd/1 cwd; do '
+        'printf "\\037%s" "$(readlink /proc/$p/$f 2>/dev/null)"; done; '
+        'printf "\\037%s" "$(stat -c %u /proc/$p 2>/dev/null)"; done; true')
 
 
-def _where(host: Host, servers: list[Server]) -> None:
-    """Each main's log target (stderr, else stdout, when a file) and cwd, read from /proc in one command."""
+def _where(host: Host, servers: list[Server]) -> int | None:
+    """Each main's log target (stderr, else stdout, when a file), cwd and owner, read from /proc in one command;
+    returns the host user's uid."""
     res = host.run(Raw(_FDS.format(pids=" ".join(str(int(s.main.pid)) for s in servers))), check="ignore")
+    recs = res.stdout.split("\x1e")
+    me = int(recs[0].strip()) if recs and recs[0].strip().isdigit() else None
     by_pid: dict[int, list[str]] = {}
-    for rec in res.stdout.split("\x1e"):
+    for rec in recs[1:]:
         pid_s, *cells = rec.split("\x1f")
-        if pid_s.strip().isdigit() and len(cells) == 3:
+        if pid_s.strip().isdigit() and len(cells) == 4:
             by_pid[int(pid_s)] = [c.strip() for c in cells]
     for s in servers:
-        err, out, cwd = by_pid.get(s.main.pid, ["", "", ""])
+        err, out, cwd, uid = by_pid.get(s.main.pid, ["", "", "", ""])
         for target in (err, out):
             if target.startswith("/") and not target.startswith(("/dev/", "/proc/")):
                 s.log_path = target
                 break
         s.cwd = cwd if cwd.startswith("/") else None
+        s.uid = int(uid) if uid.isdigit() else None
+    return me
+
+
+def _inside(path: str | None, root: str) -> bool:
+    if not path or not path.startswith("/"):
+        return False
+    root = root.rstrip("/") or "/"
+    return path == root or path.startswith(root + "/")
+
+
+def _runs_from(host: Host, servers: list[Server], repo: str) -> list[Server]:
+    """The servers whose checkout or cwd is `repo`: cwd, argv[0] (a venv in the checkout) or PYTHONPATH inside it."""
+    root = repo.rstrip("/")
+    if not root.startswith("/"):
+        res = host.run(["sh", "-c", 'cd "$1" 2>/dev/null && pwd -P', "sh", repo], check="ignore")
+        root = res.stdout.strip() or root
+    hits = [s for s in servers if _inside(s.cwd, root) or _inside((s.argv or [""])[0], root)]
+    if hits:
+        return hits
+    envs = read_environs(host, [s.main.pid for s in servers])
+    return [s for s in servers if any(_inside(p, root) for p in ((envs.get(s.main.pid) or {}).get("PYTHONPATH") or
+                                                                 "").split(":"))]
+
+
+def select_server(servers: list[Server], *, port: int | None = None, repo: str | None = None,
+                  by_repo: list[Server] | None = None) -> Server:
+    """Exactly the server meant: the one on `port`; else the one(s) running from `repo`; else the only one.
+
+    None → NoData saying so; several and nothing says which → ToolRetry, one line listing them. Never the first.
+    """
+    if port is not None:
+        cands = [s for s in servers if s.port == port]
+        hint = f" on port {port}"
+    elif repo:
+        cands = by_repo if by_repo is not None else [s for s in servers if _inside(s.cwd, repo.rstrip("/"))]
+        hint = f" running from {repo}"
+    else:
+        cands, hint = servers, ""
+    if not cands:
+        running = f" (running: {', '.join(s.label() for s in servers)})" if servers else ""
+        raise NoData(f"no SGLang server{hint}{running}")
+    if len(cands) > 1:
+        raise ToolRetry(f"{len(cands)} SGLang servers{hint} and nothing says which one to examine: "
+                        f"{'; '.join(s.label() for s in cands)} — pass --port (or --launch with --port) or --repo")
+    return cands[0]
+
+
+def locate_servers(host: Host, port: int | None = None, repo: str | None = None, *,
+                   exactly_one: bool = False) -> ServerList:
+    """The host user's SGLang servers (with log, cwd, owner), narrowed by port or checkout; see find_server_processes."""
+    servers = find_servers(list_processes(host), port)
+    if not servers:
+        where = f" on port {port}" if port else ""
+        raise NoData(f"no SGLang server running{where} (looked for sglang.launch_server / sglang serve)")
+    me = _where(host, servers)
+    others = [s for s in servers if me is not None and s.uid is not None and s.uid != me]
+    mine = [s for s in servers if s not in others]
+    out = ServerList(other_users=[f"{s.label()} of uid {s.uid}" for s in others])
+    if not mine:
+        raise NoData(f"no SGLang server of this user{' on port ' + str(port) if port else ''} "
+                     f"(other users': {'; '.join(out.other_users)}; never examined)")
+    by_repo = _runs_from(host, mine, repo) if repo and port is None else None
+    if by_repo == [] and len(mine) == 1:  # the only server of this user; /proc does not tie it to the checkout
+        out.notes.append(f"the only SGLang server ({mine[0].label()}) does not run from {repo} as far as /proc "
+                         "shows (cwd, argv[0], PYTHONPATH); examined as the server meant")
+        by_repo = mine
+    if exactly_one:
+        out.servers = [select_server(mine, port=port, repo=repo, by_repo=by_repo)]
+    elif by_repo is not None:
+        if not by_repo:
+            select_server(mine, repo=repo, by_repo=by_repo)  # raises NoData naming what runs
+        out.servers = by_repo
+    else:
+        out.servers = mine
+    return out
 
 
 @tool(effect="read")
 def find_server_processes(ctx: ToolContext, args: FindServersInput) -> ServerList:
     """Find running SGLang servers: main process, sglang::scheduler workers per TP rank, detokenizer, parsed args,
-    and where the main process logs and runs (its stderr/stdout file and cwd, from /proc)."""
-    servers = find_servers(list_processes(ctx.host), args.port)
-    if not servers:
-        where = f" on port {args.port}" if args.port else ""
-        raise NoData(f"no SGLang server running{where} (looked for sglang.launch_server / sglang serve)")
-    _where(ctx.host, servers)
-    ctx.cache["servers"] = servers
-    return ServerList(servers=servers)
+    and where the main process logs and runs (its stderr/stdout file and cwd, from /proc).
+
+    Only the host user's servers; `port` or `repo` (its checkout or cwd) narrows to the one meant, and
+    `exactly_one` makes several candidates an error that lists them."""
+    out = locate_servers(ctx.host, args.port, args.repo, exactly_one=args.exactly_one)
+    ctx.cache["servers"] = out.servers
+    return out
 
 
 # -- environments ---------------------------------------------------------------------------------------
@@ -238,7 +328,8 @@ def read_process_env(ctx: ToolContext, args: ReadEnvInput) -> ProcessEnv:
 class PropagationInput(BaseModel):
     """Arguments of check_env_propagation."""
 
-    port: int | None = Field(default=None, description="Server port (default: the first server found).")
+    port: int | None = Field(default=None, description="Server port (default: the only server, or the one of repo).")
+    repo: str | None = Field(default=None, description="The checkout the server runs from (when no port).")
     names: list[str] | None = Field(default=None, description="Variables (glob patterns allowed); default NCCL_*, "
                                     "CUDA_*, SGLANG_*, TORCH_NCCL_* set anywhere.")
     shell_env: dict[str, str] | None = Field(default=None, description="The launch shell's env, if known.")
@@ -374,10 +465,7 @@ def check_env_propagation(ctx: ToolContext, args: PropagationInput) -> Propagati
     "present in shell and parent, absent in workers" (status dropped-for-workers) stands out.
     """
     procs = list_processes(ctx.host)
-    servers = find_servers(procs, args.port)
-    if not servers:
-        raise NoData("no SGLang server running" + (f" on port {args.port}" if args.port else ""))
-    s = servers[0]
+    s = locate_servers(ctx.host, args.port, args.repo, exactly_one=True).servers[0]
     by_pid = {p.pid: p for p in procs}
     parent_of_main = by_pid.get(s.main.ppid)
     pids = [s.main.pid] + [s.ranks[r] for r in s.ranks]

@@ -44,6 +44,7 @@ class LaunchConfig(BaseModel):
     python: str | None = Field(default=None, description="Interpreter replacing a leading python/python3.")
     cwd: str | None = Field(default=None, description="Working directory of the server (default: the tree).")
     env: dict[str, str] = Field(default_factory=dict, description="Environment overrides (K=V).")
+    unset: list[str] = Field(default_factory=list, description="Variables removed from the environment (env -u).")
     speculative: bool = Field(default=True, description="False: drop every speculative-decoding flag.")
     port: int | None = Field(default=None, ge=0, le=65535, description="None: the launch line's port; 0: a free port.")
     label: str = Field(default="server", description="Names the log file and the recorded results.")
@@ -68,6 +69,8 @@ class LaunchConfig(BaseModel):
                                 "label": self.label, "timeout_s": self.timeout_s, "engine": self.engine}
         if self.replace_env:
             args["replace_env"] = True
+        if self.unset:
+            args["unset"] = list(self.unset)
         for key, value in (("python", self.python), ("cwd", self.cwd or self.tree), ("port", self.port),
                            ("log_path", self.log_path)):
             if value is not None:

@@ -65,9 +65,10 @@ def _dropped_vars(v: StateReader) -> list[str]:
 
 
 def _culprits(v: StateReader) -> tuple[list[str], bool]:
-    """Culprits the bisection isolated (and whether a trial confirmed them); an unresolved search names none."""
+    """Culprits the bisection isolated and confirmed both ways (alone slow, all but them fast); an unresolved
+    or unconfirmed search names none (a result from before that rule is read the same way)."""
     out = v.latest(BisectResult)
-    if out is None or out.verdict not in ("culprit", "interaction"):
+    if out is None or out.verdict not in ("culprit", "interaction") or not out.confirmed:
         return [], False
     return list(out.culprits), out.confirmed
 
@@ -86,8 +87,8 @@ def decide_verdict(v: StateReader) -> Verdict:
     dropped = _dropped_vars(v)
     reasons: list[str] = []
     if culprits:  # the bisection measured its own references, so this stands without a reproduce step
-        reasons.append(f"bisection isolated {', '.join(culprits)} (comparator DIFFERENT"
-                       + (", confirmed by its own trial)" if confirmed else ", not confirmed by a separate trial)"))
+        reasons.append(f"bisection isolated {', '.join(culprits)} (comparator DIFFERENT; confirmed both ways: "
+                       "alone on the essentials it is slow, every other patch without it is fast)")
         for g in enabled:
             reasons.append(f"gate {g.name} is ENABLED at runtime in the server's workers "
                            f"although its default is {g.default}")
@@ -172,15 +173,19 @@ def game_plan(v: StateReader, verdict: Verdict) -> list[PlanAction]:
             detail="set them in the launch environment the workers inherit (not sitecustomize.py); verify in "
                    "/proc/<worker>/environ"))
     nccl = v.fact("nccl", NcclFact) or NcclFact()
-    if nccl.best and nccl.env:
+    if nccl.best and (nccl.env or nccl.unset):
         pct = nccl.best_gain_pct
         gain = spec * pct / 100.0 if pct is not None and spec else None
+        what = " and ".join(x for x in (
+            ("remove " + ", ".join(nccl.unset) + " from the workers' environment") if nccl.unset else "",
+            ("set " + " ".join(f"{k}={val}" for k, val in (nccl.env or {}).items()) + " where the workers inherit it")
+            if nccl.env else "") if x)
         actions.append(PlanAction(
-            title="Set " + " ".join(f"{k}={val}" for k, val in nccl.env.items()) + " where the workers inherit it",
+            title=what[:1].upper() + what[1:],
             expected_gain=f"+{pct:.1f} % tok/s end to end" if pct is not None else "measured end to end",
             gain_tps=gain, basis="measured", cost="low",
             risk="medium (NCCL debugging knobs; revisit on NCCL upgrade)",
-            detail="promoted from the NCCL sweep and confirmed by an end-to-end A/B"))
+            detail="compared end to end with what the workers run now (A/B, propagation proven in every worker)"))
     be = v.latest(BreakevenAnalysis)
     if spec is not None and base is not None and be is not None and (be.accept_len is None
                                                                       or be.accept_len < be.tau_star * 1.2):
@@ -204,8 +209,14 @@ def game_plan(v: StateReader, verdict: Verdict) -> list[PlanAction]:
         title="Record an environment fingerprint with every benchmark figure from now on",
         expected_gain="claims that can be re-checked", basis="none", cost="none", risk="none",
         detail="`specdoctor investigate --playbook breakeven` or the fingerprint tool stores it"))
+    # Confirmed, measured fixes first by measured gain; modelled actions after them (a model's big number never
+    # outranks a fix a trial measured), labelled as modelled; actions with no gain estimate last.
     order = {"measured": 0, "modelled": 1, "none": 2}
-    ranked = sorted(actions[:-1], key=lambda a: (-(a.gain_tps or 0.0), order[a.basis]))
+    for a in actions:
+        if a.basis == "modelled" and not a.expected_gain.startswith("modelled"):
+            a.expected_gain = f"modelled: {a.expected_gain}"
+        a.cost = a.cost or "unknown"
+    ranked = sorted(actions[:-1], key=lambda a: (order[a.basis], -(a.gain_tps or 0.0)))
     return ranked + actions[-1:]
 
 

@@ -12,7 +12,7 @@ from langgraph.types import interrupt
 from specdoctor.engine.actions import ACTIONS, ActionOutcome
 from specdoctor.engine.context import RunDeps
 from specdoctor.engine.playbook import Playbook, Step
-from specdoctor.engine.predicates import PREDICATES, evaluate
+from specdoctor.engine.predicates import explain
 from specdoctor.engine.refs import resolve_args
 from specdoctor.engine.state import Decision, RunState, StateView
 from specdoctor.errors import HostError, SpecdoctorError
@@ -74,9 +74,10 @@ def make_node(step: Step):
     def node(state: RunState, runtime: Runtime[RunDeps]) -> dict[str, Any]:
         deps = runtime.context
         view = StateView(state)
-        if step.when and not evaluate(step.when, view):
+        holds, said = explain(step.when, view) if step.when else (True, "")
+        if not holds:
             d = Decision(step=step.id, title=step.title, tool=step.tool, status="skipped",
-                         checked=f"condition `{step.when}`", found=f"not the case: {PREDICATES[step.when].description}",
+                         checked=f"condition `{step.when}`", found=said,
                          decided="skipped this step", why="its condition does not hold")
             deps.view.step_finished(step.id, "skipped", d.found)
             return {"decisions": [d.model_dump()], "done": [step.id]}

@@ -10,24 +10,33 @@ from specdoctor.models import MeasureFacts, ServerFact, SubtractionFact, Topolog
 from specdoctor.tools.repo import Catalog
 from specdoctor.tools.server import Propagation
 
-__all__ = ["Predicate", "PREDICATES", "predicate", "evaluate"]
+__all__ = ["Predicate", "PREDICATES", "predicate", "evaluate", "explain"]
 
 
 @dataclass(frozen=True)
 class Predicate:
-    """A named condition with the sentence the decisions log uses when it is false."""
+    """A named condition with the sentence for each of its values (the decisions log says the one that held)."""
 
     name: str
     fn: Callable[[StateView], bool]
-    description: str
+    description: str  # the sentence when it holds
+    when_false: str  # the sentence when it does not
+    detail: Callable[[StateView], str | None] | None = None  # what was measured, appended to either sentence
+
+    def text(self, value: bool, view: StateView | None = None) -> str:
+        """The sentence for `value`, with the measured detail when there is one."""
+        base = self.description if value else self.when_false
+        extra = self.detail(view) if (self.detail and view is not None) else None
+        return f"{base} ({extra})" if extra else base
 
 
 PREDICATES: dict[str, Predicate] = {}
 
 
-def predicate(description: str) -> Callable[[Callable[[StateView], bool]], Callable[[StateView], bool]]:
+def predicate(description: str, when_false: str, detail: Callable[[StateView], str | None] | None = None,
+              ) -> Callable[[Callable[[StateView], bool]], Callable[[StateView], bool]]:
     def deco(fn: Callable[[StateView], bool]) -> Callable[[StateView], bool]:
-        PREDICATES[fn.__name__] = Predicate(fn.__name__, fn, description)
+        PREDICATES[fn.__name__] = Predicate(fn.__name__, fn, description, when_false, detail)
         return fn
 
     return deco
@@ -37,56 +46,78 @@ def evaluate(name: str, view: StateView) -> bool:
     return bool(PREDICATES[name].fn(view))
 
 
-@predicate("always true")
+def explain(name: str, view: StateView) -> tuple[bool, str]:
+    """The predicate's value and the sentence generated from it (never a fixed 'not the case: …')."""
+    pred = PREDICATES[name]
+    value = bool(pred.fn(view))
+    return value, pred.text(value, view)
+
+
+def _subtraction_detail(v: StateView) -> str | None:
+    sub = v.fact("subtraction", SubtractionFact)
+    if sub is None:
+        return "no subtraction was measured"
+    if sub.outcome is None:
+        return sub.problem or "the comparison did not run"
+    verdict = sub.comparison.verdict if sub.comparison is not None else None
+    return f"comparator {sub.outcome}" + (f", {verdict}" if verdict else "")
+
+
+@predicate("always true", "never false")
 def always(v: StateView) -> bool:
     return True
 
 
-@predicate("a speculative server is running on the host")
+@predicate("a speculative server is running on the host",
+           "no speculative server is running on the host")
 def server_running(v: StateView) -> bool:
     server = v.fact("server", ServerFact)
     return server is not None and server.running
 
 
-@predicate("a launch command is known (given, or read from the running server)")
+@predicate("a launch command is known (given, or read from the running server)",
+           "no launch command is known (none given, none read from a running server)")
 def has_launch(v: StateView) -> bool:
     return bool(v.get("facts.launch"))
 
 
-@predicate("the host has a git checkout to inspect")
+@predicate("the host has a git checkout to inspect", "no git checkout was given (--repo)")
 def has_repo(v: StateView) -> bool:
     return bool(v.params.get("repo"))
 
 
-@predicate("the user gave earlier figures (--expect)")
+@predicate("the user gave earlier figures (--expect)", "the user gave no earlier figures (--expect)")
 def has_claims(v: StateView) -> bool:
     return bool(v.params.get("expect"))
 
 
-@predicate("the checkout has local changes")
+@predicate("the checkout has local changes", "the checkout has no local changes")
 def has_changes(v: StateView) -> bool:
     cat = v.latest(Catalog)
     return cat is not None and bool(cat.files or cat.untracked)
 
 
-@predicate("a backup of the working tree exists for this run")
+@predicate("a backup of the working tree exists for this run",
+           "no backup of the working tree exists for this run")
 def has_backup(v: StateView) -> bool:
     return bool(v.get("facts.backup_id"))
 
 
-@predicate("both throughputs were measured")
+@predicate("both throughputs were measured", "the baseline and speculative throughputs were not both measured")
 def has_measurements(v: StateView) -> bool:
     m = v.fact("measure", MeasureFacts)
     return m is not None and all(x is not None and x.measured for x in (m.baseline, m.spec))
 
 
-@predicate("removing the non-essential patches made it faster (comparator DIFFERENT, better)")
+@predicate("removing the non-essential patches made it faster",
+           "removing the non-essential patches did not make it faster", _subtraction_detail)
 def subtraction_changed_performance(v: StateView) -> bool:
     sub = v.fact("subtraction", SubtractionFact)
     return sub is not None and sub.made_faster
 
 
-@predicate("the box is multi-GPU over PCIe, or NCCL variables did not reach the workers")
+@predicate("the box is multi-GPU over PCIe, or NCCL variables did not reach the workers",
+           "the box is not multi-GPU over PCIe and every NCCL variable reached the workers")
 def needs_nccl_sweep(v: StateView) -> bool:
     topo = v.fact("topology", TopologyFact) or TopologyFact()
     prop = v.latest(Propagation)
@@ -94,6 +125,7 @@ def needs_nccl_sweep(v: StateView) -> bool:
     return (topo.gpu_count > 1 and topo.interconnect == "pcie") or dropped
 
 
-@predicate("a fingerprint of an earlier good run is available")
+@predicate("a fingerprint of an earlier good run is available",
+           "no fingerprint of an earlier good run was given")
 def has_good_fingerprint(v: StateView) -> bool:
     return bool(v.params.get("good_fingerprint"))

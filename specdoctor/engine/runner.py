@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from specdoctor.engine.context import NullView, RunDeps
 from specdoctor.engine.graph import compile_playbook
 from specdoctor.engine.playbook import Playbook, load_playbook
-from specdoctor.engine.predicates import PREDICATES, evaluate
+from specdoctor.engine.predicates import evaluate, explain
 from specdoctor.engine.runs import RunRecord, new_run_id, open_checkpointer, save_record
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import BackupError, UsageError
@@ -209,7 +209,7 @@ def investigate(options: InvestigateOptions, *, view: Any = None, approver: Appr
         view_state = StateView({"params": params})
         missing = [p for p in playbook.prerequisites if not evaluate(p, view_state)]
         if missing:
-            raise UsageError("prerequisites not met: " + "; ".join(PREDICATES[m].description for m in missing))
+            raise UsageError("prerequisites not met: " + "; ".join(explain(m, view_state)[1] for m in missing))
         rec = RunRecord(run_id=run_id, host=options.host, reopen=getattr(host, "reopen_spec", None) or options.host,
                         host_options=_host_options(options), playbook=options.playbook, out_dir=str(out_dir),
                         checkpoint=options.checkpoint or "", yes=options.yes, dry_run=options.dry_run,

@@ -114,6 +114,7 @@ class NcclFact(FactModel):
     best_gain_pct: float | None = None
     launcher_drops: bool | None = None
     env: dict[str, str] | None = None
+    unset: list[str] = Field(default_factory=list, description="Variables the recommendation removes.")
 
 
 class TopologyFact(FactModel):

@@ -29,10 +29,12 @@ class SearchResult(BaseModel):
 
     verdict: Literal["culprit", "interaction", "no-regression", "not-in-patches", "unresolved"]
     culprits: list[str] = Field(default_factory=list)
-    confirmed: bool = Field(description="essentials + culprits was itself measured slow.")
+    confirmed: bool = Field(description="Confirmed both ways: culprits alone slow, every patch but them fast.")
     tests: int = Field(description="Distinct oracle calls made (= server launches in the tool).")
     trials: list[TrialRecord] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    candidates: list[str] = Field(default_factory=list,
+                                  description="When unresolved: where the slowdown may be (never named a culprit).")
 
 
 class CachedOracle(Generic[T]):
@@ -128,65 +130,87 @@ def prefix_search(items: Sequence[T], oracle: CachedOracle[T], *, target: Outcom
 def isolate(items: Sequence[T], oracle: CachedOracle[T], *, confirm: bool = True) -> SearchResult:
     """Find the patches (in priority order, most suspect first) that make essentials + patches slow.
 
-    Adaptive bisection: test the higher-priority half; a fast half clears it, so the other half is inferred
-    guilty without a trial; one confirmation trial when the last step was an inference; shortest-prefix
-    search when the confirmation shows the culprit is not alone (interacting patches). Unresolved trials
-    (conflict, failed start) are never counted as good or bad.
+    Adaptive bisection narrows the candidates (a fast half clears it, a slow half keeps it). Narrowing is only
+    a guide: a culprit set C is named only when it is confirmed both ways by measured trials — essentials + C
+    reproduces the slowdown, and every patch but C is fast (removing exactly C restores) — and, for a set of
+    several, removing any one member from C is fast (each member is needed). Candidates that alone are fast
+    lead to a shortest-prefix search for interacting patches, whose result is confirmed the same way. An
+    unresolved trial (conflict, failed start, undecided comparator after its sequential runs) is never counted
+    good or bad and never completes an inference: the search then ends as "unresolved" with its candidates.
 
     `oracle(all)` is the slow reference and `oracle([])` the fast one (essentials only); seed them in the
-    oracle when they were measured before, and they cost nothing. The fast reference is measured last,
-    and only when no trial came back fast (that trial already proves the premise).
+    oracle when they were measured before, and they cost nothing. `confirm=False` names no culprit: the
+    narrowed set is returned as candidates.
     """
     items = list(items)
     notes: list[str] = []
 
-    def done(verdict, culprits, confirmed) -> SearchResult:  # type: ignore[no-untyped-def]
+    def done(verdict, culprits, confirmed, candidates=()) -> SearchResult:  # type: ignore[no-untyped-def]
         return SearchResult(verdict=verdict, culprits=[oracle.name(c) for c in culprits], confirmed=confirmed,
-                            tests=oracle.calls, trials=list(oracle.trials), notes=notes)
+                            candidates=[oracle.name(c) for c in candidates], tests=oracle.calls,
+                            trials=list(oracle.trials), notes=notes)
 
     if not items:
         return done("no-regression", [], False)
     top = oracle(items, "reference: essentials + all patches")
     if top != "regressed":
         notes.append("essentials + all patches is not slow: nothing to bisect")
-        return done("no-regression" if top == "same" else "unresolved", [], False)
-    cand, direct = items, True
+        return done("no-regression" if top == "same" else "unresolved", [], False, items if top != "same" else ())
+    cand, stuck = items, False
     while len(cand) > 1:
         half = (len(cand) + 1) // 2
         a, b = cand[:half], cand[half:]
         oa = oracle(a, f"bisect: {len(a)} of {len(cand)} candidates")
-        if oa == "regressed":
-            cand, direct = a, True
-            continue
-        if oa == "same":
-            cand, direct = b, False
+        if oa in ("regressed", "same"):
+            cand = a if oa == "regressed" else b
             continue
         ob = oracle(b, f"bisect: other {len(b)} (first half unresolved)")
         if ob == "regressed":
-            cand, direct = b, True
-        elif ob == "same":
-            notes.append(f"{len(a)} patches could not be judged; the culprit is inferred among them")
-            cand, direct = a, False
-        else:
-            notes.append("both halves unresolved: cannot narrow further")
-            return done("unresolved", cand, False)
-    confirmed = direct
-    if not direct and confirm:
-        oc = oracle(cand, "confirm: the inferred culprit alone")
-        if oc == "regressed":
-            confirmed = True
-        elif oc == "same":
-            notes.append(f"{oracle.name(cand[0])} alone is fast: patches interact; running ddmin")
-            found = prefix_search(items, oracle)
-            fast = oracle(found, "confirm: the interacting set") if found else "same"
-            return done("interaction" if len(found) > 1 else "culprit", found, fast == "regressed")
-        else:
-            notes.append("confirmation trial unresolved: culprit inferred, not confirmed")
-    if not oracle.seen("same"):
+            cand = b
+            continue
+        notes.append(f"{len(a)} patches could not be judged ({', '.join(oracle.name(x) for x in a)}); "
+                     "no culprit is inferred from an unresolved trial")
+        stuck = True
+        break
+    if not confirm:
+        notes.append("confirmation disabled: candidates only, no culprit named")
+        return done("unresolved", [], False, cand)
+    if not stuck:
+        verdict = _confirmed(items, cand, oracle)
+        if verdict == "yes":
+            return done("culprit" if len(cand) == 1 else "interaction", cand, True)
+        if verdict == "unresolved":
+            notes.append("a confirmation trial was unresolved: candidates only")
+            return done("unresolved", [], False, cand)
         if oracle([], "reference: essentials only") == "regressed":
             notes.append("essentials alone are as slow as all patches: the slowdown is not in these patches")
             return done("not-in-patches", [], False)
-    return done("culprit", cand, confirmed)
+        notes.append(f"{', '.join(oracle.name(x) for x in cand)} alone does not explain the slowdown: "
+                     "searching for interacting patches")
+    found = prefix_search(items, oracle)
+    if not found:
+        notes.append("no set of patches was shown to reproduce the slowdown")
+        return done("unresolved", [], False, cand)
+    verdict = _confirmed(items, found, oracle)
+    if verdict == "yes":
+        return done("culprit" if len(found) == 1 else "interaction", found, True)
+    notes.append(f"{', '.join(oracle.name(x) for x in found)} not confirmed both ways ({verdict}): candidates only")
+    return done("unresolved", [], False, list(dict.fromkeys(found + (cand if stuck else []))))
+
+
+def _confirmed(items: list[T], cand: list[T], oracle: CachedOracle[T]) -> Literal["yes", "no", "unresolved"]:
+    """Both ways, measured: cand alone is slow, everything but cand is fast, and each member of cand is needed."""
+    checks = [(cand, "regressed", "confirm: the candidates alone on top of the essentials"),
+              ([x for x in items if x not in cand], "same", "confirm: every patch but the candidates")]
+    checks += [([y for y in cand if y != x], "same", f"confirm: the candidates without {oracle.name(x)}")
+               for x in cand if len(cand) > 1]
+    for subset, want, purpose in checks:
+        got = oracle(subset, purpose)
+        if got == "unresolved":
+            return "unresolved"
+        if got != want:
+            return "no"
+    return "yes"
 
 
 def classify(trial: Sequence[float], slow: Sequence[float], fast: Sequence[float] | None = None,

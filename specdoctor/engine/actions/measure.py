@@ -23,10 +23,16 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
     """Find the running SGLang server (if any) and settle the launch command and topology to use."""
     out = ActionOutcome()
     port = args.get("port") or _launch_port(view.params.get("launch"))
-    res = call_tool(deps, "find_server_processes", {"port": port} if port else {}, out.results, key=step.id)
+    repo = view.params.get("repo")
+    # Exactly the server the user means: the port of --port/--launch, else the one running from --repo, else the
+    # only one; several and nothing says which → a one-line error listing them (never the first found).
+    query: dict[str, Any] = {"exactly_one": True, **({"port": port} if port else {"repo": repo} if repo else {})}
+    res = call_tool(deps, "find_server_processes", query, out.results, key=step.id)
+    if res.status == "error" and res.retryable:
+        raise UsageError(res.summary)
     servers = (res.output or {}).get("servers", []) if res.ok else []
     server: dict[str, Any] = {"running": False}
-    if servers:
+    if len(servers) == 1:
         s = servers[0]
         argv = s.get("argv") or (s.get("main") or {}).get("cmdline") or []
         server = {"running": True, "port": s.get("port"), "pid": (s.get("main") or {}).get("pid"),
@@ -54,7 +60,7 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
     out.facts["topology"] = {"gpu_count": len(gpus), "detail": interconnect,
                              "interconnect": "nvlink" if "nvlink" in kind else "pcie" if "pcie" in kind else None}
     found = (f"server on port {server['port']} (pid {server['pid']}, {server['workers']} workers)"
-             if server["running"] else "no SGLang server running")
+             if server["running"] else res.summary if res.status == "no_data" else "no SGLang server running")
     out.summary = found
     out.decisions.append(Decision(
         step=step.id, title=step.title, status="ok", checked="running SGLang servers (/proc)", found=found,

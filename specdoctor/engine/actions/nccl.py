@@ -6,6 +6,8 @@ from typing import Any
 
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.state import Decision, StateView
+from specdoctor.tools.nccl_promote import DEBUG_ENV
+from specdoctor.tools.server import Propagation
 
 __all__ = ["promote_nccl"]
 
@@ -25,7 +27,11 @@ def promote_nccl(deps, view: StateView, step, args: dict[str, Any]) -> ActionOut
             if single and single.get("label") not in {x["label"] for x in candidates}:
                 candidates.append({"label": single.get("label"), "env": single.get("env") or {}})
     launch = view.get("facts.launch")
-    if not candidates or not launch:
+    current = _workers_nccl(view)
+    good = _good_nccl(view)
+    # The workers' current setting is the reference; 'remove' and 'as in the good run' join a promotion that runs
+    # anyway, and a good run whose NCCL setting differs from today's is a reason to run one.
+    if not launch or not (candidates or (good is not None and good != current)):
         out.status = "skipped"
         out.summary = ("no NCCL configuration was significantly better than the default" if launch
                        else "no launch command to relaunch with")
@@ -34,13 +40,15 @@ def promote_nccl(deps, view: StateView, step, args: dict[str, Any]) -> ActionOut
                                       why="only comparator-DIFFERENT (better) settings are promoted"))
         return out
     res = call_tool(deps, "nccl_promote", {
-        "command": launch, "candidates": candidates, "python": view.params.get("python"),
+        "command": launch, "candidates": candidates, "current": current, "good": good,
+        "not_removable": _not_removable(view),
+        "python": view.params.get("python"),
         "port": view.params.get("promote_port") or view.get("facts.trial_port"), "runs": view.params.get("runs", 5)}, out.results, key=step.id)
     o = res.output or {}
     out.status, out.summary = res.status, res.summary
     out.facts["nccl"] = {"best": o.get("best"), "best_gain_pct": o.get("best_gain_pct"),
                          "launcher_drops": o.get("launcher_drops"),
-                         "env": next((c["env"] for c in candidates if c["label"] == o.get("best")), None)}
+                         "env": o.get("best_env"), "unset": o.get("best_unset") or []}
     out.decisions.append(Decision(
         step=step.id, title=step.title, tool="nccl_promote", status=res.status,
         checked=f"end-to-end A/B of {', '.join(c['label'] for c in candidates)}", found=res.summary,
@@ -48,3 +56,34 @@ def promote_nccl(deps, view: StateView, step, args: dict[str, Any]) -> ActionOut
         why=(o.get("launcher_report") or "") + (" " + o.get("where_to_set", "") if o.get("best") else ""),
         evidence=[e.command for e in res.evidence][:40]))
     return out
+
+
+def _workers_nccl(view: StateView) -> dict[str, str]:
+    """The NCCL variables the running server's workers have now (/proc, via the propagation table); what the
+    engine forces itself and the debug switches the A/B adds are not settings to compare."""
+    prop = view.latest(Propagation)
+    out: dict[str, str] = {}
+    for row in prop.rows if prop else []:
+        values = [v for v in row.workers.values() if v is not None]
+        if row.name.startswith("NCCL_") and values and not row.forced_by_sglang and row.name not in DEBUG_ENV \
+                and "REDACTED" not in values[0]:
+            out[row.name] = max(set(values), key=values.count)
+    return out
+
+
+def _good_nccl(view: StateView) -> dict[str, str] | None:
+    """The good run's workers' NCCL variables (its fingerprint), when one was given as data."""
+    good = view.params.get("good_fingerprint")
+    env = good.get("worker_env") if isinstance(good, dict) else None
+    if not isinstance(env, dict):
+        return None
+    if env and all(isinstance(v, dict) for v in env.values()):  # per rank: rank 0's view
+        env = env[sorted(env, key=lambda k: (len(str(k)), str(k)))[0]]
+    return {str(k): str(v) for k, v in env.items() if str(k).startswith("NCCL_") and v is not None
+            and str(k) not in DEBUG_ENV}
+
+
+def _not_removable(view: StateView) -> list[str]:
+    """Variables set inside every process (sitecustomize.py, nccl.conf): a relaunch without them still has them."""
+    prop = view.latest(Propagation)
+    return sorted(r.name for r in prop.rows if r.from_sitecustomize or r.from_nccl_conf) if prop else []

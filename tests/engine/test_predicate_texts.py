@@ -1,0 +1,76 @@
+"""Every playbook predicate says the sentence of the value it actually had, true and false both."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from specdoctor.engine.predicates import PREDICATES, evaluate, explain
+from specdoctor.engine.state import StateView
+from specdoctor.toolkit import ToolResult
+
+
+def _tool(tool: str, output: dict[str, Any]) -> dict[str, Any]:
+    return ToolResult(tool=tool, status="ok", summary="", output=output).model_dump(mode="json")
+
+
+def _catalog(files: list[str]) -> dict[str, Any]:
+    return {"catalog": _tool("catalog_diffs", {"repo": "/r", "head": "abc", "untracked": files})}
+
+
+def _prop(status: str) -> dict[str, Any]:
+    row = {"name": "NCCL_PROTO", "shell": "LL", "parent": "LL", "workers": {"0": None}, "status": status}
+    return {"propagation": _tool("check_env_propagation", {"port": 1, "main_pid": 2, "shell_source": "given",
+                                                           "rows": [row]})}
+
+
+_MEASURED = {"median": 10.0, "samples": [10.0, 10.0, 10.0]}
+_SAME = {"outcome": "SAME", "comparison": {"outcome": "SAME", "verdict": "same"}}
+_FASTER = {"outcome": "DIFFERENT", "comparison": {"outcome": "DIFFERENT", "verdict": "better"}}
+
+# name -> (state where it holds, state where it does not, a word the false sentence must carry)
+CASES: dict[str, tuple[dict[str, Any], dict[str, Any] | None, str]] = {
+    "always": ({}, None, ""),
+    "server_running": ({"facts": {"server": {"running": True}}}, {"facts": {"server": {"running": False}}}, "no"),
+    "has_launch": ({"facts": {"launch": "python -m sglang.launch_server"}}, {}, "no"),
+    "has_repo": ({"params": {"repo": "/r"}}, {"params": {}}, "no"),
+    "has_claims": ({"params": {"expect": "spec=100"}}, {"params": {}}, "no"),
+    "has_changes": ({"results": _catalog(["a.py"])}, {"results": _catalog([])}, "no"),
+    "has_backup": ({"facts": {"backup_id": "b1"}}, {}, "no"),
+    "has_measurements": ({"facts": {"measure": {"baseline": _MEASURED, "spec": _MEASURED}}},
+                         {"facts": {"measure": {"baseline": _MEASURED}}}, "not"),
+    "subtraction_changed_performance": ({"facts": {"subtraction": _FASTER}}, {"facts": {"subtraction": _SAME}},
+                                        "did not"),
+    "needs_nccl_sweep": ({"facts": {"topology": {"gpu_count": 2, "interconnect": "pcie"}}},
+                         {"facts": {"topology": {"gpu_count": 2, "interconnect": "nvlink"}},
+                          "results": _prop("propagated")}, "not"),
+    "has_good_fingerprint": ({"params": {"good_fingerprint": {"x": 1}}}, {"params": {}}, "no"),
+}
+
+
+def test_every_predicate_has_a_case() -> None:
+    assert set(CASES) == set(PREDICATES), "a new predicate needs a true and a false case here"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_true_and_false_sentences(name: str) -> None:
+    when_true, when_false, negation = CASES[name]
+    value, said = explain(name, StateView(when_true))
+    assert value is True and evaluate(name, StateView(when_true))
+    assert said.startswith(PREDICATES[name].description)
+    if when_false is None:  # `always` has no false state
+        return
+    value, said = explain(name, StateView(when_false))
+    assert value is False
+    assert said.startswith(PREDICATES[name].when_false)
+    assert said != PREDICATES[name].description and "not the case" not in said
+    assert negation in said.split()  or negation in said
+
+
+def test_subtraction_sentence_carries_the_comparator_outcome() -> None:
+    # the old text said "not the case: removing the non-essential patches made it faster" after a SAME
+    _, said = explain("subtraction_changed_performance", StateView({"facts": {"subtraction": _SAME}}))
+    assert said == "removing the non-essential patches did not make it faster (comparator SAME, same)"
+    _, said = explain("subtraction_changed_performance", StateView({"facts": {"subtraction": _FASTER}}))
+    assert said.startswith("removing the non-essential patches made it faster (comparator DIFFERENT")

@@ -99,7 +99,10 @@ def server_processes(ctx: ToolContext, port: int | None,
         query["repo"] = repo
     try:
         res = registry.call(ctx, "find_server_processes", query)
-        servers = (res.output or {}).get("servers") or [] if res.ok else []
+        from specdoctor.tools.server import ServerList  # the server family registers after this one
+
+        found = registry.typed_output(res, ServerList, where="find_server_processes")
+        servers = [s.model_dump(mode="json") for s in found.servers] if found is not None else []
         if not res.ok:
             problems.append(f"find_server_processes: {res.status}: {res.summary}")
             if res.retryable:  # several servers and nothing says which: examine none rather than a guess

@@ -135,8 +135,11 @@ def _server_args(ctx: ToolContext, port: int | None) -> dict[str, Any]:
         res = registry.call(ctx, "find_server_processes", {"port": port, "exactly_one": True})
     except Exception:  # the server family may not be installed; the inventory works without it
         return {}
-    servers = (res.output or {}).get("servers") or [] if res.ok else []
-    return dict(servers[0].get("args") or {}) if len(servers) == 1 else {}  # exactly the one meant, or none
+    from specdoctor.tools.server import ServerList
+
+    found = registry.typed_output(res, ServerList, where="find_server_processes")
+    servers = found.servers if found is not None else []
+    return dict(servers[0].args) if len(servers) == 1 else {}  # exactly the one meant, or none
 
 
 def _propagation(ctx: ToolContext, port: int | None, inv: NcclInventory) -> None:
@@ -146,9 +149,12 @@ def _propagation(ctx: ToolContext, port: int | None, inv: NcclInventory) -> None
     except Exception as exc:  # noqa: BLE001 - the server family may be absent; the inventory works without it
         inv.notes.append(f"propagation not checked: {exc}")
         return
-    if not res.ok or not res.output:
+    from specdoctor.tools.server import Propagation
+
+    prop = registry.typed_output(res, Propagation, where="check_env_propagation")
+    if prop is None:
         return
-    inv.propagation = [r for r in res.output.get("rows", []) if isinstance(r, dict)]
+    inv.propagation = [r.model_dump(mode="json") for r in prop.rows]
     lost = [r for r in inv.propagation if r.get("status") in ("dropped-for-workers", "missing-in-parent")]
     inv.launcher_drops = bool(lost)
     if lost:
@@ -399,7 +405,7 @@ def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
     notes: list[str] = []
     if not args.sizes or args.tp is None or args.interconnect is None:
         inv_res = registry.call(ctx, "nccl_inventory", {"port": args.port, "python": args.python})
-        inv = NcclInventory.model_validate(inv_res.output or {})
+        inv = registry.typed_output(inv_res, NcclInventory, where="nccl_inventory", unresolved=True) or NcclInventory()
         args.sizes = args.sizes or [s.bytes for s in inv.sizes]
         args.tp = args.tp or inv.tp
         args.interconnect = args.interconnect or inv.interconnect

@@ -175,6 +175,7 @@ def measure(handle: TrialHandle, *, runs: int = 5, requests_per_run: int = 3, ma
         "port": handle.port, "runs": runs, "requests_per_run": requests_per_run, "max_new_tokens": max_new_tokens,
         "warmup_runs": warmup_runs, "log_path": handle.log_path, "label": label},
         handle.record, key or f"bench_{handle.config.label}")
-    if not res.ok or res.output is None:
+    out = registry.typed_output(res, Measurement, where=key or f"bench_{handle.config.label}")
+    if out is None:
         raise MeasureFailed(res)
-    return Measurement.model_validate(res.output)
+    return out

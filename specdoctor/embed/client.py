@@ -18,6 +18,7 @@ from specdoctor.host import AuditLog, Host, HostHints, open_host
 from specdoctor.toolkit import ApprovalRequest, Effect, ToolContext, ToolResult, ToolSpec, registry
 from specdoctor.toolkit.registry import ToolRegistry
 from specdoctor.toolkit.safety import safety_net
+from specdoctor.tools.worktree import Backup
 
 __all__ = ["Client", "CleanupRecord", "connect", "READ_ONLY", "ALL_EFFECTS"]
 
@@ -199,8 +200,8 @@ class Client:
 
 
 def _backup_id(res: ToolResult) -> str:
-    out = res.output or {}
-    return str(out.get("backup_id") or out.get("id") or "")
+    b = registry.typed_output(res, Backup, where="backup_worktree")
+    return b.backup_id if b is not None else ""
 
 
 def connect(host: str | Host, *, allow_mutations: bool = False,

@@ -22,6 +22,7 @@ from specdoctor.host import AuditLog, Host, open_host
 from specdoctor.host.redact import redact_text
 from specdoctor.toolkit import ToolContext
 from specdoctor.toolkit.safety import restore_hint, safety_net
+from specdoctor.tools.launch import StopResult
 
 __all__ = ["InvestigateOptions", "RunOutcome", "investigate", "resume"]
 
@@ -120,7 +121,7 @@ def _safety_net(deps: RunDeps, values: dict[str, Any]) -> list[Decision]:
             if not st.ok and st.status == "error":
                 decisions.append(Decision(step="cleanup", tool="stop_server", status="error", checked="stop servers",
                                           found=st.summary, evidence=st.evidence))
-            elif st.ok and (st.output or {}).get("stopped"):
+            elif st.ok and st.output is not None and StopResult.model_validate(st.output).stopped:
                 decisions.append(Decision(step="cleanup", tool="stop_server", checked="servers started by this run",
                                           found=st.summary, decided="stopped them (by recorded PID only)",
                                           why="never leave orphans", evidence=st.evidence))

@@ -8,8 +8,18 @@ from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import UsageError
 from specdoctor.inference import get_engine
-from specdoctor.toolkit import ToolResult
-from specdoctor.tools.trial import AUTO_PORT, LaunchConfig, LaunchFailed, MeasureFailed, measure, trial
+from specdoctor.models import Fingerprint
+from specdoctor.toolkit import ToolResult, registry
+from specdoctor.tools.server import ProcessEnv, ServerList
+from specdoctor.tools.trial import (
+    AUTO_PORT,
+    LaunchConfig,
+    LaunchFailed,
+    MeasureFailed,
+    Measurement,
+    measure,
+    trial,
+)
 
 __all__ = ["locate_server", "reproduce", "measure_config", "claim_outcome"]
 
@@ -30,32 +40,34 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
     res = call_tool(deps, "find_server_processes", query, out.results, key=step.id)
     if res.status == "error" and res.retryable:
         raise UsageError(res.summary)
-    servers = (res.output or {}).get("servers", []) if res.ok else []
+    found_servers = registry.typed_output(res, ServerList, where=step.id)
+    servers = found_servers.servers if found_servers is not None else []
     server: dict[str, Any] = {"running": False}
     if len(servers) == 1:
         s = servers[0]
-        argv = s.get("argv") or (s.get("main") or {}).get("cmdline") or []
-        server = {"running": True, "port": s.get("port"), "pid": (s.get("main") or {}).get("pid"),
-                  "argv": argv, "args": s.get("args") or {}, "workers": len(s.get("workers") or []),
-                  "launch": " ".join(argv)}
+        argv = s.argv or s.main.cmdline
+        server = {"running": True, "port": s.port, "pid": s.main.pid, "argv": argv, "args": s.args,
+                  "workers": len(s.workers), "launch": " ".join(argv)}
         # Where it logs and runs, as the kernel sees it (find_server_processes read /proc/PID/fd and cwd).
-        for key in ("log_path", "cwd"):
-            if s.get(key):
-                server[key] = s[key]
+        if s.log_path:
+            server["log_path"] = s.log_path
+        if s.cwd:
+            server["cwd"] = s.cwd
     launch = view.params.get("launch") or server.get("launch")
     # Trial servers take a port the host has free at each launch (launch_server picks it: evidence there).
     out.facts = {"server": server, "launch": launch, "server_env": {}, "trial_port": AUTO_PORT}
     if server.get("pid"):
         env_res = call_tool(deps, "read_process_env", {"pid": server["pid"]}, out.results, key=f"{step.id}_env")
-        env = (env_res.output or {}).get("env", {}) if env_res.ok else {}
+        penv = registry.typed_output(env_res, ProcessEnv, where=f"{step.id}_env")
+        env = penv.env if penv is not None else {}
         # Relaunches reproduce the running server's tuning environment (never its redacted secrets, nor what the
         # engine forces itself: passing that again would hide what the engine does).
         engine = get_engine()
         out.facts["server_env"] = {k: v for k, v in env.items() if k.startswith(engine.relaunch_env_prefixes)
                                    and "REDACTED" not in v and k not in engine.forced_env_names}
-    fp = view.output("fingerprint") or {}
-    gpus = fp.get("gpus") or []
-    interconnect = fp.get("interconnect") or (fp.get("topology") or {}).get("interconnect")
+    fp = view.result("fingerprint", Fingerprint) or Fingerprint()
+    gpus = fp.gpus
+    interconnect = fp.interconnect or fp.topology.get("interconnect")
     kind = (interconnect or "").lower()
     out.facts["topology"] = {"gpu_count": len(gpus), "detail": interconnect,
                              "interconnect": "nvlink" if "nvlink" in kind else "pcie" if "pcie" in kind else None}
@@ -133,8 +145,9 @@ def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
             "max_new_tokens": view.params.get("max_new_tokens", 128), "warmup_runs": 1, "label": "spec-running",
             "log_path": server.get("log_path")},
             out.results, key="bench_spec_running")
-        measure["spec"] = dict(bench.output or {}, label="spec (running server)") if bench.ok else {
-            "error": bench.summary}
+        bres = registry.typed_output(bench, Measurement, where="bench_spec_running")
+        measure["spec"] = (dict(bres.model_dump(mode="json"), label="spec (running server)") if bres is not None
+                           else {"error": bench.summary})
     else:
         deps.view.progress("launching the speculative server")
         measure["spec"] = measure_config(deps, view, label="spec", speculative=True, results=out.results)

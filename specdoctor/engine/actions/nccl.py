@@ -6,7 +6,9 @@ from typing import Any
 
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.state import Decision, StateView
-from specdoctor.tools.nccl_promote import DEBUG_ENV
+from specdoctor.toolkit import registry
+from specdoctor.tools.nccl import NcclSweep
+from specdoctor.tools.nccl_promote import DEBUG_ENV, NcclPromotion
 from specdoctor.tools.server import Propagation
 
 __all__ = ["promote_nccl"]
@@ -16,16 +18,16 @@ __all__ = ["promote_nccl"]
 def promote_nccl(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
     """Relaunch under each configuration the comparator called better, prove the workers see it, compare."""
     out = ActionOutcome()
-    sweep = view.output("nccl") or {}
-    results = sweep.get("results") or []
-    candidates = [{"label": r.get("label"), "env": r.get("env") or {}} for r in results if r.get("promote")]
+    sweep = view.result("nccl", NcclSweep)
+    results = sweep.results if sweep is not None else []
+    candidates: list[dict[str, Any]] = [{"label": r.label, "env": r.env} for r in results if r.promote]
     # Also try each single variable of a promoted setting on its own: the one doing the work may be alone.
-    singles = {r.get("label"): r for r in results if len(r.get("env") or {}) == 1}
+    singles = [r for r in results if len(r.env) == 1]
     for c in list(candidates):
         for k, v in c["env"].items():
-            single = next((r for r in singles.values() if (r.get("env") or {}) == {k: v}), None)
-            if single and single.get("label") not in {x["label"] for x in candidates}:
-                candidates.append({"label": single.get("label"), "env": single.get("env") or {}})
+            single = next((r for r in singles if r.env == {k: v}), None)
+            if single and single.label not in {x["label"] for x in candidates}:
+                candidates.append({"label": single.label, "env": single.env})
     launch = view.get("facts.launch")
     current = _workers_nccl(view)
     good = _good_nccl(view)
@@ -44,16 +46,17 @@ def promote_nccl(deps, view: StateView, step, args: dict[str, Any]) -> ActionOut
         "not_removable": _not_removable(view),
         "python": view.params.get("python"),
         "port": view.params.get("promote_port") or view.get("facts.trial_port"), "runs": view.params.get("runs", 5)}, out.results, key=step.id)
-    o = res.output or {}
+    o = registry.typed_output(res, NcclPromotion, where=step.id)
     out.status, out.summary = res.status, res.summary
-    out.facts["nccl"] = {"best": o.get("best"), "best_gain_pct": o.get("best_gain_pct"),
-                         "launcher_drops": o.get("launcher_drops"),
-                         "env": o.get("best_env"), "unset": o.get("best_unset") or []}
+    best = o.best if o is not None else None
+    out.facts["nccl"] = {"best": best, "best_gain_pct": o.best_gain_pct if o is not None else None,
+                         "launcher_drops": o.launcher_drops if o is not None else None,
+                         "env": o.best_env if o is not None else None, "unset": o.best_unset if o is not None else []}
     out.decisions.append(Decision(
         step=step.id, title=step.title, tool="nccl_promote", status=res.status,
         checked=f"end-to-end A/B of {', '.join(c['label'] for c in candidates)}", found=res.summary,
-        decided=(f"recommend {o.get('best')}" if o.get("best") else "no recommendation"),
-        why=(o.get("launcher_report") or "") + (" " + o.get("where_to_set", "") if o.get("best") else ""),
+        decided=f"recommend {best}" if best else "no recommendation",
+        why=((o.launcher_report or "") + (" " + o.where_to_set if best else "")) if o is not None else "",
         evidence=[e.command for e in res.evidence][:40]))
     return out
 

@@ -7,7 +7,9 @@ from typing import Any
 
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.state import Decision, StateView
+from specdoctor.toolkit import registry
 from specdoctor.tools.plan import PlannedPhase
+from specdoctor.tools.repo import Catalog
 
 __all__ = ["plan_run", "regression_phases"]
 
@@ -65,8 +67,8 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     repo = p.get("repo")
     if repo:
         cat = call_tool(deps, "catalog_diffs", {"repo": repo, "max_hunk_chars": 0}, out.results, key="plan_catalog")
-        o = cat.output or {}
-        changed = len({f.get("path") for f in o.get("files") or []} | set(o.get("untracked") or []))
+        c = registry.typed_output(cat, Catalog, where="plan_catalog")
+        changed = len({f.path for f in c.files} | set(c.untracked)) if c is not None else 0
     stops = bool(args.get("stop_user_server", False))
     args_ = server.get("args") or {}
     phases = regression_phases(

@@ -7,6 +7,9 @@ from typing import Any
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.actions.measure import measure_config
 from specdoctor.engine.state import Decision, StateView
+from specdoctor.toolkit import ToolResult, registry
+from specdoctor.tools.bisect import Essentials
+from specdoctor.tools.worktree import Applied
 
 __all__ = ["subtract", "compare_measurements"]
 
@@ -19,8 +22,13 @@ def compare_measurements(a: dict[str, Any], b: dict[str, Any], unit: str = "tok/
     return res.model_dump() if hasattr(res, "model_dump") else dict(res)
 
 
-def _ambiguous(output: dict[str, Any] | None) -> list[str]:
-    return [a.get("line", str(a)) if isinstance(a, dict) else str(a) for a in (output or {}).get("ambiguous", [])]
+def _applied(r: ToolResult, key: str) -> Applied | None:
+    """apply_patches' result through its output model (an unresolved call's partial output counts)."""
+    return registry.typed_output(r, Applied, where=key, unresolved=True)
+
+
+def _ambiguous(applied: Applied | None) -> list[str]:
+    return [a.line for a in applied.ambiguous] if applied is not None else []
 
 
 def _merge(acc: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
@@ -38,8 +46,8 @@ def _merge(acc: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
 
 
 def essential_files(view: StateView) -> list[str]:
-    out = view.output("essentials") or {}
-    return list(out.get("essential") or out.get("files") or view.params.get("essential") or [])
+    found = view.result("essentials", Essentials)
+    return list((found.essential if found is not None else None) or view.params.get("essential") or [])
 
 
 @action("disrupt")
@@ -87,16 +95,17 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
                     tree_problem = f"re-applying the essential patches failed: {r.summary}"
                     break
                 if rnd == 0:
-                    applied += list((r.output or {}).get("applied") or essentials)
-                    ambiguous += _ambiguous(r.output)
-                    essentials_verified = bool((r.output or {}).get("verified"))
+                    done = _applied(r, f"apply_essentials_{rnd}")
+                    applied += list((done.applied if done is not None else None) or essentials)
+                    ambiguous += _ambiguous(done)
+                    essentials_verified = bool(done is not None and done.verified)
             if script:
                 script_args = {"repo": repo, "script": script}
                 if view.params.get("python"):
                     script_args["python"] = view.params["python"]
                 r = call_tool(deps, "apply_patches", script_args, out.results, key=f"apply_patch_script_{rnd}")
                 if rnd == 0:
-                    ambiguous += _ambiguous(r.output)
+                    ambiguous += _ambiguous(_applied(r, f"apply_patch_script_{rnd}"))
                     if r.ok:
                         applied.append(f"script {script}")
                     else:

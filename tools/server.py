@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-from typing import Any, Literal
+from typing import Any
 
 import httpx
 from pydantic import BaseModel, Field
@@ -13,6 +13,8 @@ from specdoctor.errors import NoData, ToolFailed, ToolRetry
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env, redact_value
 from specdoctor.inference import InferenceEngine, get_engine
+from specdoctor.models import EnvRow as SharedEnvRow
+from specdoctor.models import EnvStatus
 from specdoctor.parsers.sglang import BodyError, ServerInfo, parse_body
 from specdoctor.toolkit import ToolContext, tool
 
@@ -336,23 +338,13 @@ class PropagationInput(BaseModel):
     python: str | None = Field(default=None, description="The server's python (default: the main's executable).")
 
 
-Status = Literal["propagated", "dropped-for-workers", "differs", "forced-by-sglang", "only-in-workers",
-                 "missing-in-parent", "only-in-shell"]
+Status = EnvStatus
 
 
-class EnvRow(BaseModel):
-    """One variable's value in the launch shell, the main (parent) process and each worker."""
+class EnvRow(SharedEnvRow):
+    """The shared env row as this tool emits it: the status is always one of `EnvStatus`."""
 
-    name: str
-    shell: str | None = None
-    parent: str | None = None
-    workers: dict[str, str | None] = Field(default_factory=dict, description="Rank -> value (None: unset).")
-    forced_by_sglang: bool = False
-    from_sitecustomize: bool = False
-    from_nccl_conf: bool = False
-    nccl_conf_value: str | None = None
     status: Status
-    note: str = ""
 
 
 class Propagation(BaseModel):

@@ -13,6 +13,15 @@ from specdoctor.models.breakeven import (
     TermChange,
 )
 from specdoctor.models.decision import Decision
+from specdoctor.models.delta import (
+    AttributionFact,
+    CauseFact,
+    Delta,
+    DeltaKind,
+    DeltaList,
+    Revert,
+    norm_value,
+)
 from specdoctor.models.env import EnvRow, EnvStatus
 from specdoctor.models.evidence import Evidence
 from specdoctor.models.facts import (
@@ -32,6 +41,13 @@ from specdoctor.models.measurement import Measurement
 from specdoctor.models.view import StateReader
 
 __all__ = [
+    "AttributionFact",
+    "CauseFact",
+    "Delta",
+    "DeltaKind",
+    "DeltaList",
+    "Revert",
+    "norm_value",
     "BreakevenAnalysis",
     "Change",
     "ClaimFact",

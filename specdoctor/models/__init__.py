@@ -5,6 +5,7 @@ and the report can all say `from specdoctor.models import EnvRow` and mean the s
 """
 
 from specdoctor.models.base import StrictModel
+from specdoctor.models.box import BoxLeftFact, CheckoutProofFact, UserServerFact
 from specdoctor.models.breakeven import (
     BreakevenAnalysis,
     CycleTerm,
@@ -41,6 +42,9 @@ from specdoctor.models.measurement import Measurement
 from specdoctor.models.view import StateReader
 
 __all__ = [
+    "BoxLeftFact",
+    "CheckoutProofFact",
+    "UserServerFact",
     "AttributionFact",
     "CauseFact",
     "Delta",

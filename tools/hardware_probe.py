@@ -56,6 +56,7 @@ class ClockProbe(BaseModel):
     power_draw_w: list[float] = Field(default_factory=list)
     power_limit_w: float | None = None
     power_default_w: float | None = None
+    app_sm_clock_mhz: float | None = Field(default=None, description="Applications (or locked) SM clock.")
     reasons: list[str] = Field(default_factory=list, description="Clock-event reasons active under load.")
 
 
@@ -95,7 +96,7 @@ def _f(v: str | None) -> float | None:
 
 _Q = ["index", "pci.bus_id", "clocks.sm", "clocks.max.sm", "utilization.gpu", "power.draw", "power.limit",
       "power.default_limit", "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current",
-      "pcie.link.width.max"]
+      "pcie.link.width.max", "clocks.applications.graphics"]
 _R = ["clocks_event_reasons.applications_clocks_setting", "clocks_event_reasons.sw_power_cap",
       "clocks_event_reasons.hw_slowdown", "clocks_event_reasons.sw_thermal_slowdown"]
 _R_OLD = [r.replace("clocks_event_reasons", "clocks_throttle_reasons") for r in _R]
@@ -208,7 +209,8 @@ def probe_hardware(ctx: ToolContext, args: ProbeInput) -> HardwareProbe:
     # clocks and power under load: read while all_reduce_perf keeps every GPU busy
     loaded: dict[int, ClockProbe] = {i: ClockProbe(gpu=i, max_sm_clock_mhz=_f(r.get("clocks.max.sm")),
                                                   power_limit_w=_f(r.get("power.limit")),
-                                                  power_default_w=_f(r.get("power.default_limit")))
+                                                  power_default_w=_f(r.get("power.default_limit")),
+                                                  app_sm_clock_mhz=_f(r.get("clocks.applications.graphics")))
                                      for i, r in gpus.items()}
     load_gpus = ",".join(str(i) for i in sorted(gpus))
     load = (f"(CUDA_VISIBLE_DEVICES={load_gpus} all_reduce_perf -b 256M -e 256M -g {len(gpus)} -n 200 -w 5 "
@@ -236,7 +238,8 @@ def probe_hardware(ctx: ToolContext, args: ProbeInput) -> HardwareProbe:
            and statistics.median(cp.sm_clock_load_mhz) < 0.9 * cp.max_sm_clock_mhz]
     if not any(cp.sm_clock_load_mhz for cp in out.clocks):
         out.notes.append("no nvidia-smi reading under load (utilisation below 50 %): clocks not judged")
-    locked = [cp for cp in low if "applications_clocks_setting" in cp.reasons]
+    locked = [cp for cp in low if "applications_clocks_setting" in cp.reasons or (
+        cp.app_sm_clock_mhz and cp.max_sm_clock_mhz and cp.app_sm_clock_mhz < 0.98 * cp.max_sm_clock_mhz)]
     capped = [cp for cp in low if "sw_power_cap" in cp.reasons and cp.power_limit_w and cp.power_default_w
               and cp.power_limit_w < 0.95 * cp.power_default_w]
     if locked:

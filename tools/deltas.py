@@ -313,9 +313,12 @@ def _env_deltas(ref_env: dict[str, str] | None, fp: Fingerprint, prop: Propagati
         revert, why = _env_revert(name, ref, source, row, fp.interconnect)
         if source == "engine-forced" and not why:
             why = "the engine sets it itself"
+        impact = env_impact(name)
+        if ref_env is None and impact == "high":
+            impact = "medium"  # no good run: a forced variable is a suspect, not an observed change
         out.append(Delta(kind="env", name=name, reference=ref, current=cur, source=source,
                          reference_label="good run" if ref_env is not None else "claims",
-                         revertible=revert is not None, revert=revert, impact=env_impact(name),  # type: ignore[arg-type]
+                         revertible=revert is not None, revert=revert, impact=impact,  # type: ignore[arg-type]
                          why=why or ("new in the workers" if ref is None else "LOST: the workers no longer get it"
                                      if cur is None else "value changed in the workers"),
                          step_ids=["propagation"] if prop else ["fingerprint"]))
@@ -483,7 +486,7 @@ def _hardware_deltas(ref: dict[str, Any] | None, fp: Fingerprint, box: BoxState,
         if str(a.get("name")) in ref_others:
             continue
         where = f"GPU {gpu}" if gpu is not None else "a GPU"
-        out.append(Delta(kind="hardware", name="gpu-processes", reference=", ".join(ref_others) or None,
+        out.append(Delta(kind="hardware", name="other-gpu-process", reference=", ".join(ref_others) or None,
                          current=f"pid {a['pid']} {a.get('name')}", source=f"{where}: {a.get('name')} "
                          f"(pid {a['pid']}, {norm_value(a.get('used_mib'))} MiB)",
                          reference_label="good run" if ref else "claims",

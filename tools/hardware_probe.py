@@ -282,8 +282,8 @@ def probe_hardware(ctx: ToolContext, args: ProbeInput) -> HardwareProbe:
         out.processes.append(pp)
         if pp.shares_server_gpu and pp.sm_pct is not None and pp.sm_pct >= 5:
             out.causes.append(CauseFact(
-                name=f"{name} (pid {pid}) computes on GPU {pp.gpu} beside the server", kind="hardware",
-                key="gpu-processes", confirmed=True, method="targeted-measurement", evidence=["probe"],
+                name=f"other GPU process {name} (pid {pid}) computes on GPU {pp.gpu} beside the server", kind="hardware",
+                key="other-gpu-process", confirmed=True, method="targeted-measurement", evidence=["probe"],
                 detail=f"it uses {norm_value(pp.sm_pct)} % of the GPU's SMs and {norm_value(mib)} MiB; a TP step "
                 "waits for the slowest rank", fix=f"move pid {pid} to a GPU the server does not use (not ours to stop)"))
     if not server_pids:

@@ -27,8 +27,10 @@ class ProbeInput(BaseModel):
     tp: int | None = Field(default=None, description="GPUs per all-reduce (the server's TP size; default 2..4).")
     size_bytes: int = Field(default=64 << 20, description="All-reduce message size: bandwidth-bound, where a link "
                             "shows.")
-    repeats: int = Field(default=5, ge=2, le=30, description="all_reduce_perf runs per GPU set (interleaved).")
-    samples: int = Field(default=3, ge=1, le=20, description="nvidia-smi readings under load.")
+    repeats: int = Field(default=5, ge=5, le=30, description="all_reduce_perf runs per GPU set (interleaved) before "
+                         "the first comparison; 5 is the fewest a rank test can call DIFFERENT with.")
+    max_repeats: int = Field(default=10, ge=5, le=60, description="More runs while the comparator says UNKNOWN.")
+    samples: int = Field(default=2, ge=1, le=20, description="nvidia-smi readings under load.")
 
 
 class LinkProbe(BaseModel):
@@ -141,16 +143,20 @@ def _link_probe(ctx: ToolContext, args: ProbeInput, gpu: int, healthy: list[int]
     if len(without) < n or len(healthy) < n:
         probe.problem = f"not enough GPUs at full link for a {n}-GPU comparison"
         return probe
-    for _ in range(args.repeats):  # interleaved: drifts hit both sets alike
+    while len(probe.busbw_with_gbs) < args.max_repeats:
         for gpus, dest in ((with_, probe.busbw_with_gbs), (without, probe.busbw_without_gbs)):
-            bw, problem = _busbw(ctx, gpus, args.size_bytes)
+            bw, problem = _busbw(ctx, gpus, args.size_bytes)  # interleaved: drifts hit both sets alike
             if bw is None:
                 probe.problem = problem
                 return probe
             dest.append(bw)
+        if len(probe.busbw_with_gbs) < args.repeats:
+            continue
+        c = compare(probe.busbw_without_gbs, probe.busbw_with_gbs, unit="GB/s", higher_is_better=True)
+        probe.outcome, probe.verdict, probe.p_value = c.outcome, c.verdict, c.p_value
+        if c.outcome != "UNKNOWN":  # sequential: more runs only while the comparator cannot tell
+            break
     probe.ratio = round(statistics.median(probe.busbw_with_gbs) / statistics.median(probe.busbw_without_gbs), 3)
-    c = compare(probe.busbw_without_gbs, probe.busbw_with_gbs, unit="GB/s", higher_is_better=True)
-    probe.outcome, probe.verdict, probe.p_value = c.outcome, c.verdict, c.p_value
     return probe
 
 

@@ -149,3 +149,10 @@ def test_probe_confirms_the_hardware_cause(examined, name):
 def test_probe_confirms_nothing_on_a_healthy_gpu_state(examined, name):
     probe = examined(name).probe(examined(name).deltas())
     assert probe.clocks and not [c.name for c in probe.causes if c.confirmed]
+
+
+def test_a_cause_key_is_not_taken_for_a_secret():
+    """Checkpoints remember values under secret-looking names; a record's `key` field (the delta's name) is not one."""
+    from specdoctor.host.redact import is_secret_name
+
+    assert not is_secret_name("key") and is_secret_name("api_key") and is_secret_name("HF_TOKEN")

@@ -403,6 +403,22 @@ def _hardware_deltas(ref: dict[str, Any] | None, fp: Fingerprint, box: BoxState,
                 if isinstance(g, dict)} if ref else {}
     state = {g.index: g for g in box.gpus}
     gpus = {g.index: g for g in fp.gpus}
+    # the GPUs themselves and how they are connected (a good run on other hardware is another reference)
+    ref_list = [g for g in (ref or {}).get("gpus") or [] if isinstance(g, dict)]
+    names_now = sorted({g.name for g in fp.gpus if g.name})
+    names_ref = sorted({str(g["name"]) for g in ref_list if g.get("name")})
+    if names_now and names_ref and not same_value(names_now, names_ref):
+        out.append(Delta(kind="hardware", name="gpu-model", reference=", ".join(names_ref), current=", ".join(names_now),
+                         source="nvidia-smi", impact="high", why="the good run ran on other GPUs",
+                         step_ids=["fingerprint"]))
+    if ref and isinstance(ref.get("gpu_count"), int | float) and fp.gpus and int(ref["gpu_count"]) != len(fp.gpus):
+        out.append(Delta(kind="hardware", name="gpu-count", reference=norm_value(ref["gpu_count"]),
+                         current=norm_value(len(fp.gpus)), source="nvidia-smi", impact="high",
+                         step_ids=["fingerprint"]))
+    if ref and ref.get("interconnect") and fp.interconnect and not same_value(ref["interconnect"], fp.interconnect):
+        out.append(Delta(kind="hardware", name="interconnect", reference=str(ref["interconnect"]),
+                         current=fp.interconnect, source="nvidia-smi topo -m", impact="high",
+                         why="GPUs connected differently than in the good run", step_ids=["fingerprint"]))
     # PCIe: a link below its max is suspicious when the box's other GPUs run faster (all alike: idle power saving)
     links = {i: ((state[i].pcie_gen if i in state else g.pcie_gen) or 0,
                  (state[i].pcie_width if i in state else g.pcie_width) or 0) for i, g in gpus.items()}

@@ -30,7 +30,9 @@ class ProbeInput(BaseModel):
     repeats: int = Field(default=5, ge=5, le=30, description="all_reduce_perf runs per GPU set (interleaved) before "
                          "the first comparison; 5 is the fewest a rank test can call DIFFERENT with.")
     max_repeats: int = Field(default=10, ge=5, le=60, description="More runs while the comparator says UNKNOWN.")
-    samples: int = Field(default=2, ge=1, le=20, description="nvidia-smi readings under load.")
+    samples: int = Field(default=2, ge=1, le=20, description="nvidia-smi readings under load, one a second.")
+    load_warmup_s: float = Field(default=3.0, ge=0, le=60, description="Seconds between starting the load and the "
+                                 "first reading (NCCL's set-up takes a second or two on a real box).")
 
 
 class LinkProbe(BaseModel):
@@ -219,23 +221,23 @@ def probe_hardware(ctx: ToolContext, args: ProbeInput) -> HardwareProbe:
                                                   app_sm_clock_mhz=_f(r.get("clocks.applications.graphics")))
                                      for i, r in gpus.items()}
     load_gpus = ",".join(str(i) for i in sorted(gpus))
-    load = (f"(CUDA_VISIBLE_DEVICES={load_gpus} all_reduce_perf -b 256M -e 256M -g {len(gpus)} -n 200 -w 5 "
-            ">/dev/null 2>&1 &) ; ")
-    for _ in range(args.samples):
-        script = load + "sleep 0.5; nvidia-smi --query-gpu=" + ",".join(_Q) + " --format=csv,noheader,nounits 2>&1"
-        res = ctx.host.run(Raw(script), check="ignore", timeout=120)
-        sample_rows = parse_query_csv(res.stdout.strip(), _Q)
-        for r in sample_rows:
-            idx = int(r.get("index") or -1) if (r.get("index") or "").isdigit() else -1
-            cp = loaded.get(idx)
-            util = _f(r.get("utilization.gpu"))
-            if cp is None or util is None or util < 50:  # only readings under load say what load gets
-                continue
-            cp.utilization_pct.append(util)
-            if (sm := _f(r.get("clocks.sm"))) is not None:
-                cp.sm_clock_load_mhz.append(sm)
-            if (pw := _f(r.get("power.draw"))) is not None:
-                cp.power_draw_w.append(pw)
+    # one load (all-reduce over every GPU) read `samples` times: a clock or power limit shows only under load
+    script = (f"(CUDA_VISIBLE_DEVICES={load_gpus} all_reduce_perf -b 64M -e 64M -g {len(gpus)} -n 500 -w 5 "
+              f">/dev/null 2>&1 &) ; sleep {args.load_warmup_s:g}; for i in $(seq {args.samples}); do "
+              "nvidia-smi --query-gpu=" + ",".join(_Q) + " --format=csv,noheader,nounits 2>&1; "
+              f"[ $i -lt {args.samples} ] && sleep 1; done; true")
+    res = ctx.host.run(Raw(script), check="ignore", timeout=120 + args.load_warmup_s + 2 * args.samples)
+    for r in parse_query_csv(res.stdout.strip(), _Q):
+        idx = int(r.get("index") or -1) if (r.get("index") or "").isdigit() else -1
+        cp = loaded.get(idx)
+        util = _f(r.get("utilization.gpu"))
+        if cp is None or util is None or util < 50:  # only readings under load say what load gets
+            continue
+        cp.utilization_pct.append(util)
+        if (sm := _f(r.get("clocks.sm"))) is not None:
+            cp.sm_clock_load_mhz.append(sm)
+        if (pw := _f(r.get("power.draw"))) is not None:
+            cp.power_draw_w.append(pw)
     _, reasons = _read_gpus(ctx)
     for i, cp in loaded.items():
         cp.reasons = reasons.get(i, [])

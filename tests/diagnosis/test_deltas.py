@@ -51,7 +51,8 @@ class Examined:
         return DeltaList.model_validate(self._call("list_deltas", {k: v for k, v in args.items() if v is not None}))
 
     def probe(self, deltas: DeltaList) -> HardwareProbe:
-        out = self._call("probe_hardware", {"deltas": deltas.model_dump(), "fingerprint": self.fingerprint})
+        out = self._call("probe_hardware", {"deltas": deltas.model_dump(), "fingerprint": self.fingerprint,
+                                            "load_warmup_s": 0})  # the twin's load starts at once
         return HardwareProbe.model_validate(out)
 
     def close(self) -> None:

@@ -157,3 +157,42 @@ def test_a_cause_key_is_not_taken_for_a_secret():
     from specdoctor.host.redact import is_secret_name
 
     assert not is_secret_name("key") and is_secret_name("api_key") and is_secret_name("HF_TOKEN")
+
+
+def _apply(sandbox: Any, revert: Any, shadow_dir: Any) -> tuple[str, dict[str, str]]:
+    """What a revert trial launches: the line with each flag put back (by dest name) and the workers' environment
+    of a server started with the revert's env, unsets and shadow sitecustomize (a real interpreter start-up)."""
+    from specdoctor.sim.predict import server_worker_env
+    from tests.sim.test_reverts import SHADOW
+
+    line = sandbox.launch
+    for dest, value in revert.argv_set.items():
+        flag = "--" + dest.replace("_", "-")
+        words = line.split()
+        i = words.index(flag)
+        words[i + 1: i + 2] = [value] if value else []
+        line = " ".join(words)
+    extra = dict(revert.env)
+    if revert.undo_sitecustomize:
+        (shadow_dir / "sitecustomize.py").write_text(SHADOW.format(names=revert.undo_sitecustomize))
+        extra["PYTHONPATH"] = str(shadow_dir)
+    env = server_worker_env(sandbox, extra)
+    for name in revert.unset:
+        env.pop(name, None)
+    return line, env
+
+
+@pytest.mark.parametrize("name", [n for n in STORIES if any(c.revertible for c in _truth(n))])
+def test_the_truth_causes_revert_gives_the_good_runs_numbers_back(examined, name, tmp_path):
+    """The model the twin measures with: today's launch predicts today's figure, the truth cause's Revert the good
+    run's (so a revert trial can confirm it)."""
+    from specdoctor.sim.predict import predict
+
+    box = examined(name)
+    sc = box.sandbox.scenario
+    good = float(sc.good_fingerprint["measurements"]["spec_tps"])
+    assert predict(box.sandbox).tps == pytest.approx(sc.truth.spec_tps, rel=0.02)
+    for cause in _truth(name):
+        d = next(d for d in box.deltas().deltas if d.kind == cause.kind and d.name == cause.name)
+        line, env = _apply(box.sandbox, d.revert, tmp_path)
+        assert predict(box.sandbox, launch=line, worker_env=env).tps == pytest.approx(good, rel=0.02), d.label

@@ -372,6 +372,29 @@ def _flag_deltas(ref_line: str | None, cur_line: str | None, notes: list[str]) -
     return out
 
 
+def _locate_paths(ctx: ToolContext, deltas: list[Delta]) -> list[Delta]:
+    """A path flag's revert must name something on this box: the good run's path, else the same name next to
+    today's (the models folder mounted elsewhere); when neither exists the delta cannot be reverted here."""
+    paths = [d for d in deltas if _PATH_FLAGS.search(d.name) and d.reference and d.reference.startswith("/")]
+    if not paths:
+        return deltas
+    cands = {d.name: [d.reference or ""] + ([os.path.join(os.path.dirname(d.current), os.path.basename(d.reference or ""))]
+                                              if d.current and d.current.startswith("/") else []) for d in paths}
+    words = [c for cs in cands.values() for c in cs]
+    res = ctx.host.run(["sh", "-c", 'for p in "$@"; do [ -e "$p" ] && printf "%s\\0" "$p"; done; true', "sh",
+                        *words], check="ignore")
+    exists = set(res.stdout.split("\0"))
+    for d in paths:
+        found = next((c for c in cands[d.name] if c in exists), None)
+        if found is None:
+            d.revertible, d.revert = False, None
+            d.why = f"{d.why}; the good run's {d.reference} is not on this box"
+        elif found != d.reference and d.revert is not None:
+            d.revert.argv_set[d.name] = found
+            d.why = f"{d.why}; the good run's {os.path.basename(found)} is at {found} here"
+    return deltas
+
+
 _SOFTWARE = [("nccl_version", "nccl", "high"), ("driver", "driver", "high"), ("cuda_driver", "cuda-driver", "high"),
              ("cuda_runtime", "cuda-runtime", "high"), ("torch_version", "torch", "medium"),
              ("sglang_version", "engine", "high")]
@@ -598,7 +621,7 @@ def list_deltas(ctx: ToolContext, args: DeltasInput) -> Deltas:
         notes.append("the good run recorded no worker env: env compared with what the box forces")
     deltas += _env_deltas(ref_env, fp, prop, box, launch_env)
     if ref is not None:
-        deltas += _flag_deltas(ref.get("launch"), args.launch, notes)
+        deltas += _locate_paths(ctx, _flag_deltas(ref.get("launch"), args.launch, notes))
         deltas += _software_deltas(ref, fp)
         deltas += _acceptance_delta(ref, measure)
         deltas += _workload_deltas(ref, args.max_new_tokens)

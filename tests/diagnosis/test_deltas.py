@@ -196,3 +196,17 @@ def test_the_truth_causes_revert_gives_the_good_runs_numbers_back(examined, name
         d = next(d for d in box.deltas().deltas if d.kind == cause.kind and d.name == cause.name)
         line, env = _apply(box.sandbox, d.revert, tmp_path)
         assert predict(box.sandbox, launch=line, worker_env=env).tps == pytest.approx(good, rel=0.02), d.label
+
+
+def test_a_path_flag_reverts_to_what_exists_on_this_box(examined):
+    box = examined("draft-path-changed")
+    models = str(box.sandbox.root / "models")
+    good = box.sandbox.scenario.good_fingerprint or {}
+    line = str(good["launch"]).replace("{models}", "/mnt/other-models")  # the good run's box mounted them elsewhere
+    moved = box.deltas(good_fingerprint={**good, "launch": line})
+    d = next(d for d in moved.deltas if d.name == "speculative_draft_model_path")
+    assert d.revert is not None and d.revert.argv_set == {d.name: f"{models}/EAGLE3-LLaMA3.3-Instruct-70B"}
+    assert not [x for x in moved.deltas if x.name == "model_path"]  # same model, another mount: not a difference
+    gone = box.deltas(good_fingerprint={**good, "launch": line.replace("LLaMA3.3", "LLaMA3.2")})
+    d = next(d for d in gone.deltas if d.name == "speculative_draft_model_path")
+    assert not d.revertible and d.revert is None and "not on this box" in d.why

@@ -238,10 +238,14 @@ def _first_worker(row: Any) -> str | None:
     return vals[0] if vals else None
 
 
-def _env_source(row: Any, prop: Propagation, profiles: dict[str, str], launch_env: dict[str, str]) -> str:
-    """Where a worker variable's current value comes from, as /proc and the files show it."""
+def _env_source(row: Any, prop: Propagation, profiles: dict[str, str], launch_env: dict[str, str],
+                forced: frozenset[str] = frozenset()) -> str:
+    """Where a worker variable's current value comes from, as /proc and the files show it (`forced`: what this
+    engine version sets itself before it spawns the workers)."""
     in_env = row.parent is not None or _first_worker(row) is not None
     if row.forced_by_sglang and row.status == "forced-by-sglang":
+        return "engine-forced"
+    if row.name in forced and row.parent is None and _first_worker(row) is not None and not row.from_sitecustomize:
         return "engine-forced"
     if row.from_sitecustomize and row.parent is None:
         return prop.sitecustomize or "sitecustomize.py"
@@ -292,6 +296,8 @@ def _env_revert(name: str, ref: str | None, source: str, row: Any, interconnect:
 def _env_deltas(ref_env: dict[str, str] | None, fp: Fingerprint, prop: Propagation | None, box: BoxState,
                 launch_env: dict[str, str]) -> list[Delta]:
     out: list[Delta] = []
+    version = fp.sglang_version or fp.server_version
+    forced = get_engine(version=version).forced_env_names if version else frozenset()
     current = _current_env(prop, fp)
     names = set(current) | set(ref_env or {})
     for name in sorted(n for n in names if n.startswith(ENV_PREFIXES)):
@@ -301,14 +307,14 @@ def _env_deltas(ref_env: dict[str, str] | None, fp: Fingerprint, prop: Propagati
             # no good run: only what the box forces on NCCL/CUDA (sitecustomize, nccl.conf, login profile)
             if cur is None or row is None:
                 continue
-            forced = (row.from_sitecustomize and row.parent is None) or \
+            by_box = (row.from_sitecustomize and row.parent is None) or \
                 (row.from_nccl_conf and row.parent is None and _first_worker(row) is None) or \
                 name in box.profile_exports
-            if not forced or not name.startswith(("NCCL_", "CUDA_", "TORCH_NCCL_")):
+            if not by_box or not name.startswith(("NCCL_", "CUDA_", "TORCH_NCCL_")):
                 continue
         elif (cur or "").strip() == (ref or "").strip() and (cur is None) == (ref is None):
             continue
-        source = _env_source(row, prop, box.profile_exports, launch_env) if row is not None and prop else \
+        source = _env_source(row, prop, box.profile_exports, launch_env, forced) if row is not None and prop else \
             "worker environment"
         revert, why = _env_revert(name, ref, source, row, fp.interconnect)
         if source == "engine-forced" and not why:

@@ -114,6 +114,11 @@ def test_sources_are_read_from_proc_and_files(examined):
     assert conf.revert is not None and conf.revert.env == {"NCCL_PROTO": "LL,LL128,Simple"}  # NVLink: LL128 on by default
     profile = next(d for d in examined("bashrc-launch-blocking").deltas().deltas if d.name == "CUDA_LAUNCH_BLOCKING")
     assert profile.source == "~/.bashrc"
+    lost = {d.name: d for d in examined("lost-nccl-env").deltas().deltas if d.kind == "env"}
+    assert lost["NCCL_PROTO"].current is None and lost["NCCL_PROTO"].revert is not None
+    assert lost["NCCL_PROTO"].revert.env == {"NCCL_PROTO": lost["NCCL_PROTO"].reference}  # the launcher dropped it
+    forced = lost["CUDA_MODULE_LOADING"]  # SGLang 0.5.9 sets it itself: no relaunch can take it away
+    assert forced.source == "engine-forced" and not forced.revertible and forced.revert is None
 
 
 @pytest.mark.parametrize("name", HEALTHY)

@@ -215,3 +215,16 @@ def test_a_path_flag_reverts_to_what_exists_on_this_box(examined):
     gone = box.deltas(good_fingerprint={**good, "launch": line.replace("LLaMA3.3", "LLaMA3.2")})
     d = next(d for d in gone.deltas if d.name == "speculative_draft_model_path")
     assert not d.revertible and d.revert is None and "not on this box" in d.why
+
+
+def test_without_a_benchmark_the_link_probe_says_so_and_confirms_nothing(examined):
+    box = examined("pcie-downtrained")
+    bench = box.sandbox.root / "bin" / "all_reduce_perf"
+    hidden = bench.with_name(".all_reduce_perf")
+    bench.rename(hidden)  # a box without nccl-tests (and no python given for torchrun)
+    try:
+        probe = box.probe(box.deltas())
+    finally:
+        hidden.rename(bench)
+    assert [p.problem for p in probe.links] and "no all-reduce benchmark" in str(probe.links[0].problem)
+    assert "pcie-link" not in {c.key for c in probe.causes}

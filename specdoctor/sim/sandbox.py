@@ -196,7 +196,10 @@ class Sandbox:
 
     def start_server(self, host: Host | None = None, *, timeout: float = 20.0) -> list[int]:
         """Start the scenario's 'already running' server (with its extra env) and return its PIDs."""
-        res = self.launch_server(host, env=dict(self.scenario.server.running_env), timeout=timeout)
+        line = None
+        if self.scenario.server.supervisor == "restarter":  # a shell loop starts it again whenever it exits
+            line = (f"sh -c {shlex.quote(f'while [ -d {shlex.quote(str(self.root))} ]; do {self.launch}; sleep 1; done')}")
+        res = self.launch_server(host, line=line, env=dict(self.scenario.server.running_env), timeout=timeout)
         if not res.healthy:
             tail = Path(res.log).read_text(errors="replace")[-2000:] if Path(res.log).exists() else ""
             raise ScenarioError(f"simulated server did not become healthy on port {res.port}:\n{tail}")
@@ -359,6 +362,9 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
     repo = Path(_subst(sc.sglang.dir, ctx))
     ctx["repo"] = str(repo)
     python, _site = _layout_python(root, sc, str(root))
+    if sc.sglang.install == "editable":  # pip's PEP 610 record of `pip install -e <repo>`: where sglang comes from
+        (_site / f"sglang-{sc.sglang.version}.dist-info" / "direct_url.json").write_text(
+            json.dumps({"url": repo.as_uri(), "dir_info": {"editable": True}}))
     base_env = {"PATH": f"{root / 'bin'}:{_SYSTEM_PATH}", "HOME": str(home), "LANG": "C.UTF-8"}
     nccl_conf = root / "etc" / "nccl.conf"
     if sc.nccl_conf:
@@ -503,6 +509,7 @@ def _write_twin(root: Path, sc: Scenario, repo: str, nccl_conf: Path | None, ctx
     hidden = mc.get("hidden_size") or (mc.get("text_config") or {}).get("hidden_size") or 7168
     twin = {
         "name": sc.name, "version": sc.sglang.version, "seed": sc.seed, "time_scale": sc.time_scale, "repo": repo,
+        "sglang_install": sc.sglang.install, "launch_time": sc.server.launch_time.model_dump(),
         "hardware": hw,
         "patches": [{"id": p.id, "file": p.file, "add": p.add, "after": p.after, "essential": p.essential,
                      "missing_error": p.missing_error} for p in sc.sglang.patches],

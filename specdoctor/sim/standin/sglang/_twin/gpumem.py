@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 
 __all__ = ["MemoryConfig", "LaunchMemory", "launch_memory", "UNBALANCED", "NOT_ENOUGH", "cuda_oom", "held_on_gpus",
-           "check_launch", "DEFAULT_SERVER_SHARE"]
+           "check_launch", "DEFAULT_SERVER_SHARE", "LaunchSeconds", "launch_seconds"]
 
 DEFAULT_SERVER_SHARE = 0.92  # what nvidia-smi shows for a server that recorded no holding (started unenforced)
 
@@ -133,3 +133,28 @@ def check_launch(root: str, twin: dict, gpus: list[int], mem_fraction_static: fl
     total = float(twin["hardware"].get("memory_gb", 96.0)) * 1024
     return launch_memory(total, held_on_gpus(root, twin, total, own_pid), gpus, mem_fraction_static, config,
                          speculative=speculative)
+
+
+@dataclass(frozen=True)
+class LaunchSeconds:
+    """What one start-up costs in model seconds: weights read from disk, the draft, CUDA-graph capture."""
+
+    load_s: float
+    draft_load_s: float
+    graph_s: float
+    draft_graph_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.load_s + self.draft_load_s + self.graph_s + self.draft_graph_s
+
+
+def launch_seconds(twin: dict, *, speculative: bool, cuda_graph: bool) -> LaunchSeconds:
+    """The scenario's `server.launch_time` (disk speed, weights, capture times) for one launch of this shape."""
+    lt = twin.get("launch_time") or {}
+    disk = float(lt.get("disk_gb_s", 2.0))
+    return LaunchSeconds(load_s=float(lt.get("weights_gb", 60.0)) / disk,
+                         draft_load_s=float(lt.get("draft_gb", 2.0)) / disk if speculative else 0.0,
+                         graph_s=float(lt.get("cuda_graph_s", 35.0)) if cuda_graph else 0.0,
+                         draft_graph_s=float(lt.get("draft_cuda_graph_s", 12.0)) if cuda_graph and speculative
+                         else 0.0)

@@ -185,7 +185,7 @@ class Sandbox:
             if not Path(f"/proc/{pid}").exists() or _is_zombie(pid):
                 break
             try:  # our server (its pidfile exists) and healthy: not some other server on the same port
-                if (self.pid_dir / f"{pid}.json").exists() and \
+                if self._started_by(pid) and \
                         httpx.get(f"http://127.0.0.1:{port}/health", timeout=1.0).status_code == 200:
                     healthy = True
                     break
@@ -194,12 +194,30 @@ class Sandbox:
             time.sleep(0.02)
         return Launched(pid=pid, port=port, healthy=healthy, log=log, seconds=time.monotonic() - t0)
 
+    def _started_by(self, pid: int) -> bool:
+        """A server of this sandbox is `pid` or its child (a restart loop's shell is not the server itself)."""
+        if (self.pid_dir / f"{pid}.json").exists():
+            return True
+        for f in self.pid_dir.glob("*.json") if self.pid_dir.is_dir() else []:
+            try:
+                if int(Path(f"/proc/{f.stem}/stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    return True
+            except (OSError, ValueError, IndexError):
+                continue
+        return False
+
+    def running_line(self) -> str:
+        """How the 'already running' server was started: its launch, or a shell loop restarting it when it exits
+        (`server.supervisor: restarter`; the loop ends with the sandbox)."""
+        if self.scenario.server.supervisor == "restarter":
+            loop = f"while [ -d {shlex.quote(str(self.root))} ]; do {self.launch}; sleep 1; done"
+            return f"sh -c {shlex.quote(loop)}"
+        return self.launch
+
     def start_server(self, host: Host | None = None, *, timeout: float = 20.0) -> list[int]:
         """Start the scenario's 'already running' server (with its extra env) and return its PIDs."""
-        line = None
-        if self.scenario.server.supervisor == "restarter":  # a shell loop starts it again whenever it exits
-            line = (f"sh -c {shlex.quote(f'while [ -d {shlex.quote(str(self.root))} ]; do {self.launch}; sleep 1; done')}")
-        res = self.launch_server(host, line=line, env=dict(self.scenario.server.running_env), timeout=timeout)
+        res = self.launch_server(host, line=self.running_line(), env=dict(self.scenario.server.running_env),
+                                 timeout=timeout)
         if not res.healthy:
             tail = Path(res.log).read_text(errors="replace")[-2000:] if Path(res.log).exists() else ""
             raise ScenarioError(f"simulated server did not become healthy on port {res.port}:\n{tail}")
@@ -425,7 +443,7 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
         raise
     if start_server if start_server is not None else sc.server.running:
         for attempt in range(3):  # another process may take the port between our check and the bind
-            res = box.launch_server(env=dict(sc.server.running_env))
+            res = box.launch_server(line=box.running_line(), env=dict(sc.server.running_env))
             if res.healthy:
                 break
             log = Path(res.log).read_text(errors="replace") if Path(res.log).exists() else ""

@@ -28,10 +28,12 @@ from specdoctor.tools.trial_tree import SglangOrigin
 from specdoctor.tools.user_server import UserServerRecord, capture, identity_hash, manual_step
 
 __all__ = ["examine_user_server", "take_gpus", "give_back_gpus", "bring_back", "blocked_by_user_server",
-           "OWN_ACTIONS", "Pending", "pending_path", "pending_for_host", "origin_outside_checkout"]
+           "OWN_ACTIONS", "Pending", "pending_path", "pending_for_host", "origin_outside_checkout", "host_key",
+           "bring_back_pending", "cleanup_user_server"]
 
 OWN_ACTIONS = frozenset({"take_gpus", "give_back_gpus"})
 _RECHECK_ROUNDS = 1  # one more benchmark batch after the restart while the comparator says UNKNOWN
+_BEFORE_RUNS = 8  # runs are cheap next to a launch: enough for the restart's comparator to say SAME at 10 %
 _SAME_WITHIN = 0.10  # the change the project sizes its comparisons for (10 % at CV 3 %): smaller is "as it was"
 
 
@@ -39,7 +41,7 @@ class Pending(BaseModel):
     """The marker of a stopped user's server (0600, beside the relaunch file): what `restore` needs to find it."""
 
     run_id: str
-    host: str = Field(description="The host's name (host.name) the server runs on.")
+    host: str = Field(description="The host it runs on (host_key: the reopen spec, else the host's name).")
     port: int | None = None
     log_path: str | None = None
     user: str | None = None
@@ -50,6 +52,11 @@ class Pending(BaseModel):
     requests_per_run: int = 3
     max_new_tokens: int = 128
     restarted: bool = False
+
+
+def host_key(host: Any) -> str:
+    """What names a host across processes: the spec that reopens it (a simulated host's sandbox), else its name."""
+    return str(getattr(host, "reopen_spec", None) or host.name)
 
 
 def pending_path(run_id: str) -> Path:
@@ -72,7 +79,7 @@ def _load_pending(run_id: str) -> Pending | None:
     return Pending.model_validate_json(path.read_text()) if path.is_file() else None
 
 
-def pending_for_host(host_name: str) -> list[Pending]:
+def pending_for_host(key: str) -> list[Pending]:
     """Stopped user's servers on this host that were never brought back (newest first)."""
     folder = relaunch_path("x").parent
     found = []
@@ -82,7 +89,7 @@ def pending_for_host(host_name: str) -> list[Pending]:
             p = Pending.model_validate_json(f.read_text())
         except ValueError:
             continue
-        if p.host == host_name and not p.restarted:
+        if p.host == key and not p.restarted:
             found.append(p)
     return found
 
@@ -144,8 +151,8 @@ def examine_user_server(deps, view: StateView, step, args: dict[str, Any]) -> Ac
     # the launching steps cannot run (no consent, a supervisor).
     p = view.params
     deps.view.progress(f"benchmarking your running server on port {rec.port}")
-    first = _bench(deps, out.results, "bench_spec_running", int(rec.port or 0), int(p.get("runs", 5)), p,
-                   _file_target(rec.stdout))
+    first = _bench(deps, out.results, "bench_spec_running", int(rec.port or 0),
+                   max(int(p.get("runs", 5)), _BEFORE_RUNS), p, _file_target(rec.stdout))
     if first is not None:
         fact.tps_before = first.median
         bench = dict(first.model_dump(mode="json"), label="spec (running server)")
@@ -234,9 +241,10 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
                                       found=fact.note, decided="launching steps skipped", why="never stop a stranger"))
         return out
     save_relaunch(Relaunch(run_id=run_id, argv=cap.argv, env=cap.env, cwd=cap.cwd))
-    _save_pending(Pending(run_id=run_id, host=deps.host.name, port=rec.port, log_path=_file_target(rec.stdout),
+    _save_pending(Pending(run_id=run_id, host=host_key(deps.host), port=rec.port, log_path=_file_target(rec.stdout),
                           user=rec.user, supervisor=rec.supervisor, identity=rec.identity,
-                          samples_before=list(first.samples) if first else [], runs=int(p.get("runs", 5)),
+                          samples_before=list(first.samples) if first else [],
+                          runs=max(int(p.get("runs", 5)), _BEFORE_RUNS),
                           requests_per_run=int(p.get("requests_per_run", 3)),
                           max_new_tokens=int(p.get("max_new_tokens", 128))))
     stop = call_tool(deps, "stop_user_server", {"pid": rec.pid, "starttime": rec.starttime, "pids": rec.pids},
@@ -387,3 +395,19 @@ def cleanup_user_server(ctx: ToolContext, values: dict[str, Any], timeout_s: flo
         dict(d.model_dump(), step="cleanup") for d in decisions]
     return values
 
+
+
+def bring_back_pending(ctx: ToolContext) -> list[str]:
+    """`specdoctor restore`: restart every user's server a crashed run stopped on this host; one line each."""
+    lines = []
+    for p in pending_for_host(host_key(ctx.host)):
+        run_ctx = dataclasses.replace(ctx, run_id=p.run_id, auto_approve=True)
+        # The crashed run's own trial servers first (recorded by process group): they hold the GPUs now.
+        stopped = registry.call(run_ctx, "stop_server", {})
+        if not stopped.ok and stopped.status == "error":
+            lines.append(f"run {p.run_id}: could not stop its trial servers: {stopped.summary}")
+        fact, decisions = bring_back(run_ctx, p.run_id)
+        if fact is None:
+            continue
+        lines.append(f"your server stopped by run {p.run_id}: " + (decisions[0].found if decisions else fact.note))
+    return lines

@@ -192,7 +192,6 @@ def main(argv: list[str], prog: str, entry: str) -> int:
             json.dump({"port": args["port"], "procs": procs}, fh)
     mem = float(hw.get("memory_gb", 96.0))
     lt = launch_seconds(twin, speculative=bool(perf["speculative"]), cuda_graph=not args.get("disable_cuda_graph"))
-    log(f"Load weight begin. avail mem={mem * 0.98:.2f} GB", tag)
     log(f"Load weight end. elapsed={lt.load_s:.2f} s, type={arch}, dtype=torch.bfloat16, "
         f"avail mem={mem * 0.38:.2f} GB, mem usage={mem * 0.6:.2f} GB.", tag)
     if perf["speculative"]:

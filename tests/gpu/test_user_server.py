@@ -176,13 +176,15 @@ def _kill_after_stop(tmp_path: Path, box: Sandbox) -> str:
     env = {**os.environ, "LANGGRAPH_STRICT_MSGPACK": "true"}
     out = tmp_path / "out"
     proc = subprocess.Popen([*CLI, "investigate", "--host", f"sim:attach={box.root}", "--playbook", PLAYBOOK,
-                             "--yes", "--out", str(out), "--port", str(box.port), "--json"], env=env,
+                             "--yes", "--out", str(out), "--port", str(box.port), "--json",
+                             # long benchmark runs: the trial lasts seconds, a window to kill the run inside it
+                             "--param", "runs=10", "--param", "max_new_tokens=1024"], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     audit = out / "audit.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         text = audit.read_text(errors="replace") if audit.exists() else ""
-        if "kill -TERM" in text and "setsid" in text:
+        if "kill -TERM" in text and "setsid" in text and "setsid nohup env -i" not in text:  # a trial, not the restart
             proc.send_signal(signal.SIGKILL)
             break
         time.sleep(0.05)

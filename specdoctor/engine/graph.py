@@ -91,7 +91,7 @@ def make_node(step: Step):
             deps.view.step_finished(step.id, "skipped", d.found)
             return {"decisions": [d.model_dump()], "done": [step.id]}
         effect = step_effect(step)
-        blocked = gpu_blocker(step, effect, view)
+        blocked = None if deps.dry_run else gpu_blocker(step, effect, view)
         if blocked:  # the user's server holds the GPUs: a launch beside it would fail (never fight for them)
             d = Decision(step=step.id, title=step.title, tool=step.tool, status="skipped",
                          checked="the GPUs this step's launches need", found=blocked, decided="not done",

@@ -253,9 +253,8 @@ class OtherServer(_Strict):
 class LaunchTime(_Strict):
     """What a launch costs on this box, in model seconds (logged as SGLang logs it; the wall clock stays short)."""
 
-    disk_gb_s: float = Field(default=2.0, gt=0, description="Weights read speed: load = weights / this.")
-    weights_gb: float = Field(default=60.0, gt=0, description="Target weights on disk (all ranks read in parallel).")
-    draft_gb: float = Field(default=2.0, ge=0, description="EAGLE draft weights on disk.")
+    disk_gb_s: float = Field(default=2.0, gt=0, description="Weights read speed: load = gpu_memory.weights_gb / "
+                             "this (ranks read their shards in parallel; the draft loads after the target).")
     cuda_graph_s: float = Field(default=35.0, ge=0, description="CUDA-graph capture of the target.")
     draft_cuda_graph_s: float = Field(default=12.0, ge=0, description="CUDA-graph capture of the draft.")
 

@@ -150,11 +150,13 @@ class LaunchSeconds:
 
 
 def launch_seconds(twin: dict, *, speculative: bool, cuda_graph: bool) -> LaunchSeconds:
-    """The scenario's `server.launch_time` (disk speed, weights, capture times) for one launch of this shape."""
+    """The scenario's `server.launch_time` (disk speed, capture times) and `gpu_memory` (weights) for one launch."""
     lt = twin.get("launch_time") or {}
+    mem = MemoryConfig(**{k: v for k, v in (twin.get("gpu_memory") or {}).items()
+                          if k in MemoryConfig.__dataclass_fields__})
     disk = float(lt.get("disk_gb_s", 2.0))
-    return LaunchSeconds(load_s=float(lt.get("weights_gb", 60.0)) / disk,
-                         draft_load_s=float(lt.get("draft_gb", 2.0)) / disk if speculative else 0.0,
+    return LaunchSeconds(load_s=mem.weights_gb / disk,
+                         draft_load_s=mem.draft_gb / disk if speculative else 0.0,
                          graph_s=float(lt.get("cuda_graph_s", 35.0)) if cuda_graph else 0.0,
                          draft_graph_s=float(lt.get("draft_cuda_graph_s", 12.0)) if cuda_graph and speculative
                          else 0.0)

@@ -226,3 +226,25 @@ def test_crash_then_restore_brings_the_users_server_back(tmp_path, monkeypatch):
         assert "your server stopped by run" not in again.output  # brought back once, never twice
     finally:
         box.remove()
+
+
+def test_ctrl_c_mid_run_brings_the_users_server_back(tmp_path, monkeypatch):
+    import dataclasses
+
+    from specdoctor.engine.actions import ACTIONS
+
+    def interrupted(*_: Any) -> Any:
+        raise KeyboardInterrupt  # Ctrl-C while a trial runs on the freed GPUs
+
+    monkeypatch.setitem(ACTIONS, "reproduce", dataclasses.replace(ACTIONS["reproduce"], fn=interrupted))
+    box = _box()
+    try:
+        before = _main_pid(box)
+        with pytest.raises(KeyboardInterrupt):
+            _run(box, tmp_path, yes=True)
+        assert _healthy(box.port) and _main_pid(box) != before  # restarted by the runner's cleanup
+        report = json.loads((tmp_path / "out" / "report.json").read_text())
+        back = [d for d in report["decisions"] if d["step"] == "cleanup" and "back on" in d["found"]]
+        assert back and "identity unchanged" in back[0]["found"]
+    finally:
+        box.remove()

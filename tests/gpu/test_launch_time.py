@@ -34,3 +34,22 @@ def test_a_slow_disk_and_big_weights_cost_model_minutes_read_from_the_log():
     fast = _cost(4.0, 140.0)
     assert fast["load_weight_s"] == pytest.approx(140 / 4 + 2 / 4)
     assert fast["launch_s"] < slow["launch_s"] - 200
+
+
+def test_the_logged_elapsed_wins_over_the_second_resolution_timestamps():
+    from specdoctor.parsers.sglang_startup import parse_startup
+
+    # SGLang 0.5.x lines (elapsed= since 2026; a TP1 line must not count: ranks load in parallel)
+    log = ("[2026-02-26 16:31:00 TP0] Load weight begin. avail mem=283.96 GB\n"
+           "[2026-02-26 16:41:05 TP1] Load weight end. elapsed=605.50 s, type=KimiK25ForConditionalGeneration, "
+           "dtype=torch.bfloat16, avail mem=210.38 GB, mem usage=73.58 GB.\n"
+           "[2026-02-26 16:41:06 TP0] Load weight end. elapsed=606.34 s, type=KimiK25ForConditionalGeneration, "
+           "dtype=torch.bfloat16, avail mem=209.96 GB, mem usage=73.58 GB.\n"
+           "[2026-02-26 16:42:10 TP0] Capture cuda graph end. Time elapsed: 41.20 s. mem usage=1.2 GB. avail mem=9 GB.\n"
+           "[2026-02-26 16:42:20 TP0] Capture draft cuda graph end. Time elapsed: 9.80 s. mem usage=0.2 GB. "
+           "avail mem=8 GB.\n")
+    t = parse_startup(log)
+    assert t.load_weight_s == pytest.approx(606.34)  # not 606 (the timestamps' difference)
+    assert t.cuda_graph_s == pytest.approx(51.0)
+    old = parse_startup(log.replace("elapsed=606.34 s, ", "").replace("elapsed=605.50 s, ", ""))
+    assert old.load_weight_s == pytest.approx(606.0)  # older logs: begin → end timestamps

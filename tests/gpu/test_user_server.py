@@ -104,6 +104,11 @@ def test_stop_with_consent_trials_then_restart_exactly(tmp_path):
 
 def _user_server_fact(tmp_path: Path) -> dict[str, Any]:
     """The user_server fact as the run's last checkpoint holds it (the report renders it)."""
+    return _values()["facts"]["user_server"]
+
+
+def _values() -> dict[str, Any]:
+    """The last run's state as its last checkpoint holds it."""
     from specdoctor.engine.graph import compile_playbook
     from specdoctor.engine.playbook import load_playbook
     from specdoctor.engine.runs import list_records, open_checkpointer
@@ -111,8 +116,7 @@ def _user_server_fact(tmp_path: Path) -> dict[str, Any]:
     rec = list_records()[-1]
     with open_checkpointer(rec.checkpoint or None) as saver:
         app = compile_playbook(load_playbook(rec.playbook), checkpointer=saver)
-        values = app.get_state({"configurable": {"thread_id": rec.run_id}}).values
-    return values["facts"]["user_server"]
+        return dict(app.get_state({"configurable": {"thread_id": rec.run_id}}).values)
 
 
 def test_without_consent_only_the_read_only_part_runs(tmp_path):
@@ -128,6 +132,12 @@ def test_without_consent_only_the_read_only_part_runs(tmp_path):
         assert _decision(report, "user_server")["status"] == "ok"  # the examination and its benchmark ran
         assert report["measurements"]  # the running server's throughput, measured read-only
         assert _main_pid(box) == pid and _healthy(box.port)  # untouched
+        # What the report is built from: the run's values after the runner's cleanup.
+        from specdoctor.engine.actions.user_server import cleanup_user_server
+
+        values = cleanup_user_server(ToolContext(host=SimHost(box), run_id="x"), _values())
+        fact = UserServerFact.model_validate(values["facts"]["user_server"])
+        assert fact.stop_consent == "refused" and not fact.stopped and fact.left_as_found
     finally:
         box.remove()
 

@@ -373,9 +373,25 @@ def give_back_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionO
     return out
 
 
+def _consent_refused(values: dict[str, Any]) -> dict[str, Any]:
+    """The user declined the stop (the graph skipped take_gpus before it ran): say so in the user_server fact."""
+    declined = any(d.get("status") == "declined" and d.get("checked") == "approval for take_gpus"
+                   for d in values.get("decisions") or [])
+    raw = (values.get("facts") or {}).get("user_server")
+    if not declined or not raw:
+        return values
+    fact = UserServerFact.model_validate(raw)
+    if fact.stopped:
+        return values
+    fact.stop_consent = "refused"
+    fact.note = fact.note or "you declined stopping it: the launching steps were skipped; it kept running untouched"
+    return {**values, "facts": {**values["facts"], "user_server": fact.model_dump(mode="json")}}
+
+
 def cleanup_user_server(ctx: ToolContext, values: dict[str, Any], timeout_s: float = 600) -> dict[str, Any]:
     """The runner's cleanup: bring the user's server back if this run stopped it and did not restart it yet."""
     run_id = values.get("run_id") or ctx.run_id
+    values = _consent_refused(values)
     try:
         fact, decisions = bring_back(ctx, run_id, timeout_s=timeout_s)
     except Exception as exc:  # noqa: BLE001 - the report must still be written; the failure is in it

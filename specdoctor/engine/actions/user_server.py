@@ -253,6 +253,8 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     fact.stopped = stop.ok
     if not stop.ok:
         fact.note = f"could not stop it: {stop.summary}"
+        if _alive_pid(deps.host, rec.pid):  # still serving: nothing to bring back, and no restart on a busy port
+            pending_path(run_id).unlink(missing_ok=True)
     out.facts["user_server"] = fact.model_dump(mode="json")
     out.status = "ok" if stop.ok else "error"
     out.summary = stop.summary
@@ -265,6 +267,14 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
         why=f"consent: {fact.stop_consent}; its argv, cwd and full environment are kept in a 0600 file",
         evidence=out.commands(12)))
     return out
+
+
+def _alive_pid(host: Any, pid: int) -> bool:
+    try:
+        capture(host, pid)
+    except Exception:  # noqa: BLE001 - gone or unreadable: not serving
+        return False
+    return True
 
 
 # -- restart (at the end, and in every cleanup path) -------------------------------------------------------------

@@ -225,13 +225,13 @@ class GpuProcess(_Strict):
 
 
 class GpuMemory(_Strict):
-    """GPU memory as SGLang meets it (off by default: today's agent relaunches beside the user's server).
+    """GPU memory as SGLang meets it (on by default: a second server beside the user's fails as it would).
 
     Enforced, each stand-in server holds `--mem-fraction-static` of what was free on its GPUs (weights included)
     plus its CUDA graphs, shown by nvidia-smi; a launch whose GPUs lack it fails SGLang's way and exits non-zero.
     """
 
-    enforce: bool = False
+    enforce: bool = True
     weights_gb: float = Field(default=16.0, gt=0, description="Target weights over all ranks (sharded by TP).")
     draft_gb: float = Field(default=1.0, ge=0, description="EAGLE draft weights per rank.")
     cuda_graph_gb: float = Field(default=1.2, ge=0, description="Held per rank outside the static pool.")

@@ -34,13 +34,13 @@ def cuda_oom(alloc_mib: float, gpu: int, total_mib: float, free_mib: float) -> s
 
 @dataclass(frozen=True)
 class MemoryConfig:
-    """A scenario's `gpu_memory` block: off by default (today's agent relaunches beside the user's server).
+    """A scenario's `gpu_memory` block: enforced by default (specdoctor stops the user's server, with consent).
 
     weights_gb: target weights over all ranks (sharded by TP); draft_gb: EAGLE draft per rank (not sharded);
     cuda_graph_gb: held outside the static pool per rank.
     """
 
-    enforce: bool = False
+    enforce: bool = True
     weights_gb: float = 16.0
     draft_gb: float = 1.0
     cuda_graph_gb: float = 1.2

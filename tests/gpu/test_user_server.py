@@ -195,6 +195,7 @@ def _kill_after_stop(tmp_path: Path, box: Sandbox) -> str:
     while time.monotonic() < deadline and proc.poll() is None:
         text = audit.read_text(errors="replace") if audit.exists() else ""
         if "kill -TERM" in text and "setsid" in text and "setsid nohup env -i" not in text:  # a trial, not the restart
+            time.sleep(0.5)  # inside the trial (its benchmark lasts seconds), as test_resume_after_kill does
             proc.send_signal(signal.SIGKILL)
             break
         time.sleep(0.05)

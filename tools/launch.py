@@ -42,6 +42,8 @@ class LaunchInput(BaseModel):
                               "restarts a recorded server with exactly its own environment.")
     log_path: str | None = Field(default=None, description="Append the server's output to this file (e.g. where "
                                  "the user's server logged) instead of a new log in the run folder.")
+    own: bool = Field(default=True, description="False: the user's own server brought back — not recorded as "
+                      "started by this run, so stop_server and the safety net never stop it.")
 
 
 class LaunchResult(BaseModel):
@@ -195,8 +197,9 @@ def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     script = (f"mkdir -p {shlex.quote(ctx.run_dir)} && "
               + (f"cd {shlex.quote(args.cwd)} && " if args.cwd else "")
               + f"{{ {run} {'>>' if args.log_path else '>'} {shlex.quote(log)} 2>&1 < /dev/null & }} && pid=$! && "
-              + f"printf '{{\"pgid\": %s, \"pids\": [%s], %s\\n' \"$pid\" \"$pid\" {shlex.quote(rest)} "
-              + f">> {shlex.quote(ctx.run_dir + '/started.json')}; echo $pid")
+              + (f"printf '{{\"pgid\": %s, \"pids\": [%s], %s\\n' \"$pid\" \"$pid\" {shlex.quote(rest)} "
+                 f">> {shlex.quote(ctx.run_dir + '/started.json')}; " if args.own else "")
+              + "echo $pid")
     ctx.say(f"launching {label} on port {port}")
     res = ctx.host.run(Raw(script), check="ignore", timeout=60)
     pid_s = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
@@ -208,7 +211,8 @@ def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     pgid = pid
     result = LaunchResult(pids=[pid], pgid=pgid, port=port, log_path=log, argv=argv, env=redact_env(env),
                           label=label)
-    _record(ctx, {"pgid": pgid, "pids": [pid], "port": port, "log": log, "label": label, "time": time.time()})
+    if args.own:
+        _record(ctx, {"pgid": pgid, "pids": [pid], "port": port, "log": log, "label": label, "time": time.time()})
     t0 = time.monotonic()
     last_say = t0
     while True:

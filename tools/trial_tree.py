@@ -321,8 +321,14 @@ def remove_tree(ctx: ToolContext, name: str | None = None) -> Removed:
 
 _ORIGIN = ("import importlib.util, json, os, sys\n"
            "s = importlib.util.find_spec('sglang')\n"
+           "try:\n"
+           "    import importlib.metadata as md\n"
+           "    u = json.loads(md.distribution('sglang').read_text('direct_url.json') or 'null')\n"
+           "except Exception:\n"
+           "    u = None\n"
+           "e = u.get('url') if isinstance(u, dict) and (u.get('dir_info') or {}).get('editable') else None\n"
            "print(json.dumps({'origin': s and s.origin, 'locations': list(s.submodule_search_locations or []) "
-           "if s else [], 'executable': sys.executable, 'cwd': os.getcwd()}))\n")
+           "if s else [], 'executable': sys.executable, 'cwd': os.getcwd(), 'editable': e}))\n")
 
 
 class OriginInput(BaseModel):
@@ -343,6 +349,8 @@ class SglangOrigin(BaseModel):
     python: str
     expect_under: str | None = None
     inside: bool | None = Field(default=None, description="None when no tree was expected.")
+    editable_from: str | None = Field(default=None, description="An editable install's source (PEP 610 "
+                                      "direct_url.json of the sglang distribution), e.g. file:///home/u/sglang.")
 
     def summary_line(self) -> str:
         where = self.origin or (self.locations[0] if self.locations else "not importable")
@@ -358,11 +366,17 @@ def sglang_origin_of(ctx: ToolContext, args: OriginInput) -> SglangOrigin:
     python, env, cwd = args.python, dict(args.env), args.cwd
     if args.pid is not None:
         p = f"/proc/{args.pid}"
-        res = ctx.host.run(Raw(f"readlink {p}/exe && readlink {p}/cwd && base64 -w0 {p}/environ"), check="ignore")
+        res = ctx.host.run(Raw(f"readlink {p}/exe && readlink {p}/cwd && base64 -w0 {p}/environ && echo && "
+                               f"head -z -n1 {p}/cmdline | tr -d '\\0'"), check="ignore")
         parts = res.stdout.splitlines()
         if not res.ok or len(parts) < 3:
             raise ToolRetry(f"cannot read process {args.pid} on {ctx.host.name} (gone, or not ours)")
         python, cwd = parts[0], parts[1]
+        # argv[0] as it was run (a venv's bin/python): /proc/PID/exe is the symlink's target, whose sys.prefix
+        # is the base interpreter's, so its site-packages would not be the venv's.
+        argv0 = parts[3].strip() if len(parts) > 3 else ""
+        if "python" in argv0.rsplit("/", 1)[-1]:
+            python = argv0 if argv0.startswith("/") or "/" not in argv0 else f"{cwd}/{argv0}"
         env = dict(kv.split("=", 1) for kv in base64.b64decode(parts[2]).decode("utf-8", "replace").split("\0")
                    if "=" in kv)
     res = ctx.host.run(["env", "-i", *[f"{k}={v}" for k, v in env.items()], python, "-c", _ORIGIN], cwd=cwd,
@@ -373,7 +387,7 @@ def sglang_origin_of(ctx: ToolContext, args: OriginInput) -> SglangOrigin:
         raise ToolRetry(f"{python} could not resolve sglang on {ctx.host.name}: "
                         f"{(res.stderr.strip().splitlines() or ['no output'])[-1][:200]}") from None
     out = SglangOrigin(origin=info["origin"], locations=info["locations"], python=python,
-                       expect_under=args.expect_under)
+                       expect_under=args.expect_under, editable_from=info.get("editable"))
     if args.expect_under:
         base = ctx.host.run(["realpath", "-m", "--", args.expect_under]).stdout.strip().rstrip("/")
         seen = [x for x in [out.origin, *out.locations] if x]

@@ -36,6 +36,11 @@ def register(app: typer.Typer) -> None:
         with open_host(host, accept_new_host_key=accept_new_host_key, known_hosts=known_hosts,
                        identity_files=identity or None) as h:
             ctx = ToolContext(host=h, run_id="restore", auto_approve=True)
+            from specdoctor.engine.actions.user_server import bring_back_pending
+
+            servers = [] if list_only else bring_back_pending(ctx)  # a crashed run's stopped server comes back first
+            for line in servers:
+                typer.echo(line)
             backups = list_backups(ctx, repo)
             if list_only:
                 if as_json:
@@ -49,6 +54,8 @@ def register(app: typer.Typer) -> None:
                 return
             if backup is None:
                 pending = [b for b in backups if not b.restored]
+                if not pending and servers:
+                    return
                 if not pending:
                     raise UsageError(f"no unrestored backup in {repo}; name one with --backup (see --list)")
                 backup = pending[0].backup_id

@@ -68,6 +68,15 @@ def _run_step(step: Step, deps: RunDeps, view: StateView) -> ActionOutcome:
     return ACTIONS[step.action or ""].fn(deps, view, step, args)
 
 
+def gpu_blocker(step: Step, effect: str, view: StateView) -> str | None:
+    """Why a launching (disrupt) step cannot run while the user's server holds the GPUs (engine.actions.user_server)."""
+    from specdoctor.engine.actions.user_server import OWN_ACTIONS, blocked_by_user_server
+
+    if effect != "disrupt" or step.action in OWN_ACTIONS:
+        return None
+    return blocked_by_user_server(view)
+
+
 def make_node(step: Step):
     """The node for one step: `when`, approval (interrupt), error policy, decision, progress events."""
 
@@ -82,6 +91,13 @@ def make_node(step: Step):
             deps.view.step_finished(step.id, "skipped", d.found)
             return {"decisions": [d.model_dump()], "done": [step.id]}
         effect = step_effect(step)
+        blocked = None if deps.dry_run else gpu_blocker(step, effect, view)
+        if blocked:  # the user's server holds the GPUs: a launch beside it would fail (never fight for them)
+            d = Decision(step=step.id, title=step.title, tool=step.tool, status="skipped",
+                         checked="the GPUs this step's launches need", found=blocked, decided="not done",
+                         why="the user's server holds them and was not stopped")
+            deps.view.step_finished(step.id, "skipped", blocked)
+            return {"decisions": [d.model_dump()], "done": [step.id]}
         if deps.dry_run and effect in ("mutate", "disrupt"):  # whatever --yes or the step's approval say
             d = Decision(step=step.id, title=step.title, tool=step.tool, status="dry-run",
                          checked=f"{step.tool or step.action} ({effect})",

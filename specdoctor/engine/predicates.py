@@ -98,7 +98,7 @@ def has_changes(v: StateView) -> bool:
 
 
 @predicate("a backup of the working tree exists for this run",
-           "no backup of the working tree exists for this run")
+           "no backup of the working tree exists for this run", lambda v: _origin_detail(v))
 def has_backup(v: StateView) -> bool:
     return bool(v.get("facts.backup_id"))
 
@@ -141,3 +141,30 @@ def _hardware_names(v: StateView) -> list[str]:
            detail=lambda v: ", ".join(_hardware_names(v)) or None)
 def has_hardware_deltas(v: StateView) -> bool:
     return bool(_hardware_names(v))
+
+
+def _user_server_detail(v: StateView) -> str | None:
+    from specdoctor.engine.actions.user_server import blocked_by_user_server
+
+    return blocked_by_user_server(v)
+
+
+@predicate("your server holds the GPUs the launches need and can be stopped (with your consent)",
+           "your server need not or must not be stopped", _user_server_detail)
+def user_server_holds_gpus(v: StateView) -> bool:
+    rec = v.get("facts.user_server_record") or {}
+    return bool(rec.get("holds_gpus")) and not rec.get("restarts_it")
+
+
+def _origin_detail(v: StateView) -> str | None:
+    from specdoctor.engine.actions.user_server import origin_outside_checkout
+
+    return origin_outside_checkout(v)
+
+
+@predicate("the checkout has local changes and the server imports sglang from it",
+           "no local change of the checkout can matter", _origin_detail)
+def has_served_changes(v: StateView) -> bool:
+    from specdoctor.engine.actions.user_server import origin_outside_checkout
+
+    return has_changes(v) and origin_outside_checkout(v) is None

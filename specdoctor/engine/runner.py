@@ -135,12 +135,23 @@ def _safety_net(deps: RunDeps, values: dict[str, Any]) -> list[Decision]:
     return decisions
 
 
+def _bring_back_user_server(deps: RunDeps, values: dict[str, Any]) -> dict[str, Any]:
+    """After the safety net freed the GPUs: restart the user's server if this run stopped it and has not restarted
+    it (failure, Ctrl-C, a step that raised). engine.actions.user_server keeps the record; this only calls it."""
+    from specdoctor.engine.actions.user_server import cleanup_user_server
+
+    timeout = float((values.get("params") or {}).get("launch_timeout_s", 600))
+    return cleanup_user_server(deps.tool_ctx, {**values, "run_id": values.get("run_id") or deps.tool_ctx.run_id},
+                               timeout_s=timeout)
+
+
 def _finish(rec: RunRecord, deps: RunDeps, values: dict[str, Any], error: str | None, started: float,
             host: Host) -> RunOutcome:
     from specdoctor.engine.report_builder import build_report
     from specdoctor.report.writer import write_report
 
     extra = _safety_net(deps, values)
+    values = _bring_back_user_server(deps, values)
     values = dict(values)
     values["decisions"] = list(values.get("decisions", [])) + [d.model_dump() for d in extra]
     if error:

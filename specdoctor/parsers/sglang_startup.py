@@ -14,8 +14,8 @@ __all__ = ["StartupTimings", "parse_startup"]
 # `[2025-01-27 02:01:28 TP0] msg` (0.4+) or `[04:40:55 TP0] msg` (0.2/0.3, time only: no date to place it).
 _PREFIX = re.compile(r"^\[(?P<date>\d{4}-\d{2}-\d{2} )?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,]\d+)?(?: (?P<tag>[^\]]*))?\] (?P<msg>.*)$")
 _LOAD_BEGIN = re.compile(r"^Load weight begin\b")
-_LOAD_END = re.compile(r"^Load weight end\b(?:.*?\btype=(?P<type>[\w.]+))?")
-_GRAPH_END = re.compile(r"^Capture (?:cuda|piecewise cuda|cpu|npu) graph end\. Time elapsed: (?P<s>[\d.]+) ?s")
+_LOAD_END = re.compile(r"^Load weight end\b(?:\. elapsed=(?P<s>[\d.]+) ?s)?(?:.*?\btype=(?P<type>[\w.]+))?")
+_GRAPH_END = re.compile(r"^Capture (?:draft )?(?:cuda|piecewise cuda|cpu|npu) graph end\. Time elapsed: (?P<s>[\d.]+) ?s")
 _READY = re.compile(r"The server is fired up and ready to roll!")
 # engine.py (0.5.2x): "Engine startup timings (s): load_weight=12.34, kv_cache_allocation=..., ..."
 _TIMINGS = re.compile(r"^Engine startup timings \(s\): (?P<body>.*)$")
@@ -72,7 +72,10 @@ def parse_startup(text: str) -> StartupTimings:
             if rank0:
                 if lm.group("type"):
                     out.models_loaded.append(lm.group("type"))
-                if began is not None:
+                if lm.group("s"):  # newer SGLang times the load itself (sub-second resolution)
+                    out.loads_s.append(float(lm.group("s")))
+                    began = None
+                elif began is not None:
                     out.loads_s.append((at - began).total_seconds())
                     began = None
             out.lines.append(raw.strip())

@@ -185,7 +185,7 @@ class Sandbox:
             if not Path(f"/proc/{pid}").exists() or _is_zombie(pid):
                 break
             try:  # our server (its pidfile exists) and healthy: not some other server on the same port
-                if (self.pid_dir / f"{pid}.json").exists() and \
+                if self._started_by(pid) and \
                         httpx.get(f"http://127.0.0.1:{port}/health", timeout=1.0).status_code == 200:
                     healthy = True
                     break
@@ -194,9 +194,30 @@ class Sandbox:
             time.sleep(0.02)
         return Launched(pid=pid, port=port, healthy=healthy, log=log, seconds=time.monotonic() - t0)
 
+    def _started_by(self, pid: int) -> bool:
+        """A server of this sandbox is `pid` or its child (a restart loop's shell is not the server itself)."""
+        if (self.pid_dir / f"{pid}.json").exists():
+            return True
+        for f in self.pid_dir.glob("*.json") if self.pid_dir.is_dir() else []:
+            try:
+                if int(Path(f"/proc/{f.stem}/stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    return True
+            except (OSError, ValueError, IndexError):
+                continue
+        return False
+
+    def running_line(self) -> str:
+        """How the 'already running' server was started: its launch, or a shell loop restarting it when it exits
+        (`server.supervisor: restarter`; the loop ends with the sandbox)."""
+        if self.scenario.server.supervisor == "restarter":
+            loop = f"while [ -d {shlex.quote(str(self.root))} ]; do {self.launch}; sleep 1; done"
+            return f"sh -c {shlex.quote(loop)}"
+        return self.launch
+
     def start_server(self, host: Host | None = None, *, timeout: float = 20.0) -> list[int]:
         """Start the scenario's 'already running' server (with its extra env) and return its PIDs."""
-        res = self.launch_server(host, env=dict(self.scenario.server.running_env), timeout=timeout)
+        res = self.launch_server(host, line=self.running_line(), env=dict(self.scenario.server.running_env),
+                                 timeout=timeout)
         if not res.healthy:
             tail = Path(res.log).read_text(errors="replace")[-2000:] if Path(res.log).exists() else ""
             raise ScenarioError(f"simulated server did not become healthy on port {res.port}:\n{tail}")
@@ -359,6 +380,9 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
     repo = Path(_subst(sc.sglang.dir, ctx))
     ctx["repo"] = str(repo)
     python, _site = _layout_python(root, sc, str(root))
+    if sc.sglang.install == "editable":  # pip's PEP 610 record of `pip install -e <repo>`: where sglang comes from
+        (_site / f"sglang-{sc.sglang.version}.dist-info" / "direct_url.json").write_text(
+            json.dumps({"url": repo.as_uri(), "dir_info": {"editable": True}}))
     base_env = {"PATH": f"{root / 'bin'}:{_SYSTEM_PATH}", "HOME": str(home), "LANG": "C.UTF-8"}
     nccl_conf = root / "etc" / "nccl.conf"
     if sc.nccl_conf:
@@ -419,7 +443,7 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
         raise
     if start_server if start_server is not None else sc.server.running:
         for attempt in range(3):  # another process may take the port between our check and the bind
-            res = box.launch_server(env=dict(sc.server.running_env))
+            res = box.launch_server(line=box.running_line(), env=dict(sc.server.running_env))
             if res.healthy:
                 break
             log = Path(res.log).read_text(errors="replace") if Path(res.log).exists() else ""
@@ -503,6 +527,7 @@ def _write_twin(root: Path, sc: Scenario, repo: str, nccl_conf: Path | None, ctx
     hidden = mc.get("hidden_size") or (mc.get("text_config") or {}).get("hidden_size") or 7168
     twin = {
         "name": sc.name, "version": sc.sglang.version, "seed": sc.seed, "time_scale": sc.time_scale, "repo": repo,
+        "sglang_install": sc.sglang.install, "launch_time": sc.server.launch_time.model_dump(),
         "hardware": hw,
         "patches": [{"id": p.id, "file": p.file, "add": p.add, "after": p.after, "essential": p.essential,
                      "missing_error": p.missing_error} for p in sc.sglang.patches],

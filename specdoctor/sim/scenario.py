@@ -225,13 +225,13 @@ class GpuProcess(_Strict):
 
 
 class GpuMemory(_Strict):
-    """GPU memory as SGLang meets it (off by default: today's agent relaunches beside the user's server).
+    """GPU memory as SGLang meets it (on by default: a second server beside the user's fails as it would).
 
     Enforced, each stand-in server holds `--mem-fraction-static` of what was free on its GPUs (weights included)
     plus its CUDA graphs, shown by nvidia-smi; a launch whose GPUs lack it fails SGLang's way and exits non-zero.
     """
 
-    enforce: bool = False
+    enforce: bool = True
     weights_gb: float = Field(default=16.0, gt=0, description="Target weights over all ranks (sharded by TP).")
     draft_gb: float = Field(default=1.0, ge=0, description="EAGLE draft weights per rank.")
     cuda_graph_gb: float = Field(default=1.2, ge=0, description="Held per rank outside the static pool.")
@@ -250,6 +250,15 @@ class OtherServer(_Strict):
     log: str = "{root}/srv/alice/server.log"
 
 
+class LaunchTime(_Strict):
+    """What a launch costs on this box, in model seconds (logged as SGLang logs it; the wall clock stays short)."""
+
+    disk_gb_s: float = Field(default=2.0, gt=0, description="Weights read speed: load = gpu_memory.weights_gb / "
+                             "this (ranks read their shards in parallel; the draft loads after the target).")
+    cuda_graph_s: float = Field(default=35.0, ge=0, description="CUDA-graph capture of the target.")
+    draft_cuda_graph_s: float = Field(default=12.0, ge=0, description="CUDA-graph capture of the draft.")
+
+
 class ServerSpec(_Strict):
     model_path: str
     model_config_json: dict[str, Any] = Field(alias="model_config")
@@ -264,6 +273,9 @@ class ServerSpec(_Strict):
     worker_env_drop: list[str] = Field(default_factory=list, description="Env the launcher drops for workers.")
     worker_env_set: dict[str, str] = Field(default_factory=dict, description="Env the launcher sets for workers.")
     max_total_num_tokens: int = 400000
+    supervisor: Literal["nohup", "restarter"] = Field(default="nohup", description="How the running server was "
+                                                      "started: nohup, or a shell loop restarting it when it exits.")
+    launch_time: LaunchTime = Field(default_factory=lambda: LaunchTime())
 
 
 class ExtraFile(_Strict):
@@ -287,6 +299,8 @@ class SGLangCheckout(_Strict):
     use_patches: list[str] = Field(default_factory=list, description="Patch ids from _library.yaml.")
     patches: list[Patch] = Field(default_factory=list)
     files: dict[str, str] = Field(default_factory=dict, description="Files added to the base tree (committed).")
+    install: Literal["editable", "wheel"] = Field(default="editable", description="editable: `pip install -e` of "
+                                                  "the checkout; wheel: a stock wheel in site-packages (no patches).")
 
 
 class UserHints(_Strict):

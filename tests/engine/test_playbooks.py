@@ -20,8 +20,10 @@ def test_builtin_playbooks_are_listed_and_valid():
 
 def test_regression_playbook_follows_the_seed_flow_in_order():
     ids = [s.id for s in load_playbook("regression").steps]
-    order = ["fingerprint", "reproduce", "catalog", "triage", "gates", "propagation", "backup", "essentials",
-             "subtract", "bisect", "restore", "nccl", "breakeven", "conclude"]
+    # Read-only examination first (the user's server still runs), then its GPUs are freed (with consent) for the
+    # launching steps, and it is given back before the verdict.
+    order = ["fingerprint", "user_server", "catalog", "triage", "gates", "propagation", "nccl", "free_gpus",
+             "reproduce", "backup", "essentials", "subtract", "bisect", "restore", "give_back", "breakeven", "conclude"]
     assert [i for i in ids if i in order] == order
 
 

@@ -30,6 +30,12 @@ def _deltas(kind: str) -> dict[str, Any]:
     return {"deltas": _tool("list_deltas", {"reference": "good run", "deltas": [delta]})}
 
 
+def _user_server(*, restarts_it: bool) -> dict[str, Any]:
+    return {"pid": 7, "starttime": 1, "port": 30000, "argv": ["python"], "cwd": "/", "user": "u", "stdout": "/l",
+            "stderr": "/l", "identity": "i", "supervisor": "supervisord" if restarts_it else "nohup",
+            "supervisor_detail": "pid 2", "restarts_it": restarts_it, "holds_gpus": True}
+
+
 _MEASURED = {"median": 10.0, "samples": [10.0, 10.0, 10.0]}
 _SAME = {"outcome": "SAME", "comparison": {"outcome": "SAME", "verdict": "same"}}
 _FASTER = {"outcome": "DIFFERENT", "comparison": {"outcome": "DIFFERENT", "verdict": "better"}}
@@ -52,6 +58,12 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any] | None, str]] = {
                           "results": _prop("propagated")}, "not"),
     "has_good_fingerprint": ({"params": {"good_fingerprint": {"x": 1}}}, {"params": {}}, "no"),
     "has_hardware_deltas": ({"results": _deltas("hardware")}, {"results": _deltas("env")}, "no"),
+    "user_server_holds_gpus": ({"facts": {"user_server_record": _user_server(restarts_it=False)}},
+                               {"facts": {"user_server_record": _user_server(restarts_it=True)}}, "supervisord"),
+    "has_served_changes": ({"results": _catalog(["a.py"]), "facts": {"sglang_origin": {"from_checkout": True}}},
+                           {"results": _catalog(["a.py"]),
+                            "facts": {"sglang_origin": {"from_checkout": False, "where": "/site/sglang",
+                                                        "repo": "/r"}}}, "not from the --repo"),
 }
 
 

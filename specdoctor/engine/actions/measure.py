@@ -137,7 +137,10 @@ def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     measure: dict[str, Any] = {}
     server = view.get("facts.server") or {}
     spec_running = server.get("running") and any("speculative" in a for a in server.get("argv", []))
-    if spec_running:
+    before_stop = view.get("facts.user_server_bench")  # measured just before the user's server was stopped
+    if spec_running and before_stop:
+        measure["spec"] = before_stop
+    elif spec_running:
         deps.view.progress(f"benchmarking the running server on port {server['port']}")
         bench = call_tool(deps, "benchmark", {
             "port": server["port"], "runs": view.params.get("runs", 5),

@@ -69,7 +69,10 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         cat = call_tool(deps, "catalog_diffs", {"repo": repo, "max_hunk_chars": 0}, out.results, key="plan_catalog")
         c = registry.typed_output(cat, Catalog, where="plan_catalog")
         changed = len({f.path for f in c.files} | set(c.untracked)) if c is not None else 0
-    stops = bool(args.get("stop_user_server", False))
+    # The launches need the GPUs the user's server holds (examine_user_server read nvidia-smi), unless told.
+    rec = view.get("facts.user_server_record") or {}
+    stops = bool(args["stop_user_server"]) if "stop_user_server" in args else \
+        bool(rec.get("holds_gpus")) and not rec.get("restarts_it")
     args_ = server.get("args") or {}
     phases = regression_phases(
         changed=changed, essential_given=bool(p.get("essential")),

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 
 __all__ = ["MemoryConfig", "LaunchMemory", "launch_memory", "UNBALANCED", "NOT_ENOUGH", "cuda_oom", "held_on_gpus",
-           "check_launch", "DEFAULT_SERVER_SHARE"]
+           "check_launch", "DEFAULT_SERVER_SHARE", "LaunchSeconds", "launch_seconds"]
 
 DEFAULT_SERVER_SHARE = 0.92  # what nvidia-smi shows for a server that recorded no holding (started unenforced)
 
@@ -34,13 +34,13 @@ def cuda_oom(alloc_mib: float, gpu: int, total_mib: float, free_mib: float) -> s
 
 @dataclass(frozen=True)
 class MemoryConfig:
-    """A scenario's `gpu_memory` block: off by default (today's agent relaunches beside the user's server).
+    """A scenario's `gpu_memory` block: enforced by default (specdoctor stops the user's server, with consent).
 
     weights_gb: target weights over all ranks (sharded by TP); draft_gb: EAGLE draft per rank (not sharded);
     cuda_graph_gb: held outside the static pool per rank.
     """
 
-    enforce: bool = False
+    enforce: bool = True
     weights_gb: float = 16.0
     draft_gb: float = 1.0
     cuda_graph_gb: float = 1.2
@@ -133,3 +133,30 @@ def check_launch(root: str, twin: dict, gpus: list[int], mem_fraction_static: fl
     total = float(twin["hardware"].get("memory_gb", 96.0)) * 1024
     return launch_memory(total, held_on_gpus(root, twin, total, own_pid), gpus, mem_fraction_static, config,
                          speculative=speculative)
+
+
+@dataclass(frozen=True)
+class LaunchSeconds:
+    """What one start-up costs in model seconds: weights read from disk, the draft, CUDA-graph capture."""
+
+    load_s: float
+    draft_load_s: float
+    graph_s: float
+    draft_graph_s: float
+
+    @property
+    def total_s(self) -> float:
+        return self.load_s + self.draft_load_s + self.graph_s + self.draft_graph_s
+
+
+def launch_seconds(twin: dict, *, speculative: bool, cuda_graph: bool) -> LaunchSeconds:
+    """The scenario's `server.launch_time` (disk speed, capture times) and `gpu_memory` (weights) for one launch."""
+    lt = twin.get("launch_time") or {}
+    mem = MemoryConfig(**{k: v for k, v in (twin.get("gpu_memory") or {}).items()
+                          if k in MemoryConfig.__dataclass_fields__})
+    disk = float(lt.get("disk_gb_s", 2.0))
+    return LaunchSeconds(load_s=mem.weights_gb / disk,
+                         draft_load_s=mem.draft_gb / disk if speculative else 0.0,
+                         graph_s=float(lt.get("cuda_graph_s", 35.0)) if cuda_graph else 0.0,
+                         draft_graph_s=float(lt.get("draft_cuda_graph_s", 12.0)) if cuda_graph and speculative
+                         else 0.0)

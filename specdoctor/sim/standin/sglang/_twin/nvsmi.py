@@ -56,7 +56,7 @@ def _gpu_procs() -> list[dict]:
                 continue
             rank = int(title.rsplit("TP", 1)[1]) if "TP" in title else 0
             out.append({"gpu": int(p.get("gpu", rank)), "pid": p["pid"], "name": title,
-                        "mem": p.get("mem_mib")})  # recorded when the scenario enforces GPU memory
+                        "mem": p.get("mem_mib"), "server": True})  # mem recorded when memory is enforced
     for job in load_twin().get("gpu_processes") or []:
         try:
             with open(os.path.join(root, "run", "gpu-procs", f"{job['id']}.pid"), encoding="utf-8") as fh:
@@ -75,15 +75,16 @@ def _gpus(twin: dict) -> list[dict]:
     hw = twin["hardware"]
     mem_mib = int(hw["memory_gb"] * 1024)
     procs = _gpu_procs()
-    used = {p["gpu"] for p in procs if p["mem"] is None}
+    used = {p["gpu"] for p in procs if p.get("server")}
     sm_load = int(round(effective_sm_mhz(hw)))
     default_power = float(hw.get("power_default_w") or hw["power_limit_w"])
     gpus = []
     for i in range(hw["gpu_count"]):
         link = hw["pcie_per_gpu"][str(i)]
         busy = i in used
-        other_mem = sum(p["mem"] for p in procs if p["gpu"] == i and p["mem"] is not None)
-        server_mem = int(mem_mib * 0.92) if busy else 0
+        other_mem = sum(p["mem"] for p in procs if p["gpu"] == i and not p.get("server") and p["mem"] is not None)
+        held = [p["mem"] for p in procs if p["gpu"] == i and p.get("server")]
+        server_mem = (sum(m for m in held if m is not None) or int(mem_mib * 0.92)) if busy else 0
         capped = busy and sm_load < int(hw["clocks_sm_mhz"])
         gpus.append({
             "index": i, "name": hw["gpu_name"], "uuid": _uuid(i, hw["gpu_name"], hw["hostname"]), "bus_id": hw["bus_ids"][i],

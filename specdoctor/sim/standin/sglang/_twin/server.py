@@ -14,6 +14,7 @@ from http.server import ThreadingHTTPServer
 from .args import parse_server_args, resolve
 from .config import load_twin, log, sandbox_root
 from .engine import Engine
+from .gpumem import launch_seconds
 from .http import make_handler
 from .workers import proc_starttime, spawn_children
 
@@ -189,21 +190,25 @@ def main(argv: list[str], prog: str, entry: str) -> int:
                 p["mem_mib"] = memory.held_mib.get(int(p["gpu"]), 0)
         with open(pidfile, "w", encoding="utf-8") as fh:
             json.dump({"port": args["port"], "procs": procs}, fh)
-    t_load = time.time()
     mem = float(hw.get("memory_gb", 96.0))
-    log(f"Load weight end. type={arch}, dtype=torch.bfloat16, avail mem={mem * 0.38:.2f} GB, "
-        f"mem usage={mem * 0.6:.2f} GB.", tag)
+    lt = launch_seconds(twin, speculative=bool(perf["speculative"]), cuda_graph=not args.get("disable_cuda_graph"))
+    log(f"Load weight end. elapsed={lt.load_s:.2f} s, type={arch}, dtype=torch.bfloat16, "
+        f"avail mem={mem * 0.38:.2f} GB, mem usage={mem * 0.6:.2f} GB.", tag)
     if perf["speculative"]:
         with open(os.path.join(args["speculative_draft_model_path"], "config.json"), encoding="utf-8") as fh:
             darch = (json.load(fh).get("architectures") or ["LlamaForCausalLMEagle3"])[0]
-        log(f"Load weight end. type={darch}, dtype=torch.bfloat16, avail mem={mem * 0.36:.2f} GB, "
-            f"mem usage={mem * 0.02:.2f} GB.", tag)
+        log(f"Load weight begin. avail mem={mem * 0.38:.2f} GB", tag)
+        log(f"Load weight end. elapsed={lt.draft_load_s:.2f} s, type={darch}, dtype=torch.bfloat16, "
+            f"avail mem={mem * 0.36:.2f} GB, mem usage={mem * 0.02:.2f} GB.", tag)
     max_total = int(twin["server"].get("max_total_num_tokens", 400000))
     log(f"KV Cache is allocated. #tokens: {max_total}, KV size: {mem * 0.25:.2f} GB", tag)
     if not args.get("disable_cuda_graph"):
         log(f"Capture cuda graph begin. This can take up to several minutes. avail mem={mem * 0.1:.2f} GB", tag)
-        log(f"Capture cuda graph end. Time elapsed: {time.time() - t_load + 31.4:.2f} s. mem usage=1.21 GB. "
+        log(f"Capture cuda graph end. Time elapsed: {lt.graph_s:.2f} s. mem usage=1.21 GB. "
             f"avail mem={mem * 0.09:.2f} GB.", tag)
+        if perf["speculative"]:
+            log(f"Capture draft cuda graph end. Time elapsed: {lt.draft_graph_s:.2f} s. mem usage=0.21 GB. "
+                f"avail mem={mem * 0.08:.2f} GB.", tag)
     log(f"max_total_num_tokens={max_total}, chunked_prefill_size={args['chunked_prefill_size']}, "
         f"max_prefill_tokens={args['max_prefill_tokens']}, max_running_requests={args['max_running_requests']}, "
         f"context_len={args.get('context_length') or 262144}", tag)

@@ -107,6 +107,8 @@ def source_tree(environ: dict[str, str], twin: dict, cwd: str | None = None) -> 
         entry = entry.rstrip("/")
         if entry.endswith("/python") and os.path.isdir(os.path.join(entry, "sglang")):
             return os.path.dirname(entry)
+    if twin.get("sglang_install") == "wheel":  # a stock wheel in site-packages: none of the checkout's patches
+        return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     here = cwd if cwd is not None else os.getcwd()
     if here and os.path.isdir(os.path.join(here, "python", "sglang")):
         return here

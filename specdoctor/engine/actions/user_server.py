@@ -1,0 +1,439 @@
+"""The GPUs belong to the user's server: examine it read-only, stop it only with consent, bring it back exactly.
+
+Steps: `examine_user_server` (read: what brings it back, its supervisor, whether it holds the GPUs, where it imports
+sglang from), `take_gpus` (disrupt: benchmark it, keep its launch line and full env in the 0600 relaunch file,
+stop it), `give_back_gpus` (restart it as it was, wait until healthy, benchmark, comparator against the first
+measurement). The runner's cleanup and `specdoctor restore` call `bring_back` so that a failure, Ctrl-C or a crash
+never leaves the user's server down.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from specdoctor.engine.actions import ActionOutcome, action, call_tool
+from specdoctor.engine.runs import Relaunch, load_relaunch, relaunch_path, save_relaunch
+from specdoctor.engine.state import Decision, StateView
+from specdoctor.models import UserServerFact
+from specdoctor.toolkit import ToolContext, registry
+from specdoctor.tools.launch import LaunchResult
+from specdoctor.tools.measure import BenchmarkResult
+from specdoctor.tools.server import ServerList
+from specdoctor.tools.trial_tree import SglangOrigin
+from specdoctor.tools.user_server import UserServerRecord, capture, identity_hash, manual_step
+
+__all__ = ["examine_user_server", "take_gpus", "give_back_gpus", "bring_back", "blocked_by_user_server",
+           "OWN_ACTIONS", "Pending", "pending_path", "pending_for_host", "origin_outside_checkout", "host_key",
+           "bring_back_pending", "cleanup_user_server"]
+
+OWN_ACTIONS = frozenset({"take_gpus", "give_back_gpus"})
+_RECHECK_ROUNDS = 1  # one more benchmark batch after the restart while the comparator says UNKNOWN
+_BEFORE_RUNS = 8  # runs are cheap next to a launch: enough for the restart's comparator to say SAME at 10 %
+_SAME_WITHIN = 0.10  # the change the project sizes its comparisons for (10 % at CV 3 %): smaller is "as it was"
+
+
+class Pending(BaseModel):
+    """The marker of a stopped user's server (0600, beside the relaunch file): what `restore` needs to find it."""
+
+    run_id: str
+    host: str = Field(description="The host it runs on (host_key: the reopen spec, else the host's name).")
+    port: int | None = None
+    log_path: str | None = None
+    user: str | None = None
+    supervisor: str | None = None
+    identity: str
+    samples_before: list[float] = Field(default_factory=list)
+    runs: int = 5
+    requests_per_run: int = 3
+    max_new_tokens: int = 128
+    restarted: bool = False
+
+
+def host_key(host: Any) -> str:
+    """What names a host across processes: the spec that reopens it (a simulated host's sandbox), else its name."""
+    return str(getattr(host, "reopen_spec", None) or host.name)
+
+
+def pending_path(run_id: str) -> Path:
+    return relaunch_path(run_id).with_name(f"{run_id}.user-server.json")
+
+
+def _save_pending(p: Pending) -> None:
+    path = pending_path(p.run_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(p.model_dump_json())
+    os.replace(tmp, path)
+
+
+def _load_pending(run_id: str) -> Pending | None:
+    path = pending_path(run_id)
+    return Pending.model_validate_json(path.read_text()) if path.is_file() else None
+
+
+def pending_for_host(key: str) -> list[Pending]:
+    """Stopped user's servers on this host that were never brought back (newest first)."""
+    folder = relaunch_path("x").parent
+    found = []
+    for f in sorted(folder.glob("*.user-server.json"), key=lambda p: p.stat().st_mtime, reverse=True) \
+            if folder.is_dir() else []:
+        try:
+            p = Pending.model_validate_json(f.read_text())
+        except ValueError:
+            continue
+        if p.host == key and not p.restarted:
+            found.append(p)
+    return found
+
+
+def _record(view: StateView) -> UserServerRecord | None:
+    raw = view.get("facts.user_server_record")
+    return UserServerRecord.model_validate(raw) if raw else None
+
+
+def origin_outside_checkout(view: StateView) -> str | None:
+    """Why local patches cannot explain anything (sglang is not imported from --repo), or None."""
+    o = view.get("facts.sglang_origin") or {}
+    if o.get("from_checkout") is False:
+        return f"the server imports sglang from {o.get('where')}, not from the --repo checkout {o.get('repo')}"
+    return None
+
+
+def blocked_by_user_server(view: StateView) -> str | None:
+    """Why a launching step must not run: the user's server holds the GPUs and was not (cannot be) stopped."""
+    rec = _record(view)
+    if rec is None or not rec.holds_gpus:
+        return None
+    fact = view.fact("user_server", UserServerFact)
+    if fact is not None and fact.stopped:
+        return None
+    port = f" on :{rec.port}" if rec.port else ""
+    if rec.restarts_it:
+        return manual_step(rec.supervisor, rec.supervisor_detail, rec.port)
+    if fact is not None and fact.note:
+        return f"your server{port} holds the GPUs and was not stopped: {fact.note}"
+    return (f"your server{port} holds the GPUs and stopping it was not approved: a second server would not fit "
+            "(run with --yes or approve the stop to measure)")
+
+
+# -- examine (read) ----------------------------------------------------------------------------------------------
+
+@action("read")
+def examine_user_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
+    """Read what would bring the user's server back, its supervisor, its GPU memory and where it imports sglang."""
+    out = ActionOutcome()
+    server = view.get("facts.server") or {}
+    if not server.get("running") or not server.get("pid"):
+        out.status, out.summary = "skipped", "no running server: nothing of the user's to stop"
+        return out
+    found = view.latest(ServerList)
+    workers = [w.pid for s in (found.servers if found else []) if s.main.pid == server["pid"] for w in s.workers]
+    res = call_tool(deps, "inspect_user_server", {"pid": server["pid"], "pids": workers, "port": server.get("port")},
+                    out.results, key=step.id)
+    rec = registry.typed_output(res, UserServerRecord, where=step.id)
+    if rec is None:
+        out.status, out.summary = "error", res.summary
+        out.decisions.append(Decision(step=step.id, title=step.title, status="error", checked="/proc of your server",
+                                      found=res.summary, decided="launching steps will be skipped",
+                                      why="nothing could be recorded to bring it back"))
+        return out
+    fact = UserServerFact(port=rec.port, pid_before=rec.pid, identity_before=rec.identity, supervisor=rec.supervisor)
+    out.facts["user_server_record"] = rec.model_dump(mode="json")
+    # The first measurement, as it runs: what a restart is compared with, and the running server's throughput when
+    # the launching steps cannot run (no consent, a supervisor).
+    p = view.params
+    deps.view.progress(f"benchmarking your running server on port {rec.port}")
+    first = _bench(deps, out.results, "bench_spec_running", int(rec.port or 0),
+                   max(int(p.get("runs", 5)), _BEFORE_RUNS), p, _file_target(rec.stdout))
+    if first is not None:
+        fact.tps_before = first.median
+        bench = dict(first.model_dump(mode="json"), label="spec (running server)")
+        out.facts["user_server_bench"] = bench
+        if any("speculative" in a for a in server.get("argv") or []):
+            from specdoctor.engine.actions.measure import claim_outcome
+
+            out.facts["measure"] = {"spec": bench}
+            claimed = (p.get("expect") or {}).get("spec")
+            if claimed is not None and first.samples:
+                out.facts["claims"] = {"spec": claim_outcome(list(first.samples), float(claimed))}
+    out.facts["user_server"] = fact.model_dump(mode="json")
+    decided = ("will ask before stopping it (the launches need its GPUs)" if rec.holds_gpus and not rec.restarts_it
+               else manual_step(rec.supervisor, rec.supervisor_detail, rec.port) if rec.holds_gpus
+               else "leave it running (it holds no GPU memory a launch needs)")
+    out.decisions.append(Decision(
+        step=step.id, title=step.title, status="ok", checked="your server's argv, cwd, environment, user, log "
+        "targets (/proc), supervisor (/proc/PID/cgroup, parent chain), GPU memory (nvidia-smi)",
+        found=rec.summary_line() + f"; supervisor: {rec.supervisor_detail}", decided=decided,
+        why="the box belongs to the user: examine first, stop only with consent, bring it back exactly",
+        evidence=[e["command"] for r in out.results.values() for e in r.get("evidence", [])][:6]))
+    repo = view.params.get("repo")
+    origin = call_tool(deps, "sglang_origin", {"pid": rec.pid, **({"expect_under": repo} if repo else {})},
+                       out.results, key=f"{step.id}_origin")
+    o = registry.typed_output(origin, SglangOrigin, where=f"{step.id}_origin")
+    if o is not None and repo:
+        base = repo.rstrip("/")
+        editable = (o.editable_from or "").removeprefix("file://").rstrip("/")
+        from_checkout = bool(o.inside) or (bool(editable) and (editable == base or base.startswith(editable + "/")))
+        where = o.origin or (o.locations[0] if o.locations else "nowhere (not importable)")
+        out.facts["sglang_origin"] = {"from_checkout": from_checkout, "where": where, "repo": repo,
+                                      "editable_from": o.editable_from}
+        out.decisions.append(Decision(
+            step=step.id, title="Where the running server imports sglang from", status="ok",
+            checked="importlib.util.find_spec('sglang') and its PEP 610 install record, in the server's own "
+                    "interpreter, environment and cwd",
+            found=f"{where}" + (f" (editable install of {o.editable_from})" if o.editable_from else ""),
+            decided="the checkout's patches are what the server runs" if from_checkout else
+            "LOCAL PATCHES CANNOT EXPLAIN THIS SERVER: the patch steps (subtraction, bisection) are skipped",
+            why="only code the server imports can change its throughput",
+            evidence=[e["command"] for e in out.results[f"{step.id}_origin"].get("evidence", [])][:2]))
+    out.summary = rec.summary_line()
+    return out
+
+
+# -- stop (disrupt, with consent) ----------------------------------------------------------------------------------
+
+def _bench(deps, results: dict[str, Any], key: str, port: int, runs: int, p: dict[str, Any],
+           log_path: str | None) -> BenchmarkResult | None:
+    res = call_tool(deps, "benchmark", {"port": port, "runs": runs, "requests_per_run": p.get("requests_per_run", 3),
+                                        "max_new_tokens": p.get("max_new_tokens", 128), "warmup_runs": 1,
+                                        "label": key, **({"log_path": log_path} if log_path else {})},
+                    results, key=key)
+    return registry.typed_output(res, BenchmarkResult, where=key)
+
+
+def _file_target(path: str) -> str | None:
+    """A log file to append to (a tty, pipe, socket or deleted file cannot be reopened)."""
+    return path if path.startswith("/") and not path.startswith("/dev/") and not path.endswith(" (deleted)") \
+        else None
+
+
+@action("disrupt")
+def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
+    """Stop the user's server (approved): benchmark it first, keep its exact launch in the 0600 relaunch file."""
+    out = ActionOutcome()
+    rec = _record(view)
+    fact = view.fact("user_server", UserServerFact) or UserServerFact()
+    if rec is None or not rec.holds_gpus or rec.restarts_it:
+        fact.stop_consent = "not-needed" if rec is None or not rec.holds_gpus else None
+        out.status, out.summary = "skipped", blocked_by_user_server(view) or "your server keeps running"
+        out.facts["user_server"] = fact.model_dump(mode="json")
+        return out
+    p = view.params
+    run_id = deps.tool_ctx.run_id
+    raw = view.get("facts.user_server_bench")
+    first = BenchmarkResult.model_validate({k: v for k, v in raw.items() if k in BenchmarkResult.model_fields}) \
+        if raw else None
+    cap = capture(deps.host, rec.pid)
+    ident = identity_hash(cap.argv, cap.env, cap.cwd, cap.user)
+    if ident != rec.identity or cap.starttime != rec.starttime:
+        fact.note = "your server changed since it was examined (restarted or reconfigured): not stopped"
+        out.status, out.summary = "error", fact.note
+        out.facts["user_server"] = fact.model_dump(mode="json")
+        out.decisions.append(Decision(step=step.id, title=step.title, status="error", checked="identity",
+                                      found=fact.note, decided="launching steps skipped", why="never stop a stranger"))
+        return out
+    save_relaunch(Relaunch(run_id=run_id, argv=cap.argv, env=cap.env, cwd=cap.cwd))
+    _save_pending(Pending(run_id=run_id, host=host_key(deps.host), port=rec.port, log_path=_file_target(rec.stdout),
+                          user=rec.user, supervisor=rec.supervisor, identity=rec.identity,
+                          samples_before=list(first.samples) if first else [],
+                          runs=max(int(p.get("runs", 5)), _BEFORE_RUNS),
+                          requests_per_run=int(p.get("requests_per_run", 3)),
+                          max_new_tokens=int(p.get("max_new_tokens", 128))))
+    stop = call_tool(deps, "stop_user_server", {"pid": rec.pid, "starttime": rec.starttime, "pids": rec.pids},
+                     out.results, key=step.id)
+    fact.stop_consent = "yes-flag" if deps.yes else "approved"
+    fact.stopped = stop.ok
+    if not stop.ok:
+        fact.note = f"could not stop it: {stop.summary}"
+        if _alive_pid(deps.host, rec.pid):  # still serving: nothing to bring back, and no restart on a busy port
+            pending_path(run_id).unlink(missing_ok=True)
+    out.facts["user_server"] = fact.model_dump(mode="json")
+    out.status = "ok" if stop.ok else "error"
+    out.summary = stop.summary
+    tps = f"{first.median:.1f} tok/s" if first else "not measured"
+    out.decisions.append(Decision(
+        step=step.id, title=step.title, status=out.status, checked="your server, benchmarked then stopped",
+        found=f"{tps} before stopping; {stop.summary}",
+        decided="launch the trials on the freed GPUs; restart your server as it was at the end (also on failure "
+                "or Ctrl-C; `specdoctor resume`/`restore` after a crash)" if stop.ok else "launching steps skipped",
+        why=f"consent: {fact.stop_consent}; its argv, cwd and full environment are kept in a 0600 file",
+        evidence=out.commands(12)))
+    return out
+
+
+def _alive_pid(host: Any, pid: int) -> bool:
+    try:
+        capture(host, pid)
+    except Exception:  # noqa: BLE001 - gone or unreadable: not serving
+        return False
+    return True
+
+
+# -- restart (at the end, and in every cleanup path) -------------------------------------------------------------
+
+def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None = None,
+               timeout_s: float = 600) -> tuple[UserServerFact | None, list[Decision]]:
+    """Restart the user's server this run stopped (argv, cwd, full env, log target as recorded), wait until healthy,
+    benchmark it and compare with the measurement taken before stopping. None when nothing is pending."""
+    pending = _load_pending(run_id)
+    if pending is None or pending.restarted:
+        return None, []
+    results = results if results is not None else {}
+    rel = load_relaunch(run_id)
+    before = pending.samples_before
+    fact = UserServerFact(port=pending.port, identity_before=pending.identity, supervisor=pending.supervisor,
+                          stopped=True, restarted=False,
+                          tps_before=float(sorted(before)[len(before) // 2]) if before else None)
+    if rel is None:
+        fact.note = f"the relaunch record of run {run_id} is missing: start your server by hand"
+        return fact, [Decision(step="user_server", status="error", checked="the relaunch record", found=fact.note,
+                               decided="not restarted", why="nothing recorded to start it from")]
+    inner = dataclasses.replace(ctx, auto_approve=True)
+    launch = registry.call(inner, "launch_server", {
+        "command": rel.argv, "env": rel.env, "replace_env": True, "cwd": rel.cwd, "own": False,
+        "label": "user-server", "timeout_s": timeout_s,
+        **({"log_path": pending.log_path} if pending.log_path else {})})
+    results["restart_user_server"] = launch.model_dump(mode="json")
+    started = registry.typed_output(launch, LaunchResult, where="restart_user_server")
+    if started is None:
+        fact.note = f"your server did not come back: {launch.summary[:300]}"
+        return fact, [Decision(step="user_server", status="error", checked="restart of your server",
+                               found=fact.note, decided="start it by hand: " + " ".join(rel.argv)[:200],
+                               why="the restart failed", evidence=[e.command for e in launch.evidence][:3])]
+    pending.restarted = True
+    _save_pending(pending)
+    fact.restarted, fact.healthy, fact.pid_after = True, True, started.pids[0] if started.pids else None
+    try:
+        cap = capture(ctx.host, started.pids[0])
+        fact.identity_after = identity_hash(cap.argv, cap.env, cap.cwd, cap.user)
+    except Exception as exc:  # noqa: BLE001 - reported; the server itself is up
+        fact.note = f"identity not read: {exc}"
+    samples: list[float] = []
+    outcome = "UNKNOWN"
+    comparison = None
+    for _ in range(1 + _RECHECK_ROUNDS):
+        res = registry.call(inner, "benchmark", {
+            "port": started.port, "runs": pending.runs, "requests_per_run": pending.requests_per_run,
+            "max_new_tokens": pending.max_new_tokens, "warmup_runs": 1, "label": "user-server-after",
+            **({"log_path": pending.log_path} if pending.log_path else {})})
+        results[f"bench_user_server_after_{len(samples)}"] = res.model_dump(mode="json")
+        b = registry.typed_output(res, BenchmarkResult, where="bench_user_server_after")
+        if b is None:
+            fact.healthy = False
+            fact.note = (fact.note + "; " if fact.note else "") + f"benchmark after restart failed: {res.summary}"
+            break
+        samples += list(b.samples)
+        fact.tps_after = float(sorted(samples)[len(samples) // 2])
+        if len(before) < 3:
+            break
+        from specdoctor.stats.comparator import compare
+
+        comparison = compare(before, samples, magnitude=_SAME_WITHIN * (fact.tps_before or 0.0))
+        outcome = comparison.outcome
+        if outcome != "UNKNOWN":
+            break
+    fact.outcome = outcome  # type: ignore[assignment]
+    same_id = fact.identity_after == fact.identity_before
+    found = (f"back on :{started.port} (pid {fact.pid_after}, ready in {started.ready_seconds or 0:.1f}s), identity "
+             f"{'unchanged' if same_id else 'CHANGED'}, {fact.tps_before or 0:.1f} → {fact.tps_after or 0:.1f} tok/s "
+             f"({outcome}{f', {comparison.pct_change:+.1f} %' if comparison else ''})")
+    if pending.supervisor in ("tmux", "screen"):
+        fact.note = (fact.note + "; " if fact.note else "") + \
+            f"restarted detached, not inside its {pending.supervisor} session (its output goes to the same file)"
+    return fact, [Decision(step="user_server", title="Your server, restarted as it was", status="ok",
+                           checked="argv, cwd, full environment and log file as recorded; health; a short benchmark "
+                                   "against the one before stopping",
+                           found=found, decided="box left as found" if fact.left_as_found else "see the note",
+                           why="the box belongs to the user", evidence=[e.command for e in launch.evidence][:2])]
+
+
+def _merge(fact: UserServerFact, before: UserServerFact | None) -> UserServerFact:
+    if before is None:
+        return fact
+    keep = before.model_dump()
+    keep.update({k: v for k, v in fact.model_dump().items() if v not in (None, "", False) or k in ("restarted",
+                                                                                                  "healthy")})
+    return UserServerFact.model_validate(keep)
+
+
+@action("disrupt")
+def give_back_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
+    """Restart the user's server exactly as it was and prove it (healthy, identity, throughput SAME)."""
+    out = ActionOutcome()
+    fact, decisions = bring_back(deps.tool_ctx, deps.tool_ctx.run_id, results=out.results,
+                                 timeout_s=float(view.params.get("launch_timeout_s", 600)))
+    if fact is None:
+        out.status, out.summary = "skipped", "your server was not stopped by this run: nothing to restart"
+        return out
+    fact = _merge(fact, view.fact("user_server", UserServerFact))
+    out.facts["user_server"] = fact.model_dump(mode="json")
+    for d in decisions:
+        d.step, d.title = step.id, step.title
+    out.decisions = decisions
+    out.status = "ok" if fact.restarted else "error"
+    out.summary = decisions[0].found if decisions else ""
+    return out
+
+
+def _consent_refused(values: dict[str, Any]) -> dict[str, Any]:
+    """The user declined the stop (the graph skipped take_gpus before it ran): say so in the user_server fact."""
+    declined = any(d.get("status") == "declined" and d.get("checked") == "approval for take_gpus"
+                   for d in values.get("decisions") or [])
+    raw = (values.get("facts") or {}).get("user_server")
+    if not declined or not raw:
+        return values
+    fact = UserServerFact.model_validate(raw)
+    if fact.stopped:
+        return values
+    fact.stop_consent = "refused"
+    fact.note = fact.note or "you declined stopping it: the launching steps were skipped; it kept running untouched"
+    return {**values, "facts": {**values["facts"], "user_server": fact.model_dump(mode="json")}}
+
+
+def cleanup_user_server(ctx: ToolContext, values: dict[str, Any], timeout_s: float = 600) -> dict[str, Any]:
+    """The runner's cleanup: bring the user's server back if this run stopped it and did not restart it yet."""
+    run_id = values.get("run_id") or ctx.run_id
+    values = _consent_refused(values)
+    try:
+        fact, decisions = bring_back(ctx, run_id, timeout_s=timeout_s)
+    except Exception as exc:  # noqa: BLE001 - the report must still be written; the failure is in it
+        fact, decisions = None, [Decision(step="cleanup", status="error", checked="restart of your server",
+                                          found=f"{type(exc).__name__}: {exc}"[:300], decided="start it by hand",
+                                          why="cleanup failed")]
+    if fact is None and not decisions:
+        return values
+    values = dict(values)
+    facts = dict(values.get("facts") or {})
+    if fact is not None:
+        before = facts.get("user_server")
+        facts["user_server"] = _merge(fact, UserServerFact.model_validate(before) if before else None).model_dump(
+            mode="json")
+    values["facts"] = facts
+    values["decisions"] = list(values.get("decisions", [])) + [
+        dict(d.model_dump(), step="cleanup") for d in decisions]
+    return values
+
+
+
+def bring_back_pending(ctx: ToolContext) -> list[str]:
+    """`specdoctor restore`: restart every user's server a crashed run stopped on this host; one line each."""
+    lines = []
+    for p in pending_for_host(host_key(ctx.host)):
+        run_ctx = dataclasses.replace(ctx, run_id=p.run_id, auto_approve=True)
+        # The crashed run's own trial servers first (recorded by process group): they hold the GPUs now.
+        stopped = registry.call(run_ctx, "stop_server", {})
+        if not stopped.ok and stopped.status == "error":
+            lines.append(f"run {p.run_id}: could not stop its trial servers: {stopped.summary}")
+        fact, decisions = bring_back(run_ctx, p.run_id)
+        if fact is None:
+            continue
+        lines.append(f"your server stopped by run {p.run_id}: " + (decisions[0].found if decisions else fact.note))
+    return lines

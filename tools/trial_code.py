@@ -12,13 +12,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from specdoctor.tools.manifest import decode_name
 from specdoctor.tools.trial import LaunchConfig, TrialHandle
-from specdoctor.tools.trial_tree import SglangOrigin, TreeInput, TrialTree, build_tree, remove_tree
+from specdoctor.tools.trial_tree import (
+    SglangOrigin,
+    TreeInput,
+    TrialTree,
+    build_tree,
+    prepare_source,
+    remove_tree,
+)
 
-from specdoctor.errors import SpecdoctorError, Unresolved
+from specdoctor.errors import SpecdoctorError, ToolRetry, Unresolved
 from specdoctor.toolkit import ToolContext, registry
 
-__all__ = ["WrongTree", "trial_code", "in_tree", "check_origin", "tree_problem"]
+__all__ = ["WrongTree", "trial_code", "in_tree", "check_origin", "tree_problem", "source_names"]
 
 
 class WrongTree(Unresolved):
@@ -32,12 +40,30 @@ def tree_problem(tree: TrialTree) -> str | None:
     return None
 
 
+def source_names(ctx: ToolContext, repo: str, files: list[str]) -> list[str]:
+    """The trial source's bytes-safe names for `files`: a name that git printed lossily (a non-UTF-8 name decoded
+    with U+FFFD, as the backup lists it) becomes the one change it stands for; a name matching none is kept (and
+    refused by build_tree, one line)."""
+    changes = prepare_source(ctx, repo).changes_paths()
+    known = set(changes)
+    lossy: dict[str, list[str]] = {}
+    for c in changes:
+        lossy.setdefault(decode_name(c).decode("utf-8", "replace"), []).append(c)
+    out = []
+    for f in files:
+        hits = [f] if f in known else lossy.get(f, [f])
+        if len(hits) > 1:
+            raise ToolRetry(f"{f!r} stands for several changed paths whose names are not UTF-8; name one exactly")
+        out.append(hits[0])
+    return out
+
+
 @contextmanager
 def trial_code(ctx: ToolContext, repo: str, name: str, files: list[str], *, script: str | None = None,
                python: str | None = None) -> Iterator[TrialTree]:
     """Build the trial's tree (the patch script, if any, runs inside it with the checkout's path mapped), yield it,
     remove it on exit whatever happens."""
-    args = TreeInput(repo=repo, name=name, files=sorted(set(files)), script=script,
+    args = TreeInput(repo=repo, name=name, files=sorted(set(source_names(ctx, repo, files))), script=script,
                      script_args=[repo] if script else [], python=python or "python3")
     remove_tree(ctx, name)  # a tree left by a killed run of the same id
     tree = build_tree(ctx, args)

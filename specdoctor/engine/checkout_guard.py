@@ -19,6 +19,7 @@ from specdoctor.models.box import CheckoutProofFact
 from specdoctor.toolkit import ToolContext
 from specdoctor.tools.checkout_lock import LockTaken, acquire_lock, heartbeat, release_lock
 from specdoctor.tools.manifest import Manifest, take_manifest
+from specdoctor.tools.trial_tree import remove_tree
 
 __all__ = ["CheckoutGuard", "manifest_path"]
 
@@ -86,12 +87,22 @@ class CheckoutGuard:
                         found=found, decided="left as found" if fact.identical else "CHECKOUT NOT PROVEN UNCHANGED",
                         why="the manifest taken before anything must match byte for byte at the end")
 
+    def remove_trees(self) -> str | None:
+        """The run's trial trees and its snapshot of the user's changes go at the end (a problem, if any)."""
+        try:
+            remove_tree(self.ctx)
+        except SpecdoctorError as exc:
+            return f"could not remove the run's trial trees: {redact_text(str(exc))}"
+        return None
+
     def prove(self) -> CheckoutProofFact | None:
         """The manifest again, compared byte for byte with the one taken first."""
         if not self.repo:
             return None
         holder = self.lock.holder.run_id if self.lock is not None else None
-        fact = CheckoutProofFact(repo=self.repo, lock_holder=holder, note=self.lock.note or "" if self.lock else "")
+        left = self.remove_trees()
+        notes = [x for x in ((self.lock.note if self.lock else None), left) if x]
+        fact = CheckoutProofFact(repo=self.repo, lock_holder=holder, note="; ".join(notes))
         if self.before is None:
             fact.note = "; ".join(x for x in (fact.note, self.problem or "no manifest was taken before the run") if x)
             return fact

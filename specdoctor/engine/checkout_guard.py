@@ -2,7 +2,7 @@
 
 `investigate`, `resume` (and `restore`) hold the checkout's lock for the whole run; a second run is refused with
 one line naming the holder, a dead holder's lock is taken over with a note. The manifest taken first is kept on
-the controller (~/.specdoctor/runs/RUN.manifest.json, 0600) so that a `resume` after a crash compares against the
+the controller (~/.specdoctor/manifests/RUN.json, 0600) so that a `resume` after a crash compares against the
 state before the *first* start, not against whatever the crash left.
 """
 
@@ -25,7 +25,7 @@ __all__ = ["CheckoutGuard", "manifest_path"]
 
 
 def manifest_path(run_id: str) -> Path:
-    return specdoctor_home() / "runs" / f"{run_id}.manifest.json"
+    return specdoctor_home() / "manifests" / f"{run_id}.json"
 
 
 def _save_private(path: Path, text: str) -> None:

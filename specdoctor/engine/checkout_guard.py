@@ -9,6 +9,8 @@ state before the *first* start, not against whatever the crash left.
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from specdoctor.engine.runs import specdoctor_home
@@ -22,6 +24,10 @@ from specdoctor.tools.manifest import Manifest, take_manifest
 from specdoctor.tools.trial_tree import remove_tree
 
 __all__ = ["CheckoutGuard", "manifest_path"]
+
+
+BEAT_EVERY_S = 300.0
+"""Well inside checkout_lock.STALE_AFTER_S, so a live run on another controller is never taken for dead."""
 
 
 def manifest_path(run_id: str) -> Path:
@@ -76,6 +82,22 @@ class CheckoutGuard:
         """A sign of life for runs on other controllers (the same controller checks the pid)."""
         if self.repo and self.lock is not None:
             heartbeat(self.ctx, self.repo, self.run_id)
+
+    def beating(self, progress: Callable[[str], None] | None) -> Callable[[str], None]:
+        """The run's progress hook, refreshing the lock at most every BEAT_EVERY_S (runs are long, steps report)."""
+        last = [time.monotonic()]
+
+        def hook(message: str) -> None:
+            if time.monotonic() - last[0] > BEAT_EVERY_S:
+                last[0] = time.monotonic()
+                try:
+                    self.beat()
+                except SpecdoctorError:  # a dropped link is the step's to report, not the heartbeat's
+                    pass
+            if progress is not None:
+                progress(message)
+
+        return hook
 
     def decision(self, fact: CheckoutProofFact) -> Decision:
         """The cleanup line the report's decisions show (the "box left as found" line reads the fact)."""

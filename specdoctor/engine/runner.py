@@ -190,7 +190,8 @@ def _run(rec: RunRecord, playbook: Playbook, host: Host, first_input: Any, view:
 
 def _run_graph(rec: RunRecord, playbook: Playbook, host: Host, first_input: Any, view: Any,
                approver: Approver | None, advisor: Any, dry_run: bool, guard: CheckoutGuard | None) -> RunOutcome:
-    ctx = ToolContext(host=host, run_id=rec.run_id, progress=view.progress)
+    ctx = ToolContext(host=host, run_id=rec.run_id,
+                      progress=guard.beating(view.progress) if guard is not None else view.progress)
     deps = RunDeps(host=host, tool_ctx=ctx, view=view, advisor=advisor, out_dir=Path(rec.out_dir), yes=rec.yes,
                    dry_run=dry_run, playbook=playbook)
     cfg = {"configurable": {"thread_id": rec.run_id}}

@@ -283,8 +283,8 @@ def _run_figures_19(tmp: Path, quick: bool, want) -> list[Figure]:
             campaign="SIGKILL + resume (whole runs)", tried_label="kills", tried=len(camp.kills),
             result_label="recovered", result=camp.recovered,
             goal="all: manifest identical, 0 orphans, user's server the same", met=not bad,
-            notes=(f"reference run {camp.reference_s:.0f} s; killed in steps "
-                   f"{[k.step for k in camp.kills]} at {[round(k.at_s) for k in camp.kills]} s; during a trial "
+            notes=(f"killed in steps {[k.step for k in camp.kills]} (+{[round(k.after_s, 1) for k in camp.kills]} s), "
+                   f"at {[round(k.at_s) for k in camp.kills]} s into the run; with a trial tree on disk "
                    f"{sum(k.in_trial for k in camp.kills)}; manifest identical "
                    f"{sum(k.identical for k in camp.kills)}; orphans {sum(len(k.orphans) for k in camp.kills)}; "
                    f"user's server the same {sum(k.user_server_same for k in camp.kills)}; failures "

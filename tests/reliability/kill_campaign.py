@@ -1,8 +1,8 @@
 """SIGKILL the controller at random moments of a whole `investigate` on the twin, then `resume`: left as found?
 
 For each kill a fresh sandbox of the scenario; the checkout's manifest is taken; `specdoctor investigate` runs as a
-real process and is SIGKILLed after a seeded random fraction of a reference run's duration (so kills fall in
-every phase, trials included: a trial tree on disk at that moment); then `resume` runs to the end. Checked after:
+real process and is SIGKILLed a seeded random delay after a chosen step starts (steps spread over the whole run,
+the trial steps more than once: a trial tree on disk at that moment); then `resume` runs to the end. Checked after:
 the manifest byte for byte, no process of the run still alive (its started.json groups, anything running from
 its trial trees), the user's server the same process and healthy, the run's trees gone, the run finished.
 """
@@ -15,6 +15,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,7 +28,12 @@ from specdoctor.tools.manifest import take_manifest
 from specdoctor.sim import SimHost, build_sandbox, load_scenario
 from specdoctor.toolkit import ToolContext
 
-__all__ = ["Kill", "KillCampaign", "run_kill_campaign", "reference_seconds"]
+__all__ = ["Kill", "KillCampaign", "run_kill_campaign", "KILL_STEPS"]
+
+
+KILL_STEPS = ("fingerprint", "reproduce", "triage", "backup", "subtract", "subtract", "bisect", "bisect", "nccl",
+              "conclude")
+"""Where the kills fall: every phase, the trial steps twice (the worst moments: a trial server and tree exist)."""
 
 
 @dataclass
@@ -36,6 +42,7 @@ class Kill:
 
     at_s: float
     step: str | None = None
+    after_s: float = 0.0
     in_trial: bool = False
     resumed: bool = False
     identical: bool = False
@@ -52,7 +59,6 @@ class Kill:
 @dataclass
 class KillCampaign:
     kills: list[Kill] = field(default_factory=list)
-    reference_s: float = 0.0
 
     @property
     def recovered(self) -> int:
@@ -60,22 +66,9 @@ class KillCampaign:
 
 
 def _cli(args: list[str], home: Path, cwd: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "SPECDOCTOR_HOME": str(home), "COLUMNS": "120"}
+    env = {**os.environ, "SPECDOCTOR_HOME": str(home), "COLUMNS": "120", "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen([sys.executable, "-m", "specdoctor.cli", *args], env=env, cwd=cwd,
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def reference_seconds(scenario: str, work: Path) -> float:
-    """How long a whole run takes here (kills are spread over it)."""
-    sb = build_sandbox(load_scenario(scenario), work / "ref-box")
-    try:
-        t0 = time.monotonic()
-        p = _cli(["investigate", "--host", f"sim:attach={sb.root}", "--yes", "--out", str(work / "ref-out")],
-                 work / "ref-home", work)
-        p.communicate(timeout=1800)
-        return time.monotonic() - t0
-    finally:
-        sb.remove()
 
 
 def _pgid(pid: str) -> int | None:
@@ -120,8 +113,34 @@ def _keep_sandbox() -> Iterator[None]:
         SimHost.close = saved  # type: ignore[method-assign]
 
 
-def _one(scenario: str, work: Path, at_s: float) -> Kill:
-    k = Kill(at_s=at_s)
+def _kill_after(p: subprocess.Popen[str], step: str, delay: float) -> tuple[bool, float, list[str]]:
+    """SIGKILL `delay` s after the line announcing `step` (▶ step); (killed while running, seconds, output)."""
+    lines: list[str] = []
+    seen = threading.Event()
+
+    def read() -> None:
+        assert p.stdout is not None
+        for ln in p.stdout:
+            lines.append(ln)
+            if ln.startswith(f"▶ {step}:"):
+                seen.set()
+
+    t0 = time.monotonic()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    while not seen.wait(0.05):
+        if p.poll() is not None:
+            break
+    time.sleep(delay if seen.is_set() else 0)
+    running = p.poll() is None
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=60)
+    reader.join(timeout=10)
+    return running and seen.is_set(), time.monotonic() - t0, lines
+
+
+def _one(scenario: str, work: Path, step: str, delay: float) -> Kill:
+    k = Kill(at_s=0.0, step=step, after_s=delay)
     sb = build_sandbox(load_scenario(scenario), work / "box")
     home = work / "sdhome"
     try:
@@ -131,15 +150,11 @@ def _one(scenario: str, work: Path, at_s: float) -> Kill:
         user_pids = sb.server_pids()
         user_pid = user_pids[0] if user_pids else None
         p = _cli(["investigate", "--host", f"sim:attach={sb.root}", "--yes", "--out", str(work / "out")], home, work)
-        time.sleep(at_s)
         trees = sb.root / "home" / ".specdoctor" / "trees"
+        killed, k.at_s, _out = _kill_after(p, step, delay)
         k.in_trial = trees.exists() and any(d.is_dir() for r in trees.iterdir() for d in r.iterdir())
-        if p.poll() is not None:
-            k.error = "the run ended before the kill"
-        p.send_signal(signal.SIGKILL)
-        out, _ = p.communicate(timeout=60)
-        steps = [ln.split()[1].rstrip(":") for ln in out.splitlines() if ln.startswith("▶ ")]
-        k.step = steps[-1] if steps else None
+        if not killed:
+            k.error = f"step {step} never ran or the run ended first"
         recs = sorted((home / "runs").glob("*.json"))
         if not recs:
             k.error = "killed before the run was recorded"
@@ -174,19 +189,18 @@ def _one(scenario: str, work: Path, at_s: float) -> Kill:
         sb.remove()
 
 
-def run_kill_campaign(scenario: str, work: Path, kills: int = 10, seed: int = 19,
-                      reference_s: float | None = None) -> KillCampaign:
-    """`kills` SIGKILLs at seeded random moments over a whole run, each followed by `resume`."""
-    out = KillCampaign(reference_s=reference_s or reference_seconds(scenario, work / "ref"))
+def run_kill_campaign(scenario: str, work: Path, kills: int = 10, seed: int = 19) -> KillCampaign:
+    """`kills` SIGKILLs (KILL_STEPS, spread; fewer: a seeded sample) at a seeded random delay into the step."""
+    out = KillCampaign()
     rng = random.Random(seed)
-    # one moment per tenth of the run, at a random place inside it: every phase gets a kill
-    moments = [out.reference_s * (i + rng.uniform(0.05, 0.95)) / kills for i in range(kills)]
+    steps = list(KILL_STEPS) if kills >= len(KILL_STEPS) else sorted(rng.sample(KILL_STEPS, kills),
+                                                                     key=KILL_STEPS.index)
     saved = os.environ.get("SPECDOCTOR_HOME")
     try:
-        for i, at in enumerate(moments):
+        for i, step in enumerate(steps):
             d = work / f"kill{i}"
             d.mkdir(parents=True)
-            out.kills.append(_one(scenario, d, at))
+            out.kills.append(_one(scenario, d, step, rng.uniform(0.0, 3.0)))
     finally:
         if saved is None:
             os.environ.pop("SPECDOCTOR_HOME", None)

@@ -11,6 +11,10 @@ Run: `.venv/bin/python benchmarks/reliability_report.py [--quick] [--json]` (as 
   at rest     planted secrets (server env, shell env, a corpus of real shapes through the checkpointer) → found
               anywhere on disk after the run (run folder, SPECDOCTOR_HOME, the host's ~/.specdoctor)?
   lock        concurrent runs on one checkout (real processes, LocalHost and SSH) → exactly one runs?
+  investigate-states  each state in a scenario checkout through a whole investigate (subtraction + bisection in
+              trial trees) → manifest identical, the run's own proof agreeing, no trial tree left?
+  kills       SIGKILL at 10 seeded moments over whole runs (trials included), then resume → manifest identical,
+              no orphans, the user's server the same process and healthy?
 Goals: 100 % trees identical, 0 shell escapes, 0 secrets leaked, every bad input a one-line error,
 100 % states identical, 0 secrets at rest, every concurrent run but one refused.
 """
@@ -31,6 +35,7 @@ from reliability.badinput import run_bad_campaign  # noqa: E402
 from reliability.faults import run_fault_campaign, sshd_connect  # noqa: E402
 from reliability.hostile import run_campaign, run_local_campaign, ssh_budget, ssh_probe_factory  # noqa: E402
 from reliability.invalid_calls import run_invalid_campaign  # noqa: E402
+from reliability.kill_campaign import run_kill_campaign  # noqa: E402
 from reliability.lock_campaign import race  # noqa: E402
 from reliability.secrets_campaign import grep_secrets, run_host_folder_campaign, run_secret_campaign  # noqa: E402
 from reliability.states_campaign import run_state_campaign  # noqa: E402
@@ -65,12 +70,31 @@ class Report(BaseModel):
         return all(f.met for f in self.figures)
 
 
-def collect(quick: bool = False) -> Report:
-    """Run the four campaigns against a private sshd and the twin."""
+CAMPAIGNS = ("faults", "hostile", "secrets", "bad", "states", "at-rest", "lock", "investigate-states", "kills")
+
+
+def collect(quick: bool = False, only: set[str] | None = None) -> Report:
+    """Run the campaigns (all, or `only` those named) against a private sshd and the twin."""
     figures: list[Figure] = []
+
+    def want(name: str) -> bool:
+        return only is None or name in only
+
     sshd = start_sshd()
     tmp = Path(tempfile.mkdtemp(prefix="sd-reliability-"))
     try:
+        figures += _run_figures(sshd, tmp, quick, want)
+    finally:
+        sshd.stop()
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    return Report(figures=figures)
+
+
+def _run_figures(sshd, tmp: Path, quick: bool, want) -> list[Figure]:
+    figures: list[Figure] = []
+    if want("faults"):
         t0 = time.perf_counter()
         faults = run_fault_campaign(sshd_connect(sshd), str(sshd.workdir), per_phase=2 if quick else 4)
         by_phase: dict[str, int] = {}
@@ -82,6 +106,7 @@ def collect(quick: bool = False) -> Report:
             met=faults.identical == faults.injected and faults.orphans == 0,
             notes=f"orphan servers {faults.orphans}; per phase {by_phase}", seconds=time.perf_counter() - t0))
 
+    if want("hostile"):
         t0 = time.perf_counter()
         local = run_local_campaign(scale=0.3 if quick else 1.0)
         ssh = run_campaign(ssh_probe_factory(sshd), ssh_budget)
@@ -96,6 +121,7 @@ def collect(quick: bool = False) -> Report:
                    f"{local.commands + ssh.commands} commands; {len(local.tools_covered())} tools"),
             seconds=time.perf_counter() - t0))
 
+    if want("secrets"):
         t0 = time.perf_counter()
         secret = run_secret_campaign(tmp / "secrets")
         figures.append(Figure(
@@ -106,6 +132,7 @@ def collect(quick: bool = False) -> Report:
                    f"decoy sglang::scheduler_TP0 {'survived' if secret.decoy_alive else 'KILLED'}; "
                    f"verdict {secret.verdict}"), seconds=time.perf_counter() - t0))
 
+    if want("bad"):
         t0 = time.perf_counter()
         (tmp / "bad").mkdir()
         bad = run_bad_campaign(sshd, tmp / "bad")
@@ -119,13 +146,9 @@ def collect(quick: bool = False) -> Report:
             notes=f"CLI {ok_bad}/{len(bad)} one-line with exit code; tool calls {ok_invalid}/{len(invalid)} "
                   "refused with nothing run", seconds=time.perf_counter() - t0))
 
-        figures += _safety_figures(sshd, tmp, quick)
-    finally:
-        sshd.stop()
-        import shutil
-
-        shutil.rmtree(tmp, ignore_errors=True)
-    return Report(figures=figures)
+    figures += _safety_figures(sshd, tmp, quick, want)
+    figures += _run_figures_19(tmp, quick, want)
+    return figures
 
 
 def _checkpoint_corpus(tmp: Path) -> tuple[int, list[str]]:
@@ -155,11 +178,22 @@ def _checkpoint_corpus(tmp: Path) -> tuple[int, list[str]]:
     return len(pairs), grep_secrets({f"corpus{i}": s for i, (_l, s) in enumerate(pairs)}, places)
 
 
-def _safety_figures(sshd, tmp: Path, quick: bool) -> list[Figure]:
+def _safety_figures(sshd, tmp: Path, quick: bool, want) -> list[Figure]:
     """Issue #19: checkout states (manifest), secrets at rest, concurrent runs."""
+
+    figures: list[Figure] = []
+    if want("states"):
+        figures.append(_states_figure(sshd, tmp, quick))
+    if want("at-rest"):
+        figures.append(_at_rest_figure(tmp))
+    if want("lock"):
+        figures.append(_lock_figure(sshd, tmp, quick))
+    return figures
+
+
+def _states_figure(sshd, tmp: Path, quick: bool) -> Figure:
     from specdoctor.host import LocalHost
 
-    figures = []
     t0 = time.perf_counter()
     work = tmp / "states"
     (work / "home").mkdir(parents=True)
@@ -168,7 +202,7 @@ def _safety_figures(sshd, tmp: Path, quick: bool) -> list[Figure]:
         h.run(["mkdir", "-p", f"{sshd.workdir}/states-home"])
         remote = run_state_campaign(h, str(sshd.workdir), ["all", "submodule-local-changes"] if quick else None)
     tried, same = local.tried + remote.tried, local.identical + remote.identical
-    figures.append(Figure(
+    return Figure(
         campaign="checkout states (trial trees)", tried_label="states tried", tried=tried,
         result_label="manifest identical", result=same, goal="100 %",
         met=same == tried and local.exact_identical + remote.exact_identical == local.exact_tried + remote.exact_tried
@@ -179,18 +213,24 @@ def _safety_figures(sshd, tmp: Path, quick: bool) -> list[Figure]:
                f"the change in {local.in_place_caught + remote.in_place_caught}; with this round's exact backup "
                f"{local.exact_identical + remote.exact_identical}/{local.exact_tried + remote.exact_tried} "
                f"identical; differences: "
-               f"{ {**local.differences, **remote.differences} or 'none'}"), seconds=time.perf_counter() - t0))
+               f"{ {**local.differences, **remote.differences} or 'none'}"), seconds=time.perf_counter() - t0)
 
+
+def _at_rest_figure(tmp: Path) -> Figure:
     t0 = time.perf_counter()
     disk = run_host_folder_campaign(tmp / "at-rest")
     n_corpus, corpus_leaks = _checkpoint_corpus(tmp)
     found = len(disk.leaks) + len(corpus_leaks)
-    figures.append(Figure(
+    return Figure(
         campaign="secrets at rest (whole disk)", tried_label="secrets planted", tried=disk.planted + n_corpus,
         result_label="found on disk", result=found, goal="0", met=found == 0 and disk.read_env,
         notes=(f"investigate: {disk.planted} env secrets, {disk.places_searched} files searched (run folder, "
                f"SPECDOCTOR_HOME, host ~/.specdoctor), verdict {disk.verdict}; checkpointer: {n_corpus} corpus "
-               f"shapes; leaks {disk.leaks + corpus_leaks or 'none'}"), seconds=time.perf_counter() - t0))
+               f"shapes; leaks {disk.leaks + corpus_leaks or 'none'}"), seconds=time.perf_counter() - t0)
+
+
+def _lock_figure(sshd, tmp: Path, quick: bool) -> Figure:
+    from specdoctor.host import LocalHost
 
     t0 = time.perf_counter()
     repo = tmp / "lock-repo"
@@ -210,13 +250,68 @@ def _safety_figures(sshd, tmp: Path, quick: bool) -> list[Figure]:
     refused = sum(r.refused for r in races)
     good = all(r.won == 1 and r.refused == r.tried - 1 and r.named_holder == r.refused and not r.errors
                for r in races)
-    figures.append(Figure(
+    return Figure(
         campaign="concurrent runs (checkout lock)", tried_label="concurrent runs", tried=tried,
         result_label="refused", result=refused, goal="all but one per race", met=good,
         notes=f"{len(races)} races (LocalHost x{len(races) - 1}, SSH x1); one winner each: "
               f"{[r.won for r in races]}; refusals naming the holder {sum(r.named_holder for r in races)}",
-        seconds=time.perf_counter() - t0))
+        seconds=time.perf_counter() - t0)
+
+
+def _run_figures_19(tmp: Path, quick: bool, want) -> list[Figure]:
+    """Issue #19 on whole runs: each state through a full investigate on the twin; SIGKILL + resume."""
+    figures: list[Figure] = []
+    if want("investigate-states"):
+        t0 = time.perf_counter()
+        runs = _investigate_states(tmp / "inv-states", quick)
+        same = sum(r.identical and r.proof_identical is True and not r.trees_left and r.error is None for r in runs)
+        full = sum(r.subtracted and r.bisected for r in runs)
+        figures.append(Figure(
+            campaign="checkout states (full investigate)", tried_label="states tried", tried=len(runs),
+            result_label="manifest identical", result=same, goal="100 %, each subtracted and bisected",
+            met=same == len(runs) and full == len(runs),
+            notes=(f"scenario {INVESTIGATE_SCENARIO}, one run per state (quick: all in one checkout); "
+                   f"subtracted and bisected {full}/{len(runs)}; verdicts "
+                   f"{sorted({r.verdict or '?' for r in runs})}; failures "
+                   f"{ {'+'.join(r.states): (r.error or r.differences or r.trees_left) for r in runs if not r.identical or r.error or r.trees_left} or 'none'}; "
+                   f"{sum(r.seconds for r in runs):.0f} s of runs"), seconds=time.perf_counter() - t0))
+    if want("kills"):
+        t0 = time.perf_counter()
+        camp = run_kill_campaign(INVESTIGATE_SCENARIO, tmp / "kills", kills=3 if quick else 10)
+        bad = [k for k in camp.kills if not k.recovered]
+        figures.append(Figure(
+            campaign="SIGKILL + resume (whole runs)", tried_label="kills", tried=len(camp.kills),
+            result_label="recovered", result=camp.recovered,
+            goal="all: manifest identical, 0 orphans, user's server the same", met=not bad,
+            notes=(f"killed in steps {[k.step for k in camp.kills]} (+{[round(k.after_s, 1) for k in camp.kills]} s), "
+                   f"at {[round(k.at_s) for k in camp.kills]} s into the run; with a trial tree on disk "
+                   f"{sum(k.in_trial for k in camp.kills)}; manifest identical "
+                   f"{sum(k.identical for k in camp.kills)}; orphans {sum(len(k.orphans) for k in camp.kills)}; "
+                   f"user's server the same {sum(k.user_server_same for k in camp.kills)}; failures "
+                   f"{[(k.step, k.error) for k in bad] or 'none'} (the user's server is never stopped today: "
+                   "its stop/restart is #18's)"), seconds=time.perf_counter() - t0))
     return figures
+
+
+INVESTIGATE_SCENARIO = "single-culprit"
+"""The cheapest scenario whose run both subtracts and bisects (a confirmed single culprit)."""
+
+
+def _investigate_states(work: Path, quick: bool):
+    from reliability.investigate_states import investigate_states
+    from reliability.test_investigate_states import COMBINED
+
+    from specdoctor.sim import SimHost, build_sandbox, load_scenario
+
+    groups = [COMBINED] if quick else [[s] for s in COMBINED]
+    out = []
+    for i, states in enumerate(groups):
+        host = SimHost(build_sandbox(load_scenario(INVESTIGATE_SCENARIO), work / f"box{i}"))
+        try:
+            out.append(investigate_states(host, host.sandbox.repo, states, work / f"out{i}"))
+        finally:
+            host.close()
+    return out
 
 
 def render(report: Report) -> str:
@@ -237,8 +332,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="Smaller campaigns (for a smoke run).")
     ap.add_argument("--json", action="store_true", help="Print the figures as JSON.")
+    ap.add_argument("--only", default=None, help=f"Comma-separated campaigns: {', '.join(CAMPAIGNS)}.")
     args = ap.parse_args(argv)
-    report = collect(quick=args.quick)
+    only = set(args.only.split(",")) if args.only else None
+    if only and only - set(CAMPAIGNS):
+        ap.error(f"unknown campaign(s): {', '.join(sorted(only - set(CAMPAIGNS)))}")
+    report = collect(quick=args.quick, only=only)
     print(report.model_dump_json(indent=2) if args.json else render(report))
     return 0 if report.all_met else 1
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import statistics
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, trial
 from specdoctor.tools.trial import measure as measure_
-from specdoctor.tools.worktree import ApplyInput, Backup, apply_patches, ensure_backup, restore
+from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, tree_problem, trial_code
+from specdoctor.tools.trial_tree import TrialTree
+from specdoctor.tools.worktree import Backup, ensure_backup, restore
 
 from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
 from specdoctor.stats.ddmin import CachedOracle, Outcome, TrialRecord, classify, isolate, prefix_search
@@ -17,6 +20,9 @@ from specdoctor.toolkit import ToolContext, registry, tool
 
 __all__ = ["EssentialInput", "Essentials", "BisectInput", "BisectResult", "Trial", "find_essential_patches",
            "bisect_patches"]
+
+
+_TREE_IDS = itertools.count(1)
 
 
 class Trial(BaseModel):
@@ -47,22 +53,27 @@ class _Runner:
         rec = Trial(patches=subset, outcome="unresolved", purpose=purpose)
         self.trials.append(rec)
         try:
-            applied = apply_patches(self.ctx, ApplyInput(repo=self.repo, files=sorted(set(self.essential + subset)),
-                                                          from_clean=True))
+            # The trial's own tree: HEAD + the essentials + this subset; the user's checkout is only read.
+            with trial_code(self.ctx, self.repo, f"trial-{next(_TREE_IDS)}", self.essential + subset) as tree:
+                problem = tree_problem(tree)
+                if problem:
+                    rec.cause = problem
+                    return rec
+                return self._launch(rec, tree, measure, judge)
         except ToolRetry as exc:
             rec.cause = f"patch: {exc}"
             return rec
         except Unresolved as exc:  # a conflict: recorded, never counted good or bad
             rec.cause = f"patch conflict: {exc}"
             return rec
-        if not applied.verified:
-            rec.cause = "tree not as asked: " + "; ".join(applied.mismatches)[:300]
-            return rec
+
+    def _launch(self, rec: Trial, tree: TrialTree, measure: dict[str, Any] | None, judge: Any) -> Trial:
         self.launches += 1
-        config = LaunchConfig(command=self.launch, python=self.python, port=self.port, env=self.env,
-                              label=f"trial-{len(self.trials)}")
+        config = in_tree(LaunchConfig(command=self.launch, python=self.python, port=self.port, env=self.env,
+                                      label=f"trial-{len(self.trials)}"), tree)
         try:
             with trial(self.ctx, config) as handle:
+                check_origin(handle, tree)
                 if measure is None:
                     rec.outcome = "starts"
                     return rec
@@ -84,6 +95,9 @@ class _Runner:
             return rec
         except MeasureFailed as exc:
             rec.cause = f"benchmark failed: {exc.result.summary}"[:400]
+            return rec
+        except WrongTree as exc:  # measured code we cannot vouch for: never counted
+            rec.cause = str(exc)[:400]
             return rec
         rec.median = statistics.median(rec.samples) if rec.samples else None
         return rec

@@ -150,8 +150,10 @@ class TrialTree(BaseModel):
     ambiguous: list[Ambiguous] = Field(default_factory=list)
     outside_writes: list[str] = Field(default_factory=list,
                                       description="Writes by the script outside the tree (checkout, $HOME, /tmp).")
-    checkout_before: str = Field(description="Manifest digest of the user's checkout before the build.")
-    checkout_after: str
+    checkout_before: str | None = Field(default=None, description="Manifest digest of the user's checkout before "
+                                        "the build; None when no patch script ran (the build itself only reads it, "
+                                        "and the run compares the whole checkout at its end).")
+    checkout_after: str | None = None
 
     def summary_line(self) -> str:
         untouched = "checkout untouched" if self.checkout_before == self.checkout_after else "CHECKOUT CHANGED"
@@ -177,7 +179,7 @@ def build_tree(ctx: ToolContext, args: TreeInput) -> TrialTree:
     """Build HEAD + the asked changes under the run's trees folder (see the module doc); refuses an existing name."""
     name = _check_name(args.name)
     src = prepare_source(ctx, args.repo)
-    before = take_manifest(ctx, src.top)
+    before = take_manifest(ctx, src.top) if args.script else None  # only the user's script could write there
     tree = f"{src.root}/{name}"
     if ctx.host.exists(tree):
         raise ToolRetry(f"trial tree {name} already exists at {tree}; remove it or pick another name")
@@ -200,13 +202,15 @@ def build_tree(ctx: ToolContext, args: TreeInput) -> TrialTree:
         if idx:
             _apply_hunks(ctx, src, tree, path, idx)
     out = TrialTree(name=name, path=tree, head=src.head, pythonpath=_pythonpath(ctx, tree), applied_files=whole,
-                    applied_hunks={p: i for p, i in args.hunks.items() if i}, checkout_before=before.digest,
-                    checkout_after=before.digest)
+                    applied_hunks={p: i for p, i in args.hunks.items() if i}, checkout_before=before.digest if before else None,
+                    checkout_after=before.digest if before else None)
     if args.script:
         _run_script(ctx, src, tree, args, out)
     out.differs_from_head = [encode_name(p) for p in _b64_lines(
         ctx, f"git --no-optional-locks -C {_q(tree)} status --porcelain=v1 -z --untracked-files=all "
              f"--ignore-submodules=all | cut -z -c4-")]
+    if before is None:
+        return out
     after = take_manifest(ctx, src.top)
     out.checkout_after = after.digest
     if after.digest != before.digest:

@@ -64,8 +64,11 @@ def _toplevel(ctx: ToolContext, repo: str) -> str:
     return ctx.host.run(git(repo, "rev-parse", "--show-toplevel")).stdout.strip()
 
 
-def check_mutable(ctx: ToolContext, repo: str) -> tuple[str, str | None, str]:
-    """Refuse (RepoRefused, one line) mid-merge/rebase, with conflicts, dirty submodules or no commit; else HEAD."""
+def check_mutable(ctx: ToolContext, repo: str, *, submodules_ok: bool = False) -> tuple[str, str | None, str]:
+    """Refuse (RepoRefused, one line) mid-merge/rebase, with conflicts, dirty submodules or no commit; else HEAD.
+
+    `submodules_ok`: a submodule with local changes is fine for what never writes into it (a backup, a restore
+    of the superproject's paths): trials run in trial trees, so only the in-place tools still refuse."""
     head, branch, gdir, busy = repo_state(ctx, repo, full=True)
     ops = [b for b in busy if b != "conflicts" and not b.startswith("submodule ")]
     if ops:
@@ -75,7 +78,7 @@ def check_mutable(ctx: ToolContext, repo: str) -> tuple[str, str | None, str]:
     if "conflicts" in busy:
         raise RepoRefused(f"{repo}: the index has unresolved conflicts; resolve them first")
     subs = [b for b in busy if b.startswith("submodule ")]
-    if subs:
+    if subs and not submodules_ok:
         raise RepoRefused(f"{repo}: {subs[0]}; commit or reset it first (specdoctor does not back up "
                           "submodule contents)")
     return head, branch, gdir
@@ -96,7 +99,7 @@ def _tree_of_worktree(ctx: ToolContext, repo: str, gdir: str, include_ignored: b
 
 def snapshot(ctx: ToolContext, repo: str, include_ignored: bool = False) -> Snapshot:
     """Record the checkout's exact state as git objects (nothing in the checkout changes)."""
-    head, branch, gdir = check_mutable(ctx, repo)
+    head, branch, gdir = check_mutable(ctx, repo, submodules_ok=True)
     wtree = _tree_of_worktree(ctx, repo, gdir, include_ignored)
     itree = ctx.host.run(git(repo, "write-tree")).stdout.strip()
     stashes = parse_stash_list(ctx.host.run(git(repo, "stash", "list", "--format=%H%x00%gs"), check="ignore").stdout)
@@ -257,7 +260,7 @@ def make_backup(ctx: ToolContext, args: BackupInput) -> Backup:
     ref = BACKUP_NS + bid
     if ctx.host.run(git(repo, "rev-parse", "--verify", "-q", ref), check="ignore").ok:
         raise ToolRetry(f"backup {bid} already exists in {repo}; restore it or choose another id")
-    head, _branch, gdir = check_mutable(ctx, repo)
+    head, _branch, gdir = check_mutable(ctx, repo, submodules_ok=True)
     top = _toplevel(ctx, repo)
     pending = split_z(ctx.host.run(git(repo, "diff", "--name-only", "-z", "--no-renames", "--diff-filter=d",
                                        "HEAD")).stdout)
@@ -451,7 +454,7 @@ def _restore_stashes(ctx: ToolContext, repo: str, want: list[StashEntry]) -> Non
 def restore(ctx: ToolContext, repo: str, backup_id: str, force_head: bool = False) -> Restored:
     """Put the checkout back exactly as the backup recorded it, then verify the hash (BackupError if not equal)."""
     b = load_backup(ctx, repo, backup_id)
-    head, branch, gdir = check_mutable(ctx, repo)
+    head, branch, gdir = check_mutable(ctx, repo, submodules_ok=True)
     _clear_stale_lock(ctx, gdir)
     cur = snapshot(ctx, repo, b.include_ignored)
     out = Restored(backup_id=b.backup_id, expected_hash=b.hash, actual_hash=cur.hash, verified=cur.hash == b.hash,
@@ -567,6 +570,7 @@ def stash_all(ctx: ToolContext, args: StashInput) -> Stashed:
     The changes are held by this run's backup ref (taken first if missing), not by a `git stash` entry,
     so the user's stash list is never touched; `restore_worktree` puts everything back.
     """
+    check_mutable(ctx, args.repo)  # in place: a submodule's local changes are not in the backup, so refuse
     b = ensure_backup(ctx, args.repo, args.backup_id)
     before = _stash_shas(ctx, args.repo)
     clean_to_head(ctx, args.repo, b.include_ignored)
@@ -642,6 +646,7 @@ def apply_patches(ctx: ToolContext, args: ApplyInput) -> Applied:
     ambiguous. Finally it checks that the tree is what was asked for (with from_clean: nothing else changed).
     """
     repo = args.repo
+    check_mutable(ctx, repo)  # in place: a submodule's local changes are not in the backup, so refuse
     b = ensure_backup(ctx, repo, args.backup_id)
     unknown = [p for p in [*args.files, *args.hunks] if p not in b.changed]
     if unknown:

@@ -11,6 +11,7 @@ from typing import Any
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
+from specdoctor.engine.checkout_guard import CheckoutGuard
 from specdoctor.engine.context import NullView, RunDeps
 from specdoctor.engine.graph import compile_playbook
 from specdoctor.engine.playbook import Playbook, load_playbook
@@ -146,13 +147,13 @@ def _bring_back_user_server(deps: RunDeps, values: dict[str, Any]) -> dict[str, 
 
 
 def _finish(rec: RunRecord, deps: RunDeps, values: dict[str, Any], error: str | None, started: float,
-            host: Host) -> RunOutcome:
+            host: Host, guard: CheckoutGuard | None = None) -> RunOutcome:
     from specdoctor.engine.report_builder import build_report
     from specdoctor.report.writer import write_report
 
     extra = _safety_net(deps, values)
     values = _bring_back_user_server(deps, values)
-    values = dict(values)
+    values = _with_proof(dict(values), guard, extra)
     values["decisions"] = list(values.get("decisions", [])) + [d.model_dump() for d in extra]
     if error:
         values["decisions"].append(Decision(step="run", status="error", checked="the run", found=redact_text(error),
@@ -168,9 +169,40 @@ def _finish(rec: RunRecord, deps: RunDeps, values: dict[str, Any], error: str | 
                       files={k: str(v) for k, v in files.items()}, results=dict(values.get("results") or {}))
 
 
+def _with_proof(values: dict[str, Any], guard: CheckoutGuard | None, extra: list[Decision]) -> dict[str, Any]:
+    """After the safety net: the checkout's manifest again, compared with the first (facts.checkout_proof)."""
+    proof = guard.prove() if guard is not None else None
+    if proof is not None:
+        values["facts"] = {**(values.get("facts") or {}), "checkout_proof": proof.model_dump()}
+        extra.append(guard.decision(proof))  # type: ignore[union-attr]
+    return values
+
+
+def _guard(host: Host, run_id: str, repo: str | None, *, resuming: bool) -> CheckoutGuard:
+    """Lock the checkout (refused while another live run holds it), then its manifest before anything."""
+    guard = CheckoutGuard(ToolContext(host=host, run_id=run_id), repo, run_id)
+    guard.acquire()
+    try:
+        guard.take_before(resuming=resuming)
+    except BaseException:
+        guard.release()
+        raise
+    return guard
+
+
 def _run(rec: RunRecord, playbook: Playbook, host: Host, first_input: Any, view: Any, approver: Approver | None,
-         advisor: Any, dry_run: bool) -> RunOutcome:
-    ctx = ToolContext(host=host, run_id=rec.run_id, progress=view.progress)
+         advisor: Any, dry_run: bool, guard: CheckoutGuard | None = None) -> RunOutcome:
+    try:
+        return _run_graph(rec, playbook, host, first_input, view, approver, advisor, dry_run, guard)
+    finally:
+        if guard is not None:
+            guard.release()
+
+
+def _run_graph(rec: RunRecord, playbook: Playbook, host: Host, first_input: Any, view: Any,
+               approver: Approver | None, advisor: Any, dry_run: bool, guard: CheckoutGuard | None) -> RunOutcome:
+    ctx = ToolContext(host=host, run_id=rec.run_id,
+                      progress=guard.beating(view.progress) if guard is not None else view.progress)
     deps = RunDeps(host=host, tool_ctx=ctx, view=view, advisor=advisor, out_dir=Path(rec.out_dir), yes=rec.yes,
                    dry_run=dry_run, playbook=playbook)
     cfg = {"configurable": {"thread_id": rec.run_id}}
@@ -184,7 +216,7 @@ def _run(rec: RunRecord, playbook: Playbook, host: Host, first_input: Any, view:
             values = _drive(app, first_input, cfg, deps, approver)
         except KeyboardInterrupt:
             values = app.get_state(cfg).values
-            _finish(rec, deps, values, "interrupted (SIGINT): partial report", started, host)
+            _finish(rec, deps, values, "interrupted (SIGINT): partial report", started, host, guard)
             rec.status = "interrupted"
             save_record(rec)
             detach = getattr(host, "detach", None)
@@ -193,8 +225,8 @@ def _run(rec: RunRecord, playbook: Playbook, host: Host, first_input: Any, view:
             raise
         except Exception as exc:  # any failure still ends in a written report
             values = app.get_state(cfg).values
-            return _finish(rec, deps, values, f"{type(exc).__name__}: {exc}", started, host)
-        return _finish(rec, deps, values, None, started, host)
+            return _finish(rec, deps, values, f"{type(exc).__name__}: {exc}", started, host, guard)
+        return _finish(rec, deps, values, None, started, host, guard)
 
 
 def investigate(options: InvestigateOptions, *, view: Any = None, approver: Approver | None = None,
@@ -226,9 +258,11 @@ def investigate(options: InvestigateOptions, *, view: Any = None, approver: Appr
                         host_options=_host_options(options), playbook=options.playbook, out_dir=str(out_dir),
                         checkpoint=options.checkpoint or "", yes=options.yes, dry_run=options.dry_run,
                         llm=options.llm, llm_base_url=options.llm_base_url)
+        # A dry run only reads: it neither waits for nor blocks a real run on the same checkout.
+        guard = None if options.dry_run else _guard(host, run_id, params.get("repo"), resuming=False)
         save_record(rec)
         first = {"run_id": run_id, "params": params, "results": {}, "facts": {}, "decisions": [], "done": []}
-        return _run(rec, playbook, host, first, view, approver, _advisor(options), options.dry_run)
+        return _run(rec, playbook, host, first, view, approver, _advisor(options), options.dry_run, guard)
     finally:
         if own_host:
             host.close()
@@ -256,14 +290,21 @@ def resume(run_id: str, *, view: Any = None, approver: Approver | None = None, y
             raise UsageError(f"run {run_id} has no checkpoint to resume")
         if not snapshot.next or rec.status == "finished":
             raise UsageError(f"run {run_id} already finished (report: {rec.out_dir}); nothing to resume")
+        guard = None if rec.dry_run else _guard(host, run_id, (values.get("params") or {}).get("repo"),
+                                                 resuming=True)
         # The interrupted step re-runs from a clean world: our servers stopped, the tree put back.
         ctx = ToolContext(host=host, run_id=run_id, progress=view.progress)
-        cleanup = _safety_net(RunDeps(host=host, tool_ctx=ctx), values)
-        if any(d.tool == "restore_worktree" and d.status == "error" for d in cleanup):
-            raise BackupError(f"run {run_id}: could not put the tree back before resuming: {cleanup[-1].found}")
+        try:
+            cleanup = _safety_net(RunDeps(host=host, tool_ctx=ctx), values)
+            if any(d.tool == "restore_worktree" and d.status == "error" for d in cleanup):
+                raise BackupError(f"run {run_id}: could not put the tree back before resuming: {cleanup[-1].found}")
+        except BaseException:
+            if guard is not None:
+                guard.release()
+            raise
         rec.status = "running"
         save_record(rec)
         advisor = _advisor(InvestigateOptions(host=rec.host, llm=rec.llm, llm_base_url=rec.llm_base_url))
-        return _run(rec, playbook, host, None, view, approver, advisor, rec.dry_run)
+        return _run(rec, playbook, host, None, view, approver, advisor, rec.dry_run, guard)
     finally:
         host.close()

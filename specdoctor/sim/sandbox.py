@@ -340,6 +340,10 @@ def _layout_python(root: Path, scenario: Scenario, twin_root: str) -> tuple[Path
     with resources.as_file(src) as src_path:
         shutil.copytree(src_path, site / "sglang", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     (site / "sglang" / "_twin" / "location.txt").write_text(twin_root + "\n")
+    # A process that imports sglang from a checkout (a trial tree on PYTHONPATH) runs the stand-in, origin kept.
+    finder = resources.files("specdoctor.sim.standin").joinpath("twin_checkout_import.py").read_text()
+    (site / "twin_checkout_import.py").write_text(finder)
+    (site / "twin_checkout_import.pth").write_text("import twin_checkout_import\n")
     (site / "sglang" / "version.py").write_text(f'__version__ = "{scenario.sglang.version}"\n')
     for dist, version in ((f"sglang-{scenario.sglang.version}", scenario.sglang.version),
                           (f"nvidia_nccl_cu12-{scenario.hardware.nccl}", scenario.hardware.nccl),

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 
 import pytest
+from specdoctor.tools.manifest import take_manifest
 
 from specdoctor.host import LocalHost
 from specdoctor.sim import SimHost, build_sandbox, load_scenario
-
-from .hostile import _repo_helpers
+from specdoctor.toolkit import ToolContext
 
 
 def _start(tmp: Path, root: Path) -> subprocess.Popen[bytes]:
@@ -30,16 +30,16 @@ def _default_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
-def _wait_for_mutation(host: LocalHost, repo: str, proc: subprocess.Popen[bytes], timeout: float = 240) -> None:
-    """Until the run has changed the checkout (its stash step): the worst moment to lose the controller."""
-    first = host.run(["git", "-C", repo, "status", "--porcelain=v1", "-uall"]).stdout
+def _wait_for_trial(root: Path, proc: subprocess.Popen[bytes], timeout: float = 240) -> None:
+    """Until a trial tree exists (a subtraction or bisection trial is on): the worst moment to lose the controller."""
+    trees = root / "home" / ".specdoctor" / "trees"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.communicate()[1].decode()[-2000:]
-        if host.run(["git", "-C", repo, "status", "--porcelain=v1", "-uall"]).stdout != first:
+        if trees.is_dir() and any(d.is_dir() for run in trees.iterdir() if run.is_dir() for d in run.iterdir()):
             return
         time.sleep(0.1)
-    pytest.fail("the run never changed the checkout")
+    pytest.fail("the run never built a trial tree")
 
 
 @pytest.fixture()
@@ -52,9 +52,8 @@ def sandbox(tmp_path: Path):
 
 
 def test_sigint_mid_run_writes_a_partial_report_after_putting_the_tree_back(tmp_path: Path, sandbox, monkeypatch):
-    host = LocalHost(base_env=sandbox.base_env, inherit_env=False)
     proc = _start(tmp_path, sandbox.root)
-    _wait_for_mutation(host, sandbox.repo, proc)
+    _wait_for_trial(sandbox.root, proc)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=180)
     assert proc.returncode == 130, err.decode()[-2000:]
@@ -77,14 +76,13 @@ def test_sigint_mid_run_writes_a_partial_report_after_putting_the_tree_back(tmp_
 
 def test_sigkill_mid_run_then_resume_restores_byte_identical_and_stops_its_servers(tmp_path: Path, sandbox,
                                                                                   monkeypatch):
-    helpers = _repo_helpers()
     host = LocalHost(base_env=sandbox.base_env, inherit_env=False)
-    before = helpers.fingerprint(host, sandbox.repo)
+    ctx = ToolContext(host=host, run_id="check")
+    before = take_manifest(ctx, sandbox.repo)
     proc = _start(tmp_path, sandbox.root)
-    _wait_for_mutation(host, sandbox.repo, proc)
+    _wait_for_trial(sandbox.root, proc)
     proc.kill()
     proc.communicate(timeout=30)
-    assert helpers.fingerprint(host, sandbox.repo) != before  # killed with the tree changed
     monkeypatch.setenv("SPECDOCTOR_HOME", str(tmp_path / "sdhome"))
     monkeypatch.setattr(SimHost, "close", lambda self: None)  # keep the sandbox to compare afterwards
     from specdoctor.engine.runner import resume
@@ -92,27 +90,13 @@ def test_sigkill_mid_run_then_resume_restores_byte_identical_and_stops_its_serve
     run_id = next((tmp_path / "sdhome" / "runs").glob("*.json")).stem
     outcome = resume(run_id, yes=True)
     assert outcome.status == "finished" and outcome.verdict == "baseline-not-reproducible", outcome
-    after = helpers.fingerprint(host, sandbox.repo)
-    assert _content(after) == _content(before), "\n".join(set(after.splitlines()) ^ set(before.splitlines()))
+    diff = before.diff(take_manifest(ctx, sandbox.repo))
+    assert diff.same, diff.differences  # byte for byte: every path, mode, the index flags, HEAD, stashes
+    assert not (sandbox.root / "home" / ".specdoctor" / "trees" / run_id).exists()  # its trial trees are gone
     started = Path(sandbox.root / "home" / ".specdoctor" / "runs" / run_id / "started.json")
     groups = {json.loads(line)["pgid"] for line in started.read_text().splitlines()} if started.exists() else set()
     alive = [p.name for p in Path("/proc").iterdir() if p.name.isdigit() and _live_pgid(p) in groups]
     assert not alive, alive
-
-
-def _content(fp: str) -> str:
-    """The fingerprint without the leading hash, with file modes reduced to git's view (executable or not).
-
-    The sandbox makes every file 0666; a restore writes files with the host's umask (0644). Git records only
-    the executable bit, and so does the backup: the other permission bits are outside the contract.
-    """
-    out = []
-    for line in fp.splitlines()[1:]:
-        parts = line.split(" ")
-        if len(parts) == 3 and parts[1].isdigit() and len(parts[1]) == 3:
-            parts[1] = "x" if int(parts[1][0]) & 1 else "-"
-        out.append(" ".join(parts))
-    return "\n".join(out)
 
 
 def _live_pgid(p: Path) -> int | None:

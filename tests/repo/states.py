@@ -17,7 +17,7 @@ from helpers import make_messy_repo  # noqa: E402
 
 from specdoctor.host.base import Host  # noqa: E402
 
-__all__ = ["STATES", "IN_PLACE_LOSES", "build_state", "NON_UTF8", "SGLANG_INIT"]
+__all__ = ["STATES", "IN_PLACE_LOSES", "build_state", "apply_states", "EXAMPLE_PATHS", "NON_UTF8", "SGLANG_INIT"]
 
 SGLANG_INIT = "python/sglang/__init__.py"
 NON_UTF8 = b"caf\xe9-latin1.py"
@@ -61,5 +61,22 @@ def build_state(host: Host, repo: str, name: str, without: set[str] | frozenset[
     """A fresh messy checkout at `repo` in state `name` ('all': every state but the submodule and `without`)."""
     make_messy_repo(host, repo)
     names = [n for n in STATES if n != "submodule-local-changes" and n not in without] if name == "all" else [name]
-    script = " && ".join(["set -e", 'cd "$R"', _BASE, *[f"({STATES[n]})" for n in names]])
+    apply_states(host, repo, names, base=True)
+
+
+EXAMPLE_PATHS = ("python/sglang/srt/entrypoints/engine.py", "run.sh", "python/sglang/srt/models/kimi_k25.py")
+"""Tracked files the fragments name (assume-unchanged, skip-worktree, modes/symlink); `apply_states` swaps them."""
+
+
+def apply_states(host: Host, repo: str, names: list[str], *, paths: dict[str, str] | None = None,
+                 base: bool = False) -> None:
+    """Put an existing checkout (e.g. a scenario's) in the states `names`; `paths` maps EXAMPLE_PATHS to tracked
+    files of that checkout that no patch touches (so the states do not change what is measured)."""
+    frags = []
+    for n in names:
+        frag = STATES[n]
+        for old, new in (paths or {}).items():
+            frag = frag.replace(old, new)
+        frags.append(f"({frag})")
+    script = " && ".join(["set -e", 'cd "$R"', *([_BASE] if base else []), *frags])
     host.run(["bash", "-c", 'R="$1"\n' + script, "build_state", repo], env=_ID)

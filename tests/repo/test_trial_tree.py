@@ -156,3 +156,38 @@ def test_a_server_started_from_the_checkout_folder_imports_the_checkout_unless_i
                                                   "expect_under": tree.path})
     assert naive.ok and naive.output["inside"] is False and naive.output["origin"].startswith(repo), naive.summary
     assert mapped.ok and mapped.output["inside"] is True, mapped.summary
+
+
+def test_a_trial_server_is_measured_only_when_it_imports_from_its_own_tree(local):
+    """trial_code builds and removes the tree; check_origin passes the server in the tree, refuses the other."""
+    from specdoctor.tools.launch import LaunchResult
+    from specdoctor.tools.trial import LaunchConfig, TrialHandle
+    from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, trial_code
+
+    host, tmp = local
+    repo = str(tmp / "repo")
+    build_state(host, repo, "modes")
+    ctx = _ctx(host)
+    before = take_manifest(ctx, repo)
+    code = "import time; time.sleep(60)"
+    with trial_code(ctx, repo, "origin", [KIMI]) as tree:
+        cfg = in_tree(LaunchConfig(command="python -m sglang.launch_server", cwd=f"{repo}/python"), tree, repo)
+        assert cfg.tree == tree.path and cfg.cwd == f"{tree.path}/python"  # `python -m` imports its cwd first
+        assert cfg.launch_args()["env"]["PYTHONPATH"] == f"{tree.path}/python"
+        procs = {where: subprocess.Popen([sys.executable, "-c", code], env={"PYTHONPATH": f"{where}/python",
+                                                                             "PATH": os.defpath},
+                                         cwd="/", start_new_session=True) for where in (tree.path, repo)}
+        try:
+            def handle(p: subprocess.Popen) -> TrialHandle:
+                return TrialHandle(config=cfg, launch=LaunchResult(pids=[p.pid], port=1, log_path="/dev/null"),
+                                   ctx=ctx)
+
+            assert check_origin(handle(procs[tree.path]), tree).inside is True
+            with pytest.raises(WrongTree, match="not its tree"):
+                check_origin(handle(procs[repo]), tree)
+        finally:
+            for p in procs.values():
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=10)
+    assert not Path(tree.path).exists()  # removed on exit
+    assert before.diff(take_manifest(ctx, repo)).same

@@ -20,6 +20,8 @@ from specdoctor.tools.trial import (
     measure,
     trial,
 )
+from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree
+from specdoctor.tools.trial_tree import TrialTree
 
 __all__ = ["locate_server", "reproduce", "measure_config", "claim_outcome"]
 
@@ -100,8 +102,11 @@ def _recorder(results: dict[str, Any]):
 
 
 def measure_config(deps, view: StateView, *, label: str, speculative: bool, results: dict[str, Any],
-                   env: dict[str, str] | None = None, runs: int | None = None) -> dict[str, Any]:
-    """Launch a server (spec or baseline), benchmark it, stop it; a measurement dict or {'error': ...}."""
+                   env: dict[str, str] | None = None, runs: int | None = None,
+                  tree: TrialTree | None = None) -> dict[str, Any]:
+    """Launch a server (spec or baseline), benchmark it, stop it; a measurement dict or {'error': ...}.
+
+    With `tree` the server imports the engine from that trial tree (checked in its own environment first)."""
     launch = view.get("facts.launch")
     if not launch:
         raise UsageError("no launch command: pass --launch or start the server first")
@@ -109,12 +114,17 @@ def measure_config(deps, view: StateView, *, label: str, speculative: bool, resu
     config = LaunchConfig(command=launch, python=p.get("python"), speculative=speculative, label=label,
                           env={**(view.get("facts.server_env") or {}), **(env or {})}, port=AUTO_PORT,
                           timeout_s=p.get("launch_timeout_s", 600))
+    config = in_tree(config, tree) if tree is not None else config
     try:
         with trial(deps.tool_ctx, config, record=_recorder(results)) as handle:
+            if tree is not None:
+                check_origin(handle, tree)
             m = measure(handle, runs=runs or p.get("runs", 5), requests_per_run=p.get("requests_per_run", 3),
                         max_new_tokens=p.get("max_new_tokens", 128), warmup_runs=1)
     except (LaunchFailed, MeasureFailed) as exc:
         return {"error": exc.result.summary, "status": exc.result.status, "label": label}
+    except WrongTree as exc:
+        return {"error": str(exc), "status": "unresolved", "label": label}
     data = m.model_dump(mode="json")
     data["label"] = label
     data["env"] = env or {}

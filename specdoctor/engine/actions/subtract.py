@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.actions.measure import measure_config
 from specdoctor.engine.state import Decision, StateView
-from specdoctor.toolkit import ToolResult, registry
+from specdoctor.errors import ToolRetry, Unresolved
 from specdoctor.tools.bisect import Essentials
-from specdoctor.tools.worktree import Applied
+from specdoctor.tools.trial_code import tree_problem as untrusted_tree
+from specdoctor.tools.trial_code import trial_code
+from specdoctor.tools.trial_tree import TrialTree, prepare_source
 
 __all__ = ["subtract", "compare_measurements"]
 
@@ -20,15 +23,6 @@ def compare_measurements(a: dict[str, Any], b: dict[str, Any], unit: str = "tok/
 
     res = compare(a.get("samples") or [], b.get("samples") or [], unit=unit, higher_is_better=True)
     return res.model_dump() if hasattr(res, "model_dump") else dict(res)
-
-
-def _applied(r: ToolResult, key: str) -> Applied | None:
-    """apply_patches' result through its output model (an unresolved call's partial output counts)."""
-    return registry.typed_output(r, Applied, where=key, unresolved=True)
-
-
-def _ambiguous(applied: Applied | None) -> list[str]:
-    return [a.line for a in applied.ambiguous] if applied is not None else []
 
 
 def _merge(acc: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
@@ -50,9 +44,28 @@ def essential_files(view: StateView) -> list[str]:
     return list((found.essential if found is not None else None) or view.params.get("essential") or [])
 
 
+def _trees(deps, view: StateView, repo: str, essentials: list[str], script: str | None,
+           stack: contextlib.ExitStack, out: ActionOutcome) -> tuple[TrialTree | None, TrialTree | None, str | None]:
+    """Build the two arms' trial trees (removed when `stack` closes); a problem instead of a tree on failure."""
+    ctx = deps.tool_ctx
+    try:
+        everything = prepare_source(ctx, repo).changes_paths()
+        all_tree = stack.enter_context(trial_code(ctx, repo, "subtract-all", everything))
+        ess_tree = stack.enter_context(trial_code(ctx, repo, "subtract-essentials", essentials, script=script,
+                                                  python=view.params.get("python")))
+    except (ToolRetry, Unresolved) as exc:
+        return None, None, f"could not build the trial trees: {exc}"
+    for t in (all_tree, ess_tree):
+        out.facts.setdefault("trial_trees", []).append(t.summary_line())
+        problem = untrusted_tree(t)
+        if problem:
+            return None, None, problem
+    return all_tree, ess_tree, None
+
+
 @action("disrupt")
 def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
-    """Stash every patch, re-apply only the essentials, measure, and compare with all patches applied."""
+    """Measure all patches vs only the essentials (+ the patch script), each in its own trial tree, and compare."""
     out = ActionOutcome()
     repo = view.params.get("repo")
     backup_id = view.get("facts.backup_id")
@@ -73,52 +86,33 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     comparison: dict[str, Any] = {}
     rounds = int(view.params.get("subtract_rounds", 3))
     try:
-        for rnd in range(rounds):
-            runs = view.params.get("runs", 5) if rnd == 0 else view.params.get("extra_runs", 8)
-            # A (all patches) then B (essentials only); each round adds runs to both arms (Pinpoint-style).
-            r = call_tool(deps, "restore_worktree", {"repo": repo, "backup_id": backup_id}, out.results,
-                          key=f"restore_a{rnd}")
-            if not r.ok:
-                tree_problem = f"could not put the full tree back before round {rnd + 1}: {r.summary}"
-                break
-            deps.view.progress(f"round {rnd + 1}: measuring with all patches applied")
-            full = _merge(full, measure_config(deps, view, label=f"all-patches-{rnd + 1}", speculative=True,
-                                               results=out.results, runs=runs))
-            r = call_tool(deps, "stash_all", {"repo": repo}, out.results, key=f"stash_all_{rnd}")
-            if not r.ok:
-                tree_problem = f"stash failed: {r.summary}"
-                break
-            if essentials:
-                r = call_tool(deps, "apply_patches", {"repo": repo, "files": essentials, "backup_id": backup_id},
-                              out.results, key=f"apply_essentials_{rnd}")
-                if not r.ok:
-                    tree_problem = f"re-applying the essential patches failed: {r.summary}"
+        with contextlib.ExitStack() as trees:
+            # Two trial trees (the user's checkout is only read): every change, and essentials (+ the patch script).
+            all_tree, ess_tree, tree_problem = _trees(deps, view, str(repo), essentials, script, trees, out)
+            if ess_tree is not None:
+                applied += list(ess_tree.applied_files) + ([f"script {script}"] if script and
+                                                           ess_tree.script_exit == 0 else [])
+                ambiguous += [a.line for a in ess_tree.ambiguous]
+                if script and ess_tree.script_exit is None:
+                    ambiguous.append("patch script did not run")
+                essentials_verified = bool(essentials) and sorted(ess_tree.applied_files) == sorted(essentials)
+            for rnd in range(rounds if all_tree is not None and ess_tree is not None else 0):
+                runs = view.params.get("runs", 5) if rnd == 0 else view.params.get("extra_runs", 8)
+                # A (all patches) then B (essentials only); each round adds runs to both arms (Pinpoint-style).
+                deps.view.progress(f"round {rnd + 1}: measuring with all patches applied")
+                full = _merge(full, measure_config(deps, view, label=f"all-patches-{rnd + 1}", speculative=True,
+                                                   results=out.results, runs=runs, tree=all_tree))
+                deps.view.progress(f"round {rnd + 1}: measuring with essential patches only")
+                reduced = _merge(reduced, measure_config(deps, view, label=f"essentials-only-{rnd + 1}",
+                                                         speculative=True, results=out.results, runs=runs,
+                                                         tree=ess_tree))
+                if not (full.get("samples") and reduced.get("samples")):
                     break
-                if rnd == 0:
-                    done = _applied(r, f"apply_essentials_{rnd}")
-                    applied += list((done.applied if done is not None else None) or essentials)
-                    ambiguous += _ambiguous(done)
-                    essentials_verified = bool(done is not None and done.verified)
-            if script:
-                script_args = {"repo": repo, "script": script}
-                if view.params.get("python"):
-                    script_args["python"] = view.params["python"]
-                r = call_tool(deps, "apply_patches", script_args, out.results, key=f"apply_patch_script_{rnd}")
-                if rnd == 0:
-                    ambiguous += _ambiguous(_applied(r, f"apply_patch_script_{rnd}"))
-                    if r.ok:
-                        applied.append(f"script {script}")
-                    else:
-                        ambiguous.append(f"patch script did not run: {r.summary}")
-            deps.view.progress(f"round {rnd + 1}: measuring with essential patches only")
-            reduced = _merge(reduced, measure_config(deps, view, label=f"essentials-only-{rnd + 1}",
-                                                     speculative=True, results=out.results, runs=runs))
-            if not (full.get("samples") and reduced.get("samples")):
-                break
-            comparison = compare_measurements(full, reduced)
-            if comparison.get("outcome") != "UNKNOWN":
-                break
+                comparison = compare_measurements(full, reduced)
+                if comparison.get("outcome") != "UNKNOWN":
+                    break
     finally:
+        # A safety net only: the trials ran in their own trees, so this finds nothing to put back.
         restored = call_tool(deps, "restore_worktree", {"repo": repo, "backup_id": backup_id}, out.results,
                              key="restore_after_subtract")
     outcome = comparison.get("outcome", "UNRESOLVED" if (full.get("error") or reduced.get("error")) else "UNKNOWN")

@@ -1,0 +1,43 @@
+"""The twin's stand-in runs whichever SGLang checkout a process imports (its path is what the model reads).
+
+A real checkout's python/sglang is runnable; the twin's checkouts hold SGLang's sources without their
+dependencies. Installed in the sandbox's site-packages through a .pth file: when `import sglang` resolves to a
+checkout (PYTHONPATH=<tree>/python, a trial tree), the spec keeps that origin (what `find_spec` and the server's
+own evidence show) while the stand-in package's code runs, its submodules included.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import os
+import sys
+
+_STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sglang")
+
+
+class _StandinLoader(importlib.abc.Loader):
+    def create_module(self, spec):  # default module creation
+        return None
+
+    def exec_module(self, module) -> None:
+        init = os.path.join(_STANDIN, "__init__.py")
+        module.__path__ = [_STANDIN]  # submodules come from the stand-in
+        with open(init, encoding="utf-8") as fh:
+            exec(compile(fh.read(), init, "exec"), module.__dict__)
+
+
+class _CheckoutFinder(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name != "sglang":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, sys.path)
+        locs = list(spec.submodule_search_locations or []) if spec is not None else []
+        if spec is None or not locs or os.path.realpath(locs[0]) == os.path.realpath(_STANDIN):
+            return None
+        spec.loader = _StandinLoader()
+        return spec
+
+
+if not any(isinstance(f, _CheckoutFinder) for f in sys.meta_path):
+    sys.meta_path.insert(0, _CheckoutFinder())

@@ -11,6 +11,7 @@ from typing import Any
 
 from specdoctor.host.audit import AuditEntry
 from specdoctor.report import derive, fmt
+from specdoctor.report.box_line import box_left, plan_vs_actual
 from specdoctor.report.model import (
     Action,
     Attribution,
@@ -111,7 +112,7 @@ class Document:
     commands: list[AuditEntry] = field(default_factory=list)
 
 
-SECTION_IDS = ["verdict", "claims", "attribution", "findings", "game-plan", "measurements", "suspects", "bisection",
+SECTION_IDS = ["verdict", "plan", "claims", "attribution", "findings", "game-plan", "measurements", "suspects", "bisection",
                "gates", "env", "fingerprint", "stash", "nccl", "breakeven", "decisions", "commands", "meta"]
 
 _NOT_RUN = Para(["Not run in this investigation."])
@@ -191,12 +192,46 @@ def _verdict(r: Report) -> Section:
             rows.append(_cells(str(i), a.title + (f" {LLM_MARK}" if a.llm_made else ""), _gain(a), a.basis,
                                [Code(cmd)] if cmd else "no single command: see the game plan"))
         s.blocks.append(Table(["#", "top action (measured first)", "expected gain", "basis", "command"], rows))
-    box = derive.left_as_found(r)
-    mark = {True: "✓ ", False: "✗ ", None: "• "}[box.ok]
-    s.blocks.append(Para([mark + box.text[:1].upper() + box.text[1:] + "."], role="box"))
+    cost = plan_vs_actual(r)
+    if cost:
+        s.blocks.append(Para([cost[:1].upper() + cost[1:] + " (see Plan and cost)."], role="plan"))
+    if r.verdict != "plan-only":  # a dry run changed nothing, so there is nothing to prove
+        box = box_left(r)
+        mark = {True: "✓ ", False: "✗ ", None: "• "}[box.ok]
+        s.blocks.append(Para([mark + box.text[:1].upper() + box.text[1:] + "."], role="box"))
     if r.meta.status != "complete":
         note = f"This report is {r.meta.status}"
         s.blocks.append(Para([note + (f": {r.meta.error}" if r.meta.error else ".")]))
+    return s
+
+
+def _plan(r: Report) -> Section:
+    s = Section("plan", "Plan and cost")
+    if r.plan is None:
+        s.blocks.append(Para(["No launch plan was computed (no running server to time a launch from)."]))
+    else:
+        s.blocks.append(Para([r.plan.text[:1].upper() + r.plan.text[1:] + "."]))
+        if r.plan.phases:
+            s.blocks.append(Table(["step", "launches at most", "runs only if"],
+                                  [_cells(p.step, str(p.launches), p.condition or "always") for p in r.plan.phases]))
+    cost = plan_vs_actual(r)
+    if cost and r.verdict != "plan-only":
+        s.blocks.append(Para([f"Actual: {r.launches_made} launch{'es' if r.launches_made != 1 else ''} made "
+                              f"({cost})."]))
+    if r.dry_run:
+        s.blocks.append(Para(["Dry run: the steps below were not run; each lists the commands a real run would "
+                              "execute (PORT is picked at launch; a command marked 'after …' needs that result "
+                              "first)."], role="note"))
+        for p in r.dry_run:
+            s.blocks.append(Para([Code(p.step), f" — {p.target} ({p.effect}); {p.condition or 'always runs'}; "
+                                  f"{p.why}"]))
+            items: list[list[Span]] = []
+            for c in p.commands:
+                item: list[Span] = [Code(c.command)]
+                item += [f" (after {c.after})"] if not c.known and c.after else []
+                item += [f" — {c.note}"] if c.note else []
+                items.append(item)
+            s.blocks.append(Bullets(items))
     return s
 
 
@@ -751,7 +786,7 @@ def _meta(r: Report) -> Section:
 
 
 
-_BUILDERS = [_verdict, _claims, _attribution, _findings, _game_plan, _measurements, _suspects, _bisection, _gates,
+_BUILDERS = [_verdict, _plan, _claims, _attribution, _findings, _game_plan, _measurements, _suspects, _bisection, _gates,
              _env, _fingerprint, _stash, _nccl, _breakeven, _decisions, _commands, _meta]
 
 

@@ -63,15 +63,15 @@ def box_left(r: Report) -> BoxState:
     if box is not None and box.server is not None:
         parts.append(server_words(box.server))
     else:
-        parts.append(BoxState(None, "your server: not tracked by this run (nothing recorded about stopping or "
-                                    "restarting it)"))
+        parts.append(BoxState(None, "your server not tracked by this run (no record of stopping or restarting it)"))
     if box is not None and box.checkout is not None:
         parts.append(checkout_words(box.checkout))
     else:
         parts.append(derive.left_as_found(r))  # the backup/restore hashes, when no manifest proof was recorded
     oks = [p.ok for p in parts]
     ok = False if False in oks else True if all(o is True for o in oks) else None
-    lead = "box left as found" if ok else "box NOT left as found" if ok is False else "box left as found: not all verified"
+    lead = ("box left as found" if ok else "box NOT left as found" if ok is False else
+            "box left as found, not fully verified")
     return BoxState(ok, f"{lead}: " + "; ".join(p.text for p in parts))
 
 

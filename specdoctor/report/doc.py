@@ -214,10 +214,11 @@ def _plan(r: Report) -> Section:
         if r.plan.phases:
             s.blocks.append(Table(["step", "launches at most", "runs only if"],
                                   [_cells(p.step, str(p.launches), p.condition or "always") for p in r.plan.phases]))
-    cost = plan_vs_actual(r)
-    if cost and r.verdict != "plan-only":
-        s.blocks.append(Para([f"Actual: {r.launches_made} launch{'es' if r.launches_made != 1 else ''} made "
-                              f"({cost})."]))
+    made = r.launches_made
+    if made is not None and r.verdict != "plan-only":
+        of = f" of the {r.plan.launches_max} planned at most" if r.plan is not None else ""
+        s.blocks.append(Para([f"Actual: {made} launch{'es' if made != 1 else ''} made{of} (every server this run "
+                              "started, its restart of yours included)."]))
     if r.dry_run:
         s.blocks.append(Para(["Dry run: the steps below were not run; each lists the commands a real run would "
                               "execute (PORT is picked at launch; a command marked 'after …' needs that result "

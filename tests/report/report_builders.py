@@ -9,8 +9,8 @@ import statistics
 from specdoctor.tools.breakeven import BreakevenInput, alpha_from_accept_length, analyze
 
 from specdoctor.host.audit import AuditEntry
-from specdoctor.report.breakeven_view import spec_tps
 from specdoctor.models.box import BoxLeftFact, CheckoutProofFact, UserServerFact
+from specdoctor.report.breakeven_view import spec_tps
 from specdoctor.report.model import (
     Action,
     BisectTrial,

@@ -5,6 +5,7 @@ Building the content once keeps the three formats in step: same sections, same o
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
@@ -207,18 +208,19 @@ def _verdict(r: Report) -> Section:
 
 def _plan(r: Report) -> Section:
     s = Section("plan", "Plan and cost")
+    spans: list[Span] = []
     if r.plan is None:
-        s.blocks.append(Para(["No launch plan was computed (no running server to time a launch from)."]))
+        spans.append("No launch plan was computed (no running server to time a launch from).")
     else:
-        s.blocks.append(Para([r.plan.text[:1].upper() + r.plan.text[1:] + "."]))
-        if r.plan.phases:
-            s.blocks.append(Table(["step", "launches at most", "runs only if"],
-                                  [_cells(p.step, str(p.launches), p.condition or "always") for p in r.plan.phases]))
+        steps = ", ".join(f"{p.step} {p.launches}" + (f" ({p.condition})" if p.condition else "")
+                          for p in r.plan.phases)
+        spans.append(r.plan.text[:1].upper() + r.plan.text[1:] + "." + (f" At most, per step: {steps}." if steps
+                                                                         else ""))
     made = r.launches_made
     if made is not None and r.verdict != "plan-only":
-        of = f" of the {r.plan.launches_max} planned at most" if r.plan is not None else ""
-        s.blocks.append(Para([f"Actual: {made} launch{'es' if made != 1 else ''} made{of} (every server this run "
-                              "started, its restart of yours included)."]))
+        spans.append(f" Actual: {made} launch{'es' if made != 1 else ''} made (every server this run started, a "
+                     "restart of yours included).")
+    s.blocks.append(Para(spans))
     if r.dry_run:
         s.blocks.append(Para(["Dry run: the steps below were not run; each lists the commands a real run would "
                               "execute (PORT is picked at launch; a command marked 'after …' needs that result "
@@ -499,24 +501,36 @@ def _ranges(values: list[str]) -> str:
     return values[0] if len(values) == 1 else f"{len(values)} values"
 
 
+_NUMBERED = re.compile(r"(?<=[A-Za-z_])\d+$")
+
+
+def _numbered(values: list[str]) -> str:
+    """One value, or 'name_TP0–7' for values that differ only by a trailing number."""
+    if len(set(values)) == 1:
+        return values[0]
+    stem = _NUMBERED.sub("", values[0])
+    return stem + _ranges([v[len(stem):] for v in values])
+
+
 def _records_table(name: str, recs: list[dict[str, Any]]) -> Table:
     """A list of records as one table; rows equal but for identity columns (index, uuid, pid…) are merged."""
     cols = list(dict.fromkeys(k for rec in recs for k in rec))
     ident = [c for c in cols if c.lower() in _IDENTITY or c.lower().endswith("_id")]
     rest = [c for c in cols if c not in ident]
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for rec in recs:
-        groups.setdefault(tuple(_fp_value(rec.get(c)) for c in rest), []).append(rec)
+    for rec in recs:  # names numbered per rank (scheduler_TP0…TP7) group as one name with a range
+        groups.setdefault(tuple(_NUMBERED.sub("#", _fp_value(rec.get(c))) for c in rest), []).append(rec)
     merged = len(groups) < len(recs)
     heads = ([ident[0]] if merged and ident else ident) + rest + (["count"] if merged else [])
     rows = []
-    for key, members in groups.items():
+    for members in groups.values():
         if merged:
             id_cell = [_ranges([_fp_value(m.get(ident[0])) for m in members])] if ident else []
-            rows.append(_cells(*id_cell, *key, str(len(members))))
+            rows.append(_cells(*id_cell, *[_numbered([_fp_value(m.get(c)) for m in members]) for c in rest],
+                               str(len(members))))
         else:
             m = members[0]
-            rows.append(_cells(*[_fp_value(m.get(c)) for c in ident], *key))
+            rows.append(_cells(*[_fp_value(m.get(c)) for c in ident], *[_fp_value(m.get(c)) for c in rest]))
     return Table(heads, rows, caption=name + (" (identical rows merged)" if merged else ""))
 
 

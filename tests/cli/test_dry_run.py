@@ -130,3 +130,14 @@ def test_dry_run_report_md_is_short(dry: dict[str, Any]) -> None:
     md = (dry["out"] / "report.md").read_text()
     assert len(md.splitlines()) < 250
     assert Path(dry["out"] / "commands.md").exists()
+
+
+def test_dry_run_html_fits_in_chromium(dry: dict[str, Any]) -> None:
+    """The long launch lines of the plan wrap or scroll inside their box: nothing wider than the page."""
+    from tests.report.browser import check_page
+
+    html = dry["out"] / "report.html"
+    assert "sglang.launch_server" in html.read_text()
+    for check in check_page(html):
+        assert check.overflow["nbad"] == 0, check.overflow["bad"]
+        assert check.verdict_box is not None and check.verdict_box["y"] < 900

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from specdoctor.engine.state import StateView
+from specdoctor.host.redact import redact_text
 from specdoctor.report.model import PlannedCommand, PlannedStep
 
 __all__ = ["CHEAP_READS", "runs_in_dry_run", "plan_step"]
@@ -200,7 +201,38 @@ def _llm(view: StateView, args: dict[str, Any], step: str) -> list[PlannedComman
                            after="the advisor's choices")]
 
 
+def _server(view: StateView) -> tuple[str, str]:
+    server = view.get("facts.server") or {}
+    return str(server.get("pid") or "PID"), str(server.get("port") or "PORT")
+
+
+def _examine_user_server(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
+    pid, port = _server(view)
+    return [PlannedCommand(command=f"cat /proc/{pid}/cmdline /proc/{pid}/environ /proc/{pid}/cgroup; readlink "
+                           f"/proc/{pid}/cwd; nvidia-smi --query-compute-apps=pid,used_memory --format=csv",
+                           note="what brings your server back, its supervisor, its GPU memory"),
+            _bench(view, port, "your running server (the figure a restart is compared with)")]
+
+
+def _take_gpus(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
+    pid, port = _server(view)
+    return [PlannedCommand(command=f"kill -TERM {pid}; then its workers; kill -KILL after the grace period",
+                           note=f"only with your consent, and only if pid {pid} still has the identity examined; "
+                           f"your server on :{port} is down until give_back")]
+
+
+def _give_back_gpus(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
+    pid, port = _server(view)
+    server = view.get("facts.server") or {}
+    argv = " ".join(shlex.quote(a) for a in server.get("argv") or []) or "ITS ARGV"
+    return [PlannedCommand(command=f"setsid nohup env -i ITS_ENVIRONMENT {argv} >> ITS_LOG",
+                           note="in its own cwd, its argv and full environment as recorded before stopping (kept "
+                           "0600), only if this run stopped it"),
+            _bench(view, port, "your restarted server, compared with the figure before stopping (SAME expected)")]
+
+
 _PREVIEWS: dict[str, Preview] = {
+    "examine_user_server": _examine_user_server, "take_gpus": _take_gpus, "give_back_gpus": _give_back_gpus,
     "reproduce": _reproduce, "backup_worktree": _backup, "restore_worktree": _restore,
     "find_essential_patches": _essentials, "subtract": _subtract, "bisect_patches": _bisect,
     "nccl_sweep": _nccl_sweep, "promote_nccl": _nccl_promote, "conclude": _conclude, "llm_explore": _llm,
@@ -220,6 +252,9 @@ def plan_step(step: Any, view: StateView, args: dict[str, Any], effect: str) -> 
     target = step.tool or step.action or ""
     preview = _PREVIEWS.get(target)
     commands = preview(view, args, step.id) if preview is not None else _generic(target, args)
+    # a launch line can carry --api-key or a token: the plan is printed and written, so it is redacted like the audit
+    commands = [c.model_copy(update={"command": redact_text(c.command), "note": redact_text(c.note)})
+                for c in commands]
     condition = ""
     if step.when:
         holds, said = explain(step.when, view)

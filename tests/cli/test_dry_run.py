@@ -141,3 +141,13 @@ def test_dry_run_html_fits_in_chromium(dry: dict[str, Any]) -> None:
     for check in check_page(html):
         assert check.overflow["nbad"] == 0, check.overflow["bad"]
         assert check.verdict_box is not None and check.verdict_box["y"] < 900
+
+
+def test_planned_launch_lines_are_redacted_and_use_the_running_servers_line() -> None:
+    launch = "python -m sglang.launch_server --model-path /m --api-key sk-live-0123456789abcdef --port 30000"
+    view = StateView({"params": {}, "facts": {"launch": launch, "server": {"running": False}}})
+    step = Step(id="reproduce", title="reproduce", action="reproduce")
+    planned = plan_step(step, view, {}, "disrupt")
+    lines = [c.command for c in planned.commands if "sglang.launch_server" in c.command]
+    assert len(lines) == 2 and all("sk-live" not in c and "--port PORT" in c for c in lines)
+    assert "--api-key" in lines[0]                                  # the flag stays, its value does not

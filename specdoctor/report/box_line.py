@@ -30,6 +30,11 @@ def server_words(s: UserServerFact) -> BoxState:
     if ok:
         return BoxState(True, f"server back on {port}, same identity (argv/env hash {_h(s.identity_after)}), "
                               f"throughput SAME ({_tps(s.tps_before)} → {_tps(s.tps_after)} tok/s)")
+    if s.restarted and s.healthy and s.identity_before == s.identity_after and s.outcome in ("UNKNOWN", None):
+        # back and the same process, but the short benchmark could not decide: unverified, not failed
+        return BoxState(None, f"server back on {port}, same identity (argv/env hash {_h(s.identity_after)}), "
+                              f"throughput not decided ({s.outcome or 'not compared'}: {_tps(s.tps_before)} → "
+                              f"{_tps(s.tps_after)} tok/s)")
     missing = []
     if not s.restarted:
         missing.append("NOT restarted")

@@ -562,9 +562,15 @@ def _fingerprint(r: Report) -> Section:
     flat = [(k, v) for k, v in sorted(fp.current.items()) if _scalar(v) or (isinstance(v, (list, dict)) and not v)
             or (isinstance(v, list) and all(_scalar(x) for x in v))]
     if flat:
-        s.blocks.append(Table(["key", "value"], [_cells([Code(k)], _fp_value(", ".join(map(str, v)) if
-                                                                          isinstance(v, list) and v else v))
-                                                 for k, v in flat]))
+        pairs = [_cells([Code(k)], _fp_value(", ".join(map(str, v)) if isinstance(v, list) and v else v))
+                 for k, v in flat]
+        if len(pairs) > 8:  # two key/value pairs per row: the same table at half the length
+            half = (len(pairs) + 1) // 2
+            rows = [pairs[i] + (pairs[i + half] if i + half < len(pairs) else _cells("", ""))
+                    for i in range(half)]
+            s.blocks.append(Table(["key", "value", "key", "value"], rows))
+        else:
+            s.blocks.append(Table(["key", "value"], pairs))
     for k, v in sorted(fp.current.items()):
         sub = _fp_blocks(k, v)
         if isinstance(v, dict) and sub:    # maps (topology, env) are long: one click away in HTML

@@ -37,11 +37,18 @@ def test_server_back_exactly_names_port_identity_and_throughput() -> None:
     ({"restarted": False, "healthy": None, "outcome": None}, "NOT restarted"),
     ({"healthy": False}, "restarted but not healthy"),
     ({"outcome": "DIFFERENT", "tps_after": 40.0}, "throughput DIFFERENT (61.0 → 40.0 tok/s)"),
-    ({"outcome": None}, "throughput not compared"),
+    ({"outcome": "UNKNOWN", "identity_after": "ffff0000ffff0000"}, "throughput UNKNOWN"),
 ])
 def test_server_not_back_says_what_failed(change: dict[str, object], words: str) -> None:
     st = server_words(UserServerFact(**{**_BACK, **change}))
     assert st.ok is False and words in st.text
+
+
+@pytest.mark.parametrize("outcome", ["UNKNOWN", None])
+def test_server_back_but_throughput_undecided_is_unverified_not_failed(outcome: str | None) -> None:
+    st = server_words(UserServerFact(**{**_BACK, "outcome": outcome, "tps_after": 66.0}))
+    assert st.ok is None and "server back on :30000, same identity" in st.text
+    assert f"throughput not decided ({outcome or 'not compared'}: 61.0 → 66.0 tok/s)" in st.text
 
 
 def test_server_never_stopped_and_restart_unrecorded() -> None:

@@ -231,7 +231,39 @@ def _give_back_gpus(view: StateView, args: dict[str, Any], step: str) -> list[Pl
             _bench(view, port, "your restarted server, compared with the figure before stopping (SAME expected)")]
 
 
+def _attribute(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
+    """One trial per revertible delta list_deltas found (it ran: a cheap read), each the launch line with its revert."""
+    from specdoctor.models.delta import DeltaList
+
+    deltas = view.latest(DeltaList) or view.fact("deltas", DeltaList)
+    if deltas is None:
+        return [PlannedCommand(command="one launch + benchmark per revertible difference from the reference",
+                               known=False, after="deltas (list_deltas)")]
+    out: list[PlannedCommand] = []
+    for d in deltas.revertible():
+        r = d.revert
+        assert r is not None  # revertible() keeps only deltas with a revert
+        env = {**r.env}
+        line = _launch_line(view, speculative=True, env=env)
+        unset = " ".join(f"-u {shlex.quote(v)}" for v in [*r.unset, *r.undo_sitecustomize])
+        cmd = line.command.replace("setsid nohup ", f"setsid nohup env {unset} " if unset else "setsid nohup ", 1)
+        parts = [f"reverts {d.label}"]
+        if r.argv_set:
+            parts.append("with " + ", ".join(f"--{k.replace('_', '-')} {v}" if v else f"without --{k.replace('_', '-')}"
+                                             for k, v in r.argv_set.items()))
+        if r.drop_patches:
+            parts.append(f"a trial tree without {', '.join(r.drop_patches)}")
+        out += [PlannedCommand(command=cmd, note="; ".join(parts)), _bench(view, _PORT, d.name)]
+    if not out:
+        return [PlannedCommand(command="(no revertible difference: no trial; the non-revertible ones are quantified "
+                               "by the probe)")]
+    out.append(PlannedCommand(command="more trials (subsets of the reverts, confirmed both ways)", known=False,
+                              after="these trials' outcomes"))
+    return out
+
+
 _PREVIEWS: dict[str, Preview] = {
+    "attribute": _attribute,
     "examine_user_server": _examine_user_server, "take_gpus": _take_gpus, "give_back_gpus": _give_back_gpus,
     "reproduce": _reproduce, "backup_worktree": _backup, "restore_worktree": _restore,
     "find_essential_patches": _essentials, "subtract": _subtract, "bisect_patches": _bisect,

@@ -119,8 +119,7 @@ def test_cheap_reads_are_an_allowlist() -> None:
 
 
 def test_unknown_tool_is_planned_with_its_arguments() -> None:
-    step = Step(id="probe", title="probe", tool="host_facts")
-    planned = plan_step(step.model_copy(update={"tool": "some_new_tool"}), StateView({"params": {}}),
+    planned = plan_step(Step(id="probe", title="probe", tool="some_new_tool"), StateView({"params": {}}),
                         {"port": 30000, "empty": None}, "read")
     assert planned.commands[0].command == "some_new_tool(port=30000)"
     assert not planned.commands[0].known and "takes longer than a read" in planned.why
@@ -151,3 +150,22 @@ def test_planned_launch_lines_are_redacted_and_use_the_running_servers_line() ->
     lines = [c.command for c in planned.commands if "sglang.launch_server" in c.command]
     assert len(lines) == 2 and all("sk-live" not in c and "--port PORT" in c for c in lines)
     assert "--api-key" in lines[0]                                  # the flag stays, its value does not
+
+
+def test_attribution_trials_are_planned_from_the_deltas_found() -> None:
+    from specdoctor.models.delta import Delta, DeltaList, Revert
+
+    deltas = DeltaList(deltas=[
+        Delta(kind="env", name="NCCL_PROTO", reference=None, current="Simple", source="/etc/nccl.conf",
+              revertible=True, revert=Revert(unset=["NCCL_PROTO"])),
+        Delta(kind="launch-flag", name="attention_backend", reference="fa3", current="triton", source="launch line",
+              revertible=True, revert=Revert(argv_set={"attention_backend": "fa3"})),
+        Delta(kind="hardware", name="pcie-link", reference="16", current="8", revertible=False)])
+    launch = "python -m sglang.launch_server --model-path /m --speculative-algorithm EAGLE3 --port 30000"
+    view = StateView({"params": {}, "facts": {"launch": launch, "deltas": deltas.model_dump(mode="json")}})
+    planned = plan_step(Step(id="attribute", title="attribute", action="attribute"), view, {}, "disrupt")
+    launches = [c for c in planned.commands if "sglang.launch_server" in c.command]
+    assert len(launches) == 2                                        # one per revertible delta, none for the link
+    assert "env -u NCCL_PROTO" in launches[0].command and "NCCL_PROTO: unset → Simple" in launches[0].note
+    assert "with --attention-backend fa3" in launches[1].note
+    assert not planned.commands[-1].known                            # the search's next trials need outcomes

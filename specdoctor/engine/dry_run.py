@@ -262,19 +262,39 @@ def _attribute(view: StateView, args: dict[str, Any], step: str) -> list[Planned
     return out
 
 
+def _short(value: Any) -> str:
+    """An argument as a reader needs it in a plan: scalars as they are, structures by their size."""
+    if isinstance(value, dict):
+        return f"<{len(value)} fields>"
+    if isinstance(value, list) and not all(isinstance(x, str | int | float) for x in value):
+        return f"<{len(value)} items>"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "…"
+
+
+def _probe(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
+    from specdoctor.models.delta import DeltaList
+
+    deltas = view.latest(DeltaList) or view.fact("deltas", DeltaList)
+    hardware = [d.label for d in (deltas.deltas if deltas else []) if d.kind == "hardware"]
+    what = "; ".join(hardware) or "none found today"
+    return [PlannedCommand(command="nvidia-smi --query-gpu=… read repeatedly under a load, per GPU state that differs",
+                           note=f"targeted measurements of what a trial cannot revert: {what}")]
+
+
+def _generic(target: str, args: dict[str, Any]) -> list[PlannedCommand]:
+    shown = ", ".join(f"{k}={_short(v)}" for k, v in args.items() if v not in (None, [], {}, ""))
+    return [PlannedCommand(command=f"{target}({shown})", known=False, after="it runs",
+                           note="its shell commands are known only when the tool runs")]
+
+
 _PREVIEWS: dict[str, Preview] = {
-    "attribute": _attribute,
+    "attribute": _attribute, "probe_hardware": _probe,
     "examine_user_server": _examine_user_server, "take_gpus": _take_gpus, "give_back_gpus": _give_back_gpus,
     "reproduce": _reproduce, "backup_worktree": _backup, "restore_worktree": _restore,
     "find_essential_patches": _essentials, "subtract": _subtract, "bisect_patches": _bisect,
     "nccl_sweep": _nccl_sweep, "promote_nccl": _nccl_promote, "conclude": _conclude, "llm_explore": _llm,
 }
-
-
-def _generic(target: str, args: dict[str, Any]) -> list[PlannedCommand]:
-    shown = ", ".join(f"{k}={v!r}" for k, v in args.items() if v not in (None, [], {}, ""))
-    return [PlannedCommand(command=f"{target}({shown})", known=False, after="it runs",
-                           note="its shell commands are known only when the tool runs")]
 
 
 def plan_step(step: Any, view: StateView, args: dict[str, Any], effect: str) -> PlannedStep:

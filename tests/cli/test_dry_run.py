@@ -120,8 +120,8 @@ def test_cheap_reads_are_an_allowlist() -> None:
 
 def test_unknown_tool_is_planned_with_its_arguments() -> None:
     planned = plan_step(Step(id="probe", title="probe", tool="some_new_tool"), StateView({"params": {}}),
-                        {"port": 30000, "empty": None}, "read")
-    assert planned.commands[0].command == "some_new_tool(port=30000)"
+                        {"port": 30000, "empty": None, "deltas": {"a": 1, "b": 2}, "rows": [{"x": 1}]}, "read")
+    assert planned.commands[0].command == "some_new_tool(port=30000, deltas=<2 fields>, rows=<1 items>)"
     assert not planned.commands[0].known and "takes longer than a read" in planned.why
 
 

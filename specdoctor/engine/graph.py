@@ -73,8 +73,10 @@ def plan_only(step: Step, deps: RunDeps, view: StateView) -> dict[str, Any]:
     """--dry-run: record what the step would run (facts `dry_run`), run nothing."""
     planned = plan_step(step, view, resolve_args(step.args, view), step_effect(step))
     unknown = sum(not c.known for c in planned.commands)
-    found = f"would run {len(planned.commands)} command(s)" + (f", {unknown} known only after an earlier result"
-                                                               if unknown else "")
+    first = planned.commands[0].command if planned.commands else "nothing"
+    more = len(planned.commands) - 1
+    found = (f"would run {first[:160] + ('…' if len(first) > 160 else '')}" + (f" and {more} more" if more > 0 else "")
+             + (f" ({unknown} known only after an earlier result)" if unknown else ""))
     d = Decision(step=step.id, title=step.title, tool=step.tool, status="dry-run",
                  checked=f"{planned.target} ({planned.effect})", found=found, decided="not run (dry run)",
                  why=planned.why, evidence=[c.command for c in planned.commands])

@@ -11,6 +11,7 @@ from langgraph.types import interrupt
 
 from specdoctor.engine.actions import ACTIONS, ActionOutcome
 from specdoctor.engine.context import RunDeps
+from specdoctor.engine.dry_run import plan_step, runs_in_dry_run
 from specdoctor.engine.playbook import Playbook, Step
 from specdoctor.engine.predicates import explain
 from specdoctor.engine.refs import resolve_args
@@ -77,12 +78,30 @@ def gpu_blocker(step: Step, effect: str, view: StateView) -> str | None:
     return blocked_by_user_server(view)
 
 
+def plan_only(step: Step, deps: RunDeps, view: StateView) -> dict[str, Any]:
+    """--dry-run: record what the step would run (facts `dry_run`), run nothing."""
+    planned = plan_step(step, view, resolve_args(step.args, view), step_effect(step))
+    unknown = sum(not c.known for c in planned.commands)
+    first = planned.commands[0].command if planned.commands else "nothing"
+    more = len(planned.commands) - 1
+    found = (f"would run {first[:160] + ('…' if len(first) > 160 else '')}" + (f" and {more} more" if more > 0 else "")
+             + (f" ({unknown} known only after an earlier result)" if unknown else ""))
+    d = Decision(step=step.id, title=step.title, tool=step.tool, status="dry-run",
+                 checked=f"{planned.target} ({planned.effect})", found=found, decided="not run (dry run)",
+                 why=planned.why, evidence=[c.command for c in planned.commands])
+    deps.view.step_finished(step.id, "dry-run", found)
+    plan = {**(view.facts.get("dry_run") or {}), step.id: planned.model_dump(mode="json")}
+    return {"decisions": [d.model_dump()], "facts": {"dry_run": plan}, "done": [step.id]}
+
+
 def make_node(step: Step):
     """The node for one step: `when`, approval (interrupt), error policy, decision, progress events."""
 
     def node(state: RunState, runtime: Runtime[RunDeps]) -> dict[str, Any]:
         deps = runtime.context
         view = StateView(state)
+        if deps.dry_run and not runs_in_dry_run(step.tool or step.action or ""):
+            return plan_only(step, deps, view)  # listed with its commands whatever its condition says today
         holds, said = explain(step.when, view) if step.when else (True, "")
         if not holds:
             d = Decision(step=step.id, title=step.title, tool=step.tool, status="skipped",
@@ -97,13 +116,6 @@ def make_node(step: Step):
                          checked="the GPUs this step's launches need", found=blocked, decided="not done",
                          why="the user's server holds them and was not stopped")
             deps.view.step_finished(step.id, "skipped", blocked)
-            return {"decisions": [d.model_dump()], "done": [step.id]}
-        if deps.dry_run and effect in ("mutate", "disrupt"):  # whatever --yes or the step's approval say
-            d = Decision(step=step.id, title=step.title, tool=step.tool, status="dry-run",
-                         checked=f"{step.tool or step.action} ({effect})",
-                         found=f"would run with {resolve_args(step.args, view)}", decided="not run (dry run)",
-                         why="--dry-run touches nothing")
-            deps.view.step_finished(step.id, "dry-run", d.found)
             return {"decisions": [d.model_dump()], "done": [step.id]}
         if _needs_approval(step) and not deps.yes:
             target = step.tool or step.action

@@ -27,6 +27,7 @@ from specdoctor.models import (
     SubtractionFact,
 )
 from specdoctor.report import model as m
+from specdoctor.report.run_facts import add_run_facts
 from specdoctor.tools.bisect import BisectResult, Essentials
 from specdoctor.tools.gates import GateScan
 from specdoctor.tools.nccl import NcclSweep
@@ -129,6 +130,7 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
             cost=a.cost, risk=a.risk,
             detail=(a.expected_gain + ("; " if a.detail else "") + a.detail).strip("; ")))
     _enrich(report, r)
+    add_run_facts(report, v.facts, dry_run=bool(getattr(rec, "dry_run", False)))  # box left, launches, dry run
     return report
 
 

@@ -146,7 +146,7 @@ def left_as_found(r: Report) -> BoxState:
     h = (st.hash_before or "")[:12]
     if st.restore_verified is True:
         same = st.hash_after is None or st.hash_after == st.hash_before
-        return BoxState(same, f"box left as found: working tree restored byte-identical (hash {h} before and after)"
+        return BoxState(same, f"working tree restored byte-identical (hash {h} before and after)"
                         if same else f"working tree restored but its hash changed ({h} → {(st.hash_after or '')[:12]})")
     if st.restore_verified is False:
         return BoxState(False, f"working tree NOT verified as restored; the backup is {st.backup_ref or st.backup_id}")

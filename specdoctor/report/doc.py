@@ -5,12 +5,14 @@ Building the content once keeps the three formats in step: same sections, same o
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 
 from specdoctor.host.audit import AuditEntry
 from specdoctor.report import derive, fmt
+from specdoctor.report.box_line import box_left, plan_vs_actual
 from specdoctor.report.model import (
     Action,
     Attribution,
@@ -111,7 +113,7 @@ class Document:
     commands: list[AuditEntry] = field(default_factory=list)
 
 
-SECTION_IDS = ["verdict", "claims", "attribution", "findings", "game-plan", "measurements", "suspects", "bisection",
+SECTION_IDS = ["verdict", "plan", "claims", "attribution", "findings", "game-plan", "measurements", "suspects", "bisection",
                "gates", "env", "fingerprint", "stash", "nccl", "breakeven", "decisions", "commands", "meta"]
 
 _NOT_RUN = Para(["Not run in this investigation."])
@@ -191,12 +193,48 @@ def _verdict(r: Report) -> Section:
             rows.append(_cells(str(i), a.title + (f" {LLM_MARK}" if a.llm_made else ""), _gain(a), a.basis,
                                [Code(cmd)] if cmd else "no single command: see the game plan"))
         s.blocks.append(Table(["#", "top action (measured first)", "expected gain", "basis", "command"], rows))
-    box = derive.left_as_found(r)
-    mark = {True: "✓ ", False: "✗ ", None: "• "}[box.ok]
-    s.blocks.append(Para([mark + box.text[:1].upper() + box.text[1:] + "."], role="box"))
+    cost = plan_vs_actual(r)
+    if cost:
+        s.blocks.append(Para([cost[:1].upper() + cost[1:] + " (see Plan and cost)."], role="plan"))
+    if r.verdict != "plan-only":  # a dry run changed nothing, so there is nothing to prove
+        box = box_left(r)
+        mark = {True: "✓ ", False: "✗ ", None: "• "}[box.ok]
+        s.blocks.append(Para([mark + box.text[:1].upper() + box.text[1:] + "."], role="box"))
     if r.meta.status != "complete":
         note = f"This report is {r.meta.status}"
         s.blocks.append(Para([note + (f": {r.meta.error}" if r.meta.error else ".")]))
+    return s
+
+
+def _plan(r: Report) -> Section:
+    s = Section("plan", "Plan and cost")
+    spans: list[Span] = []
+    if r.plan is None:
+        spans.append("No launch plan was computed (no running server to time a launch from).")
+    else:
+        steps = ", ".join(f"{p.step} {p.launches}" + (f" ({p.condition})" if p.condition else "")
+                          for p in r.plan.phases)
+        spans.append(r.plan.text[:1].upper() + r.plan.text[1:] + "." + (f" At most, per step: {steps}." if steps
+                                                                         else ""))
+    made = r.launches_made
+    if made is not None and r.verdict != "plan-only":
+        spans.append(f" Actual: {made} launch{'es' if made != 1 else ''} made (every server this run started, a "
+                     "restart of yours included).")
+    s.blocks.append(Para(spans))
+    if r.dry_run:
+        s.blocks.append(Para(["Dry run: the steps below were not run; each lists the commands a real run would "
+                              "execute (PORT is picked at launch; a command marked 'after …' needs that result "
+                              "first)."], role="note"))
+        for p in r.dry_run:
+            s.blocks.append(Para([Code(p.step), f" — {p.target} ({p.effect}); {p.condition or 'always runs'}; "
+                                  f"{p.why}"]))
+            items: list[list[Span]] = []
+            for c in p.commands:
+                item: list[Span] = [Code(c.command)]
+                item += [f" (after {c.after})"] if not c.known and c.after else []
+                item += [f" — {c.note}"] if c.note else []
+                items.append(item)
+            s.blocks.append(Bullets(items))
     return s
 
 
@@ -463,24 +501,36 @@ def _ranges(values: list[str]) -> str:
     return values[0] if len(values) == 1 else f"{len(values)} values"
 
 
+_NUMBERED = re.compile(r"(?<=[A-Za-z_])\d+$")
+
+
+def _numbered(values: list[str]) -> str:
+    """One value, or 'name_TP0–7' for values that differ only by a trailing number."""
+    if len(set(values)) == 1:
+        return values[0]
+    stem = _NUMBERED.sub("", values[0])
+    return stem + _ranges([v[len(stem):] for v in values])
+
+
 def _records_table(name: str, recs: list[dict[str, Any]]) -> Table:
     """A list of records as one table; rows equal but for identity columns (index, uuid, pid…) are merged."""
     cols = list(dict.fromkeys(k for rec in recs for k in rec))
     ident = [c for c in cols if c.lower() in _IDENTITY or c.lower().endswith("_id")]
     rest = [c for c in cols if c not in ident]
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
-    for rec in recs:
-        groups.setdefault(tuple(_fp_value(rec.get(c)) for c in rest), []).append(rec)
+    for rec in recs:  # names numbered per rank (scheduler_TP0…TP7) group as one name with a range
+        groups.setdefault(tuple(_NUMBERED.sub("#", _fp_value(rec.get(c))) for c in rest), []).append(rec)
     merged = len(groups) < len(recs)
     heads = ([ident[0]] if merged and ident else ident) + rest + (["count"] if merged else [])
     rows = []
-    for key, members in groups.items():
+    for members in groups.values():
         if merged:
             id_cell = [_ranges([_fp_value(m.get(ident[0])) for m in members])] if ident else []
-            rows.append(_cells(*id_cell, *key, str(len(members))))
+            rows.append(_cells(*id_cell, *[_numbered([_fp_value(m.get(c)) for m in members]) for c in rest],
+                               str(len(members))))
         else:
             m = members[0]
-            rows.append(_cells(*[_fp_value(m.get(c)) for c in ident], *key))
+            rows.append(_cells(*[_fp_value(m.get(c)) for c in ident], *[_fp_value(m.get(c)) for c in rest]))
     return Table(heads, rows, caption=name + (" (identical rows merged)" if merged else ""))
 
 
@@ -512,9 +562,15 @@ def _fingerprint(r: Report) -> Section:
     flat = [(k, v) for k, v in sorted(fp.current.items()) if _scalar(v) or (isinstance(v, (list, dict)) and not v)
             or (isinstance(v, list) and all(_scalar(x) for x in v))]
     if flat:
-        s.blocks.append(Table(["key", "value"], [_cells([Code(k)], _fp_value(", ".join(map(str, v)) if
-                                                                          isinstance(v, list) and v else v))
-                                                 for k, v in flat]))
+        pairs = [_cells([Code(k)], _fp_value(", ".join(map(str, v)) if isinstance(v, list) and v else v))
+                 for k, v in flat]
+        if len(pairs) > 8:  # two key/value pairs per row: the same table at half the length
+            half = (len(pairs) + 1) // 2
+            rows = [pairs[i] + (pairs[i + half] if i + half < len(pairs) else _cells("", ""))
+                    for i in range(half)]
+            s.blocks.append(Table(["key", "value", "key", "value"], rows))
+        else:
+            s.blocks.append(Table(["key", "value"], pairs))
     for k, v in sorted(fp.current.items()):
         sub = _fp_blocks(k, v)
         if isinstance(v, dict) and sub:    # maps (topology, env) are long: one click away in HTML
@@ -751,7 +807,7 @@ def _meta(r: Report) -> Section:
 
 
 
-_BUILDERS = [_verdict, _claims, _attribution, _findings, _game_plan, _measurements, _suspects, _bisection, _gates,
+_BUILDERS = [_verdict, _plan, _claims, _attribution, _findings, _game_plan, _measurements, _suspects, _bisection, _gates,
              _env, _fingerprint, _stash, _nccl, _breakeven, _decisions, _commands, _meta]
 
 

@@ -29,6 +29,7 @@ from rich.text import Text
 
 from specdoctor.host.redact import redact_text
 from specdoctor.report import fmt
+from specdoctor.report.box_line import plan_vs_actual
 from specdoctor.report.model import Report, confidence_label
 from specdoctor.report.show import VERDICT_STYLE
 
@@ -141,6 +142,9 @@ class LiveView:
     def finish(self, report: Report) -> None:
         """Stop the live display and show the verdict with the top actions."""
         self.close()
+        if report.verdict == "plan-only":
+            self._plan_only(report)
+            return
         top = report.game_plan[:3]
         if self.plain:
             conf = "" if report.confidence is None else f" (confidence {confidence_label(report.confidence)})"
@@ -164,6 +168,25 @@ class LiveView:
         body.append(f"\n\n{len(report.commands)} commands run; {len(report.decisions)} decisions logged.",
                     style="dim")
         self.console.print(Panel(body, title="specdoctor", border_style="cyan"))
+
+    def _plan_only(self, report: Report) -> None:
+        """A dry run's ending: the plan's cost and every step not run, with the commands it would run."""
+        lines = [f"verdict: {report.verdict}", redact_text(report.summary)]
+        cost = plan_vs_actual(report)
+        if report.plan is not None:
+            lines.append(f"plan: {report.plan.text}")
+        elif cost:
+            lines.append(f"plan: {cost}")
+        for p in report.dry_run:
+            lines.append(f"~ {p.step} ({p.target}, {p.effect}){'; ' + p.condition if p.condition else ''}")
+            for c in p.commands:
+                after = f"   [known after {c.after}]" if not c.known and c.after else ""
+                lines.append(f"    $ {redact_text(c.command)}{after}")
+        if self.plain:
+            for line in lines:
+                self._line(line)
+            return
+        self.console.print(Panel(Text("\n".join(lines)), title="specdoctor: dry run", border_style="cyan"))
 
     # --- plumbing ---------------------------------------------------------------------------------
     def close(self) -> None:

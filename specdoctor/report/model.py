@@ -13,6 +13,7 @@ from pydantic import Field, field_validator
 from specdoctor.host.audit import AuditEntry
 from specdoctor.models import BreakevenAnalysis, Decision, EnvRow, Evidence, Measurement, StrictModel
 from specdoctor.models.base import str_keys as _str_keys
+from specdoctor.models.box import BoxLeftFact
 from specdoctor.report.attribution_model import Attribution, BisectTrial, Cause
 
 __all__ = [
@@ -43,11 +44,17 @@ __all__ = [
     "BisectTrial",
     "LaunchPlan",
     "PlannedLaunches",
+    "PlannedCommand",
+    "PlannedStep",
+    "BoxLeftFact",
 ]
 
-SCHEMA_VERSION = "1.1"   # 1.1: optional attribution, bisection trials, Action.command, RunMeta.launch/sitecustomize
+SCHEMA_VERSION = "1.2"   # 1.1: optional attribution, bisection trials, Action.command, RunMeta.launch/sitecustomize
+# 1.2: dry-run plan (verdict plan-only, Report.dry_run), box left as found (Report.box), launches made
 
-Verdict = Literal["no-regression", "code-regression", "environment", "baseline-not-reproducible", "inconclusive"]
+Verdict = Literal["no-regression", "code-regression", "environment", "baseline-not-reproducible", "inconclusive",
+                  "plan-only"]
+"""plan-only: a --dry-run, which measures nothing and so concludes nothing."""
 Outcome = Literal["DIFFERENT", "SAME", "UNKNOWN"]
 
 
@@ -233,6 +240,27 @@ class LaunchPlan(_Model):
     phases: list[PlannedLaunches] = Field(default_factory=list)
 
 
+class PlannedCommand(_Model):
+    """A command a dry run would run, as far as it is known before running."""
+
+    command: str
+    known: bool = Field(default=True, description="False: parts of it come from an earlier step's result.")
+    after: str = Field(default="", description="The result it depends on, when not known.")
+    note: str = ""
+
+
+class PlannedStep(_Model):
+    """A step a dry run did not run (it launches, benchmarks, sweeps, mutates or decides), and what it would run."""
+
+    step: str
+    title: str = ""
+    target: str = Field(description="Tool or action name.")
+    effect: str = Field(description="read / mutate / disrupt.")
+    condition: str = Field(default="", description="Its `when`, and whether it holds today.")
+    commands: list[PlannedCommand] = Field(default_factory=list)
+    why: str = ""
+
+
 def confidence_label(confidence: float | None) -> str:
     """Words for a 0..1 confidence, so every renderer says the same thing."""
     if confidence is None:
@@ -265,3 +293,7 @@ class Report(_Model):
     attribution: Attribution | None = Field(default=None, description="The measured gap split into causes, with CIs.")
     bisection: list[BisectTrial] = Field(default_factory=list, description="The bisection's trials, in order.")
     plan: LaunchPlan | None = Field(default=None, description="The launch plan and its cost, as planned.")
+    launches_made: int | None = Field(default=None, description="Servers actually launched (launch_server calls).")
+    box: BoxLeftFact | None = Field(default=None, description="The user's server and checkout at the end.")
+    dry_run: list[PlannedStep] = Field(default_factory=list, description="--dry-run: the steps not run, with "
+                                       "the commands they would run.")

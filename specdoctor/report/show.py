@@ -102,7 +102,10 @@ def _block(b: Block, verdict: str) -> RenderableType | None:
         table = RichTable(*b.headers, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False,
                           title=b.caption or None, title_justify="left", title_style="dim")
         for row in b.rows:
-            table.add_row(*(_text(c) for c in row))
+            cells = [_text(c) for c in row]
+            for t in cells:
+                t.overflow = "fold"  # a hash or path longer than its column is folded, never cut with '…'
+            table.add_row(*cells)
         return table
     if isinstance(b, Bullets):
         return Group(*(Text.assemble("• ", _text(i)) for i in b.items))

@@ -9,6 +9,7 @@ import statistics
 from specdoctor.tools.breakeven import BreakevenInput, alpha_from_accept_length, analyze
 
 from specdoctor.host.audit import AuditEntry
+from specdoctor.models.box import BoxLeftFact, CheckoutProofFact, UserServerFact
 from specdoctor.report.breakeven_view import spec_tps
 from specdoctor.report.model import (
     Action,
@@ -20,11 +21,13 @@ from specdoctor.report.model import (
     Finding,
     FingerprintChange,
     FingerprintSection,
+    LaunchPlan,
     Measurement,
     MetricComparison,
     NcclPoint,
     NcclRow,
     NcclSection,
+    PlannedLaunches,
     Report,
     RunMeta,
     ScriptLine,
@@ -223,6 +226,8 @@ def code_regression_report(seed: int = 0) -> Report:
         ("git -C /srv/sglang stash push --include-untracked -m specdoctor", None, 0, 0.2),
         ("git -C /srv/sglang apply /srv/.specdoctor/runs/r2/communicator.patch", None, 1, 0.05),
         ("git -C /srv/sglang stash pop", None, 0, 0.3),
+        ("setsid nohup python3 -m sglang.launch_server --port 31234 > trial-1.log 2>&1", "/srv", 0, 0.1),
+        ("setsid nohup python3 -m sglang.launch_server --port 30000 >> server.log 2>&1", "/srv", 0, 0.1),
     ])
     full = measure(rng, "baseline (full tree)", 70.0, evidence=Evidence(tool="benchmark", command_ids=[1]))
     clean = measure(rng, "baseline (essential only)", 82.0, evidence=Evidence(tool="benchmark", command_ids=[1]))
@@ -255,6 +260,18 @@ def code_regression_report(seed: int = 0) -> Report:
                    Action(title="Add a perf check for all-reduce to CI", basis="modelled", cost="hours",
                           risk="low", llm_made=True)],
         commands=cmds,
+        plan=LaunchPlan(text="up to 6 launches ≈ 14 min of box time; your server on :30000 will be down meanwhile",
+                        launches_max=6, box_minutes_max=13.6, launch_s=95.0, stops_user_server=True,
+                        phases=[PlannedLaunches(step="bisect", launches=5, condition="only if subtraction changed "
+                                                "performance"), PlannedLaunches(step="restart", launches=1)]),
+        launches_made=2,
+        box=BoxLeftFact(
+            server=UserServerFact(port=30000, pid_before=4100, pid_after=5230, identity_before="9c0ffee1234567",
+                                  identity_after="9c0ffee1234567", supervisor="none", stopped=True,
+                                  stop_consent="yes-flag", restarted=True, healthy=True, tps_before=70.2,
+                                  tps_after=70.0, outcome="SAME"),
+            checkout=CheckoutProofFact(repo="/srv/sglang", manifest_before="5eed5eed5eed5eed",
+                                       manifest_after="5eed5eed5eed5eed", identical=True)),
         bisection=[BisectTrial(index=1, patches=["python/sglang/srt/distributed/communicator.py",
                                                  "python/sglang/srt/utils.py"], outcome="regressed",
                                median=full.median, samples=full.samples, purpose="all candidates"),

@@ -76,6 +76,7 @@ def test_verdict_section_snapshot(run_dir: Path) -> None:
     norm = re.sub(r"/tmp/[^\s`|]+", "<path>", answer)
     norm = re.sub(r"\b[0-9a-f]{12}\b", "<hash>", norm)
     norm = re.sub(r"[-+]?\d+\.\d+|\b\d{4,5}\b", "<n>", norm)
+    norm = re.sub(r"\b\d+ (launch(?:es)?|min)\b|\bmade \d+", lambda m: re.sub(r"\d+", "<n>", m.group(0)), norm)
     path = SNAPSHOTS / "sim_seed_answer.md"
     import os
 

@@ -7,12 +7,14 @@ import statistics
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from scipy.stats import norm
 from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, trial
 from specdoctor.tools.trial import measure as measure_
 from specdoctor.tools.worktree import ApplyInput, Backup, apply_patches, ensure_backup, restore
 
 from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
 from specdoctor.stats.ddmin import CachedOracle, Outcome, TrialRecord, classify, isolate, prefix_search
+from specdoctor.stats.nearer import POWER_Z, level_at, midpoint_looks, midpoint_z, side_of_midpoint
 from specdoctor.toolkit import ToolContext, registry, tool
 
 __all__ = ["EssentialInput", "Essentials", "BisectInput", "BisectResult", "Trial", "find_essential_patches",
@@ -66,18 +68,18 @@ class _Runner:
                 if measure is None:
                     rec.outcome = "starts"
                     return rec
-                runs, cap = measure["runs"], measure["max_runs"]
-                while True:
-                    m = measure_(handle, runs=runs, requests_per_run=measure["requests_per_run"],
-                                 max_new_tokens=measure["max_new_tokens"], label=rec.purpose[:40])
-                    rec.samples += [float(x) for x in m.samples]
+                # Sequential: measure up to the next look, judge, and buy more runs while undecided (capped).
+                for look in midpoint_looks(measure["runs"], measure["max_runs"]):
+                    if look > len(rec.samples):
+                        m = measure_(handle, runs=look - len(rec.samples), requests_per_run=measure["requests_per_run"],
+                                     max_new_tokens=measure["max_new_tokens"], label=rec.purpose[:40])
+                        rec.samples += [float(x) for x in m.samples]
                     verdict = judge(rec.samples) if judge else "regressed"
                     if verdict is not None:
                         rec.outcome = verdict
                         break
-                    if len(rec.samples) >= cap:
-                        rec.cause = f"comparator undecided after {len(rec.samples)} runs"
-                        break
+                else:
+                    rec.cause = f"comparator undecided after {len(rec.samples)} runs"
         except LaunchFailed as exc:
             rec.outcome = "fails" if measure is None else "unresolved"
             rec.cause = f"server did not start: {exc.result.summary}"[:400]
@@ -87,6 +89,18 @@ class _Runner:
             return rec
         rec.median = statistics.median(rec.samples) if rec.samples else None
         return rec
+
+
+def _two_sided(refs: dict[str, list[float]]) -> bool:
+    """Both references measured (>= 2 runs each) and the fast one faster: the midpoint test applies."""
+    slow, fast = refs["slow"], refs["fast"]
+    return (len(slow) >= 2 and len(fast) >= 2 and min(slow + fast) > 0
+            and statistics.fmean(fast) > statistics.fmean(slow))
+
+
+def _needed_z(looks: list[int]) -> float:
+    """Expected |t| a trial at the cap needs: the last look's critical value plus the power margin."""
+    return float(norm.isf(level_at(looks[-1], looks) / 2)) + POWER_Z
 
 
 class EssentialInput(BaseModel):
@@ -174,7 +188,8 @@ class BisectInput(BaseModel):
     port: int | None = None
     env: dict[str, str] = Field(default_factory=dict, description="Env for trial servers (e.g. the running server's).")
     runs: int = Field(default=5, ge=3, description="Benchmark runs per look.")
-    max_runs: int = Field(default=15, ge=3, description="Runs per trial before it is unresolved.")
+    max_runs: int = Field(default=30, ge=3, description="Runs per trial before it is unresolved (looks at runs, "
+                          "doubling, then this cap: an undecided comparison buys more runs, never a guess).")
     requests_per_run: int = Field(default=3, ge=1)
     max_new_tokens: int = Field(default=128, ge=2)
     magnitude_pct: float = Field(default=10.0, gt=0, description="Smallest slowdown that matters, % of the slow ref.")
@@ -230,9 +245,30 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
     measure = {"runs": args.runs, "max_runs": args.max_runs, "requests_per_run": args.requests_per_run,
                "max_new_tokens": args.max_new_tokens}
 
+    looks = midpoint_looks(args.runs, args.max_runs)
+
     def judge(samples: list[float]) -> Outcome | None:
+        if _two_sided(refs):  # which reference is it like? (stats.nearer: the midpoint test, alpha over the looks)
+            side = side_of_midpoint(samples, refs["slow"], refs["fast"], level=level_at(len(samples), looks))
+            return None if side.outcome is None else "regressed" if side.outcome == "slow" else "same"
         mag = args.magnitude_pct / 100 * statistics.median(refs["slow"])
         return classify(samples, refs["slow"], refs["fast"] or None, magnitude=mag)
+
+    def ensure_precise_refs(force: bool = False) -> bool:
+        """References too noisy for the gap they span are measured again (once each, up to the cap) before a
+        trial is judged against them (or after one stayed undecided, `force`): a trial can never be placed more
+        precisely than its references allow. True when they were measured again now."""
+        if topped_up or (not force and midpoint_z(args.max_runs, refs["slow"], refs["fast"]) >= _needed_z(looks)):
+            return False
+        topped_up.append(True)
+        for name, subset in (("slow", items), ("fast", [])):
+            need = args.max_runs - len(refs[name])
+            if need > 0:
+                t = runner.run(subset, f"reference again ({'all patches' if name == 'slow' else 'essentials only'}): "
+                               f"{need} more runs", {**measure, "runs": need, "max_runs": need},
+                               lambda _s, n=name: "regressed" if n == "slow" else "same")
+                refs[name] += t.samples
+        return True
 
     def test(subset: frozenset[str]) -> Outcome:
         chosen = [p for p in items if p in subset]
@@ -240,11 +276,22 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
             t = runner.run(chosen, "reference: all patches", measure)
             refs["slow"] = t.samples if t.outcome == "regressed" else []
             return "regressed" if refs["slow"] else "unresolved"
+        if _two_sided(refs):
+            ensure_precise_refs()  # before this trial's server starts: one server at a time
         t = runner.run(chosen, f"{len(chosen)} of {len(items)} patches", measure, judge)
+        if t.outcome == "unresolved" and t.samples and (t.cause or "").startswith("comparator undecided") \
+                and _two_sided(refs) and ensure_precise_refs(force=True):
+            # The references were the imprecise side: judge the same runs again against them, at the last
+            # look's level (one more look, after the cap; the trial's own runs are not repeated).
+            side = side_of_midpoint(t.samples, refs["slow"], refs["fast"], level=level_at(looks[-1], looks))
+            if side.outcome is not None:
+                t.outcome = "regressed" if side.outcome == "slow" else "same"
+                t.cause = f"decided once the references had {len(refs['slow'])}/{len(refs['fast'])} runs"
         if t.outcome == "same" and not refs["fast"]:
             refs["fast"] = list(t.samples)
         return t.outcome if t.outcome in ("regressed", "same") else "unresolved"  # type: ignore[return-value]
 
+    topped_up: list[bool] = []
     oracle: CachedOracle[str] = CachedOracle(test)
     if args.reference_slow:
         oracle.seed(frozenset(items), "regressed")

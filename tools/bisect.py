@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -13,12 +14,20 @@ from specdoctor.tools.trial import measure as measure_
 from specdoctor.tools.worktree import ApplyInput, Backup, apply_patches, ensure_backup, restore
 
 from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
-from specdoctor.stats.ddmin import CachedOracle, Outcome, TrialRecord, classify, isolate, prefix_search
+from specdoctor.stats.ddmin import (
+    CachedOracle,
+    Outcome,
+    SearchResult,
+    TrialRecord,
+    classify,
+    isolate,
+    prefix_search,
+)
 from specdoctor.stats.nearer import POWER_Z, level_at, midpoint_looks, midpoint_z, side_of_midpoint
 from specdoctor.toolkit import ToolContext, registry, tool
 
 __all__ = ["EssentialInput", "Essentials", "BisectInput", "BisectResult", "Trial", "find_essential_patches",
-           "bisect_patches"]
+           "bisect_patches", "search_patches", "sequential_trial"]
 
 
 class Trial(BaseModel):
@@ -45,7 +54,7 @@ class _Runner:
         self.launches = 0
 
     def run(self, subset: list[str], purpose: str, measure: dict[str, Any] | None,
-            judge: Any = None) -> Trial:
+            judge: Judge | None = None) -> Trial:
         rec = Trial(patches=subset, outcome="unresolved", purpose=purpose)
         self.trials.append(rec)
         try:
@@ -68,18 +77,14 @@ class _Runner:
                 if measure is None:
                     rec.outcome = "starts"
                     return rec
-                # Sequential: measure up to the next look, judge, and buy more runs while undecided (capped).
-                for look in midpoint_looks(measure["runs"], measure["max_runs"]):
-                    if look > len(rec.samples):
-                        m = measure_(handle, runs=look - len(rec.samples), requests_per_run=measure["requests_per_run"],
-                                     max_new_tokens=measure["max_new_tokens"], label=rec.purpose[:40])
-                        rec.samples += [float(x) for x in m.samples]
-                    verdict = judge(rec.samples) if judge else "regressed"
-                    if verdict is not None:
-                        rec.outcome = verdict
-                        break
-                else:
-                    rec.cause = f"comparator undecided after {len(rec.samples)} runs"
+
+                def more(n: int) -> list[float]:
+                    m = measure_(handle, runs=n, requests_per_run=measure["requests_per_run"],
+                                 max_new_tokens=measure["max_new_tokens"], label=rec.purpose[:40],
+                                 warmup_runs=0 if rec.samples else 1)
+                    return [float(x) for x in m.samples]
+
+                sequential_trial(rec, more, midpoint_looks(measure["runs"], measure["max_runs"]), judge)
         except LaunchFailed as exc:
             rec.outcome = "fails" if measure is None else "unresolved"
             rec.cause = f"server did not start: {exc.result.summary}"[:400]
@@ -89,6 +94,27 @@ class _Runner:
             return rec
         rec.median = statistics.median(rec.samples) if rec.samples else None
         return rec
+
+
+Judge = Callable[[list[float]], "Outcome | None"]
+
+
+def sequential_trial(rec: Trial, more: Callable[[int], list[float]], looks: list[int], judge: Judge | None) -> None:
+    """Measure up to each look, judge, and buy more runs while undecided (capped at the last look): an
+    undecided trial stays 'unresolved' with its cause, never a guess. No judge: the first look is the answer."""
+    for look in looks:
+        if look > len(rec.samples):
+            rec.samples += more(look - len(rec.samples))
+        verdict = judge(rec.samples) if judge else "regressed"
+        if verdict is not None:
+            rec.outcome = verdict
+            return
+    rec.cause = f"comparator undecided after {len(rec.samples)} runs"
+
+
+def _known(outcome: Outcome) -> Judge:
+    """A judge for a reference measured again: its outcome is what it is known to be."""
+    return lambda _samples: outcome
 
 
 def _two_sided(refs: dict[str, list[float]]) -> bool:
@@ -223,24 +249,13 @@ class BisectResult(BaseModel):
                 f"(one-at-a-time: {self.naive_launches})")
 
 
-@tool(effect="disrupt")
-def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
-    """Statistical delta debugging over the non-essential patches to find what makes the server slow.
+RunTrial = Callable[[list[str], str, "dict[str, Any] | None", "Judge | None"], Trial]
 
-    References: all patches (slow) and essentials only (fast), measured once each unless given. Trials
-    run in triage order, halves are inferred when the other half is fast, results are cached by subset,
-    interacting culprits are found by shortest-prefix search. A culprit set is named only when confirmed both
-    ways (it alone is slow, every patch but it is fast); otherwise the result is "unresolved" with candidates. A trial is regressed / same / unresolved
-    (patch conflict, failed start, crash, undecided comparator: recorded with its cause, never counted).
-    """
-    backup = ensure_backup(ctx, args.repo)
-    essential = _match(args.essential, backup.changed)
-    pool = _match(args.patches, backup.changed) if args.patches is not None else backup.changed
-    pool = [p for p in pool if p not in essential]
-    ranked = [p for p in _match([o for o in args.order if any(c.endswith(o) for c in pool)], pool)
-              if p in pool] if args.order else []
-    items = list(dict.fromkeys(ranked + pool))
-    runner = _Runner(ctx, args.repo, args.launch, args.python, args.port, backup, essential, env=args.env)
+
+def search_patches(items: list[str], run: RunTrial, args: BisectInput) -> SearchResult:
+    """The bisection over `items` with `run(subset, purpose, measure, judge) -> Trial` as its only contact with the
+    box (one call = one launch): references from `args` (measured again when too noisy for their gap), each trial
+    judged by which reference it is like, the search and its both-ways confirmation (stats.ddmin.isolate)."""
     refs: dict[str, list[float]] = {"slow": list(args.reference_slow or []), "fast": list(args.reference_fast or [])}
     measure = {"runs": args.runs, "max_runs": args.max_runs, "requests_per_run": args.requests_per_run,
                "max_new_tokens": args.max_new_tokens}
@@ -264,21 +279,21 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
         for name, subset in (("slow", items), ("fast", [])):
             need = args.max_runs - len(refs[name])
             if need > 0:
-                t = runner.run(subset, f"reference again ({'all patches' if name == 'slow' else 'essentials only'}): "
-                               f"{need} more runs", {**measure, "runs": need, "max_runs": need},
-                               lambda _s, n=name: "regressed" if n == "slow" else "same")
+                t = run(subset, f"reference again ({'all patches' if name == 'slow' else 'essentials only'}): "
+                        f"{need} more runs", {**measure, "runs": need, "max_runs": need},
+                        _known("regressed" if name == "slow" else "same"))
                 refs[name] += t.samples
         return True
 
     def test(subset: frozenset[str]) -> Outcome:
         chosen = [p for p in items if p in subset]
         if len(chosen) == len(items) and not refs["slow"]:
-            t = runner.run(chosen, "reference: all patches", measure)
+            t = run(chosen, "reference: all patches", measure, None)
             refs["slow"] = t.samples if t.outcome == "regressed" else []
             return "regressed" if refs["slow"] else "unresolved"
         if _two_sided(refs):
             ensure_precise_refs()  # before this trial's server starts: one server at a time
-        t = runner.run(chosen, f"{len(chosen)} of {len(items)} patches", measure, judge)
+        t = run(chosen, f"{len(chosen)} of {len(items)} patches", measure, judge)
         if t.outcome == "unresolved" and t.samples and (t.cause or "").startswith("comparator undecided") \
                 and _two_sided(refs) and ensure_precise_refs(force=True):
             # The references were the imprecise side: judge the same runs again against them, at the last
@@ -297,9 +312,30 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
         oracle.seed(frozenset(items), "regressed")
     if args.reference_fast:
         oracle.seed(frozenset(), "same")
+    return isolate(items, oracle, confirm=args.confirm)
+
+
+@tool(effect="disrupt")
+def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
+    """Statistical delta debugging over the non-essential patches to find what makes the server slow.
+
+    References: all patches (slow) and essentials only (fast), measured once each unless given. Trials
+    run in triage order, halves are inferred when the other half is fast, results are cached by subset,
+    interacting culprits are found by shortest-prefix search. A culprit set is named only when confirmed both
+    ways (it alone is slow, every patch but it is fast); otherwise the result is "unresolved" with candidates. A trial is regressed / same / unresolved
+    (patch conflict, failed start, crash, undecided comparator: recorded with its cause, never counted).
+    """
+    backup = ensure_backup(ctx, args.repo)
+    essential = _match(args.essential, backup.changed)
+    pool = _match(args.patches, backup.changed) if args.patches is not None else backup.changed
+    pool = [p for p in pool if p not in essential]
+    ranked = [p for p in _match([o for o in args.order if any(c.endswith(o) for c in pool)], pool)
+              if p in pool] if args.order else []
+    items = list(dict.fromkeys(ranked + pool))
+    runner = _Runner(ctx, args.repo, args.launch, args.python, args.port, backup, essential, env=args.env)
     ok = False
     try:
-        found = isolate(items, oracle, confirm=args.confirm)
+        found = search_patches(items, runner.run, args)
         result = BisectResult(verdict=found.verdict, culprits=found.culprits, confirmed=found.confirmed,
                               candidates=found.candidates,
                               launches=runner.launches, naive_launches=len(items) + 1, order=items,

@@ -13,6 +13,7 @@ from specdoctor.engine.actions.measure import claim_outcome
 from specdoctor.engine.actions.nccl import nccl_cause
 from specdoctor.engine.state import StateView
 from specdoctor.host import open_host
+from specdoctor.inference import get_engine
 from specdoctor.models import Fingerprint
 from specdoctor.models.delta import CauseFact
 from specdoctor.toolkit import ToolContext, ToolResult, registry
@@ -35,9 +36,8 @@ def _investigate_nccl(name: str) -> tuple[StateView, NcclPromotion, dict | None]
     with open_host(f"sim:{name}") as host:
         ctx = ToolContext(host=host, run_id=f"cause-{name}", auto_approve=True)
         fp = registry.call(ctx, "fingerprint", {"repo": host.hints.repo, "python": host.hints.python})
-        bench = registry.call(ctx, "benchmark", {"port": 30000 if "30000" in (host.hints.launch or "") else
-                                                 int(host.hints.launch.rsplit("--port", 1)[1].split()[0]),
-                                                 "runs": 8, "warmup_runs": 1})
+        port = get_engine().parse_launch(host.hints.launch).port
+        bench = registry.call(ctx, "benchmark", {"port": port, "runs": 8, "warmup_runs": 1})
         with trial(ctx, LaunchConfig(command=host.hints.launch, speculative=False, port=0, label="baseline")) as h:
             baseline = measure(h, runs=5)
         promo = registry.call(ctx, "nccl_promote", {

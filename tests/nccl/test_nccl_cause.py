@@ -14,7 +14,6 @@ from specdoctor.engine.actions.nccl import nccl_cause
 from specdoctor.engine.state import StateView
 from specdoctor.host import open_host
 from specdoctor.inference import get_engine
-from specdoctor.models import Fingerprint
 from specdoctor.models.delta import CauseFact
 from specdoctor.toolkit import ToolContext, ToolResult, registry
 

@@ -214,7 +214,7 @@ class BisectInput(BaseModel):
     port: int | None = None
     env: dict[str, str] = Field(default_factory=dict, description="Env for trial servers (e.g. the running server's).")
     runs: int = Field(default=5, ge=3, description="Benchmark runs per look.")
-    max_runs: int = Field(default=30, ge=3, description="Runs per trial before it is unresolved (looks at runs, "
+    max_runs: int = Field(default=40, ge=3, description="Runs per trial before it is unresolved (looks at runs, "
                           "doubling, then this cap: an undecided comparison buys more runs, never a guess).")
     requests_per_run: int = Field(default=3, ge=1)
     max_new_tokens: int = Field(default=128, ge=2)

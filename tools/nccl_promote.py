@@ -296,6 +296,8 @@ def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
                         res.samples += [float(x) for x in b.samples]
                     if not out.baseline_samples or _judge(out.baseline_samples, res, looks).outcome != "UNKNOWN":
                         break
+                res.median = statistics.median(res.samples)
+                res.ci_low, res.ci_high = median_ci(res.samples)
             else:
                 lost = [f"{p.name} (workers: {', '.join(f'{k}={v}' for k, v in sorted(p.workers.items())) or 'none seen'}"
                         f"; parent: {p.parent})" for p in res.propagation if not p.ok]

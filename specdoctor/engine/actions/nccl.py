@@ -45,14 +45,21 @@ def promote_nccl(deps, view: StateView, step, args: dict[str, Any]) -> ActionOut
                 candidates.append({"label": single.label, "env": single.env, "unset": single.unset})
     launch = view.get("facts.launch")
     current = _workers_nccl(view)
+    # A variable a sitecustomize.py sets inside every Python process overrides whatever a relaunch passes: a
+    # setting that changes it cannot be tried end to end (its fix is that file, named by the propagation step).
+    fixed = _set_by_sitecustomize(view)
+    held = [c for c in candidates if any(k in fixed and current.get(k) != v for k, v in c["env"].items())]
+    candidates = [c for c in candidates if c not in held]
     good_fp = good_run(deps, view)
     good = _good_nccl(view, good_fp)
     # The workers' current setting is the reference; 'remove' and 'as in the good run' join a promotion that runs
     # anyway, and a good run whose NCCL setting differs from today's is a reason to run one.
     if not launch or not (candidates or (good is not None and good != current)):
         out.status = "skipped"
-        out.summary = ("no NCCL configuration was significantly better than the default" if launch
-                       else "no launch command to relaunch with")
+        out.summary = ("no launch command to relaunch with" if not launch else
+                       "the sweep's winners change a variable sitecustomize.py sets in every process, so a relaunch "
+                       "cannot try them: " + ", ".join(c["label"] for c in held) if held else
+                       "no NCCL configuration was significantly better than the default")
         out.decisions.append(Decision(step=step.id, title=step.title, status="skipped", checked="sweep winners",
                                       found=out.summary, decided="no end-to-end A/B",
                                       why="only comparator-DIFFERENT (better) settings are promoted"))
@@ -205,6 +212,11 @@ def _launcher_drops(view: StateView) -> bool:
     """The propagation table shows variables the workers lost: the first relaunch must prove propagation first."""
     prop = view.latest(Propagation)
     return prop is not None and any(r.status == "dropped-for-workers" for r in prop.rows)
+
+
+def _set_by_sitecustomize(view: StateView) -> set[str]:
+    prop = view.latest(Propagation)
+    return {r.name for r in prop.rows if r.from_sitecustomize} if prop else set()
 
 
 def _not_removable(view: StateView) -> list[str]:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import statistics
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+from scipy.stats import norm
 from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, trial
 from specdoctor.tools.trial import measure as measure_
 from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, tree_problem, trial_code
@@ -15,11 +17,20 @@ from specdoctor.tools.trial_tree import TrialTree
 from specdoctor.tools.worktree import Backup, ensure_backup, restore
 
 from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
-from specdoctor.stats.ddmin import CachedOracle, Outcome, TrialRecord, classify, isolate, prefix_search
+from specdoctor.stats.ddmin import (
+    CachedOracle,
+    Outcome,
+    SearchResult,
+    TrialRecord,
+    classify,
+    isolate,
+    prefix_search,
+)
+from specdoctor.stats.nearer import POWER_Z, level_at, midpoint_looks, midpoint_z, side_of_midpoint
 from specdoctor.toolkit import ToolContext, registry, tool
 
 __all__ = ["EssentialInput", "Essentials", "BisectInput", "BisectResult", "Trial", "find_essential_patches",
-           "bisect_patches"]
+           "bisect_patches", "search_patches", "sequential_trial"]
 
 
 _TREE_IDS = itertools.count(1)
@@ -49,7 +60,7 @@ class _Runner:
         self.launches = 0
 
     def run(self, subset: list[str], purpose: str, measure: dict[str, Any] | None,
-            judge: Any = None) -> Trial:
+            judge: Judge | None = None) -> Trial:
         rec = Trial(patches=subset, outcome="unresolved", purpose=purpose)
         self.trials.append(rec)
         try:
@@ -77,18 +88,14 @@ class _Runner:
                 if measure is None:
                     rec.outcome = "starts"
                     return rec
-                runs, cap = measure["runs"], measure["max_runs"]
-                while True:
-                    m = measure_(handle, runs=runs, requests_per_run=measure["requests_per_run"],
-                                 max_new_tokens=measure["max_new_tokens"], label=rec.purpose[:40])
-                    rec.samples += [float(x) for x in m.samples]
-                    verdict = judge(rec.samples) if judge else "regressed"
-                    if verdict is not None:
-                        rec.outcome = verdict
-                        break
-                    if len(rec.samples) >= cap:
-                        rec.cause = f"comparator undecided after {len(rec.samples)} runs"
-                        break
+
+                def more(n: int) -> list[float]:
+                    m = measure_(handle, runs=n, requests_per_run=measure["requests_per_run"],
+                                 max_new_tokens=measure["max_new_tokens"], label=rec.purpose[:40],
+                                 warmup_runs=0 if rec.samples else 1)
+                    return [float(x) for x in m.samples]
+
+                sequential_trial(rec, more, midpoint_looks(measure["runs"], measure["max_runs"]), judge)
         except LaunchFailed as exc:
             rec.outcome = "fails" if measure is None else "unresolved"
             rec.cause = f"server did not start: {exc.result.summary}"[:400]
@@ -101,6 +108,39 @@ class _Runner:
             return rec
         rec.median = statistics.median(rec.samples) if rec.samples else None
         return rec
+
+
+Judge = Callable[[list[float]], "Outcome | None"]
+
+
+def sequential_trial(rec: Trial, more: Callable[[int], list[float]], looks: list[int], judge: Judge | None) -> None:
+    """Measure up to each look, judge, and buy more runs while undecided (capped at the last look): an
+    undecided trial stays 'unresolved' with its cause, never a guess. No judge: the first look is the answer."""
+    for look in looks:
+        if look > len(rec.samples):
+            rec.samples += more(look - len(rec.samples))
+        verdict = judge(rec.samples) if judge else "regressed"
+        if verdict is not None:
+            rec.outcome = verdict
+            return
+    rec.cause = f"comparator undecided after {len(rec.samples)} runs"
+
+
+def _known(outcome: Outcome) -> Judge:
+    """A judge for a reference measured again: its outcome is what it is known to be."""
+    return lambda _samples: outcome
+
+
+def _two_sided(refs: dict[str, list[float]]) -> bool:
+    """Both references measured (>= 2 runs each) and the fast one faster: the midpoint test applies."""
+    slow, fast = refs["slow"], refs["fast"]
+    return (len(slow) >= 2 and len(fast) >= 2 and min(slow + fast) > 0
+            and statistics.fmean(fast) > statistics.fmean(slow))
+
+
+def _needed_z(looks: list[int]) -> float:
+    """Expected |t| a trial at the cap needs: the last look's critical value plus the power margin."""
+    return float(norm.isf(level_at(looks[-1], looks) / 2)) + POWER_Z
 
 
 class EssentialInput(BaseModel):
@@ -188,7 +228,8 @@ class BisectInput(BaseModel):
     port: int | None = None
     env: dict[str, str] = Field(default_factory=dict, description="Env for trial servers (e.g. the running server's).")
     runs: int = Field(default=5, ge=3, description="Benchmark runs per look.")
-    max_runs: int = Field(default=15, ge=3, description="Runs per trial before it is unresolved.")
+    max_runs: int = Field(default=40, ge=3, description="Runs per trial before it is unresolved (looks at runs, "
+                          "doubling, then this cap: an undecided comparison buys more runs, never a guess).")
     requests_per_run: int = Field(default=3, ge=1)
     max_new_tokens: int = Field(default=128, ge=2)
     magnitude_pct: float = Field(default=10.0, gt=0, description="Smallest slowdown that matters, % of the slow ref.")
@@ -222,6 +263,72 @@ class BisectResult(BaseModel):
                 f"(one-at-a-time: {self.naive_launches})")
 
 
+RunTrial = Callable[[list[str], str, "dict[str, Any] | None", "Judge | None"], Trial]
+
+
+def search_patches(items: list[str], run: RunTrial, args: BisectInput) -> SearchResult:
+    """The bisection over `items` with `run(subset, purpose, measure, judge) -> Trial` as its only contact with the
+    box (one call = one launch): references from `args` (measured again when too noisy for their gap), each trial
+    judged by which reference it is like, the search and its both-ways confirmation (stats.ddmin.isolate)."""
+    refs: dict[str, list[float]] = {"slow": list(args.reference_slow or []), "fast": list(args.reference_fast or [])}
+    measure = {"runs": args.runs, "max_runs": args.max_runs, "requests_per_run": args.requests_per_run,
+               "max_new_tokens": args.max_new_tokens}
+
+    looks = midpoint_looks(args.runs, args.max_runs)
+
+    def judge(samples: list[float]) -> Outcome | None:
+        if _two_sided(refs):  # which reference is it like? (stats.nearer: the midpoint test, alpha over the looks)
+            side = side_of_midpoint(samples, refs["slow"], refs["fast"], level=level_at(len(samples), looks))
+            return None if side.outcome is None else "regressed" if side.outcome == "slow" else "same"
+        mag = args.magnitude_pct / 100 * statistics.median(refs["slow"])
+        return classify(samples, refs["slow"], refs["fast"] or None, magnitude=mag)
+
+    def ensure_precise_refs(force: bool = False) -> bool:
+        """References too noisy for the gap they span are measured again (once each, up to the cap) before a
+        trial is judged against them (or after one stayed undecided, `force`): a trial can never be placed more
+        precisely than its references allow. True when they were measured again now."""
+        if topped_up or (not force and midpoint_z(args.max_runs, refs["slow"], refs["fast"]) >= _needed_z(looks)):
+            return False
+        topped_up.append(True)
+        for name, subset in (("slow", items), ("fast", [])):
+            need = args.max_runs - len(refs[name])
+            if need > 0:
+                t = run(subset, f"reference again ({'all patches' if name == 'slow' else 'essentials only'}): "
+                        f"{need} more runs", {**measure, "runs": need, "max_runs": need},
+                        _known("regressed" if name == "slow" else "same"))
+                refs[name] += t.samples
+        return True
+
+    def test(subset: frozenset[str]) -> Outcome:
+        chosen = [p for p in items if p in subset]
+        if len(chosen) == len(items) and not refs["slow"]:
+            t = run(chosen, "reference: all patches", measure, None)
+            refs["slow"] = t.samples if t.outcome == "regressed" else []
+            return "regressed" if refs["slow"] else "unresolved"
+        if _two_sided(refs):
+            ensure_precise_refs()  # before this trial's server starts: one server at a time
+        t = run(chosen, f"{len(chosen)} of {len(items)} patches", measure, judge)
+        if t.outcome == "unresolved" and t.samples and (t.cause or "").startswith("comparator undecided") \
+                and _two_sided(refs) and ensure_precise_refs(force=True):
+            # The references were the imprecise side: judge the same runs again against them, at the last
+            # look's level (one more look, after the cap; the trial's own runs are not repeated).
+            side = side_of_midpoint(t.samples, refs["slow"], refs["fast"], level=level_at(looks[-1], looks))
+            if side.outcome is not None:
+                t.outcome = "regressed" if side.outcome == "slow" else "same"
+                t.cause = f"decided once the references had {len(refs['slow'])}/{len(refs['fast'])} runs"
+        if t.outcome == "same" and not refs["fast"]:
+            refs["fast"] = list(t.samples)
+        return t.outcome if t.outcome in ("regressed", "same") else "unresolved"  # type: ignore[return-value]
+
+    topped_up: list[bool] = []
+    oracle: CachedOracle[str] = CachedOracle(test)
+    if args.reference_slow:
+        oracle.seed(frozenset(items), "regressed")
+    if args.reference_fast:
+        oracle.seed(frozenset(), "same")
+    return isolate(items, oracle, confirm=args.confirm)
+
+
 @tool(effect="disrupt")
 def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
     """Statistical delta debugging over the non-essential patches to find what makes the server slow.
@@ -240,33 +347,9 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
               if p in pool] if args.order else []
     items = list(dict.fromkeys(ranked + pool))
     runner = _Runner(ctx, args.repo, args.launch, args.python, args.port, backup, essential, env=args.env)
-    refs: dict[str, list[float]] = {"slow": list(args.reference_slow or []), "fast": list(args.reference_fast or [])}
-    measure = {"runs": args.runs, "max_runs": args.max_runs, "requests_per_run": args.requests_per_run,
-               "max_new_tokens": args.max_new_tokens}
-
-    def judge(samples: list[float]) -> Outcome | None:
-        mag = args.magnitude_pct / 100 * statistics.median(refs["slow"])
-        return classify(samples, refs["slow"], refs["fast"] or None, magnitude=mag)
-
-    def test(subset: frozenset[str]) -> Outcome:
-        chosen = [p for p in items if p in subset]
-        if len(chosen) == len(items) and not refs["slow"]:
-            t = runner.run(chosen, "reference: all patches", measure)
-            refs["slow"] = t.samples if t.outcome == "regressed" else []
-            return "regressed" if refs["slow"] else "unresolved"
-        t = runner.run(chosen, f"{len(chosen)} of {len(items)} patches", measure, judge)
-        if t.outcome == "same" and not refs["fast"]:
-            refs["fast"] = list(t.samples)
-        return t.outcome if t.outcome in ("regressed", "same") else "unresolved"  # type: ignore[return-value]
-
-    oracle: CachedOracle[str] = CachedOracle(test)
-    if args.reference_slow:
-        oracle.seed(frozenset(items), "regressed")
-    if args.reference_fast:
-        oracle.seed(frozenset(), "same")
     ok = False
     try:
-        found = isolate(items, oracle, confirm=args.confirm)
+        found = search_patches(items, runner.run, args)
         result = BisectResult(verdict=found.verdict, culprits=found.culprits, confirmed=found.confirmed,
                               candidates=found.candidates,
                               launches=runner.launches, naive_launches=len(items) + 1, order=items,

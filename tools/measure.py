@@ -16,7 +16,7 @@ from specdoctor.stats.comparator import Comparison, compare
 from specdoctor.stats.summary import median_ci
 from specdoctor.toolkit import ToolContext, tool
 
-__all__ = ["PROMPTS", "BenchmarkInput", "RequestResult", "RunResult", "Finding", "BenchmarkResult", "benchmark",
+__all__ = ["PROMPTS", "Workload", "default_workload", "WORDS_PER_TOKEN", "BenchmarkInput", "RequestResult", "RunResult", "Finding", "BenchmarkResult", "benchmark",
            "log_findings", "CompareInput", "compare_samples"]
 
 # A fixed prompt set: every run sends the same requests, so runs are comparable across launches.
@@ -28,6 +28,56 @@ PROMPTS = [
     "What are the trade-offs between tensor parallelism and pipeline parallelism?",
     "List ten practical tips for writing maintainable code, with a sentence on each.",
 ]
+
+
+WORDS_PER_TOKEN = 0.75
+"""English text runs about 0.75 words per BPE token: how a recorded prompt length becomes a prompt (approximate; the
+server's own prompt-token count is what the measurement reports)."""
+
+
+class Workload(BaseModel):
+    """The requests behind a throughput figure (what the good run or the user recorded), and today's default."""
+
+    dataset: str | None = Field(default=None, description="Where the prompts came from (e.g. humaneval, sharegpt).")
+    prompt_example: str | None = Field(default=None, description="A prompt of that dataset, as recorded.")
+    prompts: list[str] = Field(default_factory=list, description="The prompts themselves, when recorded.")
+    prompt_tokens: int | None = Field(default=None, ge=1, description="Prompt length per request.")
+    output_tokens: int | None = Field(default=None, ge=1, description="Generated tokens per request.")
+    temperature: float | None = Field(default=None, ge=0)
+    concurrency: int | None = Field(default=None, ge=1, description="Requests in flight (the benchmark runs 1).")
+
+    def request_prompts(self) -> list[str]:
+        """The prompts to send: recorded ones, else the example stretched to the recorded length, else []."""
+        if self.prompts:
+            return list(self.prompts)
+        if not self.prompt_example:
+            return []
+        text = self.prompt_example.strip()
+        if self.prompt_tokens:
+            words = max(1, round(self.prompt_tokens * WORDS_PER_TOKEN))
+            base = text.split()
+            reps = -(-words // max(len(base), 1))
+            text = "\n".join([text] * reps) if reps > 1 else text
+        return [text]
+
+    def differs_from(self, other: Workload) -> list[str]:
+        """What differs from `other` (today's benchmark), field by field, as '<field>: a → b'; [] when alike."""
+        out = []
+        if self.dataset and self.dataset != other.dataset:
+            out.append(f"dataset: {other.dataset or 'fixed chat prompts'} → {self.dataset}")
+        if (self.prompts or self.prompt_example) and self.request_prompts() != other.request_prompts():
+            if not any(o.startswith("dataset") for o in out):
+                out.append("prompts differ")
+        for name in ("prompt_tokens", "output_tokens", "temperature", "concurrency"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine is not None and theirs is not None and float(mine) != float(theirs):
+                out.append(f"{name.replace('_', ' ')}: {theirs:g} → {mine:g}")
+        return out
+
+
+def default_workload(max_new_tokens: int = 128) -> Workload:
+    """What `benchmark` sends when no workload is given: the fixed chat prompts, greedy, batch 1."""
+    return Workload(dataset=None, prompts=list(PROMPTS), output_tokens=max_new_tokens, temperature=0.0, concurrency=1)
 
 
 class BenchmarkInput(BaseModel):
@@ -42,6 +92,9 @@ class BenchmarkInput(BaseModel):
     label: str = "benchmark"
     timeout_s: float = Field(default=300, description="Per-request timeout.")
     engine: EngineName = Field(default="sglang", description="Inference engine serving on the port.")
+    prompts: list[str] | None = Field(default=None, description="Prompts to cycle through (default: the fixed "
+                                      "chat set PROMPTS); a recorded workload's, to compare like with like.")
+    temperature: float = Field(default=0.0, ge=0, description="Sampling temperature (0: greedy).")
 
 
 class RequestResult(BaseModel):
@@ -104,11 +157,12 @@ class BenchmarkResult(BaseModel):
 
 
 def _one_request(client: httpx.Client, engine: InferenceEngine, prompt: str, max_new_tokens: int,
-                 timeout: float) -> RequestResult:
+                 timeout: float, temperature: float = 0.0) -> RequestResult:
     path = engine.generate_path
     t0 = time.perf_counter()
     try:
-        r = client.post(path, json=engine.generate_payload(prompt, max_new_tokens), timeout=timeout)
+        r = client.post(path, json=engine.generate_payload(prompt, max_new_tokens, temperature=temperature),
+                        timeout=timeout)
     except httpx.HTTPError as exc:
         raise ToolFailed(f"{path} failed: {type(exc).__name__}: {exc}") from None
     wall = time.perf_counter() - t0
@@ -141,8 +195,9 @@ def _one_request(client: httpx.Client, engine: InferenceEngine, prompt: str, max
 
 
 def _run(client: httpx.Client, engine: InferenceEngine, args: BenchmarkInput, offset: int) -> RunResult:
-    reqs = [_one_request(client, engine, PROMPTS[(offset + i) % len(PROMPTS)], args.max_new_tokens, args.timeout_s)
-            for i in range(args.requests_per_run)]
+    prompts = args.prompts or PROMPTS
+    reqs = [_one_request(client, engine, prompts[(offset + i) % len(prompts)], args.max_new_tokens, args.timeout_s,
+                         args.temperature) for i in range(args.requests_per_run)]
     tokens = sum(r.completion_tokens for r in reqs)
     latency = sum(r.latency_s for r in reqs)
     tpots = [r.tpot_ms for r in reqs if r.tpot_ms is not None]

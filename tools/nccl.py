@@ -29,7 +29,7 @@ from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolContext, registry, tool
 
 __all__ = ["InventoryInput", "NcclInventory", "nccl_inventory", "SweepInput", "SizePoint", "ConfigResult",
-           "NcclSweep", "nccl_sweep", "DEBUG_ENV"]
+           "NcclSweep", "nccl_sweep", "DEBUG_ENV", "relative_configs"]
 
 DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV"}
 
@@ -278,6 +278,16 @@ class SweepInput(BaseModel):
     use_json: bool = Field(default=False, description="Ask all_reduce_perf for -J JSON and parse that.")
     timeout_s: float = Field(default=300, gt=0)
     port: int | None = None
+    current: dict[str, str] | None = Field(default=None, description="The NCCL variables the server's workers run "
+                                           "with now: the reference every configuration is compared with, and the "
+                                           "base each grid point is applied on. None: read from the workers of the "
+                                           "server on `port` (/proc); {} or no server: NCCL's defaults.")
+    good: dict[str, Any] | str | None = Field(default=None, description="The good run's fingerprint (a dict, or a "
+                                              "JSON file on the host): its workers' NCCL setting is always a "
+                                              "configuration.")
+    not_removable: list[str] | None = Field(default=None, description="Current variables set inside every process "
+                                            "(sitecustomize.py, nccl.conf): never a 'remove' configuration. None: "
+                                            "from the workers' propagation table.")
 
 
 class SizePoint(BaseModel):
@@ -295,11 +305,14 @@ class ConfigResult(BaseModel):
     """One configuration: latencies per size, the score the comparator judged, the verdict."""
 
     label: str
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict, description="The whole NCCL setting it runs with (the "
+                                "workers' current variables plus the grid point's).")
+    unset: list[str] = Field(default_factory=list, description="Variables it removes (a 'remove' configuration).")
     points: list[SizePoint] = Field(default_factory=list)
     scores: list[float] = Field(default_factory=list, description="Per run: Σ latency over the sizes, µs.")
     score_median: float | None = None
-    outcome: str | None = Field(default=None, description="Comparator vs default over the sizes: DIFFERENT / SAME / UNKNOWN.")
+    outcome: str | None = Field(default=None, description="Comparator vs the reference (the workers' current "
+                                "setting) over the sizes: DIFFERENT / SAME / UNKNOWN.")
     verdict: str | None = Field(default=None, description="better / trade-off / worse / no change / undecided.")
     pct_change: float | None = Field(default=None, description="Geometric mean over sizes of the latency change, %.")
     worse_at: list[int] = Field(default_factory=list, description="Sizes where it is DIFFERENT and slower.")
@@ -323,10 +336,13 @@ class NcclSweep(BaseModel):
     promoted: list[str] = Field(default_factory=list)
     best: str | None = None
     runs: int = 0
+    reference: str = Field(default="NCCL defaults", description="What every configuration was compared with: the "
+                           "workers' current effective setting.")
+    reference_env: dict[str, str] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
 
     def summary_line(self) -> str:
-        best = f"best {self.best}" if self.best else "no configuration beats NCCL's default"
+        best = f"best {self.best}" if self.best else f"no configuration beats {self.reference}"
         return f"{len(self.results)} configs × {len(self.sizes)} sizes on TP {self.tp} ({self.tool}, {self.runs} runs): {best}"
 
 
@@ -349,15 +365,16 @@ def _argv(ctx: ToolContext, args: SweepInput, tool_name: str, tp: int, sizes: li
 
 
 def _run_once(ctx: ToolContext, args: SweepInput, tool_name: str, tp: int, cfg: NcclConfig, n: int,
-              res: ConfigResult, grid_vars: set[str]) -> None:
+              res: ConfigResult, all_vars: set[str]) -> None:
     json_path = f"{ctx.run_dir}/nccl/{abs(hash(cfg.label)) % 10**8}-{n}.json" if (
         args.use_json and tool_name == "all_reduce_perf") else None
     if json_path:
         ctx.host.run(["mkdir", "-p", json_path.rsplit("/", 1)[0]])
         ctx.host.run(["rm", "-f", json_path])
     env = {**DEBUG_ENV, **cfg.env}
-    # "default" means NCCL's own choice, not whatever the login shell or ~/.bashrc exports for a grid variable
-    unset = [x for v in sorted(grid_vars - set(cfg.env)) for x in ("-u", v)]
+    # A configuration is its whole setting: whatever the login shell or ~/.bashrc exports for a variable it does not
+    # set is removed, so "unset" means NCCL's own choice
+    unset = [x for v in sorted(all_vars - set(cfg.env)) for x in ("-u", v)]
     argv = ["env", *unset, *_argv(ctx, args, tool_name, tp, args.sizes, json_path)]
     out = ctx.host.run(argv, env=env, check="ignore", timeout=args.timeout_s)
     if not out.ok:
@@ -392,6 +409,96 @@ def _summarise(res: ConfigResult) -> None:
     res.score_median = round(statistics.median(res.scores), 3) if res.scores else None
 
 
+def _propagation_rows(ctx: ToolContext, port: int) -> list[dict[str, Any]]:
+    """The server's NCCL_* rows (parent and every worker, /proc); [] when no server answers there."""
+    try:
+        res = registry.call(ctx, "check_env_propagation", {"port": port, "names": ["NCCL_*"]})
+    except Exception:  # noqa: BLE001 - no server family or no server: the sweep then compares with NCCL's defaults
+        return []
+    from specdoctor.tools.server import Propagation
+
+    prop = registry.typed_output(res, Propagation, where="check_env_propagation")
+    return [r.model_dump(mode="json") for r in prop.rows] if prop is not None else []
+
+
+def _worker_value(row: dict[str, Any]) -> str | None:
+    values = [v for v in (row.get("workers") or {}).values() if v is not None]
+    return max(set(values), key=values.count) if values else None
+
+
+def _workers_setting(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """The NCCL variables the workers have now; what the engine forces itself and the debug switches are not
+    settings to compare."""
+    out = {}
+    for row in rows:
+        value = _worker_value(row)
+        if str(row.get("name", "")).startswith("NCCL_") and value is not None and not row.get("forced_by_sglang") \
+                and row["name"] not in DEBUG_ENV and "REDACTED" not in value:
+            out[row["name"]] = value
+    return out
+
+
+def _set_in_process(rows: list[dict[str, Any]]) -> list[str]:
+    """Variables every process gets from inside (sitecustomize.py, nccl.conf): a configuration cannot remove them."""
+    return sorted(r["name"] for r in rows if r.get("from_sitecustomize") or r.get("from_nccl_conf"))
+
+
+def _good_worker_env(ctx: ToolContext, good: dict[str, Any] | str, notes: list[str]) -> dict[str, Any] | None:
+    """The good run's worker env from its fingerprint (given as data or as a JSON file on the host)."""
+    data: Any = good
+    if isinstance(good, str):
+        try:
+            data = json.loads(ctx.host.read(good).decode("utf-8", "replace"))
+        except Exception as exc:  # noqa: BLE001 - an unreadable reference only loses the 'as in the good run' row
+            notes.append(f"good-run fingerprint {good} not read ({type(exc).__name__}): no 'as in the good run' row")
+            return None
+    env = data.get("worker_env") if isinstance(data, dict) else None
+    return env if isinstance(env, dict) else None
+
+
+def _nccl_only(env: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, str]:
+    """A good run's NCCL setting from its worker env (rank 0's when per rank); a variable the engine forces today
+    to the same value is not part of it (every launch gets it anyway)."""
+    if env and all(isinstance(v, dict) for v in env.values()):
+        env = env[sorted(env, key=lambda k: (len(str(k)), str(k)))[0]]
+    forced = {r["name"]: _worker_value(r) for r in rows if r.get("forced_by_sglang")}
+    return {str(k): str(v) for k, v in env.items() if str(k).startswith("NCCL_") and v is not None
+            and str(k) not in DEBUG_ENV and forced.get(str(k)) != str(v)}
+
+
+def relative_configs(grid: list[NcclConfig], current: dict[str, str], good: dict[str, str] | None,
+                     not_removable: list[str]) -> tuple[list[NcclConfig], dict[str, list[str]], str]:
+    """The sweep's configurations relative to what the workers run now: the reference (their setting) first, each
+    grid point applied on top of it, then 'remove' (NCCL's own choice for every variable a relaunch can remove)
+    and 'as in the good run'. Configurations with the same effective setting run once. With no current variables
+    this is the plain grid with 'default' first, as before."""
+    label = "default" if not current else "current (" + " ".join(f"{k}={v}" for k, v in sorted(current.items())) + ")"
+    out = [NcclConfig(label=label, env=dict(current))]
+    unsets: dict[str, list[str]] = {}
+    for c in grid:
+        if not c.is_default:
+            out.append(NcclConfig(label=c.label, env={**current, **c.env}))
+    removable = sorted(n for n in current if n not in not_removable)
+    if removable:
+        name = "remove " + ", ".join(removable)
+        out.append(NcclConfig(label=name, env={k: v for k, v in current.items() if k not in removable}))
+        unsets[name] = removable
+    if good is not None:
+        kept = {k: v for k, v in current.items() if k in not_removable}
+        name = "as in the good run (" + (" ".join(f"{k}={v}" for k, v in sorted(good.items())) or "NCCL defaults") + ")"
+        out.append(NcclConfig(label=name, env={**kept, **good}))
+        unsets[name] = sorted(set(current) - set(good) - set(not_removable))
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    unique = []
+    for c in out:
+        key = tuple(sorted(c.env.items()))
+        if key not in seen:
+            seen.add(key)
+            unique.append(c)
+    reference = "NCCL defaults" if not current else "what the workers run now (" + label[len("current ("):-1] + ")"
+    return unique, unsets, reference
+
+
 @tool(effect="read")
 def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
     """All-reduce micro-benchmark over an NCCL grid at the decode/verify sizes; the comparator picks what to promote.
@@ -403,9 +510,11 @@ def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
     listed as a trade-off for the end-to-end A/B to settle). Runs only benchmarks.
     """
     notes: list[str] = []
+    rows: list[dict[str, Any]] = []
     if not args.sizes or args.tp is None or args.interconnect is None:
         inv_res = registry.call(ctx, "nccl_inventory", {"port": args.port, "python": args.python})
         inv = registry.typed_output(inv_res, NcclInventory, where="nccl_inventory", unresolved=True) or NcclInventory()
+        rows = inv.propagation
         args.sizes = args.sizes or [s.bytes for s in inv.sizes]
         args.tp = args.tp or inv.tp
         args.interconnect = args.interconnect or inv.interconnect
@@ -414,6 +523,11 @@ def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
             args.tool = inv.bench_tool
     if not args.sizes:
         raise ToolRetry("no message sizes: give sizes, or a model path / hidden size to the inventory")
+    if not rows and args.port is not None and (args.current is None or args.not_removable is None
+                                               or args.good is not None):
+        rows = _propagation_rows(ctx, args.port)
+    if args.current is None:
+        args.current = _workers_setting(rows)
     if not args.tp or args.tp < 2:
         raise NoData("TP size below 2: the server does no all-reduce, nothing to sweep")
     tool_name = args.tool
@@ -421,21 +535,27 @@ def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
         found = ctx.host.run(["sh", "-c", "command -v all_reduce_perf"], check="ignore")
         tool_name = "all_reduce_perf" if found.ok and found.stdout.strip() else "allreduce_bench"
     args.sizes = sorted(set(args.sizes))
-    configs, skipped = expand_grid(args.grid, interconnect=args.interconnect or "unknown", nccl_version=args.nccl_version)
-    results = {c.label: ConfigResult(label=c.label, env=c.env, points=[SizePoint(size=s, latency_us=None) for s in args.sizes],
+    grid, skipped = expand_grid(args.grid, interconnect=args.interconnect or "unknown", nccl_version=args.nccl_version)
+    current = dict(args.current or {})
+    good_env = _good_worker_env(ctx, args.good, notes) if args.good is not None else None
+    good = _nccl_only(good_env, rows) if good_env is not None else None
+    not_removable = args.not_removable if args.not_removable is not None else _set_in_process(rows)
+    configs, unsets, reference = relative_configs(grid, current, good, not_removable)
+    results = {c.label: ConfigResult(label=c.label, env=c.env, unset=unsets.get(c.label, []),
+                                     points=[SizePoint(size=s, latency_us=None) for s in args.sizes],
                                      experiment_only=experiment_only(c.env)) for c in configs}
-    grid_vars = {k for c in configs for k in c.env}
+    all_vars = {k for c in grid for k in c.env} | set(current) | set(good or {})
     runs = 0
     for i, cfg in enumerate(configs):
         ctx.say(f"nccl sweep: {cfg.label} ({i + 1}/{len(configs)})")
         for n in range(args.screen_repeats):
-            _run_once(ctx, args, tool_name, args.tp, cfg, n, results[cfg.label], grid_vars)
+            _run_once(ctx, args, tool_name, args.tp, cfg, n, results[cfg.label], all_vars)
             runs += 1
             if results[cfg.label].failed:
                 break
     default = results[configs[0].label]
     if default.failed:
-        raise ToolFailed(f"the benchmark failed with NCCL's defaults: {default.failed}")
+        raise ToolFailed(f"the benchmark failed with {reference}: {default.failed}")
     base_med = [statistics.median(p.samples) for p in default.points]
 
     def ratio(r: ConfigResult) -> float:
@@ -448,7 +568,7 @@ def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
     for n in range(args.screen_repeats, args.repeats):  # interleaved: default, f1, f2, default, f1, f2, ...
         for r in [default, *finalists]:
             cfg = next(c for c in configs if c.label == r.label)
-            _run_once(ctx, args, tool_name, args.tp, cfg, n, r, grid_vars)
+            _run_once(ctx, args, tool_name, args.tp, cfg, n, r, all_vars)
             runs += 1
     for r in results.values():
         _summarise(r)
@@ -482,6 +602,7 @@ def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
     return NcclSweep(tool=tool_name, tp=args.tp, sizes=args.sizes, interconnect=args.interconnect or "unknown",
                      nccl_version=args.nccl_version, results=list(results.values()), skipped=skipped,
                      promoted=[r.label for r in promoted], best=promoted[0].label if promoted else None, runs=runs,
+                     reference=reference, reference_env=current,
                      notes=notes + [f"command: {shlex.join(_argv(ctx, args, tool_name, args.tp, args.sizes, None))}"])
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -12,7 +13,10 @@ from specdoctor.tools.trial import LaunchConfig, Measurement, TrialHandle, measu
 from specdoctor.errors import HostError, ToolRetry, Unresolved
 from specdoctor.inference import get_engine
 from specdoctor.parsers.nccl import parse_nccl_debug
-from specdoctor.stats.comparator import compare
+from specdoctor.stats.comparator import Comparison, compare
+from specdoctor.stats.nearer import level_at, midpoint_looks
+from specdoctor.stats.summary import median_ci
+from specdoctor.stats.thresholds import LOW_THRESHOLD
 from specdoctor.toolkit import ToolContext, tool
 
 __all__ = ["PromoteCandidate", "PromoteInput", "Propagation", "PromotedResult", "NcclPromotion", "nccl_promote",
@@ -50,6 +54,9 @@ class PromoteInput(BaseModel):
     cwd: str | None = None
     port: int | None = None
     runs: int = Field(default=5, ge=2, le=50, description="Benchmark runs per launch (the comparator needs >= 5).")
+    max_runs: int = Field(default=20, ge=2, le=100, description="Runs per candidate while the comparator is "
+                          "undecided (looks at runs, doubling, then this cap); the reference is measured again up "
+                          "to it only when nothing won and a candidate stayed undecided.")
     requests_per_run: int = Field(default=4, ge=1)
     max_new_tokens: int = Field(default=128, ge=1)
     warmup_runs: int = Field(default=1, ge=0)
@@ -60,6 +67,9 @@ class PromoteInput(BaseModel):
                                         "recorded: always a candidate ('as in the good run').")
     not_removable: list[str] = Field(default_factory=list, description="Current variables a relaunch cannot remove "
                                      "(set inside the process: sitecustomize.py, nccl.conf): no 'remove' trial.")
+    reference_first: bool = Field(default=True, description="Measure the current setting first, so each candidate "
+                                  "buys runs while undecided. False (the launcher is known to drop variables): the "
+                                  "first candidate's launch is the proof, and nothing else is launched if it fails.")
 
 
 class Propagation(BaseModel):
@@ -203,9 +213,21 @@ def _config(args: PromoteInput, label: str, env: dict[str, str], unset: list[str
                         python=args.python, cwd=args.cwd, port=args.port, unset=list(unset or []))
 
 
-def _bench(handle: TrialHandle, args: PromoteInput, label: str) -> Measurement:
-    return measure(handle, runs=args.runs, requests_per_run=args.requests_per_run,
-                   max_new_tokens=args.max_new_tokens, warmup_runs=args.warmup_runs, label=label)
+def _bench(handle: TrialHandle, args: PromoteInput, label: str, runs: int | None = None,
+           warm: bool = True) -> Measurement:
+    """Benchmark runs on a launched server (`warm`: its first benchmark, which warms it up first)."""
+    return measure(handle, runs=runs or args.runs, requests_per_run=args.requests_per_run,
+                   max_new_tokens=args.max_new_tokens, warmup_runs=args.warmup_runs if warm else 0, label=label)
+
+
+def _judge(reference: list[float], res: PromotedResult, looks: list[int], last: bool = False,
+           first: bool = False) -> Comparison:
+    """The comparator at this look (alpha spent over the candidate's looks, stats.sequential); kept on `res`."""
+    level = level_at(looks[-1] if last else looks[0] if first else len(res.samples), looks, alpha=LOW_THRESHOLD)
+    c = compare(reference, res.samples, unit="tok/s", higher_is_better=True, t_level=level)
+    res.outcome, res.verdict, res.p_value = c.outcome, c.verdict, c.p_value
+    res.pct_change, res.delta, res.delta_ci = round(c.pct_change, 2), round(c.delta, 3), c.delta_ci
+    return c
 
 
 def _simplest_equivalent(best: PromotedResult, measured: list[PromotedResult],
@@ -248,8 +270,18 @@ def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
     tp = max(1, get_engine().parse_launch(args.command).tp_size)
     out = NcclPromotion(reference=f"what the workers run now ({_label(args.current, [])})",
                         reference_env=dict(args.current))
+    looks = midpoint_looks(args.runs, max(args.max_runs, args.runs))
+    candidates = _expand(args)
     measured: list[PromotedResult] = []
-    for cand in _expand(args):
+
+    def measure_reference() -> None:
+        ctx.say("launching server (current setting)")
+        with trial(ctx, _config(args, "current", dict(args.current))) as handle:
+            out.baseline_samples = [float(x) for x in _bench(handle, args, "current").samples]
+
+    if candidates and args.reference_first:  # then every candidate's runs are judged against it as they come
+        measure_reference()
+    for cand in candidates:
         res = PromotedResult(label=cand.label, env=cand.env, unset=cand.unset, propagated=False,
                              experiment_only=experiment_only(cand.env))
         ctx.say(f"launching server ({cand.label})")
@@ -257,9 +289,15 @@ def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
             res.propagation = _check(ctx, cand.env, handle.port, handle.log_path, tp, cand.unset)
             res.propagated = all(p.ok for p in res.propagation)
             if res.propagated:
-                b = _bench(handle, args, cand.label)
-                res.samples = [float(x) for x in b.samples]
-                res.median, res.ci_low, res.ci_high = b.median, b.ci_low, b.ci_high
+                # Sequential: judge at each look and buy more runs while the comparator is undecided (capped).
+                for look in looks if out.baseline_samples else looks[:1]:
+                    if look > len(res.samples):
+                        b = _bench(handle, args, cand.label, runs=look - len(res.samples), warm=not res.samples)
+                        res.samples += [float(x) for x in b.samples]
+                    if not out.baseline_samples or _judge(out.baseline_samples, res, looks).outcome != "UNKNOWN":
+                        break
+                res.median = statistics.median(res.samples)
+                res.ci_low, res.ci_high = median_ci(res.samples)
             else:
                 lost = [f"{p.name} (workers: {', '.join(f'{k}={v}' for k, v in sorted(p.workers.items())) or 'none seen'}"
                         f"; parent: {p.parent})" for p in res.propagation if not p.ok]
@@ -279,20 +317,30 @@ def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
         out.notes.append(LAUNCHER_FIX)
     if not measured or out.launcher_drops:
         return out
-    ctx.say("launching server (current setting)")
-    with trial(ctx, _config(args, "current", dict(args.current))) as handle:
-        base = _bench(handle, args, "current")
-    out.baseline_samples = [float(x) for x in base.samples]
-    out.baseline_median = base.median
-    out.baseline_ci = (base.ci_low, base.ci_high)
+    if not out.baseline_samples:
+        measure_reference()
+        for r in measured:
+            _judge(out.baseline_samples, r, looks, first=True)
+    undecided = [r for r in measured if r.outcome == "UNKNOWN"]
+    if undecided and not any(r.verdict == "better" for r in measured) and len(out.baseline_samples) < looks[-1]:
+        # Nothing won yet and the reference is the imprecise side: measure it again (one launch), then judge the
+        # undecided candidates' runs once more at the last look's level.
+        ctx.say("launching server (current setting, more runs)")
+        with trial(ctx, _config(args, "current-again", dict(args.current))) as handle:
+            more = _bench(handle, args, "current-again", runs=looks[-1] - len(out.baseline_samples))
+        out.baseline_samples += [float(x) for x in more.samples]
+        out.notes.append(f"the reference was measured again ({len(out.baseline_samples)} runs): "
+                         f"{len(undecided)} candidate(s) were undecided against {looks[0]} runs")
+        for r in undecided:
+            _judge(out.baseline_samples, r, looks, last=True)
+    out.baseline_median = statistics.median(out.baseline_samples)
+    lo, hi = median_ci(out.baseline_samples)
+    out.baseline_ci = (lo, hi)
     best: PromotedResult | None = None
     for res in measured:
-        if len(res.samples) < 2 or len(out.baseline_samples) < 2:
+        if len(res.samples) < 2 or len(out.baseline_samples) < 2 or res.outcome is None:
             continue
-        c = compare(out.baseline_samples, res.samples, unit="tok/s", higher_is_better=True)
-        res.outcome, res.verdict, res.p_value = c.outcome, c.verdict, c.p_value
-        res.pct_change, res.delta, res.delta_ci = round(c.pct_change, 2), round(c.delta, 3), c.delta_ci
-        if c.outcome == "DIFFERENT" and c.verdict == "better" and (best is None or (res.pct_change or 0) > (best.pct_change or 0)):
+        if res.outcome == "DIFFERENT" and res.verdict == "better" and (best is None or (res.pct_change or 0) > (best.pct_change or 0)):
             best = res
     # Nothing beat the current setting: the best is the current setting itself, and a simpler one that the
     # comparator cannot tell from it (e.g. removing the variable) is still the recommendation.

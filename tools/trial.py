@@ -168,12 +168,17 @@ def trial(ctx: ToolContext, config: LaunchConfig, *, record: Recorder | None = N
 
 
 def measure(handle: TrialHandle, *, runs: int = 5, requests_per_run: int = 3, max_new_tokens: int = 128,
-            warmup_runs: int = 1, label: str | None = None, key: str | None = None) -> Measurement:
-    """Benchmark the trial's server (batch-1 decode, one tok/s per run); MeasureFailed when it cannot."""
+            warmup_runs: int = 1, label: str | None = None, key: str | None = None,
+            prompts: list[str] | None = None, temperature: float = 0.0) -> Measurement:
+    """Benchmark the trial's server (batch-1 decode, one tok/s per run); MeasureFailed when it cannot.
+    `prompts`/`temperature`: a recorded workload's (default: the benchmark's fixed chat prompts, greedy)."""
     label = label or handle.config.label
+    extra: dict[str, Any] = {"prompts": prompts} if prompts else {}
+    if temperature:
+        extra["temperature"] = temperature
     res = _call(handle.ctx, "benchmark", {
         "port": handle.port, "runs": runs, "requests_per_run": requests_per_run, "max_new_tokens": max_new_tokens,
-        "warmup_runs": warmup_runs, "log_path": handle.log_path, "label": label},
+        "warmup_runs": warmup_runs, "log_path": handle.log_path, "label": label, **extra},
         handle.record, key or f"bench_{handle.config.label}")
     out = registry.typed_output(res, Measurement, where=key or f"bench_{handle.config.label}")
     if out is None:

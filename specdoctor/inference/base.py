@@ -101,8 +101,8 @@ class InferenceEngine(Protocol):
         """Generate path."""
         ...
 
-    def generate_payload(self, prompt: str, max_new_tokens: int) -> dict[str, Any]:
-        """A deterministic batch-1 request body (greedy, fixed length)."""
+    def generate_payload(self, prompt: str, max_new_tokens: int, temperature: float = 0.0) -> dict[str, Any]:
+        """A batch-1 request body of fixed length (greedy unless a recorded workload sampled)."""
         ...
 
     def read_meta(self, body: Any) -> MetaInfo:

@@ -159,8 +159,8 @@ class SGLang:
         return tree.rstrip("/") + "/python"
 
     # -- HTTP -----------------------------------------------------------------------------------
-    def generate_payload(self, prompt: str, max_new_tokens: int) -> dict[str, Any]:
-        return {"text": prompt, "sampling_params": {"temperature": 0, "max_new_tokens": max_new_tokens,
+    def generate_payload(self, prompt: str, max_new_tokens: int, temperature: float = 0.0) -> dict[str, Any]:
+        return {"text": prompt, "sampling_params": {"temperature": temperature, "max_new_tokens": max_new_tokens,
                                                     "ignore_eos": True}}
 
     def read_meta(self, body: Any) -> MetaInfo:

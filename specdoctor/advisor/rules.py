@@ -111,11 +111,12 @@ def _median(m: MeasuredFact | None) -> float | None:
 
 
 def _attribution(v: StateReader) -> AttributionFact:
-    """The attribute step's fact; without it (a playbook without that step) the bisection and /proc still count."""
-    fact = v.fact("attribution", AttributionFact)
-    if fact is not None:
-        return fact
-    return AttributionFact(causes=non_revertible_causes(v))
+    """The attribute step's fact plus the causes that need no trial (a playbook without that step, or a fact written
+    before the bisection or the NCCL promotion): the bisection, targeted measurements and /proc always count."""
+    fact = v.fact("attribution", AttributionFact) or AttributionFact()
+    seen = {(c.kind, c.key) for c in fact.causes}
+    extra = [c for c in non_revertible_causes(v) if (c.kind, c.key) not in seen]
+    return fact.model_copy(update={"causes": [*fact.causes, *extra]}) if extra else fact
 
 
 def _tps(x: float | None) -> str:

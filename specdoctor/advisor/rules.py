@@ -303,9 +303,9 @@ def game_plan(v: StateReader, verdict: Verdict) -> list[PlanAction]:
         if a.basis == "modelled" and not a.expected_gain.startswith("modelled"):
             a.expected_gain = f"modelled: {a.expected_gain}"
         a.cost = a.cost or "unknown"
-    # A confirmed cause whose share was not measured alone still outranks a model's promise.
-    ranked = sorted(actions[:-1], key=lambda a: (order[a.basis] - (1.5 if a.confirmed and a.basis == "none" else 0),
-                                                 -(a.gain_tps or 0.0)))
+    # Fixes of confirmed causes first (by measured gain; one whose share was not measured alone after those), then
+    # other measured actions, then models: serving without speculation never hides the fix of what broke it.
+    ranked = sorted(actions[:-1], key=lambda a: (not a.confirmed, order[a.basis], -(a.gain_tps or 0.0)))
     return ranked + actions[-1:]
 
 

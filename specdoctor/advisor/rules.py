@@ -79,7 +79,7 @@ def _cause_actions(v: StateReader) -> list[PlanAction]:
         ci = (f" [{-c.ci_high:+.1f}, {-c.ci_low:+.1f}]" if c.ci_low is not None and c.ci_high is not None else "")
         verb = "Revert" if c.kind == "code" else "Fix"
         out.append(PlanAction(
-            title=f"{verb} {c.name}" + (f": {c.fix}" if c.fix else ""),
+            title=f"{verb} {c.name}",
             expected_gain=f"{gain:+.1f} tok/s{ci} (measured by {c.method})" if gain is not None
             else "back toward the reference figure (not measured on its own)",
             gain_tps=gain, basis="measured" if gain is not None else "none", cost=_COST.get(c.kind, "low"),

@@ -396,7 +396,9 @@ def _injected(host: Host, python: str, conf_file: str | None,
     """(sitecustomize path, vars it sets, nccl.conf values, conf files read) in one command."""
     script = (
         'echo @@site; "$SD_PY" -c "import sitecustomize, sys; print(sitecustomize.__file__)" 2>/dev/null; '
-        'echo @@conf; for f in /etc/nccl.conf "$HOME/.nccl.conf" ${SD_NCCL_CONF:+"$SD_NCCL_CONF"}; do '
+        # NCCL's order (src/misc/param.cc): the NCCL_CONF_FILE file, else ~/.nccl.conf, then /etc/nccl.conf; the
+        # first file to set a name wins (setenv without overwrite), so the first value read here is the effective one
+        'echo @@conf; for f in "${SD_NCCL_CONF:-$HOME/.nccl.conf}" /etc/nccl.conf; do '
         'if [ -r "$f" ]; then echo "##file $f"; cat "$f"; echo; fi; done; true'
     )
     env = {"SD_PY": python}

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from specdoctor.engine.state import StateView
-from specdoctor.models import MeasureFacts, ServerFact, SubtractionFact, TopologyFact
+from specdoctor.models import DeltaList, MeasureFacts, ServerFact, SubtractionFact, TopologyFact
 from specdoctor.tools.repo import Catalog
 from specdoctor.tools.server import Propagation
 
@@ -129,3 +129,15 @@ def needs_nccl_sweep(v: StateView) -> bool:
            "no fingerprint of an earlier good run was given")
 def has_good_fingerprint(v: StateView) -> bool:
     return bool(v.params.get("good_fingerprint"))
+
+
+def _hardware_names(v: StateView) -> list[str]:
+    deltas = v.latest(DeltaList)
+    return [] if deltas is None else [d.label for d in deltas.deltas if d.kind == "hardware"]
+
+
+@predicate("list_deltas found a GPU link, clock, power or process state that differs from the reference",
+           "list_deltas found no GPU link, clock, power or process state that differs from the reference",
+           detail=lambda v: ", ".join(_hardware_names(v)) or None)
+def has_hardware_deltas(v: StateView) -> bool:
+    return bool(_hardware_names(v))

@@ -1,4 +1,4 @@
-"""Stand-in `nvidia-smi`: -L, --query-gpu, --query-compute-apps, topo -m, -q, --version (real layouts)."""
+"""Stand-in `nvidia-smi`: -L, --query-gpu, --query-compute-apps, pmon, topo -m, -q, --version (real layouts)."""
 
 from __future__ import annotations
 
@@ -92,7 +92,8 @@ def _gpus(twin: dict) -> list[dict]:
             "mem_clk": hw["clocks_mem_mhz"] if busy or other_mem else 405,
             "mem_clk_max": hw.get("clocks_mem_max_mhz") or hw["clocks_mem_mhz"],
             "app_sm": hw["clocks_sm_mhz"], "power_limit": hw["power_limit_w"], "power_default": default_power,
-            "power": min(hw["power_limit_w"], default_power * (0.22 if busy else 0.05)),
+            "power": min(hw["power_limit_w"], float(hw.get("load_power_w") or default_power * 0.55) if busy
+                         else default_power * 0.05),
             "temp": hw["temperature_c"] + (6 if busy else 0),
             "pstate": "P0" if busy or other_mem else "P8", "persistence": hw["persistence_mode"],
             "sw_power_cap": "Active" if capped else "Not Active",
@@ -134,6 +135,10 @@ _FIELDS = {
                                                          lambda g, t: g["app_clocks"], ""),
     "clocks_throttle_reasons.applications_clocks_setting": ("clocks_throttle_reasons.applications_clocks_setting",
                                                             lambda g, t: g["app_clocks"], ""),
+    **{f"{prefix}.{reason}": (f"{prefix}.{reason}", lambda g, t: "Not Active", "")  # not modelled: never active
+       for prefix in ("clocks_event_reasons", "clocks_throttle_reasons")
+       for reason in ("gpu_idle", "hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
+                      "sw_thermal_slowdown", "sync_boost")},
     "power.limit": ("power.limit", lambda g, t: f"{g['power_limit']:.2f}", "W"),
     "enforced.power.limit": ("enforced.power.limit", lambda g, t: f"{g['power_limit']:.2f}", "W"),
     "power.default_limit": ("power.default_limit", lambda g, t: f"{g['power_default']:.2f}", "W"),
@@ -307,6 +312,9 @@ def main(argv: list[str]) -> int:
         return _query_gpu(twin, query, fmt, ids)
     if apps is not None:
         return _query_apps(twin, apps, fmt)
+    if argv[:1] == ["pmon"]:
+        sys.stdout.write(_pmon(twin))
+        return 0
     if any(a in ("-q", "--query", "-a") for a in argv):
         sys.stdout.write(_q(twin, ids))
         return 0
@@ -315,6 +323,19 @@ def main(argv: list[str]) -> int:
                          "Please run 'nvidia-smi -h' for help.\n")
         return 2
     return _table(twin)
+
+
+def _pmon(twin: dict) -> str:
+    """`nvidia-smi pmon -c 1 -s u`: one utilisation sample per compute process (the server's idle ranks: '-')."""
+    share = {job.get("title", "python").split()[0]: job.get("sm_share") for job in twin.get("gpu_processes") or []}
+    lines = ["# gpu         pid   type     sm    mem    enc    dec    jpg    ofa    command ",
+             "# Idx           #    C/G      %      %      %      %      %      %    name "]
+    for p in sorted(_gpu_procs(), key=lambda p: (p["gpu"], p["pid"])):
+        sm = share.get(p["name"]) if not p["name"].startswith("sglang::") else None
+        cell = str(int(round(float(sm) * 100))) if sm is not None else "-"
+        lines.append(f"{p['gpu']:>5} {p['pid']:>11}     C {cell:>6} {'-':>6} {'-':>6} {'-':>6} {'-':>6} {'-':>6}    "
+                     f"{p['name'][:20]} ")
+    return "\n".join(lines) + "\n"
 
 
 def _table(twin: dict) -> int:

@@ -69,10 +69,16 @@ def read_nccl_conf(path: str | None) -> dict[str, str]:
 
 
 def effective_nccl_env(environ: dict[str, str], default_conf: str | None = None) -> dict[str, str]:
-    """NCCL reads NCCL_CONF_FILE (else /etc/nccl.conf, here the sandbox's) and lets the env win."""
-    conf = read_nccl_conf(environ.get("NCCL_CONF_FILE") or default_conf)
-    merged = dict(conf)
-    merged.update({k: v for k, v in environ.items() if k.startswith("NCCL_")})
+    """The NCCL_* settings NCCL runs with, read as its initEnv does (src/misc/param.cc): the file NCCL_CONF_FILE
+    names (else ~/.nccl.conf), then /etc/nccl.conf (here `default_conf`, the sandbox's) — always read — each line
+    set only when not already set, so the environment wins over both files and the first file over the second."""
+    merged = {k: v for k, v in environ.items() if k.startswith("NCCL_")}
+    user = environ.get("NCCL_CONF_FILE")
+    home = environ.get("HOME")
+    files = [user] if user else ([os.path.join(home, ".nccl.conf")] if home else [])
+    for path in [*files, default_conf]:
+        for key, value in read_nccl_conf(path).items():
+            merged.setdefault(key, value)
     return merged
 
 

@@ -2,7 +2,9 @@
 
 Each child is started with argv == [title] (so /proc/PID/cmdline reads `sglang::scheduler_TP3`) and reads
 a tiny bootstrap from stdin that puts the venv's site-packages on sys.path and runs its sitecustomize,
-exactly what the interpreter does at startup for a normally started process.
+exactly what the interpreter does at startup for a normally started process: site-packages comes after the
+PYTHONPATH entries, so a `sitecustomize` on PYTHONPATH (a revert trial's shadow module) is the one imported.
+Only then is site-packages moved first, so the stand-in `sglang` wins over a tree's sources.
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ __all__ = ["proc_starttime", "source_tree", "spawn_children", "worker_main"]
 PR_SET_NAME = 15
 PR_SET_PDEATHSIG = 1
 
-_BOOT = """import site, sys
+_BOOT = """import os, site, sys
 sys.path[:] = [p for p in sys.path if 'site-packages' not in p and 'dist-packages' not in p]
-sys.path.insert(0, {site!r})
 site.addsitedir({site!r})
 sys.modules.pop('sitecustomize', None)
 site.execsitecustomize()
+sys.path.insert(0, {site!r})
 import json
 from sglang._twin.workers import worker_main
 worker_main({role!r}, {rank!r}, json.loads({payload!r}))
@@ -139,11 +141,9 @@ def worker_main(role: str, rank: int, payload: dict) -> None:
     twin = load_twin()
     tag = f"TP{rank}" if payload["tp"] > 1 else ""
     if role == "scheduler":
-        from .perf import read_nccl_conf
+        from .perf import effective_nccl_env
 
-        env = dict(os.environ)
-        for k, v in read_nccl_conf(env.get("NCCL_CONF_FILE") or twin.get("nccl_conf_default")).items():
-            env.setdefault(k, v)
+        env = {**os.environ, **effective_nccl_env(dict(os.environ), twin.get("nccl_conf_default"))}
         _nccl_debug(rank, twin, env)
     if role == "scheduler" and rank == 0:
         args = payload["args"]

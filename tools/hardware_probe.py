@@ -1,0 +1,291 @@
+"""Targeted measurements for what a trial cannot revert: a slow PCIe link, held-down clocks, a power cap, a GPU neighbour."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from specdoctor.host.base import Raw
+from specdoctor.models import DeltaList
+from specdoctor.models.delta import CauseFact, norm_value
+from specdoctor.parsers.nccl import parse_all_reduce
+from specdoctor.parsers.nvidia_smi import parse_query_csv
+from specdoctor.stats.comparator import compare
+from specdoctor.toolkit import ToolContext, tool
+
+__all__ = ["ProbeInput", "LinkProbe", "ClockProbe", "ProcessProbe", "HardwareProbe", "probe_hardware"]
+
+
+class ProbeInput(BaseModel):
+    """Arguments of probe_hardware."""
+
+    deltas: dict[str, Any] | None = Field(default=None, description="list_deltas' output: which GPUs/links/limits "
+                                          "look abnormal (None: every check on every GPU).")
+    fingerprint: dict[str, Any] | None = Field(default=None, description="Today's fingerprint (server GPU processes).")
+    tp: int | None = Field(default=None, description="GPUs per all-reduce (the server's TP size; default 2..4).")
+    size_bytes: int = Field(default=64 << 20, description="All-reduce message size: bandwidth-bound, where a link "
+                            "shows.")
+    repeats: int = Field(default=5, ge=2, le=30, description="all_reduce_perf runs per GPU set (interleaved).")
+    samples: int = Field(default=3, ge=1, le=20, description="nvidia-smi readings under load.")
+
+
+class LinkProbe(BaseModel):
+    """All-reduce bus bandwidth over GPU sets with and without one GPU whose link is below its max."""
+
+    gpu: int
+    gpus_with: list[int]
+    gpus_without: list[int]
+    busbw_with_gbs: list[float] = Field(default_factory=list)
+    busbw_without_gbs: list[float] = Field(default_factory=list)
+    ratio: float | None = Field(default=None, description="median busbw with / without (below 1: the link slows it).")
+    outcome: str | None = None
+    verdict: str | None = None
+    p_value: float | None = None
+    problem: str | None = None
+
+
+class ClockProbe(BaseModel):
+    """One GPU's SM clock and power under load vs its max and default limit, with the active clock reasons."""
+
+    gpu: int
+    sm_clock_load_mhz: list[float] = Field(default_factory=list)
+    max_sm_clock_mhz: float | None = None
+    utilization_pct: list[float] = Field(default_factory=list)
+    power_draw_w: list[float] = Field(default_factory=list)
+    power_limit_w: float | None = None
+    power_default_w: float | None = None
+    app_sm_clock_mhz: float | None = Field(default=None, description="Applications (or locked) SM clock.")
+    reasons: list[str] = Field(default_factory=list, description="Clock-event reasons active under load.")
+
+
+class ProcessProbe(BaseModel):
+    """A compute process on the GPUs that is not the server, and what it uses."""
+
+    pid: int
+    name: str
+    gpu: int | None = None
+    bus_id: str | None = None
+    used_mib: float | None = None
+    sm_pct: float | None = Field(default=None, description="SM utilisation of the process (nvidia-smi pmon).")
+    shares_server_gpu: bool = False
+
+
+class HardwareProbe(BaseModel):
+    """Targeted measurements and the causes they confirm (method 'targeted-measurement')."""
+
+    causes: list[CauseFact] = Field(default_factory=list)
+    links: list[LinkProbe] = Field(default_factory=list)
+    clocks: list[ClockProbe] = Field(default_factory=list)
+    processes: list[ProcessProbe] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    def summary_line(self) -> str:
+        conf = [c.name for c in self.causes if c.confirmed]
+        head = f"{len(self.links)} link, {len(self.clocks)} clock, {len(self.processes)} process probes"
+        return head + (f"; confirmed: {'; '.join(conf)}" if conf else "; no hardware cause confirmed")
+
+
+def _f(v: str | None) -> float | None:
+    try:
+        return float(v) if v not in (None, "", "[N/A]", "N/A") else None
+    except ValueError:
+        return None
+
+
+_Q = ["index", "pci.bus_id", "clocks.sm", "clocks.max.sm", "utilization.gpu", "power.draw", "power.limit",
+      "power.default_limit", "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current",
+      "pcie.link.width.max", "clocks.applications.graphics"]
+_R = ["clocks_event_reasons.applications_clocks_setting", "clocks_event_reasons.sw_power_cap",
+      "clocks_event_reasons.hw_slowdown", "clocks_event_reasons.sw_thermal_slowdown"]
+_R_OLD = [r.replace("clocks_event_reasons", "clocks_throttle_reasons") for r in _R]
+
+
+def _read_gpus(ctx: ToolContext) -> tuple[list[dict[str, str | None]], dict[int, list[str]]]:
+    script = ("echo @@q; nvidia-smi --query-gpu=" + ",".join(_Q) + " --format=csv,noheader,nounits 2>&1; "
+              "echo @@r; nvidia-smi --query-gpu=index," + ",".join(_R) + " --format=csv,noheader 2>/dev/null || "
+              "nvidia-smi --query-gpu=index," + ",".join(_R_OLD) + " --format=csv,noheader 2>&1; true")
+    res = ctx.host.run(Raw(script), check="ignore", timeout=60)
+    q, _, r = res.stdout.partition("@@r")
+    rows = parse_query_csv(q.replace("@@q", "").strip(), _Q)
+    reasons: dict[int, list[str]] = {}
+    for line in r.strip().splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) == len(_R) + 1 and cells[0].isdigit():
+            reasons[int(cells[0])] = [_R[i].split(".", 1)[1] for i, c in enumerate(cells[1:]) if c == "Active"]
+    return rows, reasons
+
+
+def _busbw(ctx: ToolContext, gpus: list[int], size: int) -> tuple[float | None, str | None]:
+    """Bus bandwidth (GB/s, out-of-place) of one all_reduce_perf run over exactly these GPUs."""
+    argv = ["env", f"CUDA_VISIBLE_DEVICES={','.join(str(g) for g in gpus)}", "all_reduce_perf", "-b", str(size),
+            "-e", str(size), "-g", str(len(gpus)), "-d", "bfloat16", "-n", "20", "-w", "5"]
+    out = ctx.host.run(argv, check="ignore", timeout=300)
+    if not out.ok:
+        return None, f"all_reduce_perf exit {out.exit}: {(out.stderr or out.stdout).strip()[-200:]}"
+    try:
+        table = parse_all_reduce(out.stdout)
+    except ValueError as exc:
+        return None, str(exc)
+    rows = [r for r in table.rows if r.size >= size] or table.rows
+    half = next((h for r in rows[:1] for h in (r.in_place, r.out_of_place) if h is not None and h.busbw), None)
+    return (half.busbw if half is not None else None), None
+
+
+def _link_probe(ctx: ToolContext, args: ProbeInput, gpu: int, healthy: list[int]) -> LinkProbe:
+    n = max(2, min(args.tp or 4, len(healthy), 4))
+    without = healthy[:n]
+    with_ = [gpu, *healthy[: n - 1]]
+    probe = LinkProbe(gpu=gpu, gpus_with=with_, gpus_without=without)
+    if len(without) < n or len(healthy) < n:
+        probe.problem = f"not enough GPUs at full link for a {n}-GPU comparison"
+        return probe
+    for _ in range(args.repeats):  # interleaved: drifts hit both sets alike
+        for gpus, dest in ((with_, probe.busbw_with_gbs), (without, probe.busbw_without_gbs)):
+            bw, problem = _busbw(ctx, gpus, args.size_bytes)
+            if bw is None:
+                probe.problem = problem
+                return probe
+            dest.append(bw)
+    probe.ratio = round(statistics.median(probe.busbw_with_gbs) / statistics.median(probe.busbw_without_gbs), 3)
+    c = compare(probe.busbw_without_gbs, probe.busbw_with_gbs, unit="GB/s", higher_is_better=True)
+    probe.outcome, probe.verdict, probe.p_value = c.outcome, c.verdict, c.p_value
+    return probe
+
+
+_PMON = "nvidia-smi pmon -c 1 -s u 2>&1; true"
+
+
+def _pmon(ctx: ToolContext) -> dict[int, float]:
+    """pid -> SM % from `nvidia-smi pmon -s u` (one sample; '-' is no sample)."""
+    res = ctx.host.run(Raw(_PMON), check="ignore", timeout=60)
+    out: dict[int, float] = {}
+    for line in res.stdout.splitlines():
+        cells = line.split()
+        if line.startswith("#") or len(cells) < 4 or not cells[1].isdigit():
+            continue
+        sm = _f(cells[3]) if cells[3] != "-" else None
+        if sm is not None:
+            out[int(cells[1])] = max(out.get(int(cells[1]), 0.0), sm)
+    return out
+
+
+@tool(effect="read")
+def probe_hardware(ctx: ToolContext, args: ProbeInput) -> HardwareProbe:
+    """Measure what cannot be reverted: all-reduce bandwidth with vs without a GPU whose PCIe link is below its max,
+    SM clocks and power under load vs max and default limit (with the active clock reasons), and the SM share of
+    compute processes that are not the server. A cause is confirmed only when the measurement shows it."""
+    out = HardwareProbe()
+    deltas = DeltaList.model_validate(args.deltas) if args.deltas else None
+    rows, reasons = _read_gpus(ctx)
+    if not rows:
+        out.notes.append("nvidia-smi gave no GPUs: nothing to probe")
+        return out
+    gpus = {int(r.get("index") or i): r for i, r in enumerate(rows) if (r.get("index") or str(i)).isdigit()}
+
+    def link(r: dict[str, str | None]) -> tuple[float, float]:
+        return (_f(r.get("pcie.link.gen.current")) or 0, _f(r.get("pcie.link.width.current")) or 0)
+
+    best = max((link(r) for r in gpus.values()), default=(0.0, 0.0))
+    slow = sorted(i for i, r in gpus.items() if link(r) < best)
+    if deltas is not None:
+        named = {d.source.split()[1] for d in deltas.deltas if d.name == "pcie-link" and d.source.startswith("GPU ")}
+        slow = sorted(set(slow) | {int(x) for x in named if x.isdigit() and int(x) in gpus})
+    healthy = [i for i in sorted(gpus) if i not in slow]
+    for g in slow:
+        p = _link_probe(ctx, args, g, healthy)
+        out.links.append(p)
+        r = gpus[g]
+        if p.outcome == "DIFFERENT" and p.verdict == "worse":
+            out.causes.append(CauseFact(
+                name=f"PCIe link of GPU {g} at Gen{norm_value(_f(r.get('pcie.link.gen.current')))} "
+                f"x{norm_value(_f(r.get('pcie.link.width.current')))} (max Gen{norm_value(_f(r.get('pcie.link.gen.max')))} "
+                f"x{norm_value(_f(r.get('pcie.link.width.max')))})",
+                kind="hardware", key="pcie-link", confirmed=True, method="targeted-measurement",
+                evidence=["probe"], detail=f"all-reduce bus bandwidth {p.ratio:.2f}x with GPU {g} "
+                f"({', '.join(map(str, p.gpus_with))}) vs without ({', '.join(map(str, p.gpus_without))}), "
+                f"p={p.p_value:.3g}", fix="reseat the GPU / check the slot and riser; `lspci -vv` LnkSta"))
+    # clocks and power under load: read while all_reduce_perf keeps every GPU busy
+    loaded: dict[int, ClockProbe] = {i: ClockProbe(gpu=i, max_sm_clock_mhz=_f(r.get("clocks.max.sm")),
+                                                  power_limit_w=_f(r.get("power.limit")),
+                                                  power_default_w=_f(r.get("power.default_limit")),
+                                                  app_sm_clock_mhz=_f(r.get("clocks.applications.graphics")))
+                                     for i, r in gpus.items()}
+    load_gpus = ",".join(str(i) for i in sorted(gpus))
+    load = (f"(CUDA_VISIBLE_DEVICES={load_gpus} all_reduce_perf -b 256M -e 256M -g {len(gpus)} -n 200 -w 5 "
+            ">/dev/null 2>&1 &) ; ")
+    for _ in range(args.samples):
+        script = load + "sleep 0.5; nvidia-smi --query-gpu=" + ",".join(_Q) + " --format=csv,noheader,nounits 2>&1"
+        res = ctx.host.run(Raw(script), check="ignore", timeout=120)
+        sample_rows = parse_query_csv(res.stdout.strip(), _Q)
+        for r in sample_rows:
+            idx = int(r.get("index") or -1) if (r.get("index") or "").isdigit() else -1
+            cp = loaded.get(idx)
+            util = _f(r.get("utilization.gpu"))
+            if cp is None or util is None or util < 50:  # only readings under load say what load gets
+                continue
+            cp.utilization_pct.append(util)
+            if (sm := _f(r.get("clocks.sm"))) is not None:
+                cp.sm_clock_load_mhz.append(sm)
+            if (pw := _f(r.get("power.draw"))) is not None:
+                cp.power_draw_w.append(pw)
+    _, reasons = _read_gpus(ctx)
+    for i, cp in loaded.items():
+        cp.reasons = reasons.get(i, [])
+        out.clocks.append(cp)
+    low = [cp for cp in out.clocks if cp.sm_clock_load_mhz and cp.max_sm_clock_mhz
+           and statistics.median(cp.sm_clock_load_mhz) < 0.9 * cp.max_sm_clock_mhz]
+    if not any(cp.sm_clock_load_mhz for cp in out.clocks):
+        out.notes.append("no nvidia-smi reading under load (utilisation below 50 %): clocks not judged")
+    locked = [cp for cp in low if "applications_clocks_setting" in cp.reasons or (
+        cp.app_sm_clock_mhz and cp.max_sm_clock_mhz and cp.app_sm_clock_mhz < 0.98 * cp.max_sm_clock_mhz)]
+    capped = [cp for cp in low if "sw_power_cap" in cp.reasons and cp.power_limit_w and cp.power_default_w
+              and cp.power_limit_w < 0.95 * cp.power_default_w]
+    if locked:
+        sm = statistics.median(x for cp in locked for x in cp.sm_clock_load_mhz)
+        mx = locked[0].max_sm_clock_mhz or 0
+        out.causes.append(CauseFact(
+            name=f"SM clocks held at {norm_value(round(sm))} of {norm_value(mx)} MHz on GPUs "
+            f"{','.join(str(cp.gpu) for cp in locked)} (applications/locked clocks)", kind="hardware", key="sm-clock",
+            confirmed=True, method="targeted-measurement", evidence=["probe"],
+            detail=f"under load the SM clock stays at {sm / mx:.0%} of max with the applications-clocks reason active",
+            fix="sudo nvidia-smi -rgc && sudo nvidia-smi -rac (reset locked and application clocks)"))
+    if capped:
+        sm = statistics.median(x for cp in capped for x in cp.sm_clock_load_mhz)
+        mx = capped[0].max_sm_clock_mhz or 0
+        out.causes.append(CauseFact(
+            name=f"power limit {norm_value(capped[0].power_limit_w)} W of {norm_value(capped[0].power_default_w)} W "
+            f"on GPUs {','.join(str(cp.gpu) for cp in capped)}", kind="hardware", key="power-limit", confirmed=True,
+            method="targeted-measurement", evidence=["probe"],
+            detail=f"under load the SM clock sags to {norm_value(round(sm))} of {norm_value(mx)} MHz with the SW "
+            "power cap active", fix=f"sudo nvidia-smi -pl {norm_value(capped[0].power_default_w)} (if the site's "
+            "power policy allows)"))
+    # compute processes that are not the server
+    fp = args.fingerprint or {}
+    server_pids = {int(p["pid"]) for p in fp.get("gpu_processes") or [] if isinstance(p, dict) and p.get("server")}
+    res = ctx.host.run(Raw("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_bus_id "
+                           "--format=csv,noheader,nounits 2>&1; true"), check="ignore", timeout=60)
+    apps = []
+    for line in res.stdout.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) >= 4 and cells[0].isdigit():
+            apps.append((int(cells[0]), cells[1], _f(cells[2]), cells[3]))
+    by_bus = {(r.get("pci.bus_id") or "").lower()[-12:]: i for i, r in gpus.items()}
+    server_bus = {b.lower()[-12:] for pid, _, _, b in apps if pid in server_pids}
+    foreign = [a for a in apps if a[0] not in server_pids]
+    sm_by_pid = _pmon(ctx) if foreign else {}
+    for pid, name, mib, bus in foreign:
+        key = bus.lower()[-12:]
+        pp = ProcessProbe(pid=pid, name=name, gpu=by_bus.get(key), bus_id=bus, used_mib=mib, sm_pct=sm_by_pid.get(pid),
+                         shares_server_gpu=key in server_bus)
+        out.processes.append(pp)
+        if pp.shares_server_gpu and pp.sm_pct is not None and pp.sm_pct >= 5:
+            out.causes.append(CauseFact(
+                name=f"other GPU process {name} (pid {pid}) computes on GPU {pp.gpu} beside the server", kind="hardware",
+                key="other-gpu-process", confirmed=True, method="targeted-measurement", evidence=["probe"],
+                detail=f"it uses {norm_value(pp.sm_pct)} % of the GPU's SMs and {norm_value(mib)} MiB; a TP step "
+                "waits for the slowest rank", fix=f"move pid {pid} to a GPU the server does not use (not ours to stop)"))
+    if not server_pids:
+        out.notes.append("server GPU processes unknown (no fingerprint): every compute app counted as foreign")
+    return out

@@ -5,15 +5,13 @@ Both the attribute step (which adds its revert trials) and the verdict (when tha
 
 from __future__ import annotations
 
-import importlib
 import shlex
 import statistics
-
-from pydantic import BaseModel
 
 from specdoctor.models import CauseFact, StateReader, SubtractionFact
 from specdoctor.stats.summary import diff_of_medians_ci
 from specdoctor.tools.bisect import BisectResult
+from specdoctor.tools.hardware_probe import HardwareProbe
 from specdoctor.tools.server import Propagation
 
 __all__ = ["effect", "revert_patch_command", "non_revertible_causes"]
@@ -33,15 +31,9 @@ def revert_patch_command(repo: str | None, path: str) -> str:
 
 
 def _probe_causes(view: StateReader) -> list[CauseFact]:
-    """Causes the hardware probe measured (twin's tools/hardware_probe.py; absent until it is merged)."""
-    try:
-        mod = importlib.import_module("specdoctor.tools.hardware_probe")
-    except ImportError:
-        return []
-    model = getattr(mod, "HardwareProbe", None)
-    probe = view.latest(model) if isinstance(model, type) and issubclass(model, BaseModel) else None
-    raw = getattr(probe, "causes", None) or []
-    return [c if isinstance(c, CauseFact) else CauseFact.model_validate(c) for c in raw]
+    """Causes the hardware probe's targeted measurements confirmed (link, clocks, power, neighbours)."""
+    probe = view.latest(HardwareProbe)
+    return list(probe.causes) if probe is not None else []
 
 
 def _code_causes(view: StateReader) -> list[CauseFact]:

@@ -112,3 +112,17 @@ def test_two_independent_causes_are_found_one_after_the_other():
     effects = {tuple(n): eff for n, eff, *_ in out.causes}
     assert set(effects) == {("slow_flag",), ("slow_env",)}  # harmless is never named
     assert -13.5 < effects[("slow_flag",)] < -10.5 and -4.5 < effects[("slow_env",)] < -1.5
+
+
+def test_a_short_noisy_control_buys_a_control_trial_and_then_decides():
+    names = ["NCCL_P2P_DISABLE"]
+    box = Box(lambda kept: 6.0 if kept else 0.0, sigma=3.5, seed=11)
+    out = search_deltas(names, box.run, box.control(names, n=3))
+    assert frozenset(names) in box.launches  # today's configuration relaunched for more runs
+    assert _named(out) == names
+
+
+def test_without_any_measurement_of_today_a_control_trial_is_run_first():
+    box = Box(lambda kept: 9.0 if "flag" in kept else 0.0)
+    out = search_deltas(["flag"], box.run, [])
+    assert box.launches[0] == frozenset({"flag"}) and _named(out) == ["flag"]

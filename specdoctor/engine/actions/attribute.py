@@ -79,17 +79,17 @@ def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs:
     first). `run(kept, purpose, judge)` measures one configuration; pure otherwise (tests drive it with noise)."""
     trials: dict[frozenset[str], TrialRun] = {}
     out = SearchOutcome(first="no-control")
-    if len(control) < 3:
-        out.notes.append("no measurement of today's configuration to compare with")
-        return out
+    control = list(control)
     sizes = sorted({*range(runs, max_runs, step), max_runs})
     levels = dict(zip(sizes, nominal_levels(sizes, alpha), strict=True))
 
-    def first_judge(samples: list[float]) -> Outcome | None:
-        level = max((lv for n, lv in levels.items() if n <= len(samples)), default=None)
+    def decide(today: list[float], rev: list[float]) -> Outcome | None:
+        """Sequential look at today vs everything reverted: 'same' = reverting restores speed, 'regressed' = it
+        does not (SAME, or slower), None = undecided at this look (more runs)."""
+        level = max((lv for n, lv in levels.items() if n <= min(len(today), len(rev))), default=None)
         if level is None:
             return None
-        c = compare(control, samples, t_level=level)
+        c = compare(today, rev, t_level=level)
         if c.outcome == "DIFFERENT":
             return "same" if c.delta > 0 else "regressed"
         return "regressed" if c.outcome == "SAME" else None
@@ -101,17 +101,28 @@ def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs:
             out.trials.append(t)
         return trials[kept]
 
-    allrev = measured(frozenset(), "every revertible delta reverted", first_judge)
-    if len(allrev.samples) < 3 or allrev.cause:
+    if len(control) < 3:  # nothing reusable: a control trial of today's configuration
+        control += measured(frozenset(names), "control: today's configuration", lambda s: "regressed").samples
+    if len(control) < 3:
+        out.notes.append("today's configuration could not be measured: nothing to compare the reverts with")
+        return out
+    allrev = measured(frozenset(), "every revertible delta reverted", lambda s: decide(control, s))
+    if len(allrev.samples) < 3:
         out.first, out.candidates = "unresolved", list(names)
         out.notes.append(f"reverting everything could not be measured: {allrev.cause or 'too few runs'}")
         return out
+    decided = decide(control, allrev.samples)
+    if decided is None:
+        # Today's figure came from a few runs (reused): a control trial of today's configuration buys more runs.
+        ctrl = measured(frozenset(names), "control: today's configuration",
+                        lambda s: decide(control + s, allrev.samples))
+        control = control + ctrl.samples
+        decided = decide(control, allrev.samples)
     first = compare(control, allrev.samples)
-    decided = first_judge(allrev.samples)
     if decided is None:
         out.first, out.candidates = "unresolved", list(names)
-        out.notes.append(f"reverting everything vs today: comparator undecided after {len(allrev.samples)} runs "
-                         f"({first.summary_line()}): candidates only")
+        out.notes.append(f"reverting everything vs today: comparator undecided after {len(allrev.samples)}/"
+                         f"{len(control)} runs ({first.summary_line()}): candidates only")
         return out
     if decided == "regressed":
         out.first = "slower" if first.outcome == "DIFFERENT" else "same"

@@ -201,7 +201,25 @@ def _fix(d: Delta, view: StateView) -> str:
     return describe(r)
 
 
-def _metric(measure: MeasureFacts) -> Literal["spec", "baseline"]:
+def _metric(view: StateView, measure: MeasureFacts) -> Literal["spec", "baseline"]:
+    """The figure the trials measure: of those whose gap to the reference was shown (claim DIFFERENT, or any when
+    there are no claims), the one whose gap is largest next to its run-to-run noise. Speculative tok/s carries the
+    acceptance's randomness; when the baseline shows the same gap it decides in far fewer runs."""
+    claims = (view.fact("claims", Claims) or Claims({})).root
+    best: tuple[float, Literal["spec", "baseline"]] | None = None
+    for key in ("spec", "baseline"):
+        m = getattr(measure, key)
+        ref, _ = _reference(view, key)
+        if m is None or len(m.samples) < 3 or ref is None:
+            continue
+        if claims and (claims.get(key) is None or claims[key].outcome != "DIFFERENT"):
+            continue
+        med = statistics.median(m.samples)
+        score = abs(ref - med) / max(statistics.stdev(m.samples), 0.005 * abs(med), 1e-9)
+        if best is None or score > best[0]:
+            best = (score, key)  # type: ignore[assignment]
+    if best is not None:
+        return best[1]
     return "spec" if measure.spec is not None and measure.spec.samples else "baseline"
 
 
@@ -220,7 +238,7 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
     """Revert every revertible delta in trials, search for the minimal set confirmed both ways, attribute the gap."""
     out = ActionOutcome()
     measure_facts = view.fact("measure", MeasureFacts) or MeasureFacts()
-    metric = _metric(measure_facts)
+    metric = _metric(view, measure_facts)
     today = getattr(measure_facts, metric)
     control = list(today.samples) if today is not None else []
     reference, ref_label = _reference(view, metric)
@@ -282,10 +300,13 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
                 t.cause = f"revert could not be applied: {exc}"[:300]
             med = t.median
             out.decisions.append(Decision(
-                step=step.id, title=step.title, checked=f"revert trial ({purpose or 'search'}): {describe(revert)}",
+                step=step.id, title=step.title, checked=f"revert trial ({purpose or 'search'}, {metric} tok/s): {describe(revert)}",
                 found=(f"{len(t.samples)} runs, median {med:.1f} tok/s vs today's {statistics.median(control):.1f}"
                        if med is not None else "not measured") + (f"; {t.cause}" if t.cause else ""),
-                decided=f"trial outcome: {t.outcome}" if not t.cause else "unresolved: never counted good or bad",
+                decided=("unresolved: never counted good or bad" if t.cause else
+                         "today's configuration re-measured: more runs for the comparison" if not rev else
+                         "fast: as with every difference reverted" if t.outcome == "same" else
+                         "slow: as today" if t.outcome == "regressed" else "unresolved: never counted good or bad"),
                 why="a delta is named only when reverting exactly it restores and leaving only it reproduces",
                 status="ok" if not t.cause else "unresolved"))
             return t

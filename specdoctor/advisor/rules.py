@@ -131,7 +131,8 @@ def cause_line(c: CauseFact, gap: float | None) -> str:
         return f"{c.name} ({c.detail or how[c.method]})"
     ci = (f" [{_tps(c.ci_low)}, {_tps(c.ci_high)}]" if c.ci_low is not None and c.ci_high is not None else "")
     of = f" of {_tps(gap)}" if gap is not None else ""
-    return f"{c.name}: {_tps(c.effect_tps)} tok/s{ci}{of}"
+    which = "" if c.metric == "spec" else f" ({c.metric})"
+    return f"{c.name}: {_tps(c.effect_tps)} tok/s{ci}{of}{which}"
 
 
 def _gap(att: AttributionFact) -> float | None:

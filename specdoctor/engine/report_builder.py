@@ -144,7 +144,8 @@ def _attribution(v: StateView, r: _Reader) -> Attribution | None:
     att = v.fact("attribution", AttributionFact)
     if att is None or att.reference_tps is None or att.measured_tps is None:
         return None
-    ids = r.evidence("attribute").command_ids
+    trials = [Decision.model_validate(d) for d in v.state.get("decisions") or []]
+    ids = sorted({i for d in trials if d.step == "attribute" for i in r.cmds.ids_for_commands(d.evidence)})
     causes: list[Cause] = []
     for c in att.causes:
         if c.effect_tps is None:

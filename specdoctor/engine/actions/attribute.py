@@ -277,6 +277,7 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
             t = TrialRun(kept=sorted(kept), reverted=[d.label for d in rev], purpose=purpose)
             revert = merge_reverts([d.revert for d in rev if d.revert is not None])
             label = f"attr{len(out.decisions) + 1}"
+            first_cmd = len(out.commands(10**6))
             deps.view.progress(f"revert trial: {describe(revert)}")
             try:
                 with reverted(deps.tool_ctx, base, revert, repo=p.get("repo"), label=label) as cfg:
@@ -308,7 +309,7 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
                          "fast: as with every difference reverted" if t.outcome == "same" else
                          "slow: as today" if t.outcome == "regressed" else "unresolved: never counted good or bad"),
                 why="a delta is named only when reverting exactly it restores and leaving only it reproduces",
-                status="ok" if not t.cause else "unresolved"))
+                status="ok" if not t.cause else "unresolved", evidence=out.commands(10**6)[first_cmd:][:40]))
             return t
 
         search = search_deltas(list(by_name), run, control, runs=runs)

@@ -193,6 +193,10 @@ def _fix(d: Delta, view: StateView) -> str:
         parts = [f"without --{k.replace('_', '-')}" if v is None else f"with --{k.replace('_', '-')} {v}".rstrip()
                  for k, v in r.argv_set.items()]
         return "relaunch " + " and ".join(parts)
+    files = [f.strip() for f in src.split(",") if f.strip().startswith(("/", "~"))]
+    if d.kind == "env" and files:  # set by a file the user owns (a shell profile, nccl.conf, a launch script)
+        also = (" (the trial ran with " + " ".join(f"{k}={v}" for k, v in r.env.items()) + ")") if r.env else ""
+        return f"remove the line setting {d.name} from {' or '.join(files)}, then relaunch{also}"
     if r.unset:
         where = f" in {src}" if src and src not in ("launch line", "launcher") else ""
         return "; ".join(f"unset {n}{where}" for n in r.unset)
@@ -350,6 +354,7 @@ def _cause_name(d: Delta) -> str:
         cur = "absent" if d.current is None else d.current
         ref = "absent" if d.reference is None else d.reference
         return f"{flag} {cur} (good run: {ref})" if d.reference_label == "good run" else f"{flag} {cur} ({d.reference_label}: {ref})"
-    value = "unset" if d.current is None else f"={d.current}"
-    src = f" set by {d.source}" if d.source and d.current is not None else f" ({d.source})" if d.source else ""
-    return f"{d.name}{value}{src}"
+    if d.current is None:
+        where = f"; {d.source}" if d.source else ""
+        return f"{d.name} unset today ({d.reference_label}: {d.reference}{where})"
+    return f"{d.name}={d.current}" + (f" set by {d.source}" if d.source else "")

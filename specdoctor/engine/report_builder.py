@@ -220,6 +220,12 @@ def _isolated(r: _Reader) -> list[str]:
     return list(out.culprits) if out is not None and out.verdict in ("culprit", "interaction") else []
 
 
+def _tried_culprits(r: _Reader) -> list[str]:
+    """Patches the attribute step's revert trials confirmed both ways (the joint search over code and config)."""
+    att = r.v.fact("attribution", AttributionFact)
+    return [c.key for c in att.confirmed() if c.kind == "code" and c.method == "revert-trial"] if att else []
+
+
 def _suspects(report: m.Report, r: _Reader) -> None:
     bisect = r.v.latest(BisectResult)
     culprits = set(_isolated(r))
@@ -290,7 +296,7 @@ def _stash(report: m.Report, r: _Reader) -> None:
         comparison=m.MetricComparison(metric="essentials only vs all patches", samples=[],
                                       pct_change=comp.pct_change, outcome=_outcome(comp.outcome),
                                       p_value=comp.p_value) if comp else None,
-        culprits=_isolated(r),
+        culprits=list(dict.fromkeys([*_isolated(r), *_tried_culprits(r)])),
         restore_verified=restore.verified if restore else None, hash_after=restore.actual_hash if restore else None,
         evidence=r.evidence("backup", r.v.latest_key(Backup)))
 

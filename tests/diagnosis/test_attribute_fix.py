@@ -43,3 +43,17 @@ def test_cause_names_say_value_and_source():
     lost = _d(kind="env", name="NCCL_PROTO", reference="LL", current=None, source="launcher",
               revert=Revert(env={"NCCL_PROTO": "LL"}))
     assert _cause_name(lost) == "NCCL_PROTO unset today (good run: LL; launcher)"
+
+
+def test_patches_join_the_revert_search_only_when_the_bisection_left_them_open():
+    from specdoctor.engine.actions.attribute import _code_settled
+
+    def view(**facts) -> StateView:
+        return StateView({"params": {}, "facts": facts, "results": {}})
+
+    faster = {"outcome": "DIFFERENT", "comparison": {"verdict": "better"}}
+    assert _code_settled(view(subtraction={"outcome": "SAME"})) is not None  # patches change nothing
+    assert _code_settled(view(subtraction={"outcome": "DIFFERENT", "comparison": {"verdict": "worse"}})) is not None
+    assert _code_settled(view(subtraction=faster)) is None  # faster without them, no culprit confirmed: search
+    assert _code_settled(view(subtraction={"outcome": "UNRESOLVED"})) is None
+    assert _code_settled(view()) is None

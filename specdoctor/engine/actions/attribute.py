@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from specdoctor.advisor.causes import effect, non_revertible_causes, revert_patch_command
 from specdoctor.engine.actions import ActionOutcome, action
 from specdoctor.engine.actions.measure import _recorder
+from specdoctor.engine.actions.subtract import essential_files
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import ToolRetry, Unresolved
 from specdoctor.models import (
@@ -205,6 +206,19 @@ def _fix(d: Delta, view: StateView) -> str:
     return describe(r)
 
 
+def _code_settled(view: StateView) -> str | None:
+    """Why the local patches need no revert trial here (None: they join the search with everything else)."""
+    bis = view.latest(BisectResult)
+    if bis is not None and bis.confirmed and bis.culprits:
+        return "the bisection confirmed the culprit patches both ways"
+    sub = view.fact("subtraction", SubtractionFact)
+    if sub is not None and sub.outcome == "SAME":
+        return "removing every non-essential patch changed nothing (comparator SAME)"
+    if sub is not None and sub.outcome == "DIFFERENT" and not sub.made_faster:
+        return "removing the non-essential patches made it slower, not faster"
+    return None
+
+
 def _metric(view: StateView, measure: MeasureFacts) -> Literal["spec", "baseline"]:
     """The figure the trials measure: of those whose gap to the reference was shown (claim DIFFERENT, or any when
     there are no claims), the one whose gap is largest next to its run-to-run noise. Speculative tok/s carries the
@@ -252,13 +266,16 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
         fact.measured_ci_low, fact.measured_ci_high = median_ci(control)
     fact.causes = non_revertible_causes(view)
     deltas = _deltas(view)
-    bisected = view.latest(BisectResult) is not None or view.fact("subtraction", SubtractionFact) is not None
+    code_settled = _code_settled(view)
+    essential = set(essential_files(view))
     testable: list[Delta] = []
     for d in deltas.deltas if deltas else []:
         if any(c.key == d.name and c.kind == d.kind for c in fact.causes):
             continue
-        if d.kind == "code" and bisected:
-            fact.untested.append(f"{d.label}: settled by the subtraction/bisection of the local patches")
+        if d.kind == "code" and code_settled:
+            fact.untested.append(f"{d.label}: {code_settled}")
+        elif d.kind == "code" and any(d.name == e or d.name.endswith("/" + e.lstrip("/")) for e in essential):
+            fact.untested.append(f"{d.label}: essential (the server does not start without it)")
         elif d in (deltas.revertible() if deltas else []):
             testable.append(d)
         elif d.kind not in ("acceptance", "workload"):
@@ -354,6 +371,8 @@ def _cause_name(d: Delta) -> str:
         cur = "absent" if d.current is None else d.current
         ref = "absent" if d.reference is None else d.reference
         return f"{flag} {cur} (good run: {ref})" if d.reference_label == "good run" else f"{flag} {cur} ({d.reference_label}: {ref})"
+    if d.kind == "code":
+        return f"local patch {d.name}"
     if d.current is None:
         where = f"; {d.source}" if d.source else ""
         return f"{d.name} unset today ({d.reference_label}: {d.reference}{where})"

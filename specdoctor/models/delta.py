@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import Field, field_validator
 
 from specdoctor.models.base import StrictModel
 
@@ -103,10 +103,7 @@ class CauseFact(StrictModel):
 
     name: str = Field(description="Human label naming the thing, e.g. 'NCCL_P2P_DISABLE=1 set by sitecustomize.py'.")
     kind: DeltaKind
-    subject: str = Field(validation_alias=AliasChoices("subject", "key"),
-                         description="The delta's name (variable, flag, file, 'pcie-link', ...). Also accepted as "
-                         "`key=`; stored as `subject` because the secret redactor scrubs any value named 'key' (and "
-                         "then that value everywhere in the report).")
+    key: str = Field(description="The delta's name (variable, flag, file, 'pcie-link', ...).")
     metric: str = Field(default="spec", description="baseline / spec.")
     effect_tps: float | None = Field(default=None, description="Reverting it changes the metric by this (today "
                                      "minus reverted: negative = it slows the server).")
@@ -118,11 +115,6 @@ class CauseFact(StrictModel):
     fix: str | None = Field(default=None, description="The exact command or edit that removes it.")
     evidence: list[str] = Field(default_factory=list, description="Step ids / tool results behind it.")
     detail: str = ""
-
-    @property
-    def key(self) -> str:
-        """The delta's name (the contract's first spelling of `subject`)."""
-        return self.subject
 
 
 class AttributionFact(StrictModel):

@@ -238,10 +238,14 @@ def _first_worker(row: Any) -> str | None:
     return vals[0] if vals else None
 
 
-def _env_source(row: Any, prop: Propagation, profiles: dict[str, str], launch_env: dict[str, str]) -> str:
-    """Where a worker variable's current value comes from, as /proc and the files show it."""
+def _env_source(row: Any, prop: Propagation, profiles: dict[str, str], launch_env: dict[str, str],
+                forced: frozenset[str] = frozenset()) -> str:
+    """Where a worker variable's current value comes from, as /proc and the files show it (`forced`: what this
+    engine version sets itself before it spawns the workers)."""
     in_env = row.parent is not None or _first_worker(row) is not None
     if row.forced_by_sglang and row.status == "forced-by-sglang":
+        return "engine-forced"
+    if row.name in forced and row.parent is None and _first_worker(row) is not None and not row.from_sitecustomize:
         return "engine-forced"
     if row.from_sitecustomize and row.parent is None:
         return prop.sitecustomize or "sitecustomize.py"
@@ -292,6 +296,8 @@ def _env_revert(name: str, ref: str | None, source: str, row: Any, interconnect:
 def _env_deltas(ref_env: dict[str, str] | None, fp: Fingerprint, prop: Propagation | None, box: BoxState,
                 launch_env: dict[str, str]) -> list[Delta]:
     out: list[Delta] = []
+    version = fp.sglang_version or fp.server_version
+    forced = get_engine(version=version).forced_env_names if version else frozenset()
     current = _current_env(prop, fp)
     names = set(current) | set(ref_env or {})
     for name in sorted(n for n in names if n.startswith(ENV_PREFIXES)):
@@ -301,14 +307,14 @@ def _env_deltas(ref_env: dict[str, str] | None, fp: Fingerprint, prop: Propagati
             # no good run: only what the box forces on NCCL/CUDA (sitecustomize, nccl.conf, login profile)
             if cur is None or row is None:
                 continue
-            forced = (row.from_sitecustomize and row.parent is None) or \
+            by_box = (row.from_sitecustomize and row.parent is None) or \
                 (row.from_nccl_conf and row.parent is None and _first_worker(row) is None) or \
                 name in box.profile_exports
-            if not forced or not name.startswith(("NCCL_", "CUDA_", "TORCH_NCCL_")):
+            if not by_box or not name.startswith(("NCCL_", "CUDA_", "TORCH_NCCL_")):
                 continue
         elif (cur or "").strip() == (ref or "").strip() and (cur is None) == (ref is None):
             continue
-        source = _env_source(row, prop, box.profile_exports, launch_env) if row is not None and prop else \
+        source = _env_source(row, prop, box.profile_exports, launch_env, forced) if row is not None and prop else \
             "worker environment"
         revert, why = _env_revert(name, ref, source, row, fp.interconnect)
         if source == "engine-forced" and not why:
@@ -372,6 +378,29 @@ def _flag_deltas(ref_line: str | None, cur_line: str | None, notes: list[str]) -
     return out
 
 
+def _locate_paths(ctx: ToolContext, deltas: list[Delta]) -> list[Delta]:
+    """A path flag's revert must name something on this box: the good run's path, else the same name next to
+    today's (the models folder mounted elsewhere); when neither exists the delta cannot be reverted here."""
+    paths = [d for d in deltas if _PATH_FLAGS.search(d.name) and d.reference and d.reference.startswith("/")]
+    if not paths:
+        return deltas
+    cands = {d.name: [d.reference or ""] + ([os.path.join(os.path.dirname(d.current), os.path.basename(d.reference or ""))]
+                                              if d.current and d.current.startswith("/") else []) for d in paths}
+    words = [c for cs in cands.values() for c in cs]
+    res = ctx.host.run(["sh", "-c", 'for p in "$@"; do [ -e "$p" ] && printf "%s\\0" "$p"; done; true', "sh",
+                        *words], check="ignore")
+    exists = set(res.stdout.split("\0"))
+    for d in paths:
+        found = next((c for c in cands[d.name] if c in exists), None)
+        if found is None:
+            d.revertible, d.revert = False, None
+            d.why = f"{d.why}; the good run's {d.reference} is not on this box"
+        elif found != d.reference and d.revert is not None:
+            d.revert.argv_set[d.name] = found
+            d.why = f"{d.why}; the good run's {os.path.basename(found)} is at {found} here"
+    return deltas
+
+
 _SOFTWARE = [("nccl_version", "nccl", "high"), ("driver", "driver", "high"), ("cuda_driver", "cuda-driver", "high"),
              ("cuda_runtime", "cuda-runtime", "high"), ("torch_version", "torch", "medium"),
              ("sglang_version", "engine", "high")]
@@ -403,6 +432,22 @@ def _hardware_deltas(ref: dict[str, Any] | None, fp: Fingerprint, box: BoxState,
                 if isinstance(g, dict)} if ref else {}
     state = {g.index: g for g in box.gpus}
     gpus = {g.index: g for g in fp.gpus}
+    # the GPUs themselves and how they are connected (a good run on other hardware is another reference)
+    ref_list = [g for g in (ref or {}).get("gpus") or [] if isinstance(g, dict)]
+    names_now = sorted({g.name for g in fp.gpus if g.name})
+    names_ref = sorted({str(g["name"]) for g in ref_list if g.get("name")})
+    if names_now and names_ref and not same_value(names_now, names_ref):
+        out.append(Delta(kind="hardware", name="gpu-model", reference=", ".join(names_ref), current=", ".join(names_now),
+                         source="nvidia-smi", impact="high", why="the good run ran on other GPUs",
+                         step_ids=["fingerprint"]))
+    if ref and isinstance(ref.get("gpu_count"), int | float) and fp.gpus and int(ref["gpu_count"]) != len(fp.gpus):
+        out.append(Delta(kind="hardware", name="gpu-count", reference=norm_value(ref["gpu_count"]),
+                         current=norm_value(len(fp.gpus)), source="nvidia-smi", impact="high",
+                         step_ids=["fingerprint"]))
+    if ref and ref.get("interconnect") and fp.interconnect and not same_value(ref["interconnect"], fp.interconnect):
+        out.append(Delta(kind="hardware", name="interconnect", reference=str(ref["interconnect"]),
+                         current=fp.interconnect, source="nvidia-smi topo -m", impact="high",
+                         why="GPUs connected differently than in the good run", step_ids=["fingerprint"]))
     # PCIe: a link below its max is suspicious when the box's other GPUs run faster (all alike: idle power saving)
     links = {i: ((state[i].pcie_gen if i in state else g.pcie_gen) or 0,
                  (state[i].pcie_width if i in state else g.pcie_width) or 0) for i, g in gpus.items()}
@@ -582,7 +627,7 @@ def list_deltas(ctx: ToolContext, args: DeltasInput) -> Deltas:
         notes.append("the good run recorded no worker env: env compared with what the box forces")
     deltas += _env_deltas(ref_env, fp, prop, box, launch_env)
     if ref is not None:
-        deltas += _flag_deltas(ref.get("launch"), args.launch, notes)
+        deltas += _locate_paths(ctx, _flag_deltas(ref.get("launch"), args.launch, notes))
         deltas += _software_deltas(ref, fp)
         deltas += _acceptance_delta(ref, measure)
         deltas += _workload_deltas(ref, args.max_new_tokens)

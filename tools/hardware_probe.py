@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import statistics
 from typing import Any
 
@@ -27,8 +28,14 @@ class ProbeInput(BaseModel):
     tp: int | None = Field(default=None, description="GPUs per all-reduce (the server's TP size; default 2..4).")
     size_bytes: int = Field(default=64 << 20, description="All-reduce message size: bandwidth-bound, where a link "
                             "shows.")
-    repeats: int = Field(default=5, ge=2, le=30, description="all_reduce_perf runs per GPU set (interleaved).")
-    samples: int = Field(default=3, ge=1, le=20, description="nvidia-smi readings under load.")
+    repeats: int = Field(default=5, ge=5, le=30, description="all_reduce_perf runs per GPU set (interleaved) before "
+                         "the first comparison; 5 is the fewest a rank test can call DIFFERENT with.")
+    max_repeats: int = Field(default=10, ge=5, le=60, description="More runs while the comparator says UNKNOWN.")
+    python: str | None = Field(default=None, description="The server's python: without nccl-tests on the host the "
+                               "link probe runs tools/remote/allreduce_bench.py under torchrun with it.")
+    samples: int = Field(default=2, ge=1, le=20, description="nvidia-smi readings under load, one a second.")
+    load_warmup_s: float = Field(default=3.0, ge=0, le=60, description="Seconds between starting the load and the "
+                                 "first reading (NCCL's set-up takes a second or two on a real box).")
 
 
 class LinkProbe(BaseModel):
@@ -117,10 +124,25 @@ def _read_gpus(ctx: ToolContext) -> tuple[list[dict[str, str | None]], dict[int,
     return rows, reasons
 
 
-def _busbw(ctx: ToolContext, gpus: list[int], size: int) -> tuple[float | None, str | None]:
-    """Bus bandwidth (GB/s, out-of-place) of one all_reduce_perf run over exactly these GPUs."""
-    argv = ["env", f"CUDA_VISIBLE_DEVICES={','.join(str(g) for g in gpus)}", "all_reduce_perf", "-b", str(size),
-            "-e", str(size), "-g", str(len(gpus)), "-d", "bfloat16", "-n", "20", "-w", "5"]
+def _bench(ctx: ToolContext, python: str | None) -> str | None:
+    """'all_reduce_perf' when nccl-tests is on the host, else 'allreduce_bench' when a python is known, else None."""
+    found = ctx.host.run(["sh", "-c", "command -v all_reduce_perf"], check="ignore")
+    return "all_reduce_perf" if found.ok and found.stdout.strip() else ("allreduce_bench" if python else None)
+
+
+def _busbw(ctx: ToolContext, gpus: list[int], size: int, python: str | None,
+           tool_name: str | None) -> tuple[float | None, str | None]:
+    """Bus bandwidth (GB/s, in place when measured) of one all-reduce benchmark over exactly these GPUs."""
+    visible = f"CUDA_VISIBLE_DEVICES={','.join(str(g) for g in gpus)}"
+    if tool_name == "all_reduce_perf":
+        argv = ["env", visible, "all_reduce_perf", "-b", str(size), "-e", str(size), "-g", str(len(gpus)),
+                "-d", "bfloat16", "-n", "20", "-w", "5"]
+    elif tool_name == "allreduce_bench" and python:
+        argv = ["env", visible, python, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+                str(len(gpus)), ctx.remote_script("allreduce_bench.py"), "--sizes", str(size), "-n", "20", "-w", "5",
+                "-G", "0", "-d", "bfloat16", "--backend", "nccl"]
+    else:
+        return None, "no all-reduce benchmark on the host (nccl-tests' all_reduce_perf, or torch with a known python)"
     out = ctx.host.run(argv, check="ignore", timeout=300)
     if not out.ok:
         return None, f"all_reduce_perf exit {out.exit}: {(out.stderr or out.stdout).strip()[-200:]}"
@@ -133,7 +155,7 @@ def _busbw(ctx: ToolContext, gpus: list[int], size: int) -> tuple[float | None, 
     return (half.busbw if half is not None else None), None
 
 
-def _link_probe(ctx: ToolContext, args: ProbeInput, gpu: int, healthy: list[int]) -> LinkProbe:
+def _link_probe(ctx: ToolContext, args: ProbeInput, gpu: int, healthy: list[int], bench: str | None) -> LinkProbe:
     n = max(2, min(args.tp or 4, len(healthy), 4))
     without = healthy[:n]
     with_ = [gpu, *healthy[: n - 1]]
@@ -141,16 +163,20 @@ def _link_probe(ctx: ToolContext, args: ProbeInput, gpu: int, healthy: list[int]
     if len(without) < n or len(healthy) < n:
         probe.problem = f"not enough GPUs at full link for a {n}-GPU comparison"
         return probe
-    for _ in range(args.repeats):  # interleaved: drifts hit both sets alike
+    while len(probe.busbw_with_gbs) < args.max_repeats:
         for gpus, dest in ((with_, probe.busbw_with_gbs), (without, probe.busbw_without_gbs)):
-            bw, problem = _busbw(ctx, gpus, args.size_bytes)
+            bw, problem = _busbw(ctx, gpus, args.size_bytes, args.python, bench)  # interleaved: drifts hit both sets alike
             if bw is None:
                 probe.problem = problem
                 return probe
             dest.append(bw)
+        if len(probe.busbw_with_gbs) < args.repeats:
+            continue
+        c = compare(probe.busbw_without_gbs, probe.busbw_with_gbs, unit="GB/s", higher_is_better=True)
+        probe.outcome, probe.verdict, probe.p_value = c.outcome, c.verdict, c.p_value
+        if c.outcome != "UNKNOWN":  # sequential: more runs only while the comparator cannot tell
+            break
     probe.ratio = round(statistics.median(probe.busbw_with_gbs) / statistics.median(probe.busbw_without_gbs), 3)
-    c = compare(probe.busbw_without_gbs, probe.busbw_with_gbs, unit="GB/s", higher_is_better=True)
-    probe.outcome, probe.verdict, probe.p_value = c.outcome, c.verdict, c.p_value
     return probe
 
 
@@ -193,8 +219,9 @@ def probe_hardware(ctx: ToolContext, args: ProbeInput) -> HardwareProbe:
         named = {d.source.split()[1] for d in deltas.deltas if d.name == "pcie-link" and d.source.startswith("GPU ")}
         slow = sorted(set(slow) | {int(x) for x in named if x.isdigit() and int(x) in gpus})
     healthy = [i for i in sorted(gpus) if i not in slow]
+    bench = _bench(ctx, args.python)
     for g in slow:
-        p = _link_probe(ctx, args, g, healthy)
+        p = _link_probe(ctx, args, g, healthy, bench)
         out.links.append(p)
         r = gpus[g]
         if p.outcome == "DIFFERENT" and p.verdict == "worse":
@@ -213,23 +240,31 @@ def probe_hardware(ctx: ToolContext, args: ProbeInput) -> HardwareProbe:
                                                   app_sm_clock_mhz=_f(r.get("clocks.applications.graphics")))
                                      for i, r in gpus.items()}
     load_gpus = ",".join(str(i) for i in sorted(gpus))
-    load = (f"(CUDA_VISIBLE_DEVICES={load_gpus} all_reduce_perf -b 256M -e 256M -g {len(gpus)} -n 200 -w 5 "
-            ">/dev/null 2>&1 &) ; ")
-    for _ in range(args.samples):
-        script = load + "sleep 0.5; nvidia-smi --query-gpu=" + ",".join(_Q) + " --format=csv,noheader,nounits 2>&1"
-        res = ctx.host.run(Raw(script), check="ignore", timeout=120)
-        sample_rows = parse_query_csv(res.stdout.strip(), _Q)
-        for r in sample_rows:
-            idx = int(r.get("index") or -1) if (r.get("index") or "").isdigit() else -1
-            cp = loaded.get(idx)
-            util = _f(r.get("utilization.gpu"))
-            if cp is None or util is None or util < 50:  # only readings under load say what load gets
-                continue
-            cp.utilization_pct.append(util)
-            if (sm := _f(r.get("clocks.sm"))) is not None:
-                cp.sm_clock_load_mhz.append(sm)
-            if (pw := _f(r.get("power.draw"))) is not None:
-                cp.power_draw_w.append(pw)
+    # one load (all-reduce over every GPU) read `samples` times: a clock or power limit shows only under load
+    if bench == "all_reduce_perf":
+        load = f"all_reduce_perf -b 64M -e 64M -g {len(gpus)} -n 500 -w 5"
+    elif bench == "allreduce_bench" and args.python:
+        load = (f"{shlex.quote(args.python)} -m torch.distributed.run --standalone --nproc-per-node {len(gpus)} "
+                f"{shlex.quote(ctx.remote_script('allreduce_bench.py'))} --sizes 64M -n 500 -w 5 -G 0")
+    else:
+        load = "true"
+        out.notes.append("no all-reduce benchmark to load the GPUs with: clocks read as the server leaves them")
+    script = (f"(CUDA_VISIBLE_DEVICES={load_gpus} {load} "
+              f">/dev/null 2>&1 &) ; sleep {args.load_warmup_s:g}; for i in $(seq {args.samples}); do "
+              "nvidia-smi --query-gpu=" + ",".join(_Q) + " --format=csv,noheader,nounits 2>&1; "
+              f"[ $i -lt {args.samples} ] && sleep 1; done; true")
+    res = ctx.host.run(Raw(script), check="ignore", timeout=120 + args.load_warmup_s + 2 * args.samples)
+    for r in parse_query_csv(res.stdout.strip(), _Q):
+        idx = int(r.get("index") or -1) if (r.get("index") or "").isdigit() else -1
+        cp = loaded.get(idx)
+        util = _f(r.get("utilization.gpu"))
+        if cp is None or util is None or util < 50:  # only readings under load say what load gets
+            continue
+        cp.utilization_pct.append(util)
+        if (sm := _f(r.get("clocks.sm"))) is not None:
+            cp.sm_clock_load_mhz.append(sm)
+        if (pw := _f(r.get("power.draw"))) is not None:
+            cp.power_draw_w.append(pw)
     _, reasons = _read_gpus(ctx)
     for i, cp in loaded.items():
         cp.reasons = reasons.get(i, [])

@@ -13,7 +13,9 @@ REDACTED = "***REDACTED***"
 # would remember its value (e.g. "specdoctor") and scrub that word from every later text.
 _SECRET_WORD = re.compile(r"^(AUTH|CREDENTIALS?|PASS|PASSWORD|PASSWD|SECRETS?|[A-Z0-9]*(TOKEN|KEY|SECRET|PASSWORD))$")
 # Names that match the pattern above but are not secrets.
-_NOT_SECRET = {"SSH_AUTH_SOCK", "KEY_FILE", "PUBLIC_KEY", "TOKENIZERS_PARALLELISM", "NCCL_IB_PKEY"}
+# A bare "key" is a record's field name (Change.key, CauseFact.key: a variable or flag name), not a secret: treating
+# it as one made every diff key and cause key (NCCL_PROTO, pcie-link) a "known secret" redacted from the report.
+_NOT_SECRET = {"SSH_AUTH_SOCK", "KEY_FILE", "PUBLIC_KEY", "TOKENIZERS_PARALLELISM", "NCCL_IB_PKEY", "KEY"}
 _URL_CRED = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]+):(?P<pw>[^@/\s]+)@")
 # NUL ends a value too: /proc/PID/environ text is NAME=value\0NAME=value...
 _ASSIGN = re.compile(r"\b(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s'\"\x00]+)")

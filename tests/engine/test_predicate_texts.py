@@ -25,6 +25,11 @@ def _prop(status: str) -> dict[str, Any]:
                                                            "rows": [row]})}
 
 
+def _deltas(kind: str) -> dict[str, Any]:
+    delta = {"kind": kind, "name": "pcie-link" if kind == "hardware" else "NCCL_PROTO", "current": "x"}
+    return {"deltas": _tool("list_deltas", {"reference": "good run", "deltas": [delta]})}
+
+
 _MEASURED = {"median": 10.0, "samples": [10.0, 10.0, 10.0]}
 _SAME = {"outcome": "SAME", "comparison": {"outcome": "SAME", "verdict": "same"}}
 _FASTER = {"outcome": "DIFFERENT", "comparison": {"outcome": "DIFFERENT", "verdict": "better"}}
@@ -46,6 +51,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any] | None, str]] = {
                          {"facts": {"topology": {"gpu_count": 2, "interconnect": "nvlink"}},
                           "results": _prop("propagated")}, "not"),
     "has_good_fingerprint": ({"params": {"good_fingerprint": {"x": 1}}}, {"params": {}}, "no"),
+    "has_hardware_deltas": ({"results": _deltas("hardware")}, {"results": _deltas("env")}, "no"),
 }
 
 

@@ -55,5 +55,5 @@ def test_patches_join_the_revert_search_only_when_the_bisection_left_them_open()
     assert _code_settled(view(subtraction={"outcome": "SAME"})) is not None  # patches change nothing
     assert _code_settled(view(subtraction={"outcome": "DIFFERENT", "comparison": {"verdict": "worse"}})) is not None
     assert _code_settled(view(subtraction=faster)) is None  # faster without them, no culprit confirmed: search
-    assert _code_settled(view(subtraction={"outcome": "UNRESOLVED"})) is None
-    assert _code_settled(view()) is None
+    assert _code_settled(view(subtraction={"outcome": "UNRESOLVED"})) is not None  # no evidence they matter
+    assert _code_settled(view()) is None  # no subtraction at all (no backup): the search tries them

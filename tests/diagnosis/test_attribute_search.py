@@ -126,3 +126,10 @@ def test_without_any_measurement_of_today_a_control_trial_is_run_first():
     box = Box(lambda kept: 9.0 if "flag" in kept else 0.0)
     out = search_deltas(["flag"], box.run, [])
     assert box.launches[0] == frozenset({"flag"}) and _named(out) == ["flag"]
+
+
+def test_deltas_that_cannot_explain_a_large_gap_are_ruled_out_on_a_noisy_figure():
+    names = ["NCCL_ALGO", "NCCL_PROTO"]
+    box = Box(lambda kept: 0.0, sigma=5.0, seed=4)  # nothing changes; speculative-like noise (5 %)
+    out = search_deltas(names, box.run, box.control(names), magnitude=17.0)  # half a 35 tok/s gap to the claim
+    assert out.first == "same" and not out.candidates and not out.causes

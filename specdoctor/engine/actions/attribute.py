@@ -75,7 +75,8 @@ class SearchOutcome(BaseModel):
 
 
 def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs: int = 5, step: int = 3,
-                  max_runs: int = MAX_RUNS, alpha: float = 0.01, rounds: int = 3) -> SearchOutcome:
+                  max_runs: int = MAX_RUNS, alpha: float = 0.01, rounds: int = 3,
+                  magnitude: float | None = None) -> SearchOutcome:
     """Control (today) vs everything reverted, then confirm-both-ways delta debugging over `names` (most suspect
     first). `run(kept, purpose, judge)` measures one configuration; pure otherwise (tests drive it with noise)."""
     trials: dict[frozenset[str], TrialRun] = {}
@@ -90,7 +91,7 @@ def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs:
         level = max((lv for n, lv in levels.items() if n <= min(len(today), len(rev))), default=None)
         if level is None:
             return None
-        c = compare(today, rev, t_level=level)
+        c = compare(today, rev, t_level=level, magnitude=magnitude)
         if c.outcome == "DIFFERENT":
             return "same" if c.delta > 0 else "regressed"
         return "regressed" if c.outcome == "SAME" else None
@@ -214,8 +215,8 @@ def _code_settled(view: StateView) -> str | None:
     sub = view.fact("subtraction", SubtractionFact)
     if sub is not None and sub.outcome == "SAME":
         return "removing every non-essential patch changed nothing (comparator SAME)"
-    if sub is not None and sub.outcome == "DIFFERENT" and not sub.made_faster:
-        return "removing the non-essential patches made it slower, not faster"
+    if sub is not None and not sub.made_faster:
+        return f"the subtraction did not show that removing the patches makes it faster ({sub.outcome or 'not run'})"
     return None
 
 
@@ -333,7 +334,12 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
                 status="ok" if not t.cause else "unresolved", evidence=out.commands(10**6)[first_cmd:][:40]))
             return t
 
-        search = search_deltas(list(by_name), run, control, runs=runs)
+        # SAME means "no change as large as half the gap to the reference": deltas that cannot explain the gap
+        # are ruled out in a few runs even on a noisy figure.
+        mag = None
+        if reference is not None and control:
+            mag = max(0.05 * statistics.median(control), 0.5 * abs(reference - statistics.median(control)))
+        search = search_deltas(list(by_name), run, control, runs=runs, magnitude=mag)
         for names, eff, lo, hi in search.causes:
             for n in names:
                 d = by_name[n]

@@ -10,8 +10,12 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from specdoctor.advisor.causes import non_revertible_causes
 from specdoctor.models import (
+    AttributionFact,
     BreakevenAnalysis,
+    CauseFact,
+    ClaimFact,
     Claims,
     FingerprintDiff,
     MeasuredFact,
@@ -26,7 +30,7 @@ from specdoctor.tools.bisect import BisectResult
 from specdoctor.tools.gates import Gate, GateScan
 from specdoctor.tools.server import Propagation
 
-__all__ = ["Verdict", "PlanAction", "decide_verdict", "game_plan", "VerdictName"]
+__all__ = ["Verdict", "PlanAction", "decide_verdict", "game_plan", "VerdictName", "cause_line"]
 
 VerdictName = Literal["no-regression", "code-regression", "environment", "baseline-not-reproducible", "inconclusive"]
 
@@ -52,6 +56,35 @@ class PlanAction(BaseModel):
     cost: str = ""
     risk: str = ""
     detail: str = ""
+    command: str | None = Field(default=None, description="The exact command or edit that carries it out.")
+    confirmed: bool = Field(default=False, description="Fixes a cause that trials or measurements confirmed.")
+
+
+_COST = {"code": "low (revert one patch, one relaunch)", "env": "low (one edit, one relaunch)",
+         "launch-flag": "low (one relaunch)", "software": "medium (pin or reinstall a package, one relaunch)",
+         "hardware": "medium (an admin action on the box, then a relaunch)", "acceptance": "medium (one relaunch)",
+         "workload": "none (compare like with like)"}
+
+
+def _cause_actions(v: StateReader) -> list[PlanAction]:
+    """One action per confirmed cause: its fix, with the gain its trial measured (or none, said so)."""
+    att = _attribution(v)
+    out: list[PlanAction] = []
+    seen: set[str] = set()
+    for c in att.confirmed():
+        if c.fix and c.fix in seen:
+            continue  # members of one interacting set share a fix
+        seen.add(c.fix or c.name)
+        gain = -c.effect_tps if c.effect_tps is not None else None
+        ci = (f" [{-c.ci_high:+.1f}, {-c.ci_low:+.1f}]" if c.ci_low is not None and c.ci_high is not None else "")
+        verb = "Revert" if c.kind == "code" else "Fix"
+        out.append(PlanAction(
+            title=f"{verb} {c.name}",
+            expected_gain=f"{gain:+.1f} tok/s{ci} (measured by {c.method})" if gain is not None
+            else "back toward the reference figure (not measured on its own)",
+            gain_tps=gain, basis="measured" if gain is not None else "none", cost=_COST.get(c.kind, "low"),
+            risk="low", command=c.fix, detail=c.detail, confirmed=True))
+    return out
 
 
 def _enabled_gates(v: StateReader) -> list[Gate]:
@@ -77,24 +110,75 @@ def _median(m: MeasuredFact | None) -> float | None:
     return m.median if m is not None else None
 
 
+def _attribution(v: StateReader) -> AttributionFact:
+    """The attribute step's fact plus the causes that need no trial (a playbook without that step, or a fact written
+    before the bisection or the NCCL promotion): the bisection, targeted measurements and /proc always count."""
+    fact = v.fact("attribution", AttributionFact) or AttributionFact()
+    seen = {(c.kind, c.key) for c in fact.causes}
+    extra = [c for c in non_revertible_causes(v) if (c.kind, c.key) not in seen]
+    return fact.model_copy(update={"causes": [*fact.causes, *extra]}) if extra else fact
+
+
+def _tps(x: float | None) -> str:
+    return "?" if x is None else f"{x:+.1f}".replace("-", "−")
+
+
+def cause_line(c: CauseFact, gap: float | None) -> str:
+    """'NCCL_P2P_DISABLE=1 set by sitecustomize.py: −6.2 tok/s [−7.0, −5.4] of −6.3' (what is known of it)."""
+    if c.effect_tps is None:
+        how = {"targeted-measurement": "measured directly", "bisection": "isolated by bisection",
+               "revert-trial": "reverted in a trial", "workload-rerun": "re-measured with the good run's workload"}
+        return f"{c.name} ({c.detail or how[c.method]})"
+    ci = (f" [{_tps(c.ci_low)}, {_tps(c.ci_high)}]" if c.ci_low is not None and c.ci_high is not None else "")
+    of = f" of {_tps(gap)}" if gap is not None else ""
+    which = "" if c.metric == "spec" else f" ({c.metric})"
+    return f"{c.name}: {_tps(c.effect_tps)} tok/s{ci}{of}{which}"
+
+
+def _gap(att: AttributionFact) -> float | None:
+    if att.reference_tps is None or att.measured_tps is None:
+        return None
+    return att.measured_tps - att.reference_tps
+
+
+def _not_reproduced_words(claims: dict[str, ClaimFact], measure: MeasureFacts) -> str:
+    """'the claimed speculative 84 tok/s (measured 77.7) and baseline 41.7 tok/s (measured 38.8)'."""
+    words = {"spec": "speculative", "baseline": "baseline"}
+    parts = []
+    for k, c in claims.items():
+        med = _median(getattr(measure, k, None))
+        parts.append(f"{words.get(k, k)} {c.claimed:g} tok/s (measured today: "
+                     f"{'?' if med is None else f'{med:.1f}'})" if c.claimed is not None else k)
+    return "the claimed " + " and ".join(parts)
+
+
 def decide_verdict(v: StateReader) -> Verdict:
-    """Rules in order of strength of evidence; anything unmeasured ends as `inconclusive`."""
+    """The verdict follows the measured attribution: code → code-regression, configuration/software/hardware →
+    environment, nothing and the claims not reproduced → baseline-not-reproducible; unmeasured → inconclusive."""
     measure = v.fact("measure", MeasureFacts) or MeasureFacts()
     claims = (v.fact("claims", Claims) or Claims({})).root
     sub = v.fact("subtraction", SubtractionFact) or SubtractionFact()
-    culprits, confirmed = _culprits(v)
+    att = _attribution(v)
+    gap = _gap(att)
+    confirmed = att.confirmed()
+    code = [c for c in confirmed if c.kind == "code"]
+    env = [c for c in confirmed if c.kind != "code"]
+    culprits = list(dict.fromkeys(c.key for c in code))
     enabled = _enabled_gates(v)
-    dropped = _dropped_vars(v)
     reasons: list[str] = []
+    env_lines = [cause_line(c, gap) for c in env]
     if culprits:  # the bisection measured its own references, so this stands without a reproduce step
         reasons.append(f"bisection isolated {', '.join(culprits)} (comparator DIFFERENT; confirmed both ways: "
                        "alone on the essentials it is slow, every other patch without it is fast)")
+        reasons += [cause_line(c, gap) for c in code if c.effect_tps is not None]
+        reasons += [f"also an environment cause: {line}" for line in env_lines]
         for g in enabled:
             reasons.append(f"gate {g.name} is ENABLED at runtime in the server's workers "
                            f"although its default is {g.default}")
-        return Verdict(verdict="code-regression", confidence=0.9 if confirmed else 0.7, culprits=culprits,
+        also = f"; the environment adds to it: {'; '.join(c.name for c in env)}" if env else ""
+        return Verdict(verdict="code-regression", confidence=0.9 if not env else 0.85, culprits=culprits,
                        reasons=reasons,
-                       sentence=f"A local patch regressed speculative decoding: {', '.join(culprits)}.")
+                       sentence=f"A local patch regressed speculative decoding: {', '.join(culprits)}{also}.")
     measured_any = any(m is not None and m.measured for m in (measure.baseline, measure.spec, sub.all_patches,
                                                               sub.essentials_only))
     if not measured_any:
@@ -107,21 +191,33 @@ def decide_verdict(v: StateReader) -> Verdict:
                        reasons=[f"measurement failed: {f}" for f in failed]
                        + [f"claimed {k} could not be compared (no measurement)" for k in missing],
                        sentence="Part of what was claimed could not be measured, so no verdict is possible yet.")
-    if dropped:
-        reasons.append(f"{', '.join(dropped)} set in the launch shell/parent but absent in every worker")
+    different = {k: c for k, c in claims.items() if c.outcome == "DIFFERENT"}
+    unknown = {k: c for k, c in claims.items() if c.outcome == "UNKNOWN"}
+    if env:
+        reasons += env_lines
+        if att.restored is not None:
+            reasons.append("reverting the confirmed causes " + ("reaches" if att.restored else "does not reach")
+                           + f" the {att.reference_label} figure")
+        if att.candidates:
+            reasons.append(f"also tested, unresolved (not causes): {', '.join(att.candidates)}")
         diff = v.latest(FingerprintDiff)
         if diff is not None and diff.changes:
             reasons.append(f"fingerprint diff vs the good run, first change: {diff.changes[0]}")
-        return Verdict(verdict="environment", confidence=0.85, reasons=reasons,
-                       sentence=f"The environment changed, not the code: {', '.join(dropped)} no longer reach "
-                                "the TP workers.")
-    different = {k: c for k, c in claims.items() if c.outcome == "DIFFERENT"}
-    unknown = {k: c for k, c in claims.items() if c.outcome == "UNKNOWN"}
+        measured_causes = [c for c in env if c.effect_tps is not None]
+        conf = 0.9 if measured_causes and (att.restored is not False) else 0.8 if measured_causes else 0.75
+        return Verdict(verdict="environment", confidence=conf, reasons=reasons,
+                       sentence="The environment changed, not the code: " + "; ".join(env_lines) + ".")
     if sub.made_faster:
         reasons.append("removing the non-essential patches made it faster, but no culprit was isolated")
         return Verdict(verdict="inconclusive", confidence=0.4, reasons=reasons,
                        sentence="The local patches change the numbers, but the bisection did not pin the cause; "
                                 "see the trials.")
+    if different and att.candidates:
+        reasons += [f"claimed {k} {c.claimed} is DIFFERENT from today's measurement" for k, c in different.items()]
+        reasons.append(f"revert trials could not decide for: {', '.join(att.candidates)} (candidates, not causes)")
+        return Verdict(verdict="inconclusive", confidence=0.4, reasons=reasons,
+                       sentence=f"{_not_reproduced_words(different, measure)} were not reproduced; the differences "
+                                f"{', '.join(att.candidates)} may explain it, but the trials could not decide.")
     if different:
         for k, c in different.items():
             med = _median(getattr(measure, k, None))
@@ -133,15 +229,21 @@ def decide_verdict(v: StateReader) -> Verdict:
         else:
             reasons.append(f"subtraction outcome: {sub.outcome or 'not run'}")
             conf = 0.7 if sub.outcome == "DIFFERENT" else 0.6 if sub.outcome in (None, "UNKNOWN") else 0.5
+        if att.untested:
+            reasons += [f"not tested: {u}" for u in att.untested]
+            conf = min(conf, 0.7)
         return Verdict(verdict="baseline-not-reproducible", confidence=conf, reasons=reasons,
-                       sentence="No code regressed: the earlier figures are not reproducible on this box, "
-                                "and the local patches do not change the numbers.")
+                       sentence=f"{_not_reproduced_words(different, measure)} were not reproduced on this box today, "
+                                "and no difference that a trial reverted (local patches, variables, launch flags) "
+                                "explains the gap: no code regressed.")
     if claims and not unknown:
         reasons += [f"claimed {k} {c.claimed} is within noise of the measurement" for k, c in claims.items()]
         return Verdict(verdict="no-regression", confidence=0.85, reasons=reasons,
                        sentence="The box performs as claimed: no regression.")
     if unknown:
         reasons += [f"comparator could not decide for {k} within its cap" for k in unknown]
+    if att.candidates:
+        reasons.append(f"candidates (unresolved, not causes): {', '.join(att.candidates)}")
     return Verdict(verdict="inconclusive", confidence=0.3, reasons=reasons or ["no claims to compare with"],
                    sentence="The evidence does not support a verdict; see the measurements and findings.")
 
@@ -151,27 +253,13 @@ def game_plan(v: StateReader, verdict: Verdict) -> list[PlanAction]:
     actions: list[PlanAction] = []
     measure = v.fact("measure", MeasureFacts) or MeasureFacts()
     base, spec = _median(measure.baseline), _median(measure.spec)
+    actions += _cause_actions(v)
     if verdict.verdict == "code-regression":
-        sub = v.fact("subtraction", SubtractionFact) or SubtractionFact()
-        full, ess = _median(sub.all_patches), _median(sub.essentials_only)
-        gain = (ess - full) if (full is not None and ess is not None) else None
-        actions.append(PlanAction(
-            title=f"Revert or fix {', '.join(verdict.culprits)}",
-            expected_gain=f"+{gain:.1f} tok/s" if gain is not None else "restores the pre-patch throughput",
-            gain_tps=gain, basis="measured" if gain is not None else "none", cost="low (one patch)", risk="low",
-            detail="measured as essentials-only vs all patches in this run"))
         for g in _enabled_gates(v):
             actions.append(PlanAction(title=f"Unset {g.name} in the server's environment (default {g.default})",
                                       expected_gain="part of the culprit's cost",
-                                      basis="none", cost="low", risk="low",
+                                      basis="none", cost="low", risk="low", command=f"unset {g.name}",
                                       detail="the gate is enabled in the running workers (/proc/PID/environ)"))
-    dropped = _dropped_vars(v)
-    if dropped:
-        actions.append(PlanAction(
-            title=f"Make the launcher pass {', '.join(dropped)} to the TP workers",
-            expected_gain="back to the good run's figures", basis="none", cost="low", risk="low",
-            detail="set them in the launch environment the workers inherit (not sitecustomize.py); verify in "
-                   "/proc/<worker>/environ"))
     nccl = v.fact("nccl", NcclFact) or NcclFact()
     if nccl.best and (nccl.env or nccl.unset):
         pct = nccl.best_gain_pct
@@ -216,7 +304,9 @@ def game_plan(v: StateReader, verdict: Verdict) -> list[PlanAction]:
         if a.basis == "modelled" and not a.expected_gain.startswith("modelled"):
             a.expected_gain = f"modelled: {a.expected_gain}"
         a.cost = a.cost or "unknown"
-    ranked = sorted(actions[:-1], key=lambda a: (order[a.basis], -(a.gain_tps or 0.0)))
+    # Fixes of confirmed causes first (by measured gain; one whose share was not measured alone after those), then
+    # other measured actions, then models: serving without speculation never hides the fix of what broke it.
+    ranked = sorted(actions[:-1], key=lambda a: (not a.confirmed, order[a.basis], -(a.gain_tps or 0.0)))
     return ranked + actions[-1:]
 
 

@@ -15,6 +15,7 @@ from specdoctor.engine.state import StateView
 from specdoctor.host.audit import AuditEntry
 from specdoctor.host.base import Host
 from specdoctor.models import (
+    AttributionFact,
     BreakevenAnalysis,
     Claims,
     Decision,
@@ -27,6 +28,7 @@ from specdoctor.models import (
     SubtractionFact,
 )
 from specdoctor.report import model as m
+from specdoctor.report.attribution_model import Attribution, Cause, CauseKind
 from specdoctor.report.run_facts import add_run_facts
 from specdoctor.tools.bisect import BisectResult, Essentials
 from specdoctor.tools.gates import GateScan
@@ -127,11 +129,40 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
         a = PlanAction.model_validate(raw)
         report.game_plan.append(m.Action(
             title=a.title, gain=a.gain_tps, basis="measured" if a.basis == "measured" else "modelled",
-            cost=a.cost, risk=a.risk,
+            cost=a.cost, risk=a.risk, command=a.command,
             detail=(a.expected_gain + ("; " if a.detail else "") + a.detail).strip("; ")))
+    report.attribution = _attribution(v, r)
     _enrich(report, r)
     add_run_facts(report, v.facts, dry_run=bool(getattr(rec, "dry_run", False)))  # box left, launches, dry run
     return report
+
+
+_REPORT_KIND: dict[str, CauseKind] = {"code": "code", "env": "environment", "launch-flag": "launch", "software": "software",
+                "hardware": "hardware", "workload": "workload", "acceptance": "other"}
+
+
+def _attribution(v: StateView, r: _Reader) -> Attribution | None:
+    """The attribute step's fact as the report's attribution; members of one interacting set become one cause."""
+    att = v.fact("attribution", AttributionFact)
+    if att is None or att.reference_tps is None or att.measured_tps is None:
+        return None
+    trials = [Decision.model_validate(d) for d in v.state.get("decisions") or []]
+    ids = sorted({i for d in trials if d.step == "attribute" for i in r.cmds.ids_for_commands(d.evidence)})
+    causes: list[Cause] = []
+    for c in att.causes:
+        if c.effect_tps is None:
+            continue
+        same = next((x for x in causes if x.delta == c.effect_tps and x.ci_low == c.ci_low and x.fix == c.fix
+                     and x.kind == _REPORT_KIND[c.kind]), None)
+        if same is not None:  # one interacting set: one share of the gap, not one per member
+            same.name = f"{same.name} + {c.name}"
+            continue
+        causes.append(Cause(name=c.name, kind=_REPORT_KIND[c.kind], delta=c.effect_tps, ci_low=c.ci_low,
+                            ci_high=c.ci_high, confirmed=c.confirmed, fix=c.fix,
+                            command_ids=ids if c.method == "revert-trial" else []))
+    return Attribution(metric=att.metric, reference=att.reference_tps, reference_label=att.reference_label,
+                       measured=att.measured_tps, measured_ci_low=att.measured_ci_low,
+                       measured_ci_high=att.measured_ci_high, causes=causes)
 
 
 def _enrich(report: m.Report, r: _Reader) -> None:
@@ -189,6 +220,12 @@ def _isolated(r: _Reader) -> list[str]:
     """Culprits only when the bisection isolated them (an unresolved search's candidate set is not a verdict)."""
     out = r.v.latest(BisectResult)
     return list(out.culprits) if out is not None and out.verdict in ("culprit", "interaction") else []
+
+
+def _tried_culprits(r: _Reader) -> list[str]:
+    """Patches the attribute step's revert trials confirmed both ways (the joint search over code and config)."""
+    att = r.v.fact("attribution", AttributionFact)
+    return [c.key for c in att.confirmed() if c.kind == "code" and c.method == "revert-trial"] if att else []
 
 
 def _suspects(report: m.Report, r: _Reader) -> None:
@@ -261,7 +298,7 @@ def _stash(report: m.Report, r: _Reader) -> None:
         comparison=m.MetricComparison(metric="essentials only vs all patches", samples=[],
                                       pct_change=comp.pct_change, outcome=_outcome(comp.outcome),
                                       p_value=comp.p_value) if comp else None,
-        culprits=_isolated(r),
+        culprits=list(dict.fromkeys([*_isolated(r), *_tried_culprits(r)])),
         restore_verified=restore.verified if restore else None, hash_after=restore.actual_hash if restore else None,
         evidence=r.evidence("backup", r.v.latest_key(Backup)))
 

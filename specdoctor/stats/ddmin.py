@@ -1,4 +1,4 @@
-"""Delta debugging over patch sets, as pure functions of an oracle `test(subset) -> Outcome` (no I/O)."""
+"""Delta debugging over any set of items (patches, deltas kept at today's value), as pure functions of an oracle."""
 
 from __future__ import annotations
 
@@ -127,8 +127,12 @@ def prefix_search(items: Sequence[T], oracle: CachedOracle[T], *, target: Outcom
     return found
 
 
-def isolate(items: Sequence[T], oracle: CachedOracle[T], *, confirm: bool = True) -> SearchResult:
-    """Find the patches (in priority order, most suspect first) that make essentials + patches slow.
+def isolate(items: Sequence[T], oracle: CachedOracle[T], *, confirm: bool = True, noun: str = "patches",
+            base: str = "essentials") -> SearchResult:
+    """Find the items (in priority order, most suspect first) that make `base` + items slow.
+
+    An item is whatever a trial can add to the fast reference: a patch on top of the essential patches, or a delta
+    left at today's value while every other delta is reverted (`noun`/`base` only name them in the notes).
 
     Adaptive bisection narrows the candidates (a fast half clears it, a slow half keeps it). Narrowing is only
     a guide: a culprit set C is named only when it is confirmed both ways by measured trials — essentials + C
@@ -152,9 +156,9 @@ def isolate(items: Sequence[T], oracle: CachedOracle[T], *, confirm: bool = True
 
     if not items:
         return done("no-regression", [], False)
-    top = oracle(items, "reference: essentials + all patches")
+    top = oracle(items, f"reference: {base} + all {noun}")
     if top != "regressed":
-        notes.append("essentials + all patches is not slow: nothing to bisect")
+        notes.append(f"{base} + all {noun} is not slow: nothing to bisect")
         return done("no-regression" if top == "same" else "unresolved", [], False, items if top != "same" else ())
     cand, stuck = items, False
     while len(cand) > 1:
@@ -168,7 +172,7 @@ def isolate(items: Sequence[T], oracle: CachedOracle[T], *, confirm: bool = True
         if ob == "regressed":
             cand = b
             continue
-        notes.append(f"{len(a)} patches could not be judged ({', '.join(oracle.name(x) for x in a)}); "
+        notes.append(f"{len(a)} {noun} could not be judged ({', '.join(oracle.name(x) for x in a)}); "
                      "no culprit is inferred from an unresolved trial")
         stuck = True
         break
@@ -182,14 +186,14 @@ def isolate(items: Sequence[T], oracle: CachedOracle[T], *, confirm: bool = True
         if verdict == "unresolved":
             notes.append("a confirmation trial was unresolved: candidates only")
             return done("unresolved", [], False, cand)
-        if oracle([], "reference: essentials only") == "regressed":
-            notes.append("essentials alone are as slow as all patches: the slowdown is not in these patches")
+        if oracle([], f"reference: {base} only") == "regressed":
+            notes.append(f"{base} alone are as slow as all {noun}: the slowdown is not in these {noun}")
             return done("not-in-patches", [], False)
         notes.append(f"{', '.join(oracle.name(x) for x in cand)} alone does not explain the slowdown: "
-                     "searching for interacting patches")
+                     f"searching for interacting {noun}")
     found = prefix_search(items, oracle)
     if not found:
-        notes.append("no set of patches was shown to reproduce the slowdown")
+        notes.append(f"no set of {noun} was shown to reproduce the slowdown")
         return done("unresolved", [], False, cand)
     verdict = _confirmed(items, found, oracle)
     if verdict == "yes":

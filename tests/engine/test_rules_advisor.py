@@ -99,7 +99,8 @@ def test_game_plan_puts_a_confirmed_revert_above_a_bigger_modelled_gain():
                   results={"breakeven": be, "bisect": _bisect("culprit", ["p3"], True)})
     plan = game_plan(view, decide_verdict(view))
     titles = [a.title for a in plan]
-    assert titles[0] == "Revert or fix p3" and plan[0].basis == "measured" and plan[0].gain_tps == 10.0
+    assert titles[0].startswith("Revert local patch p3") and plan[0].basis == "measured" and plan[0].gain_tps == 10.0
+    assert plan[0].command is not None and "apply -R" in plan[0].command
     nccl = titles.index("Remove NCCL_PROTO from the workers' environment")
     assert plan[nccl].basis == "measured"
     drafter = next(a for a in plan if a.title.startswith("Improve the drafter"))

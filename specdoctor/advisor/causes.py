@@ -1,0 +1,86 @@
+"""Causes of a gap that need no revert trial: the bisection's confirmed culprits, targeted measurements, /proc.
+
+Both the attribute step (which adds its revert trials) and the verdict (when that step did not run) read them here.
+"""
+
+from __future__ import annotations
+
+import shlex
+import statistics
+
+from specdoctor.models import CauseFact, StateReader, SubtractionFact
+from specdoctor.stats.summary import diff_of_medians_ci
+from specdoctor.tools.bisect import BisectResult
+from specdoctor.tools.hardware_probe import HardwareProbe
+from specdoctor.tools.server import Propagation
+
+__all__ = ["effect", "revert_patch_command", "non_revertible_causes"]
+
+
+def effect(today: list[float], reverted: list[float]) -> tuple[float, float, float]:
+    """Today minus reverted (negative: the delta slows the server), with a bootstrap CI over the run samples."""
+    lo, hi = diff_of_medians_ci(reverted, today)
+    return statistics.median(today) - statistics.median(reverted), lo, hi
+
+
+def revert_patch_command(repo: str | None, path: str) -> str:
+    """Save a file's local change as a patch, then reverse-apply it (the patch file keeps it recoverable)."""
+    name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0] + ".revert.patch"
+    r = f"-C {shlex.quote(repo)} " if repo else ""
+    return f"git {r}diff HEAD -- {shlex.quote(path)} > {name} && git {r}apply -R {name}"
+
+
+def _probe_causes(view: StateReader) -> list[CauseFact]:
+    """Causes the hardware probe's targeted measurements confirmed (link, clocks, power, neighbours)."""
+    probe = view.latest(HardwareProbe)
+    return list(probe.causes) if probe is not None else []
+
+
+def _code_causes(view: StateReader) -> list[CauseFact]:
+    """The bisection's culprits confirmed both ways, with the subtraction's all-patches vs essentials effect."""
+    bis = view.latest(BisectResult)
+    if bis is None or bis.verdict not in ("culprit", "interaction") or not bis.confirmed:
+        return []
+    sub = view.fact("subtraction", SubtractionFact) or SubtractionFact()
+    full = sub.all_patches.samples if sub.all_patches else []
+    ess = sub.essentials_only.samples if sub.essentials_only else []
+    eff: tuple[float | None, float | None, float | None] = (None, None, None)
+    if len(full) >= 2 and len(ess) >= 2:
+        eff = effect(full, ess)
+    elif sub.all_patches and sub.essentials_only and sub.all_patches.median is not None \
+            and sub.essentials_only.median is not None:  # medians only (an older run's fact): no CI
+        eff = (sub.all_patches.median - sub.essentials_only.median, None, None)
+    repo = view.params.get("repo")
+    return [CauseFact(name=f"local patch {c}", kind="code", key=c, effect_tps=eff[0], ci_low=eff[1], ci_high=eff[2],
+                      confirmed=True, method="bisection", fix=revert_patch_command(repo, c),
+                      evidence=["bisect"],
+                      detail=("together with " + ", ".join(x for x in bis.culprits if x != c)) if len(bis.culprits) > 1
+                      else "") for c in bis.culprits]
+
+
+def _dropped_causes(view: StateReader) -> list[CauseFact]:
+    """Variables the launch shell/parent has and no TP worker receives (/proc): the launcher drops them."""
+    prop = view.latest(Propagation)
+    out = []
+    for r in prop.rows if prop else []:
+        if r.status != "dropped-for-workers":
+            continue
+        value = r.shell if r.shell is not None else r.parent
+        out.append(CauseFact(name=f"{r.name}={value} dropped by the launcher before the TP workers", kind="env",
+                             key=r.name, confirmed=True, method="targeted-measurement",
+                             evidence=["propagation"],
+                             fix=f"pass {r.name}={value} where the TP workers inherit it (the launch environment, "
+                                 "not sitecustomize.py); check /proc/<worker>/environ",
+                             detail="set in the launch shell/parent, absent in every worker (/proc/PID/environ)"))
+    return out
+
+
+def non_revertible_causes(view: StateReader) -> list[CauseFact]:
+    """Causes established without a revert trial: bisection, hardware probe, NCCL A/B, dropped variables."""
+    out = _code_causes(view) + _probe_causes(view)
+    nccl = view.fact("nccl_cause", CauseFact)
+    if nccl is not None:
+        out.append(nccl)
+    seen = {(c.kind, c.key) for c in out}
+    out += [c for c in _dropped_causes(view) if (c.kind, c.key) not in seen]
+    return out

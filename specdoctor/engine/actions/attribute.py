@@ -1,0 +1,385 @@
+"""Attribute the measured gap: revert trials over every revertible delta, one delta-debugging search, causes with CIs.
+
+A delta is named a cause only when trials measured it both ways: reverting exactly it restores the speed and
+leaving only it (every other delta reverted) reproduces the slowdown. An unresolved trial buys more runs and then
+ends as a candidate, never a cause. Causes no trial can revert come from targeted measurements (hardware probe,
+the NCCL A/B) and the bisection's confirmed code culprits.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from specdoctor.advisor.causes import effect, non_revertible_causes, revert_patch_command
+from specdoctor.engine.actions import ActionOutcome, action
+from specdoctor.engine.actions.measure import _recorder
+from specdoctor.engine.actions.subtract import essential_files
+from specdoctor.engine.state import Decision, StateView
+from specdoctor.errors import ToolRetry, Unresolved
+from specdoctor.models import (
+    AttributionFact,
+    CauseFact,
+    Claims,
+    Delta,
+    DeltaList,
+    MeasureFacts,
+    Revert,
+    SubtractionFact,
+)
+from specdoctor.stats.comparator import compare, compare_to_claim
+from specdoctor.stats.ddmin import CachedOracle, Outcome, classify, isolate
+from specdoctor.stats.sequential import nominal_levels
+from specdoctor.stats.summary import median_ci
+from specdoctor.tools.bisect import BisectResult
+from specdoctor.tools.revert import describe, merge_reverts, reverted
+from specdoctor.tools.trial import AUTO_PORT, LaunchConfig, LaunchFailed, MeasureFailed, measure, trial
+
+__all__ = ["attribute", "TrialRun", "SearchOutcome", "search_deltas"]
+
+MAX_RUNS = 14
+"""Runs one trial server may take before its comparison ends unresolved (start 5, then 3 more per look)."""
+Judge = Callable[[list[float]], Outcome | None]
+RunKept = Callable[[frozenset[str], str, Judge], "TrialRun"]
+"""Launch with exactly `kept` at today's value (every other delta reverted), measure until `judge` decides."""
+
+
+class TrialRun(BaseModel):
+    """One revert trial: which deltas stayed at today's value, what it measured, and why it stopped."""
+
+    kept: list[str]
+    reverted: list[str]
+    samples: list[float] = Field(default_factory=list)
+    outcome: Outcome = "unresolved"
+    purpose: str = ""
+    cause: str | None = Field(default=None, description="Why it is unresolved (failed start, undecided comparator).")
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.samples) if self.samples else None
+
+
+class SearchOutcome(BaseModel):
+    """What the revert trials established: confirmed sets with their effects, candidates, and every trial."""
+
+    first: Literal["restores", "same", "slower", "unresolved", "no-control"]
+    causes: list[tuple[list[str], float, float, float]] = Field(
+        default_factory=list, description="(names reverted together, effect today − reverted, CI low, CI high).")
+    candidates: list[str] = Field(default_factory=list)
+    trials: list[TrialRun] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    restored_samples: list[float] = Field(default_factory=list, description="Reverting every confirmed cause.")
+
+
+def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs: int = 5, step: int = 3,
+                  max_runs: int = MAX_RUNS, alpha: float = 0.01, rounds: int = 3,
+                  magnitude: float | None = None) -> SearchOutcome:
+    """Control (today) vs everything reverted, then confirm-both-ways delta debugging over `names` (most suspect
+    first). `run(kept, purpose, judge)` measures one configuration; pure otherwise (tests drive it with noise)."""
+    trials: dict[frozenset[str], TrialRun] = {}
+    out = SearchOutcome(first="no-control")
+    control = list(control)
+    sizes = sorted({*range(runs, max_runs, step), max_runs})
+    levels = dict(zip(sizes, nominal_levels(sizes, alpha), strict=True))
+
+    def decide(today: list[float], rev: list[float]) -> Outcome | None:
+        """Sequential look at today vs everything reverted: 'same' = reverting restores speed, 'regressed' = it
+        does not (SAME, or slower), None = undecided at this look (more runs)."""
+        level = max((lv for n, lv in levels.items() if n <= min(len(today), len(rev))), default=None)
+        if level is None:
+            return None
+        c = compare(today, rev, t_level=level, magnitude=magnitude)
+        if c.outcome == "DIFFERENT":
+            return "same" if c.delta > 0 else "regressed"
+        return "regressed" if c.outcome == "SAME" else None
+
+    def measured(kept: frozenset[str], purpose: str, judge: Judge) -> TrialRun:
+        if kept not in trials:
+            t = run(kept, purpose, judge)
+            trials[kept] = t
+            out.trials.append(t)
+        return trials[kept]
+
+    if len(control) < 3:  # nothing reusable: a control trial of today's configuration
+        control += measured(frozenset(names), "control: today's configuration", lambda s: "regressed").samples
+    if len(control) < 3:
+        out.notes.append("today's configuration could not be measured: nothing to compare the reverts with")
+        return out
+    allrev = measured(frozenset(), "every revertible delta reverted", lambda s: decide(control, s))
+    if len(allrev.samples) < 3:
+        out.first, out.candidates = "unresolved", list(names)
+        out.notes.append(f"reverting everything could not be measured: {allrev.cause or 'too few runs'}")
+        return out
+    decided = decide(control, allrev.samples)
+    if decided is None:
+        # Today's figure came from a few runs (reused): a control trial of today's configuration buys more runs.
+        ctrl = measured(frozenset(names), "control: today's configuration",
+                        lambda s: decide(control + s, allrev.samples))
+        control = control + ctrl.samples
+        decided = decide(control, allrev.samples)
+    first = compare(control, allrev.samples)
+    if decided is None:
+        out.first, out.candidates = "unresolved", list(names)
+        out.notes.append(f"reverting everything vs today: comparator undecided after {len(allrev.samples)}/"
+                         f"{len(control)} runs ({first.summary_line()}): candidates only")
+        return out
+    if decided == "regressed":
+        out.first = "slower" if first.outcome == "DIFFERENT" else "same"
+        out.notes.append(f"reverting every revertible delta changes nothing that matters ({first.summary_line()})"
+                         if out.first == "same" else f"reverting everything made it slower ({first.summary_line()})")
+        return out
+    out.first = "restores"
+    remaining = list(names)
+    slow_ref = list(control)
+    for _ in range(rounds):
+        if not remaining:
+            break
+        gain = statistics.median(allrev.samples) - statistics.median(slow_ref)
+        mag = max(0.3 * gain, 0.02 * statistics.median(slow_ref))
+        ref = list(slow_ref)
+
+        def judge(samples: list[float], ref: list[float] = ref, mag: float = mag) -> Outcome | None:
+            return classify(samples, ref, allrev.samples, magnitude=mag)
+
+        def test(kept: frozenset[str], judge: Judge = judge) -> Outcome:
+            t = measured(kept, "", judge)  # kept at today's value; every other delta (earlier causes too) reverted
+            if t.cause or len(t.samples) < 3:
+                return "unresolved"
+            return judge(t.samples) or "unresolved"
+
+        oracle: CachedOracle[str] = CachedOracle(test)
+        oracle.seed(frozenset(remaining), "regressed")
+        oracle.seed(frozenset(), "same")
+        found = isolate(remaining, oracle, noun="deltas", base="every other delta reverted")
+        for rec in found.trials:  # the purpose of each trial, as the search meant it
+            t = trials.get(frozenset(rec.subset))
+            if t is not None and not t.purpose:
+                t.purpose = rec.purpose
+        out.notes += found.notes
+        if not (found.confirmed and found.culprits):
+            out.candidates += [c for c in (found.candidates or ([] if found.verdict == "no-regression" else remaining))
+                               if c not in out.candidates]
+            break
+        culprits = found.culprits
+        rest = [n for n in remaining if n not in culprits]
+        rev_c = trials.get(frozenset(rest)) if rest else allrev
+        samples = rev_c.samples if rev_c is not None else allrev.samples
+        out.causes.append((culprits, *effect(slow_ref, samples)))
+        out.restored_samples = list(samples)
+        # What reverting the named set leaves: if everything-reverted is still clearly faster, search the rest
+        # with this trial as the new "today".
+        left = compare(samples, allrev.samples)
+        if not rest or left.outcome != "DIFFERENT" or left.delta <= 0:
+            break
+        remaining, slow_ref = rest, list(samples)
+    return out
+
+
+def _deltas(view: StateView) -> DeltaList | None:
+    return view.latest(DeltaList) or view.fact("deltas", DeltaList)
+
+
+def _fix(d: Delta, view: StateView) -> str:
+    """The exact edit that removes a confirmed delta for good."""
+    r = d.revert or Revert()
+    src = d.source or ""
+    if r.drop_patches:
+        return " && ".join(revert_patch_command(view.params.get("repo"), p) for p in r.drop_patches)
+    if r.undo_sitecustomize:
+        path = src if src.endswith(".py") and "/" in src else "sitecustomize.py"
+        return "; ".join(f'remove `os.environ["{n}"] = ...` from {path}' for n in r.undo_sitecustomize)
+    if r.argv_set:
+        parts = [f"without --{k.replace('_', '-')}" if v is None else f"with --{k.replace('_', '-')} {v}".rstrip()
+                 for k, v in r.argv_set.items()]
+        return "relaunch " + " and ".join(parts)
+    files = [f.strip() for f in src.split(",") if f.strip().startswith(("/", "~"))]
+    if d.kind == "env" and files:  # set by a file the user owns (a shell profile, nccl.conf, a launch script)
+        also = (" (the trial ran with " + " ".join(f"{k}={v}" for k, v in r.env.items()) + ")") if r.env else ""
+        return f"remove the line setting {d.name} from {' or '.join(files)}, then relaunch{also}"
+    if r.unset:
+        where = f" in {src}" if src and src not in ("launch line", "launcher") else ""
+        return "; ".join(f"unset {n}{where}" for n in r.unset)
+    if r.env:
+        return "relaunch with " + " ".join(f"{k}={v}" for k, v in r.env.items())
+    return describe(r)
+
+
+def _code_settled(view: StateView) -> str | None:
+    """Why the local patches need no revert trial here (None: they join the search with everything else)."""
+    bis = view.latest(BisectResult)
+    if bis is not None and bis.confirmed and bis.culprits:
+        return "the bisection confirmed the culprit patches both ways"
+    sub = view.fact("subtraction", SubtractionFact)
+    if sub is not None and sub.outcome == "SAME":
+        return "removing every non-essential patch changed nothing (comparator SAME)"
+    if sub is not None and not sub.made_faster:
+        return f"the subtraction did not show that removing the patches makes it faster ({sub.outcome or 'not run'})"
+    return None
+
+
+def _metric(view: StateView, measure: MeasureFacts) -> Literal["spec", "baseline"]:
+    """The figure the trials measure: of those whose gap to the reference was shown (claim DIFFERENT, or any when
+    there are no claims), the one whose gap is largest next to its run-to-run noise. Speculative tok/s carries the
+    acceptance's randomness; when the baseline shows the same gap it decides in far fewer runs."""
+    claims = (view.fact("claims", Claims) or Claims({})).root
+    best: tuple[float, Literal["spec", "baseline"]] | None = None
+    for key in ("spec", "baseline"):
+        m = getattr(measure, key)
+        ref, _ = _reference(view, key)
+        if m is None or len(m.samples) < 3 or ref is None:
+            continue
+        if claims and (claims.get(key) is None or claims[key].outcome != "DIFFERENT"):
+            continue
+        med = statistics.median(m.samples)
+        score = abs(ref - med) / max(statistics.stdev(m.samples), 0.005 * abs(med), 1e-9)
+        if best is None or score > best[0]:
+            best = (score, key)  # type: ignore[assignment]
+    if best is not None:
+        return best[1]
+    return "spec" if measure.spec is not None and measure.spec.samples else "baseline"
+
+
+def _reference(view: StateView, metric: str) -> tuple[float | None, str]:
+    claim = (view.fact("claims", Claims) or Claims({})).root.get(metric)
+    if claim is not None and claim.claimed is not None:
+        return claim.claimed, "claimed"
+    good = view.params.get("good_fingerprint")
+    meas = good.get("measurements") if isinstance(good, dict) else None
+    value = meas.get(f"{metric}_tps") if isinstance(meas, dict) else None
+    return (float(value), "good run") if isinstance(value, int | float) else (None, "claimed")
+
+
+@action("disrupt")
+def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> ActionOutcome:
+    """Revert every revertible delta in trials, search for the minimal set confirmed both ways, attribute the gap."""
+    out = ActionOutcome()
+    measure_facts = view.fact("measure", MeasureFacts) or MeasureFacts()
+    metric = _metric(view, measure_facts)
+    today = getattr(measure_facts, metric)
+    control = list(today.samples) if today is not None else []
+    reference, ref_label = _reference(view, metric)
+    fact = AttributionFact(metric=metric, reference_tps=reference, reference_label=ref_label,
+                           measured_tps=statistics.median(control) if control else None)
+    if control:
+        fact.measured_ci_low, fact.measured_ci_high = median_ci(control)
+    fact.causes = non_revertible_causes(view)
+    deltas = _deltas(view)
+    code_settled = _code_settled(view)
+    essential = set(essential_files(view))
+    testable: list[Delta] = []
+    for d in deltas.deltas if deltas else []:
+        if any(c.key == d.name and c.kind == d.kind for c in fact.causes):
+            continue
+        if d.kind == "code" and code_settled:
+            fact.untested.append(f"{d.label}: {code_settled}")
+        elif d.kind == "code" and any(d.name == e or d.name.endswith("/" + e.lstrip("/")) for e in essential):
+            fact.untested.append(f"{d.label}: essential (the server does not start without it)")
+        elif d in (deltas.revertible() if deltas else []):
+            testable.append(d)
+        elif d.kind not in ("acceptance", "workload"):
+            fact.untested.append(f"{d.label}: no trial can revert it")
+    order = {"high": 0, "medium": 1, "low": 2, "none": 3}
+    testable.sort(key=lambda d: order[d.impact])
+    launch = view.get("facts.launch")
+    search: SearchOutcome | None = None
+    if testable and launch:
+        by_name = {d.label: d for d in testable}
+        p = view.params
+        base = LaunchConfig(command=launch, python=p.get("python"), speculative=metric == "spec", label="attr",
+                            env=dict(view.get("facts.server_env") or {}), port=AUTO_PORT,
+                            timeout_s=p.get("launch_timeout_s", 600))
+        runs = int(p.get("runs", 5))
+        record = _recorder(out.results)
+
+        def run(kept: frozenset[str], purpose: str, judge: Judge) -> TrialRun:
+            rev = [by_name[n] for n in by_name if n not in kept]
+            t = TrialRun(kept=sorted(kept), reverted=[d.label for d in rev], purpose=purpose)
+            revert = merge_reverts([d.revert for d in rev if d.revert is not None])
+            label = f"attr{len(out.decisions) + 1}"
+            first_cmd = len(out.commands(10**6))
+            deps.view.progress(f"revert trial: {describe(revert)}")
+            try:
+                with reverted(deps.tool_ctx, base, revert, repo=p.get("repo"), label=label) as cfg:
+                    with trial(deps.tool_ctx, cfg, record=record) as h:
+                        n = runs
+                        while True:
+                            m = measure(h, runs=n, requests_per_run=p.get("requests_per_run", 3),
+                                        max_new_tokens=p.get("max_new_tokens", 128), key=f"bench_{label}_{len(t.samples)}")
+                            t.samples += [float(x) for x in m.samples]
+                            verdict = judge(t.samples)
+                            if verdict is not None:
+                                t.outcome = verdict
+                                break
+                            if len(t.samples) >= MAX_RUNS:
+                                t.cause = f"comparator undecided after {len(t.samples)} runs"
+                                break
+                            n = 3
+            except (LaunchFailed, MeasureFailed) as exc:
+                t.cause = f"{type(exc).__name__}: {exc.result.summary}"[:300]
+            except (ToolRetry, Unresolved) as exc:
+                t.cause = f"revert could not be applied: {exc}"[:300]
+            med = t.median
+            out.decisions.append(Decision(
+                step=step.id, title=step.title, checked=f"revert trial ({purpose or 'search'}, {metric} tok/s): {describe(revert)}",
+                found=(f"{len(t.samples)} runs, median {med:.1f} tok/s vs today's {statistics.median(control):.1f}"
+                       if med is not None else "not measured") + (f"; {t.cause}" if t.cause else ""),
+                decided=("unresolved: never counted good or bad" if t.cause else
+                         "today's configuration re-measured: more runs for the comparison" if not rev else
+                         "fast: as with every difference reverted" if t.outcome == "same" else
+                         "slow: as today" if t.outcome == "regressed" else "unresolved: never counted good or bad"),
+                why="a delta is named only when reverting exactly it restores and leaving only it reproduces",
+                status="ok" if not t.cause else "unresolved", evidence=out.commands(10**6)[first_cmd:][:40]))
+            return t
+
+        # SAME means "no change as large as half the gap to the reference": deltas that cannot explain the gap
+        # are ruled out in a few runs even on a noisy figure.
+        mag = None
+        if reference is not None and control:
+            mag = max(0.05 * statistics.median(control), 0.5 * abs(reference - statistics.median(control)))
+        search = search_deltas(list(by_name), run, control, runs=runs, magnitude=mag)
+        for names, eff, lo, hi in search.causes:
+            for n in names:
+                d = by_name[n]
+                others = [x for x in names if x != n]
+                fact.causes.append(CauseFact(
+                    name=_cause_name(d), kind=d.kind, key=d.name, metric=metric, effect_tps=round(eff, 2),
+                    ci_low=round(lo, 2), ci_high=round(hi, 2), confirmed=True, method="revert-trial", fix=_fix(d, view),
+                    evidence=[step.id], detail=(f"reverted together with {', '.join(others)} (they interact; "
+                                                "the effect is the set's)") if others else d.why))
+        fact.candidates = [c for c in search.candidates]
+        if search.restored_samples and reference is not None:
+            chk = compare_to_claim(search.restored_samples, reference)
+            fact.restored = chk.outcome == "SAME" or chk.median >= reference
+    elif testable:
+        fact.untested += [f"{d.label}: no launch command to run a trial" for d in testable]
+    out.facts["attribution"] = fact.model_dump(mode="json")
+    named = [c.name for c in fact.confirmed()]
+    out.summary = ("causes: " + "; ".join(named) if named else
+                   f"candidates (unresolved): {', '.join(fact.candidates)}" if fact.candidates else
+                   "no delta explains the gap" if testable else "nothing to revert")
+    out.decisions.append(Decision(
+        step=step.id, title=step.title,
+        checked=f"{len(testable)} revertible deltas by trial; {len(fact.causes) - len(search.causes if search else [])} "
+                "causes from the bisection, targeted measurements and /proc",
+        found=out.summary + ("; " + " ".join(search.notes) if search and search.notes else ""),
+        decided="attribution written: the verdict follows it",
+        why="only measured causes explain a gap; an unresolved comparison names candidates, never a cause"))
+    return out
+
+
+def _cause_name(d: Delta) -> str:
+    """'NCCL_P2P_DISABLE=1 set by sitecustomize.py', '--attention-backend triton (good run: fa3)'."""
+    if d.kind == "launch-flag":
+        flag = "--" + d.name.replace("_", "-")
+        cur = "absent" if d.current is None else d.current
+        ref = "absent" if d.reference is None else d.reference
+        return f"{flag} {cur} (good run: {ref})" if d.reference_label == "good run" else f"{flag} {cur} ({d.reference_label}: {ref})"
+    if d.kind == "code":
+        return f"local patch {d.name}"
+    if d.current is None:
+        where = f"; {d.source}" if d.source else ""
+        return f"{d.name} unset today ({d.reference_label}: {d.reference}{where})"
+    return f"{d.name}={d.current}" + (f" set by {d.source}" if d.source else "")

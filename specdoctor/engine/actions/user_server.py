@@ -126,6 +126,14 @@ def blocked_by_user_server(view: StateView) -> str | None:
 
 # -- examine (read) ----------------------------------------------------------------------------------------------
 
+
+def _as_found(comparison: Any) -> str:
+    """SAME also when the comparator tells the two apart by less than `_SAME_WITHIN` either way: a fresh launch of
+    the same server differs by a few percent (memory layout, clocks), which is the server as it was."""
+    if comparison.outcome == "DIFFERENT" and abs(comparison.pct_change) < 100 * _SAME_WITHIN:
+        return "SAME"
+    return str(comparison.outcome)
+
 @action("read")
 def examine_user_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
     """Read what would bring the user's server back, its supervisor, its GPU memory and where it imports sglang."""
@@ -337,7 +345,7 @@ def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None 
         from specdoctor.stats.comparator import compare
 
         comparison = compare(before, samples, magnitude=_SAME_WITHIN * (fact.tps_before or 0.0))
-        outcome = comparison.outcome
+        outcome = _as_found(comparison)
         if outcome != "UNKNOWN":
             break
     fact.outcome = outcome  # type: ignore[assignment]

@@ -105,10 +105,12 @@ def test_regression_phases_plan_only_what_can_run():
 
     common = dict(essential_given=False, runs=5, extra_runs=8, subtract_rounds=3, max_runs=15, finalists=3)
     clean = regression_phases(changed=0, spec_running=True, tp_size=1, stops_user_server=False, **common)
-    assert [p.step for p in clean] == ["reproduce"] and clean[0].launches == 1  # the running spec server is reused
+    assert [p.step for p in clean] == ["reproduce", "attribute"] and clean[0].launches == 1  # running server reused
+    assert "list_deltas" in clean[1].condition  # the revert trials depend on differences found later
     full = regression_phases(changed=8, spec_running=False, tp_size=8, stops_user_server=True, **common)
     steps = {p.step: p for p in full}
-    assert list(steps) == ["reproduce", "essentials", "subtract", "bisect", "nccl_promote", "restart"]
+    assert list(steps) == ["reproduce", "essentials", "subtract", "bisect", "nccl_promote", "attribute",
+                           "restart"]
     assert steps["reproduce"].launches == 2 and steps["subtract"].launches == 6 and steps["bisect"].launches == 9
     assert steps["essentials"].launches == 2 + 8 * (2 + 3) and steps["restart"].launches == 1
     given = regression_phases(changed=8, spec_running=True, tp_size=1, stops_user_server=False,

@@ -45,6 +45,13 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
         phases.append(PlannedPhase(step="nccl_promote", launches=2 * finalists, runs=runs + 1,
                                    condition="only if the NCCL sweep finds a significantly better setting",
                                    decides="does the NCCL winner speed up decoding end to end?"))
+    # The revert trials of the attribute step: a control of today's configuration and every difference reverted;
+    # the differences are listed only later (list_deltas), so the search that follows a restore is a condition.
+    phases.append(PlannedPhase(step="attribute", launches=2, runs=max_runs + 1,
+                               condition="when the box differs from the reference in something a relaunch can "
+                                         "revert; if reverting restores speed, ~2·log2(D)+2 more per cause (D "
+                                         "differences, known after list_deltas)",
+                               decides="which differences (variables, flags, patches) explain the gap"))
     if stops_user_server:
         phases.append(PlannedPhase(step="restart", launches=1, runs=4, decides="your server back as it was "
                                    "(comparator SAME against the first measurement)"))

@@ -241,18 +241,18 @@ def probe_hardware(ctx: ToolContext, args: ProbeInput) -> HardwareProbe:
                                      for i, r in gpus.items()}
     load_gpus = ",".join(str(i) for i in sorted(gpus))
     # one load (all-reduce over every GPU) read `samples` times: a clock or power limit shows only under load
-    if bench == "all_reduce_perf":
-        load = f"all_reduce_perf -b 64M -e 64M -g {len(gpus)} -n 500 -w 5"
+    if bench == "all_reduce_perf":  # -N 0: cycles until killed, so the load outlasts the readings on any box
+        load = f"all_reduce_perf -b 64M -e 64M -g {len(gpus)} -n 500 -w 5 -N 0"
     elif bench == "allreduce_bench" and args.python:
         load = (f"{shlex.quote(args.python)} -m torch.distributed.run --standalone --nproc-per-node {len(gpus)} "
                 f"{shlex.quote(ctx.remote_script('allreduce_bench.py'))} --sizes 64M -n 500 -w 5 -G 0")
     else:
         load = "true"
         out.notes.append("no all-reduce benchmark to load the GPUs with: clocks read as the server leaves them")
-    script = (f"(CUDA_VISIBLE_DEVICES={load_gpus} {load} "
-              f">/dev/null 2>&1 &) ; sleep {args.load_warmup_s:g}; for i in $(seq {args.samples}); do "
+    script = (f"CUDA_VISIBLE_DEVICES={load_gpus} {load} >/dev/null 2>&1 & LOAD=$!; "
+              f"sleep {args.load_warmup_s:g}; for i in $(seq {args.samples}); do "
               "nvidia-smi --query-gpu=" + ",".join(_Q) + " --format=csv,noheader,nounits 2>&1; "
-              f"[ $i -lt {args.samples} ] && sleep 1; done; true")
+              f"[ $i -lt {args.samples} ] && sleep 1; done; kill $LOAD 2>/dev/null; wait $LOAD 2>/dev/null; true")
     res = ctx.host.run(Raw(script), check="ignore", timeout=120 + args.load_warmup_s + 2 * args.samples)
     for r in parse_query_csv(res.stdout.strip(), _Q):
         idx = int(r.get("index") or -1) if (r.get("index") or "").isdigit() else -1
@@ -308,6 +308,10 @@ def probe_hardware(ctx: ToolContext, args: ProbeInput) -> HardwareProbe:
             apps.append((int(cells[0]), cells[1], _f(cells[2]), cells[3]))
     by_bus = {(r.get("pci.bus_id") or "").lower()[-12:]: i for i, r in gpus.items()}
     server_bus = {b.lower()[-12:] for pid, _, _, b in apps if pid in server_pids}
+    if not server_bus and args.tp:  # the server is stopped for the trials: its GPUs are the ones it will come back on
+        visible = (fp.get("worker_env") or {}).get("CUDA_VISIBLE_DEVICES") or ""
+        ids = [int(x) for x in visible.split(",") if x.strip().isdigit()] or list(range(int(args.tp)))
+        server_bus = {(gpus[i].get("pci.bus_id") or "").lower()[-12:] for i in ids[:int(args.tp)] if i in gpus}
     foreign = [a for a in apps if a[0] not in server_pids]
     sm_by_pid = _pmon(ctx) if foreign else {}
     for pid, name, mib, bus in foreign:

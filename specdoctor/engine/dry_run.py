@@ -144,24 +144,17 @@ def _essentials(view: StateView, args: dict[str, Any], step: str) -> list[Planne
                            "(start or not; no benchmark)", known=False, after="whether HEAD alone starts")]
 
 
-def _apply_essentials(view: StateView) -> PlannedCommand:
-    given = [str(f) for f in _p(view, "essential", []) or []]
-    if given:
-        return PlannedCommand(command=f"apply_patches files={given} (each file's patch from the backup, verified)")
-    return PlannedCommand(command="apply_patches files=ESSENTIALS (each file's patch from the backup, verified)",
-                          known=False, after="essentials")
-
-
 def _subtract(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
-    repo = str(_p(view, "repo", "REPO"))
-    return [_launch_line(view, speculative=True, tree="the tree with all patches"),
+    given = [str(f) for f in _p(view, "essential", []) or []]
+    return [PlannedCommand(command="build ~/.specdoctor/trees/RUN/all: HEAD (objects via alternates) + every changed "
+                           "file from the backup", note="a trial tree: your checkout is only read"),
+            _launch_line(view, speculative=True, tree="the trial tree with all patches"),
             _bench(view, _PORT, "all patches"),
-            PlannedCommand(command=_git(repo, "reset", "-q", "--hard", "HEAD") + " && "
-                           + _git(repo, "clean", "-fdq"), note="stash_all: every change held by the backup ref, "
-                           "not a stash entry"),
-            _apply_essentials(view),
-            _launch_line(view, speculative=True, tree="the tree with the essential patches only"),
-            _bench(view, _PORT, "essentials only")]
+            PlannedCommand(command=f"build ~/.specdoctor/trees/RUN/essentials: HEAD + {given or 'ESSENTIALS'}",
+                           known=bool(given), after="" if given else "essentials"),
+            _launch_line(view, speculative=True, tree="the trial tree with the essential patches only"),
+            _bench(view, _PORT, "essentials only"),
+            PlannedCommand(command="rm -rf ~/.specdoctor/trees/RUN/all ~/.specdoctor/trees/RUN/essentials")]
 
 
 def _bisect(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:

@@ -225,10 +225,9 @@ def _plan(r: Report) -> Section:
         s.blocks.append(Para(["Dry run: the steps below were not run; each lists the commands a real run would "
                               "execute (PORT is picked at launch; a command marked 'after …' needs that result "
                               "first)."], role="note"))
-        for p in r.dry_run:
-            s.blocks.append(Para([Code(p.step), f" — {p.target} ({p.effect}); {p.condition or 'always runs'}; "
-                                  f"{p.why}"]))
-            items: list[list[Span]] = []
+        for p in r.dry_run:  # one list per step: its line first, then its commands (short report.md)
+            items: list[list[Span]] = [[Code(p.step), f" — {p.target} ({p.effect}); {p.condition or 'always runs'}; "
+                                        f"{p.why}"]]
             for c in p.commands:
                 item: list[Span] = [Code(c.command)]
                 item += [f" (after {c.after})"] if not c.known and c.after else []

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import random
+import signal
 import socket
 import sys
+import time
 
-from .config import exec_environ, load_twin
+from .config import exec_environ, load_twin, sandbox_root
 from .perf import allreduce_us, effective_nccl_env, gpus_for, link_bw_factor
 
 __all__ = ["main"]
@@ -19,10 +22,11 @@ _TYPES = {"int8": 1, "char": 1, "uint8": 1, "int32": 4, "int": 4, "uint32": 4, "
 _OPTS = {"-t": "nthreads", "-g": "ngpus", "-b": "minbytes", "-e": "maxbytes", "-i": "stepbytes", "-f": "stepfactor",
          "-n": "iters", "-m": "agg_iters", "-w": "warmup", "-p": "parallel_init", "-c": "check", "-o": "op",
          "-d": "datatype", "-r": "root", "-z": "blocking", "-y": "stream_null", "-T": "timeout", "-G": "cudagraph",
-         "-C": "report_cputime", "-a": "average", "-J": "json", "-R": "local_register"}
+         "-C": "report_cputime", "-a": "average", "-J": "json", "-R": "local_register", "-N": "run_cycles"}
 _LONG = {"--" + v: k for k, v in _OPTS.items()}
 _LONG.update({"--nthreads": "-t", "--ngpus": "-g", "--minbytes": "-b", "--maxbytes": "-e", "--stepfactor": "-f",
-              "--iters": "-n", "--warmup_iters": "-w", "--op": "-o", "--datatype": "-d", "--cudagraph": "-G"})
+              "--iters": "-n", "--warmup_iters": "-w", "--op": "-o", "--datatype": "-d", "--cudagraph": "-G",
+              "--run_cycles": "-N"})
 
 
 def _size(text: str) -> int:
@@ -44,7 +48,7 @@ def _usage() -> None:
 def _parse(argv: list[str]) -> dict | None:
     o = {"nthreads": "1", "ngpus": "1", "minbytes": "32M", "maxbytes": "32M", "stepfactor": "1", "stepbytes": None,
          "iters": "20", "warmup": "1", "check": "1", "op": "sum", "datatype": "float", "cudagraph": "0",
-         "json": None, "average": "1", "agg_iters": "1", "root": "0"}
+         "json": None, "average": "1", "agg_iters": "1", "root": "0", "run_cycles": "1"}
     i = 0
     while i < len(argv):
         a = argv[i]
@@ -82,6 +86,27 @@ def _fmt_time(us: float) -> str:
     if us >= 100.0:
         return f"{us:7.1f}"
     return f"{us:7.2f}"
+
+
+def _keep_busy(devices: list[int], cycles: int) -> None:
+    """`-N 0` (run cycles forever) keeps its GPUs busy until it is killed, as the real binary does; the twin's
+    nvidia-smi sees them busy through a load file naming this pid. One cycle costs model time only."""
+    if cycles == 1:
+        return
+    path = os.path.join(sandbox_root(), "run", "gpu-load", f"{os.getpid()}.json")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as fh:
+        json.dump({"gpus": list(devices)}, fh)
+    sys.stdout.flush()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # killed: remove the load file on the way out
+    try:
+        n = 0
+        while cycles == 0 or n < cycles:
+            time.sleep(0.2)
+            n += 1
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
 
 
 def main(argv: list[str]) -> int:
@@ -165,6 +190,7 @@ def main(argv: list[str]) -> int:
             size += _size(o["stepbytes"])
         else:
             break
+    _keep_busy(devices, int(o["run_cycles"] or "1"))
     avg = sum(busbws) / len(busbws) if busbws else 0.0
     w(f"# Out of bounds values : 0 OK\n# Avg bus bandwidth    : {avg:g} \n#\n")
     w("# Collective test concluded: all_reduce_perf\n\n")

@@ -57,6 +57,15 @@ def _gpu_procs() -> list[dict]:
             rank = int(title.rsplit("TP", 1)[1]) if "TP" in title else 0
             out.append({"gpu": int(p.get("gpu", rank)), "pid": p["pid"], "name": title,
                         "mem": p.get("mem_mib"), "server": True})  # mem recorded when memory is enforced
+    for f in glob.glob(os.path.join(root, "run", "gpu-load", "*.json")):  # all_reduce_perf -N 0 while it runs
+        try:
+            pid = int(os.path.basename(f).split(".")[0])
+            with open(f, encoding="utf-8") as fh:
+                gpus = [int(g) for g in json.load(fh)["gpus"]]
+        except (OSError, ValueError, KeyError):
+            continue
+        if _alive(pid):
+            out += [{"gpu": g, "pid": pid, "name": "all_reduce_perf", "mem": 600, "load": True} for g in gpus]
     for job in load_twin().get("gpu_processes") or []:
         try:
             with open(os.path.join(root, "run", "gpu-procs", f"{job['id']}.pid"), encoding="utf-8") as fh:
@@ -81,7 +90,7 @@ def _gpus(twin: dict) -> list[dict]:
     gpus = []
     for i in range(hw["gpu_count"]):
         link = hw["pcie_per_gpu"][str(i)]
-        busy = i in used
+        busy = i in used or any(p["gpu"] == i and p.get("load") for p in procs)
         other_mem = sum(p["mem"] for p in procs if p["gpu"] == i and not p.get("server") and p["mem"] is not None)
         held = [p["mem"] for p in procs if p["gpu"] == i and p.get("server")]
         server_mem = (sum(m for m in held if m is not None) or int(mem_mib * 0.92)) if busy else 0

@@ -141,7 +141,7 @@ def _gap(att: AttributionFact) -> float | None:
     return att.measured_tps - att.reference_tps
 
 
-def _not_reproduced_words(claims: dict[str, ClaimFact], measure: MeasureFacts) -> str:
+def _not_reproduced_words(claims: dict[str, ClaimFact], measure: MeasureFacts, *, capital: bool = False) -> str:
     """'the claimed speculative 84 tok/s (measured 77.7) and baseline 41.7 tok/s (measured 38.8)'."""
     words = {"spec": "speculative", "baseline": "baseline"}
     parts = []
@@ -149,7 +149,7 @@ def _not_reproduced_words(claims: dict[str, ClaimFact], measure: MeasureFacts) -
         med = _median(getattr(measure, k, None))
         parts.append(f"{words.get(k, k)} {c.claimed:g} tok/s (measured today: "
                      f"{'?' if med is None else f'{med:.1f}'})" if c.claimed is not None else k)
-    return "the claimed " + " and ".join(parts)
+    return ("The" if capital else "the") + " claimed " + " and ".join(parts)
 
 
 def decide_verdict(v: StateReader) -> Verdict:
@@ -233,7 +233,7 @@ def decide_verdict(v: StateReader) -> Verdict:
             reasons += [f"not tested: {u}" for u in att.untested]
             conf = min(conf, 0.7)
         return Verdict(verdict="baseline-not-reproducible", confidence=conf, reasons=reasons,
-                       sentence=f"{_not_reproduced_words(different, measure)} were not reproduced on this box today, "
+                       sentence=f"{_not_reproduced_words(different, measure, capital=True)} were not reproduced on this box today, "
                                 "and no difference that a trial reverted (local patches, variables, launch flags) "
                                 "explains the gap: no code regressed.")
     if claims and not unknown:

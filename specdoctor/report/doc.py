@@ -594,7 +594,7 @@ def _fingerprint(r: Report) -> Section:
 
 
 def _stash(r: Report) -> Section:
-    s = Section("stash", "Stash and reapply")
+    s = Section("stash", "Subtraction in trial trees (all patches vs essentials)")
     st = r.stash
     if st is None:
         s.blocks.append(_NOT_RUN)
@@ -614,9 +614,11 @@ def _stash(r: Report) -> Section:
     if st.evidence:
         facts.append(_ev(st.evidence, ncmd))
     s.blocks.append(Bullets(facts))
-    if st.ambiguous:
-        s.blocks.append(Para([f"Ambiguous patch-script lines ({len(st.ambiguous)}), quoted:"]))
-        s.blocks.append(Quote([line.text for line in st.ambiguous]))
+    if st.ambiguous:  # quoted inline: one line however many (report.md stays short)
+        quoted: list[Span] = [f"Ambiguous patch-script lines ({len(st.ambiguous)}), quoted: "]
+        for i, line in enumerate(st.ambiguous):
+            quoted += ([" · "] if i else []) + [Code(line.text)]
+        s.blocks.append(Para(quoted))
     if st.measurements:
         s.blocks.append(Table(_MEAS_HEAD, _measurement_rows(st.measurements, ncmd)))
     if st.comparison:

@@ -75,7 +75,8 @@ def test_launching_beside_the_running_server_fails_the_real_way(tmp_path):
     try:
         res = registry.call(ToolContext(host=SimHost(box), run_id="beside", auto_approve=True), "launch_server",
                             {"command": box.launch, "port": 0, "label": "beside", "timeout_s": 60})
-        assert not res.ok and "exited" in res.summary
+        # the launch tool sees the exit or, first, SGLang's traceback in the log (a race of who is quicker)
+        assert not res.ok and ("exited" in res.summary or "fatal line" in res.summary), res.summary
         assert "CUDA out of memory" in res.summary or "Not enough memory" in res.summary
     finally:
         box.remove()

@@ -37,6 +37,14 @@ def _investigate_nccl(name: str) -> tuple[StateView, NcclPromotion, dict | None]
         fp = registry.call(ctx, "fingerprint", {"repo": host.hints.repo, "python": host.hints.python})
         port = get_engine().parse_launch(host.hints.launch).port
         bench = registry.call(ctx, "benchmark", {"port": port, "runs": 8, "warmup_runs": 1})
+        # the user's server holds the GPUs (the twin enforces memory): stop it as investigate does, then launch
+        found = registry.call(ctx, "find_server_processes", {"port": port})
+        srv = found.output["servers"][0]
+        info = registry.call(ctx, "inspect_user_server", {"pid": srv["main"]["pid"],
+                                                         "pids": [w["pid"] for w in srv["workers"]], "port": port})
+        stop = registry.call(ctx, "stop_user_server", {"pid": srv["main"]["pid"], "starttime": info.output["starttime"],
+                                                      "pids": [w["pid"] for w in srv["workers"]], "grace_s": 5})
+        assert stop.ok, stop.summary
         with trial(ctx, LaunchConfig(command=host.hints.launch, speculative=False, port=0, label="baseline")) as h:
             baseline = measure(h, runs=5)
         promo = registry.call(ctx, "nccl_promote", {

@@ -318,6 +318,7 @@ def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None 
                                why="the restart failed", evidence=[e.command for e in launch.evidence][:3])]
     pending.restarted = True
     _save_pending(pending)
+    relaunch_path(run_id).unlink(missing_ok=True)  # the server is back: its environment is no longer kept at rest
     fact.restarted, fact.healthy, fact.pid_after = True, True, started.pids[0] if started.pids else None
     try:
         cap = capture(ctx.host, started.pids[0])

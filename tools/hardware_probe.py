@@ -116,12 +116,21 @@ def _read_gpus(ctx: ToolContext) -> tuple[list[dict[str, str | None]], dict[int,
     res = ctx.host.run(Raw(script), check="ignore", timeout=60)
     q, _, r = res.stdout.partition("@@r")
     rows = parse_query_csv(q.replace("@@q", "").strip(), _Q)
+    return rows, _parse_reasons(r)
+
+
+_REASONS_CMD = ("nvidia-smi --query-gpu=index," + ",".join(_R) + " --format=csv,noheader 2>/dev/null || "
+                "nvidia-smi --query-gpu=index," + ",".join(_R_OLD) + " --format=csv,noheader 2>&1")
+
+
+def _parse_reasons(text: str) -> dict[int, list[str]]:
+    """GPU index -> the clock-event reasons that are Active."""
     reasons: dict[int, list[str]] = {}
-    for line in r.strip().splitlines():
+    for line in text.strip().splitlines():
         cells = [c.strip() for c in line.split(",")]
         if len(cells) == len(_R) + 1 and cells[0].isdigit():
             reasons[int(cells[0])] = [_R[i].split(".", 1)[1] for i, c in enumerate(cells[1:]) if c == "Active"]
-    return rows, reasons
+    return reasons
 
 
 def _bench(ctx: ToolContext, python: str | None) -> str | None:
@@ -252,9 +261,11 @@ def probe_hardware(ctx: ToolContext, args: ProbeInput) -> HardwareProbe:
     script = (f"CUDA_VISIBLE_DEVICES={load_gpus} {load} >/dev/null 2>&1 & LOAD=$!; "
               f"sleep {args.load_warmup_s:g}; for i in $(seq {args.samples}); do "
               "nvidia-smi --query-gpu=" + ",".join(_Q) + " --format=csv,noheader,nounits 2>&1; "
-              f"[ $i -lt {args.samples} ] && sleep 1; done; kill $LOAD 2>/dev/null; wait $LOAD 2>/dev/null; true")
+              f"[ $i -lt {args.samples} ] && sleep 1; done; echo @@r; {_REASONS_CMD}; "
+              "kill $LOAD 2>/dev/null; wait $LOAD 2>/dev/null; true")  # reasons read while the load still runs
     res = ctx.host.run(Raw(script), check="ignore", timeout=120 + args.load_warmup_s + 2 * args.samples)
-    for r in parse_query_csv(res.stdout.strip(), _Q):
+    loaded_out, _, reasons_out = res.stdout.partition("@@r")
+    for r in parse_query_csv(loaded_out.strip(), _Q):
         idx = int(r.get("index") or -1) if (r.get("index") or "").isdigit() else -1
         cp = loaded.get(idx)
         util = _f(r.get("utilization.gpu"))
@@ -265,7 +276,7 @@ def probe_hardware(ctx: ToolContext, args: ProbeInput) -> HardwareProbe:
             cp.sm_clock_load_mhz.append(sm)
         if (pw := _f(r.get("power.draw"))) is not None:
             cp.power_draw_w.append(pw)
-    _, reasons = _read_gpus(ctx)
+    reasons = _parse_reasons(reasons_out)
     for i, cp in loaded.items():
         cp.reasons = reasons.get(i, [])
         out.clocks.append(cp)

@@ -8,12 +8,11 @@ state before the *first* start, not against whatever the crash left.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from specdoctor.engine.runs import specdoctor_home
+from specdoctor.engine.runs import specdoctor_home, write_private
 from specdoctor.engine.state import Decision
 from specdoctor.errors import SpecdoctorError
 from specdoctor.host.redact import redact_text
@@ -32,16 +31,6 @@ BEAT_EVERY_S = 300.0
 
 def manifest_path(run_id: str) -> Path:
     return specdoctor_home() / "manifests" / f"{run_id}.json"
-
-
-def _save_private(path: Path, text: str) -> None:
-    """Paths and hashes only, but of the user's files: readable by the user alone."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 class CheckoutGuard:
@@ -75,7 +64,7 @@ class CheckoutGuard:
         except SpecdoctorError as exc:  # no proof is possible: said in the report, never silently skipped
             self.problem = f"no manifest before the run: {redact_text(str(exc))}"
             return None
-        _save_private(path, self.before.model_dump_json())
+        write_private(path, self.before.model_dump_json())
         return self.before
 
     def beat(self) -> None:

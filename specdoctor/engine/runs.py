@@ -26,7 +26,7 @@ from specdoctor.host.redact import REDACTED, is_secret_name, redact_text, rememb
 
 __all__ = ["RunRecord", "specdoctor_home", "new_run_id", "save_record", "load_record", "list_records",
            "open_checkpointer", "RedactingSerializer", "redact_deep", "Relaunch", "save_relaunch", "load_relaunch",
-           "relaunch_path"]
+           "relaunch_path", "write_private"]
 
 
 def specdoctor_home() -> Path:
@@ -170,17 +170,23 @@ def relaunch_path(run_id: str) -> Path:
     return specdoctor_home() / "secrets" / f"{run_id}.relaunch.json"
 
 
-def save_relaunch(relaunch: Relaunch) -> Path:
-    """Write the exact launch line and env to ~/.specdoctor/secrets/RUN.relaunch.json (folder 0700, file 0600)."""
-    path = relaunch_path(relaunch.run_id)
+def write_private(path: Path, text: str, *, private_dir: bool = True) -> Path:
+    """Write a file only the user can read (0600, created so, then renamed into place: never half-written);
+    `private_dir` also makes its folder 0700."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
+    if private_dir:
+        os.chmod(path.parent, 0o700)
     tmp = path.with_name(f".{path.name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.write(relaunch.model_dump_json())
+        f.write(text)
     os.replace(tmp, path)
     return path
+
+
+def save_relaunch(relaunch: Relaunch) -> Path:
+    """Write the exact launch line and env to ~/.specdoctor/secrets/RUN.relaunch.json (folder 0700, file 0600)."""
+    return write_private(relaunch_path(relaunch.run_id), relaunch.model_dump_json())
 
 
 def load_relaunch(run_id: str) -> Relaunch | None:

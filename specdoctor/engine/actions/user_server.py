@@ -10,14 +10,13 @@ never leaves the user's server down.
 from __future__ import annotations
 
 import dataclasses
-import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
-from specdoctor.engine.runs import Relaunch, load_relaunch, relaunch_path, save_relaunch
+from specdoctor.engine.runs import Relaunch, load_relaunch, relaunch_path, save_relaunch, write_private
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.models import UserServerFact
 from specdoctor.toolkit import ToolContext, registry
@@ -64,14 +63,7 @@ def pending_path(run_id: str) -> Path:
 
 
 def _save_pending(p: Pending) -> None:
-    path = pending_path(p.run_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(path.parent, 0o700)
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(p.model_dump_json())
-    os.replace(tmp, path)
+    write_private(pending_path(p.run_id), p.model_dump_json())
 
 
 def _load_pending(run_id: str) -> Pending | None:

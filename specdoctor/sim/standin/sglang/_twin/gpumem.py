@@ -85,7 +85,8 @@ def launch_memory(total_mib: float, used_mib: dict[int, float], gpus: list[int],
                         kv_gb=rest / 1024)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """A live (not zombie) process: what a pidfile is worth in the twin's nvidia-smi and memory model."""
     try:
         with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
             return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
@@ -106,7 +107,7 @@ def held_on_gpus(root: str, twin: dict, total_mib: float, exclude_pid: int | Non
             continue
         for p in procs:
             if not str(p.get("title", "")).startswith("sglang::scheduler") or "gpu" not in p or \
-                    not _alive(int(p["pid"])):
+                    not alive(int(p["pid"])):
                 continue
             mib = p.get("mem_mib")
             used[int(p["gpu"])] = used.get(int(p["gpu"]), 0.0) + \
@@ -117,7 +118,7 @@ def held_on_gpus(root: str, twin: dict, total_mib: float, exclude_pid: int | Non
                 pid = int(fh.read().strip())
         except (OSError, ValueError, KeyError):
             continue
-        if _alive(pid):
+        if alive(pid):
             for g in job.get("gpus") or []:
                 used[int(g)] = used.get(int(g), 0.0) + float(job.get("used_memory_mib", 20000))
     return used

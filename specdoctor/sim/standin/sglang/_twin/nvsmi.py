@@ -10,6 +10,7 @@ import sys
 import time
 
 from .config import load_twin, sandbox_root
+from .gpumem import alive
 from .perf import effective_sm_mhz
 
 __all__ = ["main"]
@@ -32,14 +33,6 @@ def _uuid(i: int, name: str, host: str) -> str:
     return f"GPU-{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:32]}"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
 def _gpu_procs() -> list[dict]:
     """Compute processes: every live server's schedulers (on the GPU their pidfile names) and other GPU jobs."""
     out = []
@@ -52,7 +45,7 @@ def _gpu_procs() -> list[dict]:
             continue
         for p in procs:
             title = p.get("title", "")
-            if not title.startswith("sglang::scheduler") or not _alive(int(p["pid"])):
+            if not title.startswith("sglang::scheduler") or not alive(int(p["pid"])):
                 continue
             rank = int(title.rsplit("TP", 1)[1]) if "TP" in title else 0
             out.append({"gpu": int(p.get("gpu", rank)), "pid": p["pid"], "name": title,
@@ -64,7 +57,7 @@ def _gpu_procs() -> list[dict]:
                 gpus = [int(g) for g in json.load(fh)["gpus"]]
         except (OSError, ValueError, KeyError):
             continue
-        if _alive(pid):
+        if alive(pid):
             out += [{"gpu": g, "pid": pid, "name": "all_reduce_perf", "mem": 600, "load": True} for g in gpus]
     for job in load_twin().get("gpu_processes") or []:
         try:
@@ -72,7 +65,7 @@ def _gpu_procs() -> list[dict]:
                 pid = int(fh.read().strip())
         except (OSError, ValueError):
             continue
-        if not _alive(pid):
+        if not alive(pid):
             continue
         for g in job["gpus"]:
             out.append({"gpu": int(g), "pid": pid, "name": job.get("title", "python").split()[0],

@@ -146,14 +146,15 @@ def _essentials(view: StateView, args: dict[str, Any], step: str) -> list[Planne
 
 def _subtract(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
     given = [str(f) for f in _p(view, "essential", []) or []]
-    return [PlannedCommand(command="build ~/.specdoctor/trees/RUN/all: HEAD (objects via alternates) + every changed "
-                           "file from the backup", note="a trial tree: your checkout is only read"),
-            _launch_line(view, speculative=True, tree="the trial tree with all patches"),
-            _bench(view, _PORT, "all patches"),
-            PlannedCommand(command=f"build ~/.specdoctor/trees/RUN/essentials: HEAD + {given or 'ESSENTIALS'}",
-                           known=bool(given), after="" if given else "essentials"),
+    return [PlannedCommand(command=f"build ~/.specdoctor/trees/RUN/essentials: HEAD + {given or 'ESSENTIALS'}",
+                           known=bool(given), after="" if given else "essentials",
+                           note="a trial tree: your checkout is only read"),
             _launch_line(view, speculative=True, tree="the trial tree with the essential patches only"),
-            _bench(view, _PORT, "essentials only"),
+            _bench(view, _PORT, "essentials only, more runs on the same server until the comparator decides"),
+            PlannedCommand(command="build ~/.specdoctor/trees/RUN/all: HEAD (objects via alternates) + every changed "
+                           "file from the backup", note="all patches = today's measurement, reused; launched "
+                           "only to confirm a difference before bisecting"),
+            _launch_line(view, speculative=True, tree="the trial tree with all patches"),
             PlannedCommand(command="rm -rf ~/.specdoctor/trees/RUN/all ~/.specdoctor/trees/RUN/essentials")]
 
 

@@ -99,11 +99,13 @@ def _advisor(o: InvestigateOptions):
 
 def _drive(app, first_input: Any, cfg: dict[str, Any], deps: RunDeps, approver: Approver | None) -> dict[str, Any]:
     """Invoke the graph, answering interrupts (approvals) until it finishes."""
-    result = app.invoke(first_input, cfg, context=deps)
+    # durability="sync": each step's checkpoint is on disk before the next step starts, so a SIGKILL at any moment
+    # leaves a checkpoint that names the step to re-run (the default writes it in the background).
+    result = app.invoke(first_input, cfg, context=deps, durability="sync")
     while isinstance(result, dict) and result.get("__interrupt__"):
         payload = result["__interrupt__"][0].value
         answer = bool(approver(payload)) if approver else False
-        result = app.invoke(Command(resume=answer), cfg, context=deps)
+        result = app.invoke(Command(resume=answer), cfg, context=deps, durability="sync")
     return app.get_state(cfg).values
 
 
@@ -288,7 +290,8 @@ def resume(run_id: str, *, view: Any = None, approver: Approver | None = None, y
         values = snapshot.values
         if not values:
             raise UsageError(f"run {run_id} has no checkpoint to resume")
-        if not snapshot.next or rec.status == "finished":
+        # A step whose writes were saved before the kill shows as a task, not in `next`: that run is not finished.
+        if rec.status == "finished" or not (snapshot.next or snapshot.tasks):
             raise UsageError(f"run {run_id} already finished (report: {rec.out_dir}); nothing to resume")
         guard = None if rec.dry_run else _guard(host, run_id, (values.get("params") or {}).get("repo"),
                                                  resuming=True)

@@ -33,7 +33,7 @@ def _subtraction(tmp_path: Path, essential: list[str]) -> tuple[dict, dict]:
         host.hints.essential = essential
         before = host.run(["git", "-C", host.hints.repo, "diff", "HEAD"]).stdout
         out = investigate(InvestigateOptions(host="sim:seed", playbook=str(pb), yes=True, out=str(tmp_path / "o"),
-                                             params={"runs": 3, "subtract_rounds": 1}), host=host)
+                                             params={"runs": 3}), host=host)
         assert host.run(["git", "-C", host.hints.repo, "diff", "HEAD"]).stdout == before
     report = json.loads(Path(out.files["json"]).read_text())
     return report, [d for d in report["decisions"] if d["step"] == "subtract"][0]

@@ -103,7 +103,7 @@ def test_plan_tools_are_read_only():
 def test_regression_phases_plan_only_what_can_run():
     from specdoctor.engine.actions.plan import regression_phases
 
-    common = dict(essential_given=False, runs=5, extra_runs=8, subtract_rounds=3, max_runs=15, finalists=3)
+    common = dict(essential_given=False, runs=5, max_runs=15, finalists=3)
     clean = regression_phases(changed=0, spec_running=True, tp_size=1, stops_user_server=False, **common)
     assert [p.step for p in clean] == ["reproduce", "attribute"] and clean[0].launches == 1  # running server reused
     assert "list_deltas" in clean[1].condition  # the revert trials depend on differences found later
@@ -111,7 +111,7 @@ def test_regression_phases_plan_only_what_can_run():
     steps = {p.step: p for p in full}
     assert list(steps) == ["reproduce", "essentials", "subtract", "bisect", "nccl_promote", "attribute",
                            "restart"]
-    assert steps["reproduce"].launches == 2 and steps["subtract"].launches == 6 and steps["bisect"].launches == 9
+    assert steps["reproduce"].launches == 2 and steps["subtract"].launches == 2 and steps["bisect"].launches == 9
     assert steps["essentials"].launches == 2 + 8 * (2 + 3) and steps["restart"].launches == 1
     given = regression_phases(changed=8, spec_running=True, tp_size=1, stops_user_server=False,
                               **{**common, "essential_given": True})

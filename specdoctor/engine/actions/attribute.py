@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from specdoctor.advisor.causes import effect, non_revertible_causes, revert_patch_command
 from specdoctor.engine.actions import ActionOutcome, action
-from specdoctor.engine.actions.measure import _recorder
+from specdoctor.engine.actions.measure import _recorder, reference_for, same_within
 from specdoctor.engine.actions.subtract import essential_files
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import ToolRetry, Unresolved
@@ -228,7 +228,7 @@ def _metric(view: StateView, measure: MeasureFacts) -> Literal["spec", "baseline
     best: tuple[float, Literal["spec", "baseline"]] | None = None
     for key in ("spec", "baseline"):
         m = getattr(measure, key)
-        ref, _ = _reference(view, key)
+        ref, _ = reference_for(view, key)
         if m is None or len(m.samples) < 3 or ref is None:
             continue
         if claims and (claims.get(key) is None or claims[key].outcome != "DIFFERENT"):
@@ -242,16 +242,6 @@ def _metric(view: StateView, measure: MeasureFacts) -> Literal["spec", "baseline
     return "spec" if measure.spec is not None and measure.spec.samples else "baseline"
 
 
-def _reference(view: StateView, metric: str) -> tuple[float | None, str]:
-    claim = (view.fact("claims", Claims) or Claims({})).root.get(metric)
-    if claim is not None and claim.claimed is not None:
-        return claim.claimed, "claimed"
-    good = view.params.get("good_fingerprint")
-    meas = good.get("measurements") if isinstance(good, dict) else None
-    value = meas.get(f"{metric}_tps") if isinstance(meas, dict) else None
-    return (float(value), "good run") if isinstance(value, int | float) else (None, "claimed")
-
-
 @action("disrupt")
 def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> ActionOutcome:
     """Revert every revertible delta in trials, search for the minimal set confirmed both ways, attribute the gap."""
@@ -260,7 +250,7 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
     metric = _metric(view, measure_facts)
     today = getattr(measure_facts, metric)
     control = list(today.samples) if today is not None else []
-    reference, ref_label = _reference(view, metric)
+    reference, ref_label = reference_for(view, metric)
     fact = AttributionFact(metric=metric, reference_tps=reference, reference_label=ref_label,
                            measured_tps=statistics.median(control) if control else None)
     if control:
@@ -336,9 +326,7 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
 
         # SAME means "no change as large as half the gap to the reference": deltas that cannot explain the gap
         # are ruled out in a few runs even on a noisy figure.
-        mag = None
-        if reference is not None and control:
-            mag = max(0.05 * statistics.median(control), 0.5 * abs(reference - statistics.median(control)))
+        mag = same_within(view, metric, control)
         search = search_deltas(list(by_name), run, control, runs=runs, magnitude=mag)
         for names, eff, lo, hi in search.causes:
             for n in names:

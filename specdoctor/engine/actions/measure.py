@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+import statistics
+from collections.abc import Callable
+from typing import Any, Literal
 
 from pydantic import ValidationError
 
@@ -11,7 +13,7 @@ from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import UsageError
 from specdoctor.inference import get_engine
-from specdoctor.models import Fingerprint
+from specdoctor.models import Claims, Fingerprint
 from specdoctor.models.delta import CauseFact
 from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolResult, registry
@@ -29,7 +31,8 @@ from specdoctor.tools.trial import (
 from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree
 from specdoctor.tools.trial_tree import TrialTree
 
-__all__ = ["locate_server", "reproduce", "measure_config", "claim_outcome", "recorded_workload", "good_run"]
+__all__ = ["locate_server", "reproduce", "measure_config", "claim_outcome", "recorded_workload", "good_run",
+           "pooled", "reference_for", "same_within"]
 
 
 def _fmt(x: Any, nd: int = 1) -> str:
@@ -109,11 +112,14 @@ def _recorder(results: dict[str, Any]):
 
 def measure_config(deps, view: StateView, *, label: str, speculative: bool, results: dict[str, Any],
                    env: dict[str, str] | None = None, runs: int | None = None,
-                   tree: TrialTree | None = None, also: Workload | None = None) -> dict[str, Any]:
+                   tree: TrialTree | None = None, also: Workload | None = None,
+                   more: Callable[[list[float]], int] | None = None) -> dict[str, Any]:
     """Launch a server (spec or baseline), benchmark it, stop it; a measurement dict or {'error': ...}.
 
     With `tree` the server imports the engine from that trial tree (checked in its own environment first).
-    `also`: benchmark the same server a second time with this workload (no second launch), under 'also'."""
+    `also`: benchmark the same server a second time with this workload (no second launch), under 'also'.
+    `more(samples)`: after each look, how many more runs to make on the same server (0: stop) — a sequential
+    comparison decides within one launch instead of paying a relaunch per round."""
     launch = view.get("facts.launch")
     if not launch:
         raise UsageError("no launch command: pass --launch or start the server first")
@@ -128,6 +134,13 @@ def measure_config(deps, view: StateView, *, label: str, speculative: bool, resu
                 check_origin(handle, tree)
             m = measure(handle, runs=runs or p.get("runs", 5), requests_per_run=p.get("requests_per_run", 3),
                         max_new_tokens=p.get("max_new_tokens", 128), warmup_runs=1)
+            looks = 1
+            while more is not None and (extra_runs := more([float(x) for x in m.samples])) > 0:
+                looks += 1
+                nxt = measure(handle, runs=extra_runs, requests_per_run=p.get("requests_per_run", 3),
+                              max_new_tokens=p.get("max_new_tokens", 128), warmup_runs=0,
+                              key=f"bench_{label}_look{looks}")
+                m = pooled(m, nxt)
             extra: dict[str, Any] | None = None
             if also is not None:
                 try:
@@ -148,6 +161,21 @@ def measure_config(deps, view: StateView, *, label: str, speculative: bool, resu
     if extra is not None:
         data["also"] = extra
     return data
+
+
+def pooled(first: Measurement, later: Measurement) -> Measurement:
+    """Two looks at one server as one measurement: runs pooled, median and CI recomputed, newest other fields."""
+    from specdoctor.stats.summary import summarize
+
+    samples = list(first.samples) + list(later.samples)
+    s = summarize(samples)
+    acc = [(m.accept_length, len(m.samples)) for m in (first, later) if m.accept_length is not None and m.samples]
+    return later.model_copy(update={
+        "samples": samples, "runs": list(first.runs) + list(later.runs), "median": s.median, "ci_low": s.ci_low,
+        "ci_high": s.ci_high, "mean": s.mean, "stdev": s.stdev or 0.0, "cv": s.cv,
+        "accept_length": sum(a * n for a, n in acc) / sum(n for _, n in acc) if acc else later.accept_length,
+        "warmup_runs": first.warmup_runs,
+        "findings": list(first.findings) + [f for f in later.findings if f not in first.findings]})
 
 
 def claim_outcome(samples: list[float], claimed: float) -> dict[str, Any]:
@@ -314,3 +342,25 @@ def _workload_cause(today: dict[str, Any], like: dict[str, Any], diffs: list[str
                      f"workload: {c.summary_line()}"],
                      detail=f"the same server: {c.median_a:.1f} tok/s with the recorded workload, {c.median_b:.1f} "
                             "with today's prompts")
+
+
+def reference_for(view: StateView, metric: str) -> tuple[float | None, str]:
+    """The figure a metric is judged against: the claim, else the good run's recorded measurement."""
+    claim = (view.fact("claims", Claims) or Claims({})).root.get(metric)
+    if claim is not None and claim.claimed is not None:
+        return claim.claimed, "claimed"
+    good = view.params.get("good_fingerprint")
+    meas = good.get("measurements") if isinstance(good, dict) else None
+    value = meas.get(f"{metric}_tps") if isinstance(meas, dict) else None
+    return (float(value), "good run") if isinstance(value, int | float) else (None, "claimed")
+
+
+def same_within(view: StateView, metric: Literal["spec", "baseline"], today: list[float]) -> float | None:
+    """The change a trial must rule out to call it SAME (tok/s): half the gap between today and the reference
+    (claims, else the good run), at least 5 % of today. A difference that cannot explain the gap is settled in a few
+    runs even on a noisy figure; None (the comparator's default) when there is no reference."""
+    reference, _ = reference_for(view, metric)
+    if reference is None or not today:
+        return None
+    med = statistics.median(today)
+    return max(0.05 * med, 0.5 * abs(reference - med))

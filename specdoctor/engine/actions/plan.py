@@ -16,12 +16,16 @@ __all__ = ["plan_run", "regression_phases"]
 _PREFIX_LIMIT = 8  # stats.ddmin.prefix_search's default: culprits searched one by one at most
 
 
+_SUBTRACT_CAP = 14
+"""Most runs the subtraction's growing arm makes on one server (GrowingArm's default cap)."""
+
+
 def _log2(n: int) -> int:
     return math.ceil(math.log2(n)) if n > 1 else 0
 
 
 def regression_phases(*, changed: int, essential_given: bool, spec_running: bool, tp_size: int, runs: int,
-                      extra_runs: int, subtract_rounds: int, max_runs: int, finalists: int,
+                      max_runs: int, finalists: int,
                       stops_user_server: bool) -> list[PlannedPhase]:
     """Each launching step of the regression playbook at its own cap (warm-up run included in `runs`)."""
     phases = [PlannedPhase(step="reproduce", launches=1 + (0 if spec_running else 1), runs=runs + 1,
@@ -32,8 +36,11 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
                 step="essentials", launches=2 + min(changed, _PREFIX_LIMIT) * (2 + _log2(changed)),
                 condition="no --essential list given",
                 decides="which patches the server cannot start without (start or not; no benchmark)"))
-        phases.append(PlannedPhase(step="subtract", launches=2 * subtract_rounds, runs=max(runs, extra_runs) + 1,
-                                   condition="the tree has local changes",
+        # Essentials only: one server, sequential looks on it; every patch applied is today's measurement reused,
+        # and relaunched in a trial tree only to confirm a difference before bisecting.
+        phases.append(PlannedPhase(step="subtract", launches=2, runs=_SUBTRACT_CAP + 1,
+                                   condition="the tree has local changes; the second launch only to confirm a "
+                                             "difference",
                                    decides="do the non-essential patches change throughput?"))
         # One-at-a-time's count: adaptive bisection needs ~log2 of it, but interacting culprits (prefix search)
         # can need more; the plan says so rather than print a bound the search does not keep.
@@ -84,8 +91,8 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     phases = regression_phases(
         changed=changed, essential_given=bool(p.get("essential")),
         spec_running=any("speculative" in a for a in server.get("argv") or []),
-        tp_size=int(args_.get("tp_size") or 1), runs=int(p.get("runs", 5)), extra_runs=int(p.get("extra_runs", 8)),
-        subtract_rounds=int(p.get("subtract_rounds", 3)), max_runs=15, finalists=3, stops_user_server=stops)
+        tp_size=int(args_.get("tp_size") or 1), runs=int(p.get("runs", 5)),
+        max_runs=15, finalists=3, stops_user_server=stops)
     res = call_tool(deps, "plan_launches", {
         "pid": server["pid"], "port": server.get("port") or 0, "log_path": server.get("log_path"),
         "phases": [ph.model_dump() for ph in phases], "requests_per_run": p.get("requests_per_run", 3),

@@ -6,9 +6,10 @@ import contextlib
 from typing import Any
 
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
-from specdoctor.engine.actions.measure import measure_config
+from specdoctor.engine.actions.measure import measure_config, same_within
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import ToolRetry, Unresolved
+from specdoctor.stats.comparator import GrowingArm as Looks
 from specdoctor.tools.bisect import Essentials
 from specdoctor.tools.trial_code import tree_problem as untrusted_tree
 from specdoctor.tools.trial_code import trial_code
@@ -37,6 +38,19 @@ def _merge(acc: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     data = s.model_dump() if hasattr(s, "model_dump") else dict(s)
     merged.update({k: data[k] for k in ("median", "ci_low", "ci_high") if k in data})
     return merged
+
+
+def today_all_patches(view: StateView) -> dict[str, Any] | None:
+    """Today's speculative measurement when it stands for "every patch applied" with the subtraction's launch line
+    and workload (your running server, or the reproduce launch from the checkout); None when it does not."""
+    today = view.get("facts.measure_today_workload") or view.get("facts.measure") or {}
+    spec = today.get("spec") if isinstance(today, dict) else None
+    if not isinstance(spec, dict) or spec.get("error") or len(spec.get("samples") or []) < 3:
+        return None
+    if str(spec.get("label") or "").startswith("spec (running server") and \
+            (view.get("facts.server") or {}).get("launch") != view.get("facts.launch"):
+        return None  # --launch names another configuration than the one your server runs
+    return spec
 
 
 def essential_files(view: StateView) -> list[str]:
@@ -84,7 +98,9 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     full: dict[str, Any] = {}
     reduced: dict[str, Any] = {}
     comparison: dict[str, Any] = {}
-    rounds = int(view.params.get("subtract_rounds", 3))
+    notes: list[str] = []
+    reused = today_all_patches(view)
+    runs = int(view.params.get("runs", 5))
     try:
         with contextlib.ExitStack() as trees:
             # Two trial trees (the user's checkout is only read): every change, and essentials (+ the patch script).
@@ -96,21 +112,41 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
                 if script and ess_tree.script_exit is None:
                     ambiguous.append("patch script did not run")
                 essentials_verified = bool(essentials) and sorted(ess_tree.applied_files) == sorted(essentials)
-            for rnd in range(rounds if all_tree is not None and ess_tree is not None else 0):
-                runs = view.params.get("runs", 5) if rnd == 0 else view.params.get("extra_runs", 8)
-                # A (all patches) then B (essentials only); each round adds runs to both arms (Pinpoint-style).
-                deps.view.progress(f"round {rnd + 1}: measuring with all patches applied")
-                full = _merge(full, measure_config(deps, view, label=f"all-patches-{rnd + 1}", speculative=True,
-                                                   results=out.results, runs=runs, tree=all_tree))
-                deps.view.progress(f"round {rnd + 1}: measuring with essential patches only")
-                reduced = _merge(reduced, measure_config(deps, view, label=f"essentials-only-{rnd + 1}",
-                                                         speculative=True, results=out.results, runs=runs,
-                                                         tree=ess_tree))
-                if not (full.get("samples") and reduced.get("samples")):
-                    break
-                comparison = compare_measurements(full, reduced)
-                if comparison.get("outcome") != "UNKNOWN":
-                    break
+            if all_tree is not None and ess_tree is not None:
+                # Every patch applied is today's configuration: its measurement (your running server, or the
+                # reproduce launch) is reused, so one launch decides unless the two differ.
+                if reused is not None:
+                    full = reused
+                    notes.append(f"all patches: today's measurement reused ({reused.get('label') or 'spec'}, "
+                                 f"{len(reused['samples'])} runs), no launch")
+                else:
+                    deps.view.progress("measuring with all patches applied")
+                    full = measure_config(deps, view, label="all-patches", speculative=True, results=out.results,
+                                          runs=runs, tree=all_tree)
+                if full.get("samples"):
+                    deps.view.progress("measuring with essential patches only (sequential looks on one server)")
+                    mag = same_within(view, "spec", full["samples"])
+                    looks = Looks(full["samples"], runs, magnitude=mag)
+                    reduced = measure_config(deps, view, label="essentials-only", speculative=True,
+                                             results=out.results, runs=runs, tree=ess_tree, more=looks.more)
+                    comparison = looks.final(reduced.get("samples") or [])
+                if reused is not None and comparison.get("outcome") == "DIFFERENT":
+                    # A difference sends the run into bisection: confirm it trial against trial, so that nothing
+                    # the trial launch does differently from your server (its environment) is taken for a patch.
+                    deps.view.progress("a difference: confirming it with all patches in a trial tree")
+                    looks = Looks(reduced["samples"], runs, flip=True, magnitude=mag)
+                    confirm = measure_config(deps, view, label="all-patches", speculative=True,
+                                             results=out.results, runs=runs, tree=all_tree, more=looks.more)
+                    if confirm.get("samples"):
+                        first = comparison
+                        full, comparison = confirm, looks.final(confirm["samples"])
+                        notes.append(f"all patches in a trial tree {comparison.get('median_a', 0):.1f} tok/s "
+                                     f"(your server {first.get('median_a', 0):.1f}) vs essentials only: "
+                                     f"{comparison.get('outcome')}")
+                    else:
+                        comparison = {**comparison, "outcome": "UNRESOLVED"}
+                        notes.append("the confirming trial with all patches could not be measured: "
+                                     f"{confirm.get('error')}")
     finally:
         # A safety net only: the trials ran in their own trees, so this finds nothing to put back.
         restored = call_tool(deps, "restore_worktree", {"repo": repo, "backup_id": backup_id}, out.results,
@@ -123,10 +159,11 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         outcome = "UNRESOLVED"  # a trial on a tree we cannot vouch for is never counted as good or bad
     out.facts["subtraction"] = {"outcome": outcome, "comparison": comparison, "problem": tree_problem, "all_patches": full,
                                 "essentials_only": reduced, "applied": applied, "ambiguous": ambiguous,
-                                "restored": restored.ok, "restore": restored.output}
+                                "notes": notes, "restored": restored.ok, "restore": restored.output}
     out.summary = (f"all patches {full.get('median', float('nan')):.1f} vs essentials only "
                    f"{reduced.get('median', float('nan')):.1f} tok/s → {outcome}"
-                   + (f"; {len(ambiguous)} ambiguous patch-script lines" if ambiguous else ""))
+                   + (f"; {len(ambiguous)} ambiguous patch-script lines" if ambiguous else "")
+                   + "".join(f"; {n}" for n in notes))
     out.status = "ok" if restored.ok and outcome != "UNRESOLVED" else ("error" if not restored.ok else "unresolved")
     improved = comparison.get("verdict") == "better"  # removing the patches made it faster
     decided = ("bisect the non-essential patches" if outcome == "DIFFERENT" and improved else

@@ -42,6 +42,9 @@ os.environ["LANGGRAPH_STRICT_MSGPACK"] = "true"
 for _var in [*OPTION_ENV.values(), "SPECDOCTOR_CONFIG"]:
     os.environ.pop(_var, None)
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="specdoctor-test-xdg-")
+# Parallel workers (pytest-xdist, `-n`): each worker's simulated servers prefer their own port range.
+if os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw"):
+    os.environ["SPECDOCTOR_SIM_PORT_OFFSET"] = str(100 * (int(os.environ["PYTEST_XDIST_WORKER"][2:]) + 1))
 atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], True)
 
 

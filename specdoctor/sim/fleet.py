@@ -23,6 +23,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from specdoctor.errors import ScenarioError
+from specdoctor.sim.ports import free_port
 from specdoctor.sim.sandbox import Sandbox, build_sandbox
 from specdoctor.sim.scenario import Scenario, load_scenario
 from specdoctor.testing.sshd import SSHD, ensure_git_safe_directory, ensure_traversable, ensure_user
@@ -123,12 +124,6 @@ def host_scenario(spec: FleetSpec, name: str, index: int, noise_seed: int = 0,
         return Scenario.model_validate(raw)
     except ValidationError as exc:
         raise ScenarioError(f"fleet {spec.name}, host {name}: invalid scenario: {exc}") from None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _keygen(path: Path) -> None:
@@ -280,13 +275,13 @@ def build_fleet(spec: FleetSpec | str, *, size: int | None = None, noise_seed: i
         os.chmod(fleet.root / "authorized_keys", 0o644)
         fleet.ssh_config.write_text("")
         fleet.names = sim_names + lost
-        fleet.ports = {name: _free_port() for name in fleet.names}
+        fleet.ports = {name: free_port() for name in fleet.names}
         for i, name in enumerate(sim_names):
             sc = host_scenario(fs, name, i, noise_seed, keep)
             box_root = fleet.root / name
             box_root.mkdir(mode=0o777)
             os.chmod(box_root, 0o777)
-            fleet.sandboxes[name] = build_sandbox(sc, box_root, start_server=False, port=_free_port())
+            fleet.sandboxes[name] = build_sandbox(sc, box_root, start_server=False, port=free_port())
         host_pub = fleet.host_key.with_suffix(".pub").read_text().split()
         fleet.known_hosts.write_text("".join(f"[127.0.0.1]:{fleet.ports[x]} {host_pub[0]} {host_pub[1]}\n"
                                              for x in fleet.names))

@@ -7,7 +7,6 @@ import os
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,7 @@ from pydantic import BaseModel
 
 from specdoctor.errors import ScenarioError
 from specdoctor.host.base import Host, HostHints, Raw
+from specdoctor.sim.ports import free_port
 from specdoctor.sim.scenario import Patch, Scenario, base_tree, load_scenario
 
 __all__ = ["Launched", "Sandbox", "build_sandbox"]
@@ -27,17 +27,6 @@ __all__ = ["Launched", "Sandbox", "build_sandbox"]
 _SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 _GIT_DATE = "2026-01-12T09:30:00+00:00"
 _BUS_IDS = ["16", "38", "49", "5A", "98", "B8", "C9", "DA", "1B", "2C", "3D", "4E", "8F", "A0", "B1", "C2"]
-
-
-def _free_port(preferred: int) -> int:
-    for port in (preferred, 0):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return s.getsockname()[1]
-    raise ScenarioError("no free TCP port on 127.0.0.1")
 
 
 def _subst(text: str, ctx: dict[str, str]) -> str:
@@ -261,7 +250,7 @@ class Sandbox:
             _start_gpu_process(self, proc.id, proc.title)
         mains = sorted(self._other_mains())
         for other in sc.other_servers:
-            own = {**ctx, "port": str(_free_port(other.port))}  # {port} in its launch line is its own port
+            own = {**ctx, "port": str(free_port(other.port))}  # {port} in its launch line is its own port
             env = {"USER": other.user, **{k: _subst(v, own) for k, v in other.env.items()}}
             log = Path(_subst(other.log, own))
             log.parent.mkdir(parents=True, exist_ok=True)
@@ -378,7 +367,7 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
     for sub in ("home", "models", "etc", "run/pids", ".sim"):
         (root / sub).mkdir(parents=True, exist_ok=True)
     home = root / "home"
-    chosen = port or _free_port(sc.server.port)
+    chosen = port or free_port(sc.server.port)
     ctx = {"root": str(root), "home": str(home), "models": str(root / "models"), "port": str(chosen),
            "python": str(root / "bin" / "python")}
     repo = Path(_subst(sc.sglang.dir, ctx))
@@ -454,7 +443,7 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
             if "address already in use" not in log or port is not None or attempt == 2:
                 box.remove()
                 raise ScenarioError(f"simulated server did not become healthy on port {res.port}:\n{log[-2000:]}")
-            box.port = _free_port(0)
+            box.port = free_port(0)
             ctx["port"] = str(box.port)
             box.launch = _subst(sc.server.launch, ctx)
             box.hints.launch = box.launch

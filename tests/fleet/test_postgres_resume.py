@@ -54,11 +54,13 @@ def test_survey_killed_on_one_controller_is_listed_and_resumed_on_another(postgr
         first = subprocess.Popen([SPECDOCTOR, "survey", *fleet.cli_options(), "--parallel", "1",
                                   "--checkpoint", postgres.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  text=True, env=env_a)
-        deadline = time.monotonic() + 240
-        while _rows_written(postgres.url) < 2 and time.monotonic() < deadline and first.poll() is None:
-            time.sleep(0.1)
-        first.send_signal(signal.SIGKILL)
-        first.communicate(timeout=30)
+        try:
+            deadline = time.monotonic() + 240
+            while _rows_written(postgres.url) < 2 and time.monotonic() < deadline and first.poll() is None:
+                time.sleep(0.1)
+        finally:  # never leave the controller running (and its pipes open) when the wait fails
+            first.send_signal(signal.SIGKILL)
+            first.communicate(timeout=30)
         assert first.returncode == -signal.SIGKILL, "the first controller finished before it could be interrupted"
 
         listed = _cli("--list", "--json", "--checkpoint", postgres.url, env=env_b)

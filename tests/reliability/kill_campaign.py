@@ -4,7 +4,8 @@ For each kill a fresh sandbox of the scenario; the checkout's manifest is taken;
 real process and is SIGKILLed a seeded random delay after a chosen step starts (steps spread over the whole run,
 the trial steps more than once: a trial tree on disk at that moment); then `resume` runs to the end. Checked after:
 the manifest byte for byte, no process of the run still alive (its started.json groups, anything running from
-its trial trees), the user's server the same process and healthy, the run's trees gone, the run finished.
+its trial trees), the user's server back (same identity: argv, environment, cwd, user) and healthy, the run's trees
+gone, the run finished.
 """
 
 from __future__ import annotations
@@ -102,6 +103,16 @@ def _orphans(sb_root: Path, run_id: str) -> list[int]:
     return out
 
 
+def _identity(host: SimHost, pid: int | None) -> str | None:
+    """The PID-less identity the agent itself checks (argv, full environment, cwd, user)."""
+    if pid is None:
+        return None
+    from specdoctor.tools.user_server import capture, identity_hash
+
+    c = capture(host, pid)
+    return identity_hash(c.argv, c.env, c.cwd, c.user)
+
+
 @contextmanager
 def _keep_sandbox() -> Iterator[None]:
     """`resume` closes the host it reopened; the campaign still needs the sandbox to check it."""
@@ -149,6 +160,7 @@ def _one(scenario: str, work: Path, step: str, delay: float) -> Kill:
         before = take_manifest(ctx, sb.repo)
         user_pids = sb.server_pids()
         user_pid = user_pids[0] if user_pids else None
+        user_identity = _identity(host, user_pid)
         p = _cli(["investigate", "--host", f"sim:attach={sb.root}", "--yes", "--out", str(work / "out")], home, work)
         trees = sb.root / "home" / ".specdoctor" / "trees"
         killed, k.at_s, _out = _kill_after(p, step, delay)
@@ -177,8 +189,10 @@ def _one(scenario: str, work: Path, step: str, delay: float) -> Kill:
         k.identical = d.same
         if not d.same:
             k.error = (k.error or "") + f" differences: {d.differences[:3]}"
+        # The user's server was stopped for the trials (--yes) and restarted: the same server is the same argv,
+        # environment, cwd and user on its port — not the same PID.
         now = sb.server_pids()
-        alive = user_pid is None or (bool(now) and now[0] == user_pid)
+        alive = user_pid is None or (bool(now) and _identity(host, now[0]) == user_identity)
         try:
             healthy = httpx.get(f"http://127.0.0.1:{sb.port}/health", timeout=10).status_code == 200
         except httpx.HTTPError:

@@ -1,0 +1,175 @@
+"""A server the user started in tmux (or screen) comes back in its session; a nohup server stays detached."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from specdoctor.engine.runner import InvestigateOptions, investigate
+from specdoctor.models import UserServerFact
+from specdoctor.sim import SimHost, build_sandbox, load_scenario
+from specdoctor.sim.sandbox import Sandbox
+from specdoctor.toolkit import ToolContext, registry
+
+PLAYBOOK = str(Path(__file__).with_name("gpu_ownership.yaml"))
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECDOCTOR_HOME", str(tmp_path / "sdhome"))
+
+
+def _box(supervisor: str, running_env: dict[str, str] | None = None) -> Sandbox:
+    sc = load_scenario("no-regression")
+    # GPU memory enforced and a 70B-class target: the trial cannot start until the user's server is stopped.
+    server = sc.server.model_copy(update={"supervisor": supervisor, "running_env": running_env or {}})
+    return build_sandbox(sc.model_copy(update={
+        "server": server, "gpu_memory": sc.gpu_memory.model_copy(update={"enforce": True, "weights_gb": 140.0})}))
+
+
+def _main_pid(box: Sandbox) -> int:
+    found = registry.call(ToolContext(host=SimHost(box), run_id="probe"), "find_server_processes",
+                          {"port": box.port, "exactly_one": True})
+    assert found.ok, found.summary
+    return int(found.output["servers"][0]["main"]["pid"])
+
+
+def _investigate(box: Sandbox, tmp_path: Path) -> tuple[dict[str, Any], UserServerFact]:
+    out = tmp_path / "out"
+    investigate(InvestigateOptions(host=f"sim:{box.scenario.name}", playbook=PLAYBOOK, yes=True, out=str(out),
+                                   port=box.port), host=SimHost(box))
+    report = json.loads((out / "report.json").read_text())
+    back = next(d for d in report["decisions"] if d["step"] == "give_back")
+    assert back["status"] == "ok", back
+    repro = next(d for d in report["decisions"] if d["step"] == "reproduce")
+    assert repro["status"] == "ok", repro  # the trial ran on the freed GPUs
+    return back, UserServerFact.model_validate(_last_values()["facts"]["user_server"])
+
+
+def _last_values() -> dict[str, Any]:
+    from specdoctor.engine.graph import compile_playbook
+    from specdoctor.engine.playbook import load_playbook
+    from specdoctor.engine.runs import list_records, open_checkpointer
+
+    rec = list_records()[-1]
+    with open_checkpointer(rec.checkpoint or None) as saver:
+        app = compile_playbook(load_playbook(rec.playbook), checkpointer=saver)
+        return dict(app.get_state({"configurable": {"thread_id": rec.run_id}}).values)
+
+
+def _stat(pid: int) -> tuple[int, int]:
+    """(ppid, pgid) from /proc/PID/stat."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[1]), int(fields[2])
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
+    return dict(kv.split("=", 1) for kv in raw.split("\0") if "=" in kv)
+
+
+def _tmux(box: Sandbox, *args: str) -> str:
+    return subprocess.run(["tmux", "-S", str(box.tmux_socket), *args], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_a_server_started_in_tmux_comes_back_in_its_session(tmp_path):
+    box = _box("tmux")
+    try:
+        before = _main_pid(box)
+        env_before = _environ(before)
+        tmux_pid = _stat(before)[0]
+        while not Path(f"/proc/{tmux_pid}/cmdline").read_bytes().startswith(b"tmux"):
+            tmux_pid = _stat(tmux_pid)[0]  # the window's shell, then the tmux server
+        back, fact = _investigate(box, tmp_path)
+        after = _main_pid(box)
+        assert fact.pid_before == before and fact.pid_after == after != before
+        # In the same tmux server, in a new window of the session the user attaches to.
+        panes = _tmux(box, "list-panes", "-a", "-F", "#{pane_pid} #{session_name}:#{window_index} #{pane_id}")
+        pane = {line.split()[0]: line.split()[1:] for line in panes.splitlines()}
+        assert str(after) in pane, panes
+        assert pane[str(after)][0].startswith("sglang:") and pane[str(after)][0] != "sglang:0"
+        assert "sglang:0" in {v[0] for v in pane.values()}  # the user's own window (its shell) is still there
+        assert _stat(after)[0] == tmux_pid  # a child of that tmux server, not re-parented to init
+        env_after = _environ(after)
+        assert env_after["TMUX_PANE"] == pane[str(after)][1] != env_before["TMUX_PANE"]  # the new pane's own
+        assert env_after["TMUX"].split(",")[:2] == env_before["TMUX"].split(",")[:2]
+        assert {k: v for k, v in env_after.items() if not k.startswith("TMUX")} == \
+            {k: v for k, v in env_before.items() if not k.startswith("TMUX")}
+        assert fact.identity_after == fact.identity_before and fact.outcome == "SAME" and fact.left_as_found
+        assert "tmux" in back["found"] and "attach -t sglang" in back["found"] and "detached" not in fact.note
+        assert not list(Path(tmp_path).rglob(".launch-*"))  # the launcher with the environment deleted itself
+    finally:
+        box.remove()
+    assert not box.tmux_socket.exists() or subprocess.run(
+        ["tmux", "-S", str(box.tmux_socket), "list-sessions"], capture_output=True).returncode != 0
+
+
+def test_a_tmux_session_that_ended_is_made_again_under_its_name(tmp_path):
+    """bring_back after the session died with its only window (another session keeps the tmux server up)."""
+    from specdoctor.engine.actions.user_server import bring_back, pending_path
+    from specdoctor.engine.runs import Relaunch, save_relaunch
+    from specdoctor.tools.user_server import capture
+
+    box = _box("tmux")
+    try:
+        host = SimHost(box)
+        ctx = ToolContext(host=host, run_id="ended", auto_approve=True)
+        pid = _main_pid(box)
+        rec = registry.call(ctx, "inspect_user_server", {"pid": pid, "port": box.port})
+        assert rec.ok and rec.output["session"]["session"] == "sglang", rec.summary
+        cap = capture(host, pid)
+        save_relaunch(Relaunch(run_id="ended", argv=cap.argv, env=cap.env, cwd=cap.cwd))
+        from specdoctor.engine.actions.user_server import Pending, _save_pending
+
+        _save_pending(Pending(run_id="ended", host="x", port=box.port, log_path=box.server_log, user=cap.user,
+                              supervisor="tmux", session=rec.output["session"], identity=rec.output["identity"]))
+        _tmux(box, "new-session", "-d", "-s", "other")  # keeps the tmux server up
+        assert registry.call(ctx, "stop_user_server", {"pid": pid, "starttime": cap.starttime}).ok
+        _tmux(box, "kill-session", "-t", "=sglang")
+        fact, decisions = bring_back(ctx, "ended", timeout_s=60)
+        assert fact is not None and fact.restarted, decisions
+        panes = _tmux(box, "list-panes", "-a", "-F", "#{pane_pid} #{session_name}")
+        assert f"{fact.pid_after} sglang" in panes.splitlines(), panes
+        assert fact.identity_after == fact.identity_before
+        assert pending_path("ended").is_file()
+    finally:
+        box.remove()
+
+
+@pytest.mark.skipif(shutil.which("screen") is None, reason="GNU screen is not installed (apt-get install screen)")
+def test_a_server_started_in_screen_comes_back_in_its_session(tmp_path):
+    box = _box("screen")
+    try:
+        before = _main_pid(box)
+        sty, window = _environ(before)["STY"], _environ(before)["WINDOW"]
+        back, fact = _investigate(box, tmp_path)
+        after = _main_pid(box)
+        env_after = _environ(after)
+        assert env_after["STY"] == sty and env_after["WINDOW"] != window
+        assert _stat(after)[0] == int(sty.split(".")[0])  # a window of that SCREEN process
+        assert fact.identity_after == fact.identity_before and fact.outcome == "SAME"
+        assert "screen" in back["found"] and "-r " + sty in back["found"]
+    finally:
+        box.remove()
+
+
+def test_a_nohup_server_with_inherited_tmux_variables_is_restarted_detached_verbatim(tmp_path):
+    """Must NOT fire: started from a shell inside tmux then detached (nohup), $TMUX names no parent of it."""
+    inherited = {"TMUX": "/tmp/tmux-1000/default,4242,0", "TMUX_PANE": "%7"}
+    box = _box("nohup", running_env=inherited)
+    try:
+        back, fact = _investigate(box, tmp_path)
+        after = _main_pid(box)
+        assert _stat(after)[1] == after  # its own process group (setsid), no tmux anywhere above it
+        assert not box.tmux_socket.exists()
+        env = _environ(after)
+        assert {k: env[k] for k in inherited} == inherited  # its environment exactly as it was
+        assert "tmux" not in back["found"] and fact.identity_after == fact.identity_before and fact.left_as_found
+    finally:
+        box.remove()

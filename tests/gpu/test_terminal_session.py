@@ -110,36 +110,91 @@ def test_a_server_started_in_tmux_comes_back_in_its_session(tmp_path):
         ["tmux", "-S", str(box.tmux_socket), "list-sessions"], capture_output=True).returncode != 0
 
 
-def test_a_tmux_session_that_ended_is_made_again_under_its_name(tmp_path):
-    """bring_back after the session died with its only window (another session keeps the tmux server up)."""
-    from specdoctor.engine.actions.user_server import bring_back, pending_path
+def _stopped_by_a_crashed_run(box: Sandbox, run_id: str) -> tuple[ToolContext, UserServerFact]:
+    """What a run that stopped the user's server and then died leaves: the relaunch file, the pending marker (both
+    written by take_gpus's own functions) and the server stopped by stop_user_server."""
+    from specdoctor.tools.user_server import UserServerRecord, capture
+
+    from specdoctor.engine.actions.user_server import Pending, _save_pending, host_key
     from specdoctor.engine.runs import Relaunch, save_relaunch
-    from specdoctor.tools.user_server import capture
+
+    host = SimHost(box)
+    ctx = ToolContext(host=host, run_id=run_id, auto_approve=True)
+    pid = _main_pid(box)
+    rec = registry.typed_output(registry.call(ctx, "inspect_user_server", {"pid": pid, "port": box.port}),
+                                UserServerRecord, where="test")
+    assert rec is not None and rec.session is not None and rec.session.session == box.scenario.server.session_name
+    cap = capture(host, pid)
+    save_relaunch(Relaunch(run_id=run_id, argv=cap.argv, env=cap.env, cwd=cap.cwd))
+    _save_pending(Pending(run_id=run_id, host=host_key(host), port=box.port, log_path=box.server_log,
+                          user=rec.user, supervisor=rec.supervisor, session=rec.session, identity=rec.identity))
+    assert registry.call(ctx, "stop_user_server", {"pid": pid, "starttime": cap.starttime}).ok
+    return ctx, UserServerFact(pid_before=pid, identity_before=rec.identity)
+
+
+def test_a_tmux_session_that_ended_is_made_again_under_its_name(tmp_path):
+    """The session died with its only window; another session keeps the tmux server up: same name, new session."""
+    from specdoctor.engine.actions.user_server import bring_back
 
     box = _box("tmux")
     try:
-        host = SimHost(box)
-        ctx = ToolContext(host=host, run_id="ended", auto_approve=True)
-        pid = _main_pid(box)
-        rec = registry.call(ctx, "inspect_user_server", {"pid": pid, "port": box.port})
-        assert rec.ok and rec.output["session"]["session"] == "sglang", rec.summary
-        cap = capture(host, pid)
-        save_relaunch(Relaunch(run_id="ended", argv=cap.argv, env=cap.env, cwd=cap.cwd))
-        from specdoctor.engine.actions.user_server import Pending, _save_pending
-
-        _save_pending(Pending(run_id="ended", host="x", port=box.port, log_path=box.server_log, user=cap.user,
-                              supervisor="tmux", session=rec.output["session"], identity=rec.output["identity"]))
+        ctx, before = _stopped_by_a_crashed_run(box, "ended")
         _tmux(box, "new-session", "-d", "-s", "other")  # keeps the tmux server up
-        assert registry.call(ctx, "stop_user_server", {"pid": pid, "starttime": cap.starttime}).ok
         _tmux(box, "kill-session", "-t", "=sglang")
         fact, decisions = bring_back(ctx, "ended", timeout_s=60)
         assert fact is not None and fact.restarted, decisions
         panes = _tmux(box, "list-panes", "-a", "-F", "#{pane_pid} #{session_name}")
         assert f"{fact.pid_after} sglang" in panes.splitlines(), panes
-        assert fact.identity_after == fact.identity_before
-        assert pending_path("ended").is_file()
+        assert fact.identity_after == before.identity_before
     finally:
         box.remove()
+
+
+def test_restore_after_a_crash_brings_the_tmux_server_back_in_its_session(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from specdoctor.cli import app
+
+    box = _box("tmux")
+    try:
+        _stopped_by_a_crashed_run(box, "crashed")
+        monkeypatch.setattr(SimHost, "close", lambda self: None)  # `restore` on a sim host would remove the box
+        res = CliRunner().invoke(app, ["restore", "--host", f"sim:attach={box.root}", "--repo", box.repo])
+        assert res.exit_code == 0, res.output[-1500:]
+        assert "identity unchanged" in res.output and "attach -t sglang" in res.output
+        after = _main_pid(box)
+        assert f"{after} sglang:1" in _tmux(box, "list-panes", "-a", "-F",
+                                              "#{pane_pid} #{session_name}:#{window_index}").splitlines()
+    finally:
+        box.remove()
+
+
+def test_tmux_or_screen_variables_that_name_no_parent_record_no_session():
+    """Must NOT fire: $TMUX/$STY inherited from elsewhere (not a parent of the server) say nothing of where it runs;
+    and tmux is asked only when they do."""
+    from specdoctor.tools.terminal_session import session_of
+
+    from specdoctor.host.mock import MockHost
+
+    host = MockHost(lambda cmd, env, cwd: "serve\t2")
+    env = {"TMUX": "/tmp/tmux-1000/default,4242,0", "TMUX_PANE": "%7", "STY": "4343.work", "WINDOW": "1"}
+    assert session_of(host, "tmux", env, {900, 4000})[0] is None and not host.calls
+    assert session_of(host, "screen", env, {900})[0] is None
+    tmux, _ = session_of(host, "tmux", env, {900, 4242})
+    assert tmux is not None and (tmux.session, tmux.window, tmux.socket) == ("serve", "2", "/tmp/tmux-1000/default")
+    assert tmux.attach_hint() == "tmux attach -t serve"  # tmux's default socket: a plain attach finds it
+    screen, _ = session_of(host, "screen", env, {4343})
+    assert screen is not None and screen.name == "work" and screen.window == "1"
+    assert session_of(host, "nohup", env, {4242, 4343})[0] is None
+
+
+def test_identity_ignores_which_pane_but_not_the_rest_of_the_environment():
+    from specdoctor.tools.user_server import identity_hash
+
+    argv = ["python", "-m", "sglang.launch_server"]
+    a = identity_hash(argv, {"TMUX": "/s,1,0", "TMUX_PANE": "%0", "NCCL_PROTO": "LL"}, "/srv", "alice")
+    assert a == identity_hash(argv, {"TMUX": "/s,1,3", "TMUX_PANE": "%5", "NCCL_PROTO": "LL"}, "/srv", "alice")
+    assert a != identity_hash(argv, {"TMUX": "/s,1,0", "TMUX_PANE": "%0", "NCCL_PROTO": "Simple"}, "/srv", "alice")
 
 
 @pytest.mark.skipif(shutil.which("screen") is None, reason="GNU screen is not installed (apt-get install screen)")

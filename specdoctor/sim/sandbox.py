@@ -219,8 +219,9 @@ class Sandbox:
         exports = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
         pidfile = self.root / ".sim" / "session-shell.pid"
         pidfile.unlink(missing_ok=True)
+        redirect = "" if self.scenario.server.terminal_output else f" > {shlex.quote(self.server_log)} 2>&1"
         inner = (f"echo $$ > {shlex.quote(str(pidfile))}; cd {shlex.quote(self.repo)} && "
-                 f"{'env ' + exports + ' ' if exports else ''}{self.launch} > {shlex.quote(self.server_log)} 2>&1; "
+                 f"{'env ' + exports + ' ' if exports else ''}{self.launch}{redirect}; "
                  "exec sh")
         name = self.scenario.server.session_name
         if kind == "tmux":

@@ -278,6 +278,8 @@ class ServerSpec(_Strict):
         "exits, or typed in a tmux/screen session (real tmux/screen on a private socket under the sandbox).")
     session_name: str = Field(default="sglang", pattern=r"^[A-Za-z0-9_-]+$",
                               description="The tmux/screen session's name (supervisor tmux or screen).")
+    terminal_output: bool = Field(default=False, description="tmux/screen: the server writes to its window "
+                                  "(no log file), as when the launch line is typed without a redirect.")
     launch_time: LaunchTime = Field(default_factory=lambda: LaunchTime())
 
 

@@ -115,7 +115,7 @@ def _stopped_by_a_crashed_run(box: Sandbox, run_id: str) -> tuple[ToolContext, U
     written by take_gpus's own functions) and the server stopped by stop_user_server."""
     from specdoctor.tools.user_server import UserServerRecord, capture
 
-    from specdoctor.engine.actions.user_server import Pending, _save_pending, host_key
+    from specdoctor.engine.actions.user_server import Pending, _file_target, _save_pending, host_key
     from specdoctor.engine.runs import Relaunch, save_relaunch
 
     host = SimHost(box)
@@ -126,7 +126,7 @@ def _stopped_by_a_crashed_run(box: Sandbox, run_id: str) -> tuple[ToolContext, U
     assert rec is not None and rec.session is not None and rec.session.session == box.scenario.server.session_name
     cap = capture(host, pid)
     save_relaunch(Relaunch(run_id=run_id, argv=cap.argv, env=cap.env, cwd=cap.cwd))
-    _save_pending(Pending(run_id=run_id, host=host_key(host), port=box.port, log_path=box.server_log,
+    _save_pending(Pending(run_id=run_id, host=host_key(host), port=box.port, log_path=_file_target(rec.stdout),
                           user=rec.user, supervisor=rec.supervisor, session=rec.session, identity=rec.identity))
     assert registry.call(ctx, "stop_user_server", {"pid": pid, "starttime": cap.starttime}).ok
     return ctx, UserServerFact(pid_before=pid, identity_before=rec.identity)
@@ -226,5 +226,26 @@ def test_a_nohup_server_with_inherited_tmux_variables_is_restarted_detached_verb
         env = _environ(after)
         assert {k: env[k] for k in inherited} == inherited  # its environment exactly as it was
         assert "tmux" not in back["found"] and fact.identity_after == fact.identity_before and fact.left_as_found
+    finally:
+        box.remove()
+
+
+def test_a_server_writing_to_its_tmux_window_writes_to_the_new_window(tmp_path):
+    """No log file (the launch line typed without a redirect): the restarted server's output is its new pane."""
+    from specdoctor.engine.actions.user_server import bring_back
+
+    sc = load_scenario("no-regression")
+    box = build_sandbox(sc.model_copy(update={"server": sc.server.model_copy(
+        update={"supervisor": "tmux", "terminal_output": True})}))
+    try:
+        assert Path(f"/proc/{_main_pid(box)}/fd/1").resolve().as_posix().startswith("/dev/pts/")
+        ctx, before = _stopped_by_a_crashed_run(box, "tty")
+        fact, decisions = bring_back(ctx, "tty", timeout_s=60)
+        assert fact is not None and fact.restarted and fact.identity_after == before.identity_before, decisions
+        assert Path(f"/proc/{fact.pid_after}/fd/1").resolve().as_posix().startswith("/dev/pts/")
+        pane = next(line.split()[1] for line in _tmux(box, "list-panes", "-a", "-F", "#{pane_pid} #{pane_id}")
+                    .splitlines() if line.split()[0] == str(fact.pid_after))
+        assert "The server is fired up" in _tmux(box, "capture-pane", "-p", "-S", "-200", "-t", pane)
+        assert not Path(box.server_log).exists()  # nothing redirected to a file the user never had
     finally:
         box.remove()

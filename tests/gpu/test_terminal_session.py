@@ -104,6 +104,9 @@ def test_a_server_started_in_tmux_comes_back_in_its_session(tmp_path):
         assert fact.identity_after == fact.identity_before and fact.outcome == "SAME" and fact.left_as_found
         assert "tmux" in back["found"] and "attach -t sglang" in back["found"] and "detached" not in fact.note
         assert not list(Path(tmp_path).rglob(".launch-*"))  # the launcher with the environment deleted itself
+        box_line = next(ln for ln in (tmp_path / "out" / "report.md").read_text().splitlines()
+                        if "left as found" in ln)
+        assert "server back on" in box_line and "attach -t sglang" in box_line, box_line
     finally:
         box.remove()
     assert not box.tmux_socket.exists() or subprocess.run(
@@ -146,6 +149,24 @@ def test_a_tmux_session_that_ended_is_made_again_under_its_name(tmp_path):
         panes = _tmux(box, "list-panes", "-a", "-F", "#{pane_pid} #{session_name}")
         assert f"{fact.pid_after} sglang" in panes.splitlines(), panes
         assert fact.identity_after == before.identity_before
+    finally:
+        box.remove()
+
+
+def test_when_the_tmux_server_is_gone_it_comes_back_detached_and_says_so(tmp_path):
+    from specdoctor.engine.actions.user_server import bring_back
+
+    box = _box("tmux")
+    try:
+        ctx, before = _stopped_by_a_crashed_run(box, "gone")
+        _tmux(box, "kill-server")
+        fact, decisions = bring_back(ctx, "gone", timeout_s=60)
+        assert fact is not None and fact.restarted and fact.identity_after == before.identity_before, decisions
+        assert "restarted detached" in fact.note and "tmux server" in fact.note and "gone" in fact.note
+        assert _stat(fact.pid_after)[1] == fact.pid_after  # its own process group (setsid), in no tmux
+        assert not {"TMUX", "TMUX_PANE"} & set(_environ(fact.pid_after))  # no variables naming a dead pane
+        assert subprocess.run(["tmux", "-S", str(box.tmux_socket), "list-sessions"],
+                              capture_output=True).returncode != 0  # no tmux server started behind the user's back
     finally:
         box.remove()
 

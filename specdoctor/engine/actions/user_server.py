@@ -173,7 +173,9 @@ def examine_user_server(deps, view: StateView, step, args: dict[str, Any]) -> Ac
     out.decisions.append(Decision(
         step=step.id, title=step.title, status="ok", checked="your server's argv, cwd, environment, user, log "
         "targets (/proc), supervisor (/proc/PID/cgroup, parent chain), GPU memory (nvidia-smi)",
-        found=rec.summary_line() + f"; supervisor: {rec.supervisor_detail}", decided=decided,
+        found=rec.summary_line() + f"; supervisor: {rec.supervisor_detail}" + (
+            f"; its {rec.supervisor} session was not read ({rec.session_note}): a restart would be detached"
+            if rec.session_note else ""), decided=decided,
         why="the box belongs to the user: examine first, stop only with consent, bring it back exactly",
         evidence=[e["command"] for r in out.results.values() for e in r.get("evidence", [])][:6]))
     repo = view.params.get("repo")
@@ -360,7 +362,10 @@ def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None 
              f"{'unchanged' if same_id else 'CHANGED'}, {fact.tps_before or 0:.1f} → {fact.tps_after or 0:.1f} tok/s "
              f"({outcome}{f', {comparison.pct_change:+.1f} %' if comparison else ''})")
     if session is not None:
-        found += f", in a new window of its {session.where()}: `{session.attach_hint()}` shows it"
+        back_in = f"back in a new window of its {session.kind} session {session.name!r}: " \
+                  f"`{session.attach_hint()}` shows it"
+        found += f", {back_in}"
+        fact.note = (fact.note + "; " if fact.note else "") + back_in
     elif pending.supervisor in ("tmux", "screen"):
         fact.note = (fact.note + "; " if fact.note else "") + f"restarted detached, not inside its " \
             f"{pending.supervisor} session ({where}; its output goes to the same file)"

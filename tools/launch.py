@@ -171,6 +171,7 @@ def _kill_group(host: Host, pgid: int, grace_s: float = 10.0) -> bool:
 @tool(effect="disrupt")
 def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     """Start an inference server detached (setsid nohup), log to the run folder, wait until it is healthy.
+    With `session`, it starts instead in a new window of that tmux/screen session (the user's server brought back).
 
     Refuses a busy port; port 0 picks one that is free on the host. The process group is recorded (ctx.cache['started'] and started.json) so that
     stop_server only ever stops what specdoctor started. A failed start raises Unresolved with the log tail.

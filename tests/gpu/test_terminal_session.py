@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -218,7 +217,6 @@ def test_identity_ignores_which_pane_but_not_the_rest_of_the_environment():
     assert a != identity_hash(argv, {"TMUX": "/s,1,0", "TMUX_PANE": "%0", "NCCL_PROTO": "Simple"}, "/srv", "alice")
 
 
-@pytest.mark.skipif(shutil.which("screen") is None, reason="GNU screen is not installed (apt-get install screen)")
 def test_a_server_started_in_screen_comes_back_in_its_session(tmp_path):
     box = _box("screen")
     try:

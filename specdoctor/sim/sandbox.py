@@ -215,6 +215,7 @@ class Sandbox:
         """Start the running server the way a user does in tmux/screen: a session whose window's shell runs the launch
         line (output to the log) and stays at a prompt afterwards. Real tmux/screen binaries, private sockets."""
         kind = self.scenario.server.supervisor
+        self._stop_sessions()  # a start retried on another port: the first session (its shell at a prompt) goes
         env = dict(self.scenario.server.running_env)
         exports = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
         pidfile = self.root / ".sim" / "session-shell.pid"

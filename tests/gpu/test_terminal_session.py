@@ -78,7 +78,8 @@ def _tmux(box: Sandbox, *args: str) -> str:
 
 
 def test_a_server_started_in_tmux_comes_back_in_its_session(tmp_path):
-    box = _box("tmux")
+    secret = "hf_" + "Q7" * 17  # a token in its environment: back in the server, never in a command line or log
+    box = _box("tmux", running_env={"HF_TOKEN": secret})
     try:
         before = _main_pid(box)
         env_before = _environ(before)
@@ -102,7 +103,11 @@ def test_a_server_started_in_tmux_comes_back_in_its_session(tmp_path):
             {k: v for k, v in env_before.items() if not k.startswith("TMUX")}
         assert fact.identity_after == fact.identity_before and fact.outcome == "SAME" and fact.left_as_found
         assert "tmux" in back["found"] and "attach -t sglang" in back["found"] and "detached" not in fact.note
-        assert not list(Path(tmp_path).rglob(".launch-*"))  # the launcher with the environment deleted itself
+        assert env_after["HF_TOKEN"] == secret
+        runs = Path(box.root / "home" / ".specdoctor" / "runs")
+        assert runs.is_dir() and not list(runs.rglob(".launch-*"))  # the launcher (full env) deleted itself
+        audit = (tmp_path / "out" / "audit.jsonl").read_text()
+        assert "new-window" in audit and secret not in audit
         box_line = next(ln for ln in (tmp_path / "out" / "report.md").read_text().splitlines()
                         if "left as found" in ln)
         assert "server back on" in box_line and "attach -t sglang" in box_line, box_line

@@ -80,8 +80,11 @@ def session_of(host: Host, kind: str, env: Mapping[str, str], ancestors: set[int
             return None, "its environment names no screen session ($STY)"
         if int(pid) not in ancestors:
             return None, f"$STY names SCREEN pid {pid}, not one of its parents"
-        return TerminalSession(kind="screen", socket=env.get("SCREENDIR", ""), session=sty,
-                               window=env.get("WINDOW") or None, server_pid=int(pid)), ""
+        found = TerminalSession(kind="screen", socket=env.get("SCREENDIR", ""), session=sty,
+                                window=env.get("WINDOW") or None, server_pid=int(pid))
+        if session_state(host, found) != "alive":  # e.g. another user's screen: this user's `screen -ls` lacks it
+            return None, f"`{found.client()} -ls` does not list {sty} for this user"
+        return found, ""
     return None, f"{kind} is not a terminal session"
 
 

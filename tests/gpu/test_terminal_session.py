@@ -201,7 +201,7 @@ def test_tmux_or_screen_variables_that_name_no_parent_record_no_session():
 
     from specdoctor.host.mock import MockHost
 
-    host = MockHost(lambda cmd, env, cwd: "serve\t2")
+    host = MockHost(lambda cmd, env, cwd: "alive" if "screen -ls" in str(cmd) else "serve\t2")
     env = {"TMUX": "/tmp/tmux-1000/default,4242,0", "TMUX_PANE": "%7", "STY": "4343.work", "WINDOW": "1"}
     assert session_of(host, "tmux", env, {900, 4000})[0] is None and not host.calls
     assert session_of(host, "screen", env, {900})[0] is None
@@ -211,6 +211,8 @@ def test_tmux_or_screen_variables_that_name_no_parent_record_no_session():
     screen, _ = session_of(host, "screen", env, {4343})
     assert screen is not None and screen.name == "work" and screen.window == "1"
     assert session_of(host, "nohup", env, {4242, 4343})[0] is None
+    unlisted = MockHost(lambda cmd, env, cwd: "server-gone")  # `screen -ls` of this user lacks it (another user's)
+    assert session_of(unlisted, "screen", env, {4343})[0] is None
 
 
 def test_identity_ignores_which_pane_but_not_the_rest_of_the_environment():

@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 from pydantic import BaseModel, Field
+from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, start_in_session_script
 
 from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
 from specdoctor.host.base import Host, Raw
@@ -44,6 +45,11 @@ class LaunchInput(BaseModel):
                                  "the user's server logged) instead of a new log in the run folder.")
     own: bool = Field(default=True, description="False: the user's own server brought back — not recorded as "
                       "started by this run, so stop_server and the safety net never stop it.")
+    session: TerminalSession | None = Field(default=None, description="Start it in a new window of this tmux/screen "
+                                            "session instead of detached (the user's server comes back where they "
+                                            "left it); without log_path its output goes to the window.")
+    new_session: bool = Field(default=False, description="With `session`: the session ended, start a new one of "
+                              "the same name on the same tmux server.")
 
 
 class LaunchResult(BaseModel):
@@ -165,6 +171,7 @@ def _kill_group(host: Host, pgid: int, grace_s: float = 10.0) -> bool:
 @tool(effect="disrupt")
 def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     """Start an inference server detached (setsid nohup), log to the run folder, wait until it is healthy.
+    With `session`, it starts instead in a new window of that tmux/screen session (the user's server brought back).
 
     Refuses a busy port; port 0 picks one that is free on the host. The process group is recorded (ctx.cache['started'] and started.json) so that
     stop_server only ever stops what specdoctor started. A failed start raises Unresolved with the log tail.
@@ -191,23 +198,15 @@ def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     drop = [f"-u {shlex.quote(n)}" for n in args.unset if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n)]
     env_cmd = ["env", "-i"] if args.replace_env else ["env", *drop] if env_part or drop else []
     run = " ".join(["setsid", "nohup", *env_cmd, *([env_part] if env_part else []), shlex.join(argv)])
-    # The host records the group itself, in the same command that starts it: a link dropped right after the
-    # start (before we read the pid) must not leave a server that a later stop_server/resume cannot find.
-    rest = json.dumps({"port": port, "log": log, "label": label, "time": time.time()})[1:]
-    script = (f"mkdir -p {shlex.quote(ctx.run_dir)} && "
-              + (f"cd {shlex.quote(args.cwd)} && " if args.cwd else "")
-              + f"{{ {run} {'>>' if args.log_path else '>'} {shlex.quote(log)} 2>&1 < /dev/null & }} && pid=$! && "
-              + (f"printf '{{\"pgid\": %s, \"pids\": [%s], %s\\n' \"$pid\" \"$pid\" {shlex.quote(rest)} "
-                 f">> {shlex.quote(ctx.run_dir + '/started.json')}; " if args.own else "")
-              + "echo $pid")
-    ctx.say(f"launching {label} on port {port}")
-    res = ctx.host.run(Raw(script), check="ignore", timeout=60)
-    pid_s = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
-    if not res.ok or not pid_s.isdigit():
-        raise ToolFailed(f"could not start the server: {(res.stderr or res.stdout).strip()[:300]}")
-    pid = int(pid_s)
+    if args.session is not None:
+        log = args.log_path or ""  # no file: the output goes to the window, as it did before
+        ctx.say(f"launching {label} on port {port} in {args.session.where()}")
+        pid = _start_in_session(ctx, args, [*env_cmd, *([env_part] if env_part else [])], argv, log, label)
+    else:
+        pid = _start_detached(ctx, args, run, port, log, label)
     # setsid (not a group leader in a non-interactive sh, so it does not fork) makes the pid its own group id;
     # reading /proc/PID/stat right away could race the setsid() call and see the launching shell's group.
+    # tmux and screen make each window's process a session (and group) leader too.
     pgid = pid
     result = LaunchResult(pids=[pid], pgid=pgid, port=port, log_path=log, argv=argv, env=redact_env(env),
                           label=label)
@@ -242,6 +241,53 @@ def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     result.pids = sorted({pid, *_group_pids(ctx.host, pgid)})
     ctx.say(f"{label} ready on port {port} after {result.ready_seconds:.1f}s")
     return result
+
+
+def _start_detached(ctx: ToolContext, args: LaunchInput, run: str, port: int, log: str, label: str) -> int:
+    """Start the server detached (setsid nohup) with its output in `log`; its pid (= its process group)."""
+    # The host records the group itself, in the same command that starts it: a link dropped right after the
+    # start (before we read the pid) must not leave a server that a later stop_server/resume cannot find.
+    rest = json.dumps({"port": port, "log": log, "label": label, "time": time.time()})[1:]
+    script = (f"mkdir -p {shlex.quote(ctx.run_dir)} && "
+              + (f"cd {shlex.quote(args.cwd)} && " if args.cwd else "")
+              + f"{{ {run} {'>>' if args.log_path else '>'} {shlex.quote(log)} 2>&1 < /dev/null & }} && pid=$! && "
+              + (f"printf '{{\"pgid\": %s, \"pids\": [%s], %s\\n' \"$pid\" \"$pid\" {shlex.quote(rest)} "
+                 f">> {shlex.quote(ctx.run_dir + '/started.json')}; " if args.own else "")
+              + "echo $pid")
+    ctx.say(f"launching {label} on port {port}")
+    res = ctx.host.run(Raw(script), check="ignore", timeout=60)
+    pid_s = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
+    if not res.ok or not pid_s.isdigit():
+        raise ToolFailed(f"could not start the server: {(res.stderr or res.stdout).strip()[:300]}")
+    return int(pid_s)
+
+
+def _start_in_session(ctx: ToolContext, args: LaunchInput, env_words: list[str], argv: list[str], log: str,
+                      label: str) -> int:
+    """Start the server as a new window of a tmux/screen session; its pid (the window's own process).
+
+    The launch line, full environment included, reaches the host on stdin into a 0600 launcher that deletes itself
+    as it starts: a whole environment is too long for a tmux/screen command, and stays off every command line."""
+    assert args.session is not None
+    stem = f"{ctx.run_dir}/.launch-{label}-{int(time.time() * 1000)}"
+    launcher, pidfile = f"{stem}.sh", f"{stem}.pid"
+    # The new window's own location ($TMUX_PANE, $WINDOW...) replaces the recorded one under `env -i`.
+    keep = [f'${{{v}+"{v}=${v}"}}' for v in LOCATION_VARS] if args.replace_env else []
+    lines = ['rm -f "$0"', f"echo $$ > {shlex.quote(pidfile)}"]
+    if args.cwd:
+        lines.append(f"cd {shlex.quote(args.cwd)} || exit 1")
+    redirect = f" >> {shlex.quote(log)} 2>&1" if log else ""
+    lines.append(" ".join(["exec", *env_words, *keep, shlex.join(argv)]) + redirect)
+    ctx.host.run(Raw(f"umask 077 && mkdir -p {shlex.quote(ctx.run_dir)} && cat > {shlex.quote(launcher)}"),
+                 stdin=("\n".join(lines) + "\n").encode(), timeout=60)
+    res = ctx.host.run(start_in_session_script(args.session, launcher, args.cwd, new_session=args.new_session,
+                                               pidfile=pidfile), check="ignore", timeout=60)
+    pid_s = res.stdout.strip().splitlines()[-1] if res.stdout.strip() else ""
+    if not res.ok or not pid_s.isdigit():  # the launcher never ran: it must not stay behind with the environment
+        ctx.host.run(["rm", "-f", launcher, pidfile], check="ignore")
+        raise ToolFailed(f"could not start the server in {args.session.where()}: "
+                         f"{(res.stderr or res.stdout).strip()[:300]}")
+    return int(pid_s)
 
 
 class StopInput(BaseModel):

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
+from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, session_of
 
 from specdoctor.errors import ToolFailed, ToolRetry
 from specdoctor.host.base import Host, Raw
@@ -25,7 +26,7 @@ from specdoctor.toolkit import ToolContext, tool
 
 __all__ = ["Captured", "Ancestor", "UserServerInput", "UserServerRecord", "inspect_user_server", "capture",
            "classify_supervisor", "identity_hash", "StopUserInput", "StopUserResult", "stop_user_server",
-           "RESTARTERS", "manual_step"]
+           "RESTARTERS", "manual_step", "record_of"]
 
 # Supervisors that would start the server again the moment it exits (or own its lifetime): never fought.
 RESTARTERS = frozenset({"supervisord", "restarter", "systemd", "container"})
@@ -64,8 +65,10 @@ class Captured:
 
 
 def identity_hash(argv: list[str], env: dict[str, str], cwd: str | None, user: str | None) -> str:
-    """A PID-less identity: the same server started again hashes the same (argv, full env, cwd, user)."""
-    blob = json.dumps({"argv": list(argv), "env": sorted(env.items()), "cwd": cwd, "user": user}, sort_keys=True)
+    """A PID-less identity: the same server started again hashes the same (argv, full env, cwd, user). Which tmux
+    pane or screen window it runs in (LOCATION_VARS) is where it is, not what it is, like its pid."""
+    kept = sorted((k, v) for k, v in env.items() if k not in LOCATION_VARS)
+    blob = json.dumps({"argv": list(argv), "env": kept, "cwd": cwd, "user": user}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -191,11 +194,15 @@ class UserServerRecord(BaseModel):
     restarts_it: bool = Field(description="The supervisor would start it again (or owns its lifetime).")
     gpu_mib: dict[str, int] = Field(default_factory=dict, description="GPU memory its processes hold, by pid.")
     holds_gpus: bool = Field(description="nvidia-smi lists its processes: a second server needs what it holds.")
+    session: TerminalSession | None = Field(default=None, description="The tmux/screen session it runs in (a "
+                                            "restart opens a new window there).")
+    session_note: str = Field(default="", description="Why a tmux/screen server's session could not be read.")
 
     def summary_line(self) -> str:
         held = sum(self.gpu_mib.values())
         gpus = f"holds {held} MiB on the GPUs" if self.holds_gpus else "holds no GPU memory nvidia-smi shows"
-        return (f"your server pid {self.pid} (user {self.user}, supervisor {self.supervisor}) {gpus}; "
+        where = f", in {self.session.where()}" if self.session else ""
+        return (f"your server pid {self.pid} (user {self.user}, supervisor {self.supervisor}{where}) {gpus}; "
                 f"log {self.stdout or '?'}; identity {self.identity}")
 
 
@@ -214,11 +221,13 @@ def _gpu_mib(host: Host, pids: set[int]) -> dict[str, int]:
 def record_of(host: Host, cap: Captured, pids: list[int], port: int | None) -> UserServerRecord:
     kind, detail = classify_supervisor(cap.cgroup, cap.ancestors, cap.ppid)
     mib = _gpu_mib(host, {cap.pid, *pids})
+    session, session_note = (session_of(host, kind, cap.env, {a.pid for a in cap.ancestors})
+                             if kind in ("tmux", "screen") else (None, ""))
     return UserServerRecord(pid=cap.pid, starttime=cap.starttime, pids=[p for p in pids if p != cap.pid], port=port, argv=cap.argv, cwd=cap.cwd,
                             user=cap.user, stdout=cap.stdout, stderr=cap.stderr, env=redact_env(cap.env),
                             identity=identity_hash(cap.argv, cap.env, cap.cwd, cap.user), supervisor=kind,
                             supervisor_detail=detail, restarts_it=kind in RESTARTERS, gpu_mib=mib,
-                            holds_gpus=bool(mib))
+                            holds_gpus=bool(mib), session=session, session_note=session_note)
 
 
 @tool(effect="read")

@@ -29,7 +29,8 @@ def server_words(s: UserServerFact) -> BoxState:
                               f"its restart is not recorded{': ' + s.note if s.note else ''}")
     if ok:
         return BoxState(True, f"server back on {port}, same identity (argv/env hash {_h(s.identity_after)}), "
-                              f"throughput SAME ({_tps(s.tps_before)} → {_tps(s.tps_after)} tok/s)")
+                              f"throughput SAME ({_tps(s.tps_before)} → {_tps(s.tps_after)} tok/s)"
+                              + (f" — {s.note}" if s.note else ""))  # e.g. where it is: its tmux session
     if s.restarted and s.healthy and s.identity_before == s.identity_after and s.outcome in ("UNKNOWN", None):
         # back and the same process, but the short benchmark could not decide: unverified, not failed
         return BoxState(None, f"server back on {port}, same identity (argv/env hash {_h(s.identity_after)}), "

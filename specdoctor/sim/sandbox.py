@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -158,17 +159,21 @@ class Sandbox:
         `line` defaults to the scenario's launch; `env` is added to the host's base env. Never raises on a
         failed start: `Launched.healthy` is False and the log says why.
         """
-        if host is None:
-            from specdoctor.host.local import LocalHost
-
-            host = LocalHost(name="sim-setup", base_env=self.base_env, inherit_env=False)
+        host = host or self._setup_host()
         log = log or self.server_log
         exports = " ".join(shlex.quote(f"{k}={v}") for k, v in (env or {}).items())
         script = Raw(f"cd {shlex.quote(cwd or self.repo)} && {'env ' + exports + ' ' if exports else ''}"
                      f"nohup {line or self.launch} > {shlex.quote(log)} 2>&1 < /dev/null & echo $!")
         t0 = time.monotonic()
         pid = int(host.run(script, timeout=30).stdout.strip().splitlines()[-1])
-        port = port or self.port
+        return self._wait_healthy(pid, port or self.port, log, t0, timeout)
+
+    def _setup_host(self) -> Host:
+        from specdoctor.host.local import LocalHost
+
+        return LocalHost(name="sim-setup", base_env=self.base_env, inherit_env=False)
+
+    def _wait_healthy(self, pid: int, port: int, log: str, t0: float, timeout: float) -> Launched:
         healthy = False
         while time.monotonic() - t0 < timeout:
             if not Path(f"/proc/{pid}").exists() or _is_zombie(pid):
@@ -182,6 +187,67 @@ class Sandbox:
                 pass
             time.sleep(0.02)
         return Launched(pid=pid, port=port, healthy=healthy, log=log, seconds=time.monotonic() - t0)
+
+    # -- the user's terminal session (server.supervisor: tmux | screen) ------------------------------------------
+
+    @property
+    def tmux_socket(self) -> Path:
+        """The private socket of the twin's tmux server (`tmux -S` it to look inside)."""
+        return self.root / ".sim" / "tmux.sock"
+
+    @property
+    def screen_dir(self) -> Path:
+        """The twin's private screen socket folder ($SCREENDIR)."""
+        return self.root / ".sim" / "screen"
+
+    def _start_in_session(self, timeout: float) -> Launched:
+        """Start the running server the way a user does in tmux/screen: a session whose window's shell runs the launch
+        line (output to the log) and stays at a prompt afterwards. Real tmux/screen binaries, private sockets."""
+        kind = self.scenario.server.supervisor
+        self._stop_sessions()  # a start retried on another port: the first session (its shell at a prompt) goes
+        env = dict(self.scenario.server.running_env)
+        exports = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items())
+        pidfile = self.root / ".sim" / "session-shell.pid"
+        pidfile.unlink(missing_ok=True)
+        redirect = "" if self.scenario.server.terminal_output else f" > {shlex.quote(self.server_log)} 2>&1"
+        inner = (f"echo $$ > {shlex.quote(str(pidfile))}; cd {shlex.quote(self.repo)} && "
+                 f"{'env ' + exports + ' ' if exports else ''}{self.launch}{redirect}; "
+                 "exec sh")
+        name = self.scenario.server.session_name
+        if kind == "tmux":
+            start = (f"tmux -f /dev/null -S {shlex.quote(str(self.tmux_socket))} new-session -d -s {shlex.quote(name)} "
+                     f"-x 160 -y 48 -c {shlex.quote(self.repo)} {shlex.quote(inner)}")
+        else:
+            self.screen_dir.mkdir(mode=0o700, exist_ok=True)
+            self.screen_dir.chmod(0o700)  # screen refuses a socket folder others can enter
+            start = (f"SCREENDIR={shlex.quote(str(self.screen_dir))} screen -dmS {shlex.quote(name)} "
+                     f"sh -c {shlex.quote(inner)}")
+        t0 = time.monotonic()
+        res = self._setup_host().run(Raw(start), check="ignore", timeout=30)
+        while not pidfile.is_file() or not pidfile.read_text().strip():
+            if time.monotonic() - t0 > 10:
+                raise ScenarioError(f"{kind} did not start the server's window: {(res.stderr or res.stdout)[-500:]}")
+            time.sleep(0.02)
+        return self._wait_healthy(int(pidfile.read_text()), self.port, self.server_log, t0, timeout)
+
+    def _stop_sessions(self) -> None:
+        """Kill the twin's tmux server and screen sessions (their windows' shells with them): no leftovers."""
+        host = self._setup_host()
+        if self.tmux_socket.exists():
+            host.run(["tmux", "-S", str(self.tmux_socket), "kill-server"], check="ignore", timeout=30)
+        if self.screen_dir.is_dir():
+            env = {"SCREENDIR": str(self.screen_dir)}
+            listed = host.run(["screen", "-ls"], env=env, check="ignore", timeout=30).stdout
+            for sty in re.findall(r"^\s+(\d+\.\S+)", listed, flags=re.M):
+                host.run(["screen", "-S", sty, "-X", "quit"], env=env, check="ignore", timeout=30)
+
+    def start_running(self, host: Host | None = None, *, timeout: float = 20.0) -> Launched:
+        """Start the scenario's 'already running' server as its supervisor does (nohup, a restart loop, tmux or
+        screen). Never raises on a failed start (see `launch_server`)."""
+        if self.scenario.server.supervisor in ("tmux", "screen"):
+            return self._start_in_session(timeout)
+        return self.launch_server(host, line=self.running_line(), env=dict(self.scenario.server.running_env),
+                                  timeout=timeout)
 
     def _started_by(self, pid: int) -> bool:
         """A server of this sandbox is `pid` or its child (a restart loop's shell is not the server itself)."""
@@ -205,8 +271,7 @@ class Sandbox:
 
     def start_server(self, host: Host | None = None, *, timeout: float = 20.0) -> list[int]:
         """Start the scenario's 'already running' server (with its extra env) and return its PIDs."""
-        res = self.launch_server(host, line=self.running_line(), env=dict(self.scenario.server.running_env),
-                                 timeout=timeout)
+        res = self.start_running(host, timeout=timeout)
         if not res.healthy:
             tail = Path(res.log).read_text(errors="replace")[-2000:] if Path(res.log).exists() else ""
             raise ScenarioError(f"simulated server did not become healthy on port {res.port}:\n{tail}")
@@ -233,6 +298,7 @@ class Sandbox:
                     pass
         for f in self.pid_dir.glob("*.json") if self.pid_dir.is_dir() else []:
             f.unlink(missing_ok=True)
+        self._stop_sessions()
         for f in (self.root / "run" / "gpu-procs").glob("*.pid"):
             try:
                 pid = int(f.read_text().strip())
@@ -436,7 +502,7 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
         raise
     if start_server if start_server is not None else sc.server.running:
         for attempt in range(3):  # another process may take the port between our check and the bind
-            res = box.launch_server(line=box.running_line(), env=dict(sc.server.running_env))
+            res = box.start_running()
             if res.healthy:
                 break
             log = Path(res.log).read_text(errors="replace") if Path(res.log).exists() else ""

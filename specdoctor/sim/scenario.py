@@ -273,8 +273,13 @@ class ServerSpec(_Strict):
     worker_env_drop: list[str] = Field(default_factory=list, description="Env the launcher drops for workers.")
     worker_env_set: dict[str, str] = Field(default_factory=dict, description="Env the launcher sets for workers.")
     max_total_num_tokens: int = 400000
-    supervisor: Literal["nohup", "restarter"] = Field(default="nohup", description="How the running server was "
-                                                      "started: nohup, or a shell loop restarting it when it exits.")
+    supervisor: Literal["nohup", "restarter", "tmux", "screen"] = Field(
+        default="nohup", description="How the running server was started: nohup, a shell loop restarting it when it "
+        "exits, or typed in a tmux/screen session (real tmux/screen on a private socket under the sandbox).")
+    session_name: str = Field(default="sglang", pattern=r"^[A-Za-z0-9_-]+$",
+                              description="The tmux/screen session's name (supervisor tmux or screen).")
+    terminal_output: bool = Field(default=False, description="tmux/screen: the server writes to its window "
+                                  "(no log file), as when the launch line is typed without a redirect.")
     launch_time: LaunchTime = Field(default_factory=lambda: LaunchTime())
 
 

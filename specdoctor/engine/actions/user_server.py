@@ -23,6 +23,7 @@ from specdoctor.toolkit import ToolContext, registry
 from specdoctor.tools.launch import LaunchResult
 from specdoctor.tools.measure import BenchmarkResult
 from specdoctor.tools.server import ServerList
+from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, session_state
 from specdoctor.tools.trial_tree import SglangOrigin
 from specdoctor.tools.user_server import UserServerRecord, capture, identity_hash, manual_step
 
@@ -45,6 +46,7 @@ class Pending(BaseModel):
     log_path: str | None = None
     user: str | None = None
     supervisor: str | None = None
+    session: TerminalSession | None = Field(default=None, description="The tmux/screen session it ran in.")
     identity: str
     samples_before: list[float] = Field(default_factory=list)
     runs: int = 5
@@ -171,7 +173,9 @@ def examine_user_server(deps, view: StateView, step, args: dict[str, Any]) -> Ac
     out.decisions.append(Decision(
         step=step.id, title=step.title, status="ok", checked="your server's argv, cwd, environment, user, log "
         "targets (/proc), supervisor (/proc/PID/cgroup, parent chain), GPU memory (nvidia-smi)",
-        found=rec.summary_line() + f"; supervisor: {rec.supervisor_detail}", decided=decided,
+        found=rec.summary_line() + f"; supervisor: {rec.supervisor_detail}" + (
+            f"; its {rec.supervisor} session was not read ({rec.session_note}): a restart would be detached"
+            if rec.session_note else ""), decided=decided,
         why="the box belongs to the user: examine first, stop only with consent, bring it back exactly",
         evidence=[e["command"] for r in out.results.values() for e in r.get("evidence", [])][:6]))
     repo = view.params.get("repo")
@@ -242,7 +246,7 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
         return out
     save_relaunch(Relaunch(run_id=run_id, argv=cap.argv, env=cap.env, cwd=cap.cwd))
     _save_pending(Pending(run_id=run_id, host=host_key(deps.host), port=rec.port, log_path=_file_target(rec.stdout),
-                          user=rec.user, supervisor=rec.supervisor, identity=rec.identity,
+                          user=rec.user, supervisor=rec.supervisor, session=rec.session, identity=rec.identity,
                           samples_before=list(first.samples) if first else [],
                           runs=max(int(p.get("runs", 5)), _BEFORE_RUNS),
                           requests_per_run=int(p.get("requests_per_run", 3)),
@@ -297,10 +301,21 @@ def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None 
         return fact, [Decision(step="user_server", status="error", checked="the relaunch record", found=fact.note,
                                decided="not restarted", why="nothing recorded to start it from")]
     inner = dataclasses.replace(ctx, auto_approve=True)
-    launch = registry.call(inner, "launch_server", {
-        "command": rel.argv, "env": rel.env, "replace_env": True, "cwd": rel.cwd, "own": False,
-        "label": "user-server", "timeout_s": timeout_s,
-        **({"log_path": pending.log_path} if pending.log_path else {})})
+    session, where = _where_back(ctx, pending)
+    # A server that ran in a session: the new window's own $TMUX_PANE/$STY... replace the recorded ones, and a
+    # detached fallback carries none (it is in no session). Any other server gets its environment verbatim.
+    env = {k: v for k, v in rel.env.items() if k not in LOCATION_VARS} if pending.session else rel.env
+    args = {"command": rel.argv, "env": env, "replace_env": True, "cwd": rel.cwd, "own": False,
+            "label": "user-server", "timeout_s": timeout_s,
+            **({"log_path": pending.log_path} if pending.log_path else {})}
+    if session is not None:
+        launch = registry.call(inner, "launch_server", {**args, "session": session.model_dump(mode="json"),
+                                                        "new_session": where == "session-gone"})
+        if launch.status == "error":  # tmux/screen refused the window (the server itself never ran): detached
+            where = f"{session.kind} refused a new window: {launch.summary[:160]}"
+            session = None
+    if session is None:
+        launch = registry.call(inner, "launch_server", args)
     results["restart_user_server"] = launch.model_dump(mode="json")
     started = registry.typed_output(launch, LaunchResult, where="restart_user_server")
     if started is None:
@@ -346,14 +361,31 @@ def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None 
     found = (f"back on :{started.port} (pid {fact.pid_after}, ready in {started.ready_seconds or 0:.1f}s), identity "
              f"{'unchanged' if same_id else 'CHANGED'}, {fact.tps_before or 0:.1f} → {fact.tps_after or 0:.1f} tok/s "
              f"({outcome}{f', {comparison.pct_change:+.1f} %' if comparison else ''})")
-    if pending.supervisor in ("tmux", "screen"):
-        fact.note = (fact.note + "; " if fact.note else "") + \
-            f"restarted detached, not inside its {pending.supervisor} session (its output goes to the same file)"
+    if session is not None:
+        back_in = f"back in a new window of its {session.kind} session {session.name!r}: " \
+                  f"`{session.attach_hint()}` shows it"
+        found += f", {back_in}"
+        fact.note = (fact.note + "; " if fact.note else "") + back_in
+    elif pending.supervisor in ("tmux", "screen"):
+        fact.note = (fact.note + "; " if fact.note else "") + f"restarted detached, not inside its " \
+            f"{pending.supervisor} session ({where}; its output goes to the same file)"
     return fact, [Decision(step="user_server", title="Your server, restarted as it was", status="ok",
                            checked="argv, cwd, full environment and log file as recorded; health; a short benchmark "
                                    "against the one before stopping",
                            found=found, decided="box left as found" if fact.left_as_found else "see the note",
                            why="the box belongs to the user", evidence=[e.command for e in launch.evidence][:2])]
+
+
+def _where_back(ctx: ToolContext, pending: Pending) -> tuple[TerminalSession | None, str]:
+    """The session to restart it in (None: detached) and why: its session alive, ended (a new one of the same name
+    on the same tmux server), or the tmux server / screen gone (detached), or none recorded."""
+    s = pending.session
+    if s is None:
+        return None, ("its session was not recorded" if pending.supervisor in ("tmux", "screen") else "no session")
+    state = session_state(ctx.host, s)
+    if state == "server-gone":
+        return None, f"the {s.kind} server of {s.where()} is gone"
+    return s, state
 
 
 def _merge(fact: UserServerFact, before: UserServerFact | None) -> UserServerFact:

@@ -47,7 +47,8 @@ def test_progress_then_cancel_stops_the_tool(tmp_path: Path, home: Path) -> None
     async def main() -> None:
         async with session(["--host", "sim:seed"], env, tmp_path) as (s, _):
             hints = json.loads((await s.read_resource("specdoctor://host/hints")).contents[0].text)
-            found = await s.call_tool("find_server_processes", {})
+            # this sandbox's server (other servers may run on the machine: other tests, other users)
+            found = await s.call_tool("find_server_processes", {"repo": hints["repo"], "exactly_one": True})
             port = found.structured_content["output"]["servers"][0]["port"]
             box = _sandbox(hints["repo"])
             before = _procs_mentioning(box)

@@ -49,16 +49,15 @@ def test_resume_after_a_kill_between_a_steps_writes_and_the_next_checkpoint(tmp_
     from specdoctor.sim.host import SimHost
     from specdoctor.sim.sandbox import Sandbox
 
-    r = load_record(rec["run_id"])
-    with open_checkpointer(r.checkpoint or None) as saver:
-        snap = compile_playbook(load_playbook(r.playbook), checkpointer=saver).get_state(
-            {"configurable": {"thread_id": r.run_id}})
-    assert not snap.next and snap.tasks  # the state this test is about: a step's writes, no next checkpoint yet
-    done_before = set(snap.values.get("done") or [])
-
-    sandbox = Sandbox.attach(Path(rec["reopen"].split("attach=", 1)[1]))
+    sandbox = Sandbox.attach(Path(rec["reopen"].split("attach=", 1)[1]))  # the crashed run left it running
     monkeypatch.setattr(SimHost, "close", lambda self: self.sandbox.stop_all())
     try:
+        r = load_record(rec["run_id"])
+        with open_checkpointer(r.checkpoint or None) as saver:
+            snap = compile_playbook(load_playbook(r.playbook), checkpointer=saver).get_state(
+                {"configurable": {"thread_id": r.run_id}})
+        assert not snap.next and snap.tasks  # the state this test is about: a step's writes, no next checkpoint
+        done_before = set(snap.values.get("done") or [])
         outcome = resume(rec["run_id"], yes=True)
     finally:
         sandbox.stop_all()

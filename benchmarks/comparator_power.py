@@ -7,9 +7,9 @@ import statistics
 
 import numpy as np
 
-from specdoctor.stats.comparator import compare, sequential_ab
+from specdoctor.stats.comparator import GrowingArm, compare, sequential_ab
 
-__all__ = ["aa_false_positive_rate", "runs_needed", "main"]
+__all__ = ["aa_false_positive_rate", "runs_needed", "growing_arm", "main"]
 
 
 def _arm(rng: np.random.Generator, mean: float, cv: float):
@@ -46,6 +46,27 @@ def runs_needed(change_pct: float, trials: int, cv: float, seed: int) -> dict[st
     return {"median": statistics.median(runs), "p90": p90, "found": found / trials}
 
 
+def growing_arm(change_pct: float, trials: int, cv: float, seed: int, *, fixed: int = 8,
+                magnitude_pct: float | None = None) -> dict[str, float]:
+    """The subtraction's design: one arm already measured (`fixed` runs of today's server), the other grown on one
+    server (5, then +3 per look, cap 14). Share called DIFFERENT / SAME, and runs on the grown arm (median, p90)."""
+    rng = np.random.default_rng(seed)
+    outcomes: list[str] = []
+    runs: list[int] = []
+    for _ in range(trials):
+        g = GrowingArm(rng.normal(100.0, 100.0 * cv, fixed), 5,
+                       magnitude=magnitude_pct)
+        mean = 100.0 * (1 - change_pct / 100)
+        s = list(rng.normal(mean, mean * cv, 5))
+        while k := g.more(s):
+            s += list(rng.normal(mean, mean * cv, k))
+        outcomes.append(g.final(s)["outcome"])
+        runs.append(len(s))
+    runs.sort()
+    return {"different": outcomes.count("DIFFERENT") / trials, "same": outcomes.count("SAME") / trials,
+            "median": statistics.median(runs), "p90": runs[int(0.9 * (len(runs) - 1))]}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--trials", type=int, default=1000)
@@ -61,6 +82,15 @@ def main(argv: list[str] | None = None) -> int:
         p90 = "> cap" if r["p90"] >= 10**6 else f"{r['p90']:.0f}"
         rows.append((f"runs/arm to call a {change:g} % change (median / p90, found)",
                      f"{r['median']:.0f} / {p90}, {r['found']:.1%}", f"<= {goal}"))
+    aa = growing_arm(0.0, args.trials, args.cv, args.seed + 20)
+    rows.append(("subtraction (8 runs reused vs one server, looks 5..14): A/A called DIFFERENT",
+                 f"{aa['different']:.2%}", "<= 1 %"))
+    same = growing_arm(0.0, args.trials, args.cv, args.seed + 21, magnitude_pct=10.0)
+    rows.append(("  same, no change, SAME within half a 20 % gap (share SAME, runs median / p90)",
+                 f"{same['same']:.1%}, {same['median']:.0f} / {same['p90']:.0f}", ">= 90 %"))
+    ten = growing_arm(10.0, args.trials, args.cv, args.seed + 22)
+    rows.append(("  same, a 10 % change (found, runs median / p90)",
+                 f"{ten['different']:.1%}, {ten['median']:.0f} / {ten['p90']:.0f}", "<= 6"))
     width = max(len(r[0]) for r in rows)
     print(f"comparator power at CV {args.cv:.0%}, {args.trials} trials each, seed {args.seed}")
     print(f"{'measure':<{width}}  {'result':<24}  goal")

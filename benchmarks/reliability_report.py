@@ -14,7 +14,7 @@ Run: `.venv/bin/python benchmarks/reliability_report.py [--quick] [--json]` (as 
   investigate-states  each state in a scenario checkout through a whole investigate (subtraction + bisection in
               trial trees) → manifest identical, the run's own proof agreeing, no trial tree left?
   kills       SIGKILL at 10 seeded moments over whole runs (trials included), then resume → manifest identical,
-              no orphans, the user's server the same process and healthy?
+              no orphans, the user's server back (same identity: argv, env, cwd, user) and healthy?
 Goals: 100 % trees identical, 0 shell escapes, 0 secrets leaked, every bad input a one-line error,
 100 % states identical, 0 secrets at rest, every concurrent run but one refused.
 """

@@ -326,7 +326,7 @@ def search_patches(items: list[str], run: RunTrial, args: BisectInput) -> Search
         oracle.seed(frozenset(items), "regressed")
     if args.reference_fast:
         oracle.seed(frozenset(), "same")
-    return isolate(items, oracle, confirm=args.confirm)
+    return isolate(items, oracle, confirm=args.confirm, replicate=True)
 
 
 @tool(effect="disrupt")

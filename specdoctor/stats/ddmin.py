@@ -46,9 +46,22 @@ class CachedOracle(Generic[T]):
         self.cache: dict[frozenset[T], Outcome] = {}
         self.trials: list[TrialRecord] = []
         self.calls = 0
+        self.seeded: set[frozenset[T]] = set()
 
     def seed(self, subset: frozenset[T], outcome: Outcome) -> None:
         self.cache[subset] = outcome
+        self.seeded.add(subset)
+
+    def replicate(self, subset: Sequence[T] | frozenset[T], purpose: str = "") -> Outcome:
+        """Test a seeded subset again in its own trial: an outcome taken from the measurements that started the
+        search cannot, on its own, confirm what those same measurements suggested."""
+        key = frozenset(subset)
+        self.calls += 1
+        self.cache[key] = self.test(key)
+        self.seeded.discard(key)
+        self.trials.append(TrialRecord(subset=sorted(self.name(x) for x in key), outcome=self.cache[key],
+                                       purpose=purpose))
+        return self.cache[key]
 
     def __call__(self, subset: Sequence[T] | frozenset[T], purpose: str = "") -> Outcome:
         key = frozenset(subset)
@@ -128,7 +141,7 @@ def prefix_search(items: Sequence[T], oracle: CachedOracle[T], *, target: Outcom
 
 
 def isolate(items: Sequence[T], oracle: CachedOracle[T], *, confirm: bool = True, noun: str = "patches",
-            base: str = "essentials") -> SearchResult:
+            base: str = "essentials", replicate: bool = False) -> SearchResult:
     """Find the items (in priority order, most suspect first) that make `base` + items slow.
 
     An item is whatever a trial can add to the fast reference: a patch on top of the essential patches, or a delta
@@ -144,7 +157,9 @@ def isolate(items: Sequence[T], oracle: CachedOracle[T], *, confirm: bool = True
 
     `oracle(all)` is the slow reference and `oracle([])` the fast one (essentials only); seed them in the
     oracle when they were measured before, and they cost nothing. `confirm=False` names no culprit: the
-    narrowed set is returned as candidates.
+    narrowed set is returned as candidates. `replicate=True`: when every confirming trial would be one of those
+    seeded references (one candidate set spanning all items), the candidates alone are measured again in a fresh
+    trial first — the references that suggested the set cannot also be its only confirmation.
     """
     items = list(items)
     notes: list[str] = []
@@ -180,7 +195,7 @@ def isolate(items: Sequence[T], oracle: CachedOracle[T], *, confirm: bool = True
         notes.append("confirmation disabled: candidates only, no culprit named")
         return done("unresolved", [], False, cand)
     if not stuck:
-        verdict = _confirmed(items, cand, oracle)
+        verdict = _confirmed(items, cand, oracle, replicate=replicate)
         if verdict == "yes":
             return done("culprit" if len(cand) == 1 else "interaction", cand, True)
         if verdict == "unresolved":
@@ -195,19 +210,25 @@ def isolate(items: Sequence[T], oracle: CachedOracle[T], *, confirm: bool = True
     if not found:
         notes.append(f"no set of {noun} was shown to reproduce the slowdown")
         return done("unresolved", [], False, cand)
-    verdict = _confirmed(items, found, oracle)
+    verdict = _confirmed(items, found, oracle, replicate=replicate)
     if verdict == "yes":
         return done("culprit" if len(found) == 1 else "interaction", found, True)
     notes.append(f"{', '.join(oracle.name(x) for x in found)} not confirmed both ways ({verdict}): candidates only")
     return done("unresolved", [], False, list(dict.fromkeys(found + (cand if stuck else []))))
 
 
-def _confirmed(items: list[T], cand: list[T], oracle: CachedOracle[T]) -> Literal["yes", "no", "unresolved"]:
+def _confirmed(items: list[T], cand: list[T], oracle: CachedOracle[T], *,
+               replicate: bool = False) -> Literal["yes", "no", "unresolved"]:
     """Both ways, measured: cand alone is slow, everything but cand is fast, and each member of cand is needed."""
     checks = [(cand, "regressed", "confirm: the candidates alone on top of the essentials"),
               ([x for x in items if x not in cand], "same", "confirm: every patch but the candidates")]
     checks += [([y for y in cand if y != x], "same", f"confirm: the candidates without {oracle.name(x)}")
                for x in cand if len(cand) > 1]
+    if replicate and all(frozenset(sub) in oracle.seeded for sub, _, _ in checks):
+        got = oracle.replicate(cand, "confirm: the candidates alone again, in a fresh trial (the references "
+                                     "that suggested them confirm nothing by themselves)")
+        if got != "regressed":
+            return "unresolved" if got == "unresolved" else "no"
     for subset, want, purpose in checks:
         got = oracle(subset, purpose)
         if got == "unresolved":

@@ -130,3 +130,36 @@ def test_classify_uses_both_references():
     assert classify([rng.gauss(60, 1) for _ in range(5)], slow, fast) == "regressed"
     assert classify([rng.gauss(71, 1) for _ in range(5)], slow, fast) == "regressed"  # partial slowdown
     assert classify([60.0, 90.0], slow, None) is None  # too few runs: undecided
+
+
+def test_one_patch_spanning_the_references_is_measured_again_before_it_is_named():
+    """With one non-essential patch, 'it alone' and 'every other patch' ARE the subtraction's two references: a
+    false DIFFERENT there would confirm itself. With replicate=True the patch is measured again in a fresh trial;
+    named only when that trial is slow too, never when it is fast or undecided."""
+    for fresh, named in (("regressed", ["p"]), ("same", []), ("unresolved", [])):
+        calls: list[frozenset[str]] = []
+
+        def test(subset: frozenset[str], fresh: str = fresh) -> str:
+            calls.append(subset)
+            return fresh
+
+        oracle = CachedOracle(test)
+        oracle.seed(frozenset(["p"]), "regressed")
+        oracle.seed(frozenset(), "same")
+        res = isolate(["p"], oracle, replicate=True)
+        assert res.culprits == named and res.confirmed == bool(named), (fresh, res)
+        assert calls[0] == frozenset(["p"])  # the fresh trial is the patch alone
+    legacy = CachedOracle(lambda s: "unresolved")
+    legacy.seed(frozenset(["p"]), "regressed")
+    legacy.seed(frozenset(), "same")
+    assert isolate(["p"], legacy).culprits == ["p"] and legacy.calls == 0  # without replicate: the old shortcut
+
+
+def test_measured_confirmations_need_no_replication():
+    """Two patches, one slow: its confirming trials are real trials (not the references), so nothing is re-run."""
+    oracle = CachedOracle(lambda s: "regressed" if "b" in s else "same")
+    oracle.seed(frozenset(["a", "b"]), "regressed")
+    oracle.seed(frozenset(), "same")
+    res = isolate(["a", "b"], oracle, replicate=True)
+    assert res.culprits == ["b"] and res.confirmed
+    assert not any("fresh trial" in t.purpose for t in res.trials)

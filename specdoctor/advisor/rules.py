@@ -191,7 +191,7 @@ def decide_verdict(v: StateReader) -> Verdict:
                        reasons=[f"measurement failed: {f}" for f in failed]
                        + [f"claimed {k} could not be compared (no measurement)" for k in missing],
                        sentence="Part of what was claimed could not be measured, so no verdict is possible yet.")
-    different = {k: c for k, c in claims.items() if c.outcome == "DIFFERENT"}
+    different = {k: c for k, c in claims.items() if c.not_reached}  # faster than claimed reproduces the claim
     unknown = {k: c for k, c in claims.items() if c.outcome == "UNKNOWN"}
     if env:
         reasons += env_lines
@@ -237,7 +237,8 @@ def decide_verdict(v: StateReader) -> Verdict:
                                 "and no difference that a trial reverted (local patches, variables, launch flags) "
                                 "explains the gap: no code regressed.")
     if claims and not unknown:
-        reasons += [f"claimed {k} {c.claimed} is within noise of the measurement" for k, c in claims.items()]
+        reasons += [f"claimed {k} {c.claimed} is within noise of the measurement" if c.outcome == "SAME" else
+                    f"claimed {k} {c.claimed} is exceeded today ({(c.pct_change or 0.0):+.1f} %)" for k, c in claims.items()]
         return Verdict(verdict="no-regression", confidence=0.85, reasons=reasons,
                        sentence="The box performs as claimed: no regression.")
     if unknown:

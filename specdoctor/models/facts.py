@@ -74,6 +74,12 @@ class ClaimFact(FactModel):
     pct_change: float | None = None
     p_value: float | None = None
 
+    @property
+    def not_reached(self) -> bool:
+        """Measured significantly below the claim: the only difference a regression can be. Today above the
+        claim (DIFFERENT, faster) reproduces it and more."""
+        return self.outcome == "DIFFERENT" and (self.pct_change is None or self.pct_change < 0)
+
 
 class Claims(RootModel[dict[str, ClaimFact]]):
     """`facts.claims`: metric name → its comparison."""

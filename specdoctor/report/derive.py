@@ -74,8 +74,8 @@ def attribution(r: Report) -> Attribution | None:
 
 
 def not_reproduced(r: Report) -> list[MetricComparison]:
-    """Claims the box did not reproduce (comparator DIFFERENT)."""
-    return [c for c in r.claims if c.outcome == "DIFFERENT"]
+    """Claims the box did not reproduce (comparator DIFFERENT, measured below the claim; above it reproduces it)."""
+    return [c for c in r.claims if c.outcome == "DIFFERENT" and (c.pct_change is None or c.pct_change < 0)]
 
 
 def revert_command(repo: str | None, path: str) -> str:

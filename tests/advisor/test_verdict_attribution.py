@@ -90,3 +90,14 @@ def test_game_plan_puts_the_measured_fix_first_with_its_exact_command_and_the_dr
     drafter = next(a for a in plan if a.title.startswith("Improve the drafter"))
     assert plan.index(drafter) > 0 and drafter.expected_gain.startswith("modelled")
     assert all(a.cost for a in plan)
+
+
+def test_a_box_faster_than_claimed_reproduces_the_claim():
+    """Today above the claim (comparator DIFFERENT, +6 %) is not a failure to reproduce it: no regression. The same
+    distance below the claim is (the rule must not fire the other way)."""
+    faster = {"baseline": {"claimed": 36.5, "outcome": "DIFFERENT", "pct_change": 6.3},
+              "spec": {"claimed": 77.0, "outcome": "SAME", "pct_change": 0.9}}
+    v = decide_verdict(_view(_att(), faster))
+    assert v.verdict == "no-regression" and any("exceeded today (+6.3 %)" in r for r in v.reasons), v
+    slower = {**faster, "baseline": {"claimed": 41.2, "outcome": "DIFFERENT", "pct_change": -5.8}}
+    assert decide_verdict(_view(_att(), slower)).verdict == "baseline-not-reproducible"

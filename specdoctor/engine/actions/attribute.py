@@ -231,7 +231,7 @@ def _metric(view: StateView, measure: MeasureFacts) -> Literal["spec", "baseline
         ref, _ = reference_for(view, key)
         if m is None or len(m.samples) < 3 or ref is None:
             continue
-        if claims and (claims.get(key) is None or claims[key].outcome != "DIFFERENT"):
+        if claims and (claims.get(key) is None or not claims[key].not_reached):
             continue
         med = statistics.median(m.samples)
         score = abs(ref - med) / max(statistics.stdev(m.samples), 0.005 * abs(med), 1e-9)

@@ -139,7 +139,7 @@ def test_one_patch_spanning_the_references_is_measured_again_before_it_is_named(
     for fresh, named in (("regressed", ["p"]), ("same", []), ("unresolved", [])):
         calls: list[frozenset[str]] = []
 
-        def test(subset: frozenset[str], fresh: str = fresh) -> str:
+        def test(subset: frozenset[str], fresh: str = fresh, calls: list[frozenset[str]] = calls) -> str:
             calls.append(subset)
             return fresh
 

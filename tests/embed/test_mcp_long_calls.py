@@ -117,7 +117,8 @@ _CLIENT = textwrap.dedent("""
             async with stdio_client(params, errlog=errlog) as (r, w), ClientSession(r, w) as s:
                 await s.initialize()
                 hints = json.loads((await s.read_resource("specdoctor://host/hints")).contents[0].text)
-                port = (await s.call_tool("find_server_processes", {})).structured_content["output"]["servers"][0]["port"]
+                found = await s.call_tool("find_server_processes", {"repo": hints["repo"], "exactly_one": True})
+                port = found.structured_content["output"]["servers"][0]["port"]
                 st = await s.call_tool("stash_all", {"repo": hints["repo"]})
                 print(json.dumps({"repo": hints["repo"], "stash": st.structured_content["status"]}), flush=True)
                 async def progress(p, t, m):

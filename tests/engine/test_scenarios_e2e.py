@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import tempfile
 from pathlib import Path
 
@@ -17,9 +16,10 @@ SCENARIOS = [name for name, _ in list_scenarios()]
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below the ephemeral range (an outgoing connection cannot take it before the bind)."""
+    from specdoctor.sim.ports import free_port as _free
+
+    return _free()
 
 
 def _tree_state(host, repo: str) -> str:

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -83,9 +82,10 @@ def run_cli(argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | N
 
 
 def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free port below the ephemeral range (an outgoing connection cannot take it before the bind)."""
+    from specdoctor.sim.ports import free_port as _free
+
+    return _free()
 
 
 @contextlib.contextmanager

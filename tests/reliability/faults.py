@@ -9,7 +9,6 @@ tests/repo/test_faults.py drops the link inside single worktree steps; this adds
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -80,9 +79,10 @@ class FaultCampaign:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below the ephemeral range (an outgoing connection cannot take it before the bind)."""
+    from specdoctor.sim.ports import free_port as _free
+
+    return _free()
 
 
 def _pipeline(ctx: ToolContext, repo: str, port: int, mark: Callable[[str], None]) -> None:

@@ -23,9 +23,10 @@ HANG = Path(__file__).resolve().parent / "fakes" / "hang"
 
 
 def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below the ephemeral range (an outgoing connection cannot take it before the bind)."""
+    from specdoctor.sim.ports import free_port as _free
+
+    return _free()
 
 
 @pytest.fixture()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ def sample(rel: str) -> str:
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below the ephemeral range (an outgoing connection cannot take it before the bind)."""
+    from specdoctor.sim.ports import free_port as _free
+
+    return _free()

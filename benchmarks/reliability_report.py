@@ -288,8 +288,9 @@ def _run_figures_19(tmp: Path, quick: bool, want) -> list[Figure]:
                    f"{sum(k.in_trial for k in camp.kills)}; manifest identical "
                    f"{sum(k.identical for k in camp.kills)}; orphans {sum(len(k.orphans) for k in camp.kills)}; "
                    f"user's server the same {sum(k.user_server_same for k in camp.kills)}; failures "
-                   f"{[(k.step, k.error) for k in bad] or 'none'} (the user's server is never stopped today: "
-                   "its stop/restart is #18's)"), seconds=time.perf_counter() - t0))
+                   f"{[(k.step, k.error) for k in bad] or 'none'} (with --yes the user's server is stopped for "
+                   "the trials and restarted: 'the same' is its identity — argv, env, cwd, user — back and healthy)"),
+            seconds=time.perf_counter() - t0))
     return figures
 
 

@@ -14,7 +14,7 @@ from specdoctor.stats.summary import diff_of_medians_ci, iqr, median_ci
 from specdoctor.stats.thresholds import HIGH_THRESHOLDS, LOW_THRESHOLD, high_threshold, min_p
 
 __all__ = ["Outcome", "Comparison", "compare", "ClaimCheck", "compare_to_claim", "SequentialResult",
-           "sequential_ab", "looks_for", "look_sizes", "GrowingArm", "DEFAULT_MAGNITUDE_PCT", "RANK_AGREEMENT_P"]
+           "sequential_ab", "looks_for", "look_sizes", "GrowingArm", "GROWING_CAP", "DEFAULT_MAGNITUDE_PCT", "RANK_AGREEMENT_P"]
 
 Outcome = Literal["DIFFERENT", "SAME", "UNKNOWN"]
 DEFAULT_MAGNITUDE_PCT = 5.0
@@ -228,6 +228,10 @@ def sequential_ab(measure_a: Callable[[], float], measure_b: Callable[[], float]
     return SequentialResult(comparison=cmp, a=a, b=b, order=order, looks=looks, capped=cmp.outcome == "UNKNOWN")
 
 
+GROWING_CAP = 14
+"""Most runs a GrowingArm makes on its one server (the plan's bound for the subtraction's launch)."""
+
+
 class GrowingArm:
     """Sequential looks when one arm is already measured (fixed) and the other grows on one server.
 
@@ -236,31 +240,25 @@ class GrowingArm:
     budget spent over those looks (the same alpha-spending as `sequential_ab`). `more` is the callback a trial's
     measuring loop asks after each look; `final` is the last look's comparison (fixed arm as A unless `flip`)."""
 
-    def __init__(self, fixed: Sequence[float], start: int, *, step: int = 3, cap: int = 14, flip: bool = False,
-                 alpha: float = LOW_THRESHOLD, magnitude: float | None = None, unit: str = "tok/s"):
+    def __init__(self, fixed: Sequence[float], start: int, *, step: int = 3, cap: int = GROWING_CAP,
+                 flip: bool = False, alpha: float = LOW_THRESHOLD, magnitude: float | None = None,
+                 unit: str = "tok/s"):
         self.fixed = [float(x) for x in fixed]
         self.sizes = look_sizes(max(start, 3), step, max(cap, start, 3))
         self.levels = nominal_levels(self.sizes, alpha)
-        self.step, self.flip, self.magnitude, self.unit = step, flip, magnitude, unit
-        self.last: Comparison | None = None
+        self.flip, self.magnitude, self.unit = flip, magnitude, unit
 
     def _look(self, grown: Sequence[float]) -> Comparison:
-        k = sum(1 for n in self.sizes if n < len(grown))
-        level = self.levels[min(k, len(self.levels) - 1)]
+        k = sum(1 for n in self.sizes if n < len(grown))  # the look this many runs reach
         a, b = (list(grown), self.fixed) if self.flip else (self.fixed, list(grown))
-        self.last = compare(a, b, unit=self.unit, magnitude=self.magnitude, t_level=level)
-        return self.last
+        return compare(a, b, unit=self.unit, magnitude=self.magnitude, t_level=self.levels[min(k, len(self.levels) - 1)])
 
     def more(self, grown: Sequence[float]) -> int:
         """Runs to add on the same server (0: decided, or the cap reached)."""
-        c = self._look(grown)
-        if c.outcome != "UNKNOWN" or len(grown) >= self.sizes[-1]:
+        if self._look(grown).outcome != "UNKNOWN" or len(grown) >= self.sizes[-1]:
             return 0
-        nxt = next((n for n in self.sizes if n > len(grown)), self.sizes[-1])
-        return max(1, nxt - len(grown))
+        return next(n for n in self.sizes if n > len(grown)) - len(grown)
 
     def final(self, grown: Sequence[float]) -> dict:
         """The comparison at the last look, as a dict (what the actions store)."""
-        c = self.last if self.last is not None and self.last.n_a + self.last.n_b == len(self.fixed) + len(grown) \
-            else self._look(grown)
-        return c.model_dump()
+        return self._look(grown).model_dump()

@@ -11,15 +11,9 @@ import pytest
 
 from specdoctor.engine.runner import InvestigateOptions, investigate
 from specdoctor.sim import SimHost, build_sandbox, list_scenarios, load_scenario
+from specdoctor.sim.ports import free_port as _free_port  # below the ephemeral range: no bind race
 
 SCENARIOS = [name for name, _ in list_scenarios()]
-
-
-def _free_port() -> int:
-    """A free port below the ephemeral range (an outgoing connection cannot take it before the bind)."""
-    from specdoctor.sim.ports import free_port as _free
-
-    return _free()
 
 
 def _tree_state(host, repo: str) -> str:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from specdoctor.sim.ports import free_port as _closed_port  # below the ephemeral range: no bind race
+
 __all__ = ["BadCase", "BadOutcome", "bad_cases", "run_cli", "run_bad_campaign", "ssh_agent"]
 
 
@@ -79,13 +81,6 @@ def run_cli(argv: list[str], *, env: dict[str, str] | None = None, cwd: Path | N
     finally:
         sys.argv = saved
     return int(code or 0), err.getvalue(), out.getvalue()
-
-
-def _closed_port() -> int:
-    """A free port below the ephemeral range (an outgoing connection cannot take it before the bind)."""
-    from specdoctor.sim.ports import free_port as _free
-
-    return _free()
 
 
 @contextlib.contextmanager

@@ -18,6 +18,7 @@ from typing import Any
 
 from specdoctor.errors import HostError
 from specdoctor.host.base import Host
+from specdoctor.sim.ports import free_port as _free_port  # below the ephemeral range: no bind race
 from specdoctor.toolkit import ToolContext, registry
 
 from .hostile import _repo_helpers
@@ -76,13 +77,6 @@ class FaultCampaign:
 
     def failures(self) -> list[FaultOutcome]:
         return [o for o in self.outcomes if not o.identical or o.orphans]
-
-
-def _free_port() -> int:
-    """A free port below the ephemeral range (an outgoing connection cannot take it before the bind)."""
-    from specdoctor.sim.ports import free_port as _free
-
-    return _free()
 
 
 def _pipeline(ctx: ToolContext, repo: str, port: int, mark: Callable[[str], None]) -> None:

@@ -16,17 +16,11 @@ from pathlib import Path
 import pytest
 
 from specdoctor.host import LocalHost
+from specdoctor.sim.ports import free_port as _port  # below the ephemeral range: no bind race
 from specdoctor.toolkit import ToolContext, registry
 
 FAKE = Path(__file__).resolve().parents[1] / "server" / "fakesglang"
 HANG = Path(__file__).resolve().parent / "fakes" / "hang"
-
-
-def _port() -> int:
-    """A free port below the ephemeral range (an outgoing connection cannot take it before the bind)."""
-    from specdoctor.sim.ports import free_port as _free
-
-    return _free()
 
 
 @pytest.fixture()

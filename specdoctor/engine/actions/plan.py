@@ -7,6 +7,7 @@ from typing import Any
 
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.state import Decision, StateView
+from specdoctor.stats.comparator import GROWING_CAP
 from specdoctor.toolkit import registry
 from specdoctor.tools.plan import PlannedPhase
 from specdoctor.tools.repo import Catalog
@@ -14,10 +15,6 @@ from specdoctor.tools.repo import Catalog
 __all__ = ["plan_run", "regression_phases"]
 
 _PREFIX_LIMIT = 8  # stats.ddmin.prefix_search's default: culprits searched one by one at most
-
-
-_SUBTRACT_CAP = 14
-"""Most runs the subtraction's growing arm makes on one server (GrowingArm's default cap)."""
 
 
 def _log2(n: int) -> int:
@@ -38,7 +35,7 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
                 decides="which patches the server cannot start without (start or not; no benchmark)"))
         # Essentials only: one server, sequential looks on it; every patch applied is today's measurement reused,
         # and relaunched in a trial tree only to confirm a difference before bisecting.
-        phases.append(PlannedPhase(step="subtract", launches=2, runs=_SUBTRACT_CAP + 1,
+        phases.append(PlannedPhase(step="subtract", launches=2, runs=GROWING_CAP + 1,
                                    condition="the tree has local changes; the second launch only to confirm a "
                                              "difference",
                                    decides="do the non-essential patches change throughput?"))

@@ -15,29 +15,7 @@ from specdoctor.tools.trial_code import tree_problem as untrusted_tree
 from specdoctor.tools.trial_code import trial_code
 from specdoctor.tools.trial_tree import TrialTree, prepare_source
 
-__all__ = ["subtract", "compare_measurements"]
-
-
-def compare_measurements(a: dict[str, Any], b: dict[str, Any], unit: str = "tok/s") -> dict[str, Any]:
-    """Comparator outcome for two measurement dicts (their per-run samples)."""
-    from specdoctor.stats.comparator import compare
-
-    res = compare(a.get("samples") or [], b.get("samples") or [], unit=unit, higher_is_better=True)
-    return res.model_dump() if hasattr(res, "model_dump") else dict(res)
-
-
-def _merge(acc: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-    """Pool per-run samples across rounds; keep the newest summary fields, recompute the median and CI."""
-    if new.get("error") or not new.get("samples"):
-        return acc or new
-    from specdoctor.stats.summary import summarize
-
-    samples = list(acc.get("samples") or []) + list(new["samples"])
-    merged = {**acc, **new, "samples": samples}
-    s = summarize(samples)
-    data = s.model_dump() if hasattr(s, "model_dump") else dict(s)
-    merged.update({k: data[k] for k in ("median", "ci_low", "ci_high") if k in data})
-    return merged
+__all__ = ["subtract", "today_all_patches", "essential_files"]
 
 
 def today_all_patches(view: StateView) -> dict[str, Any] | None:

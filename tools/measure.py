@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from typing import Literal
 
 import httpx
 from pydantic import BaseModel, Field
@@ -107,12 +108,27 @@ class RequestResult(BaseModel):
     tpot_ms: float | None = None
     spec_accept_length: float | None = None
     spec_verify_ct: int | None = None
+    prompt: str = Field(default="", exclude=True, description="What was sent (kept out of the saved result).")
+    first_token_s: float | None = Field(default=None, description="Time to the first token: meta_info."
+                                        "first_token_latency when the server reports it (--enable-metrics), else "
+                                        "the e2e latency of a one-token request with the same prompt.")
+    first_token_source: Literal["first_token_latency", "one-token probe"] | None = None
+
+    @property
+    def decode_s(self) -> float | None:
+        """The latency after the first token (prefill excluded), when the first token's time is known."""
+        if self.first_token_s is None or self.completion_tokens < 2 or self.latency_s <= self.first_token_s:
+            return None
+        return self.latency_s - self.first_token_s
 
 
 class RunResult(BaseModel):
     """One run: several requests, one throughput value (sum tokens / sum latency)."""
 
     tok_s: float
+    decode_tok_s: float | None = Field(default=None, description="The same run with prefill excluded: tokens after "
+                                       "the first / latency after the first token (None when a request's first-token "
+                                       "time is unknown).")
     tpot_ms: float | None = None
     accept_length: float | None = None
     requests: list[RequestResult] = Field(default_factory=list)
@@ -132,6 +148,8 @@ class BenchmarkResult(BaseModel):
     label: str = ""
     port: int
     samples: list[float] = Field(default_factory=list, description="One tok/s value per measured run.")
+    decode_samples: list[float] = Field(default_factory=list, description="One decode-only tok/s value per run "
+                                        "(prefill excluded), for claims measured that way; empty when unknown.")
     median: float
     ci_low: float
     ci_high: float
@@ -190,8 +208,10 @@ def _one_request(client: httpx.Client, engine: InferenceEngine, prompt: str, max
     accept = meta.spec_accept_length
     if accept is None and meta.spec_verify_ct:
         accept = tokens / meta.spec_verify_ct
+    first = meta.first_token_latency if meta.first_token_latency is not None and source == "e2e_latency" else None
     return RequestResult(completion_tokens=tokens, latency_s=latency, latency_source=source, tok_s=tokens / latency,
-                         tpot_ms=tpot, spec_accept_length=accept, spec_verify_ct=meta.spec_verify_ct)
+                         tpot_ms=tpot, spec_accept_length=accept, spec_verify_ct=meta.spec_verify_ct, prompt=prompt,
+                         first_token_s=first, first_token_source="first_token_latency" if first is not None else None)
 
 
 def _run(client: httpx.Client, engine: InferenceEngine, args: BenchmarkInput, offset: int) -> RunResult:
@@ -204,6 +224,35 @@ def _run(client: httpx.Client, engine: InferenceEngine, args: BenchmarkInput, of
     accepts = [r.spec_accept_length for r in reqs if r.spec_accept_length is not None]
     return RunResult(tok_s=tokens / latency, tpot_ms=statistics.fmean(tpots) if tpots else None,
                      accept_length=statistics.fmean(accepts) if accepts else None, requests=reqs)
+
+
+def _decode_tok_s(run: RunResult) -> float | None:
+    """Tokens after the first over the time after the first token, summed over the run's requests."""
+    parts = [(r.completion_tokens - 1, r.decode_s) for r in run.requests]
+    if not parts or any(d is None for _, d in parts):
+        return None
+    seconds = sum(d for _, d in parts if d is not None)
+    return sum(n for n, _ in parts) / seconds if seconds > 0 else None
+
+
+def _first_token_times(client: httpx.Client, engine: InferenceEngine, runs: list[RunResult],
+                       args: BenchmarkInput) -> None:
+    """Fill in each request's first-token time where the server did not report it: one one-token request per
+    distinct prompt (its e2e latency is the prefill), so that a claim measured without prefill can be compared
+    like with like. Leaves them unknown when the server's latencies are client wall times (not its own clock)."""
+    missing = {r.prompt for run in runs for r in run.requests if r.first_token_s is None}
+    if not missing or any(r.latency_source != "e2e_latency" for run in runs for r in run.requests):
+        return
+    probe: dict[str, float] = {}
+    for prompt in sorted(missing):
+        one = _one_request(client, engine, prompt, 1, args.timeout_s, args.temperature)
+        if one.latency_source != "e2e_latency":
+            return
+        probe[prompt] = one.latency_s
+    for run in runs:
+        for r in run.requests:
+            if r.first_token_s is None:
+                r.first_token_s, r.first_token_source = probe[r.prompt], "one-token probe"
 
 
 def log_findings(lines: list[DecodeLine], speculative: bool) -> tuple[list[Finding], bool | None]:
@@ -263,13 +312,18 @@ def benchmark(ctx: ToolContext, args: BenchmarkInput) -> BenchmarkResult:
             for i in range(args.runs):
                 runs.append(_run(client, engine, args, i * args.requests_per_run))
                 ctx.say(f"{args.label}: run {i + 1}/{args.runs}: {runs[-1].tok_s:.1f} tok/s")
+            _first_token_times(client, engine, runs, args)
+    for run in runs:
+        run.decode_tok_s = _decode_tok_s(run)
+    decode = [r.decode_tok_s for r in runs if r.decode_tok_s is not None]
     samples = [r.tok_s for r in runs]
     lo, hi = median_ci(samples)
     mean = statistics.fmean(samples)
     sd = statistics.stdev(samples) if len(samples) > 1 else 0.0
     tpots = [r.tpot_ms for r in runs if r.tpot_ms is not None]
     accepts = [r.accept_length for r in runs if r.accept_length is not None]
-    out = BenchmarkResult(label=args.label, port=args.port, samples=samples, median=statistics.median(samples),
+    out = BenchmarkResult(label=args.label, port=args.port, samples=samples,
+                          decode_samples=decode if len(decode) == len(runs) else [], median=statistics.median(samples),
                           ci_low=lo, ci_high=hi, mean=mean, stdev=sd, cv=sd / mean if mean else None,
                           tpot_ms=statistics.median(tpots) if tpots else None,
                           accept_length=statistics.median(accepts) if accepts else None,

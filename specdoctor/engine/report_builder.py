@@ -111,9 +111,12 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
             report.measurements.append(mm)
     for key, c in (v.fact("claims", Claims) or Claims({})).root.items():
         mf = getattr(measure, key, None) or MeasuredFact()
+        decode = c.basis == "decode" and bool(mf.decode_samples)
         report.claims.append(m.MetricComparison(
-            metric=key, claimed=c.claimed, samples=mf.samples, median=mf.median, ci_low=mf.ci_low,
-            ci_high=mf.ci_high, pct_change=c.pct_change, outcome=c.outcome, p_value=c.p_value))
+            metric=key, claimed=c.claimed, samples=mf.decode_samples if decode else mf.samples,
+            median=c.median if decode else mf.median, ci_low=c.ci_low if decode else mf.ci_low,
+            ci_high=c.ci_high if decode else mf.ci_high, pct_change=c.pct_change, outcome=c.outcome,
+            p_value=c.p_value, basis="decode" if decode else "end-to-end"))
     _findings(report, r, verdict, measure)
     _suspects(report, r)
     _gates(report, r)

@@ -28,6 +28,7 @@ class MeasuredFact(FactModel):
 
     label: str = ""
     samples: list[float] = Field(default_factory=list)
+    decode_samples: list[float] = Field(default_factory=list, description="Per run, prefill excluded.")
     median: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
@@ -66,6 +67,14 @@ class MeasureFacts(FactModel):
         return [(k, m) for k, m in (("baseline", self.baseline), ("spec", self.spec)) if m is not None]
 
 
+class ClaimReading(FactModel):
+    """The claim against the other reading of today's runs (kept to say why the basis was chosen)."""
+
+    median: float | None = None
+    pct_change: float | None = None
+    outcome: str | None = None
+
+
 class ClaimFact(FactModel):
     """A claimed figure compared with the measured samples."""
 
@@ -73,6 +82,13 @@ class ClaimFact(FactModel):
     outcome: Literal["DIFFERENT", "SAME", "UNKNOWN"] | None = None
     pct_change: float | None = None
     p_value: float | None = None
+    basis: Literal["end-to-end", "decode"] = Field(
+        default="end-to-end", description="What the claim was compared with: tok/s over the whole request, or "
+        "with the prefill excluded (how a claim read from a server log or TPOT was measured).")
+    median: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    end_to_end: ClaimReading | None = Field(default=None, description="With basis 'decode': the end-to-end reading.")
 
     @property
     def not_reached(self) -> bool:

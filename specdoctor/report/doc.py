@@ -165,7 +165,7 @@ def _gain(a: Action) -> str:
 
 def _claim_words(c: MetricComparison) -> str:
     return (f"{c.metric}: claimed {fmt.num(c.claimed)}, measured {fmt.num(c.median)} {c.unit} "
-            f"({fmt.pct(c.pct_change)})")
+            f"({fmt.pct(c.pct_change)}{', prefill excluded' if c.basis == 'decode' else ''})")
 
 
 def _verdict(r: Report) -> Section:
@@ -263,12 +263,17 @@ def _claims(r: Report) -> Section:
         s.blocks.append(Para(["No figures were claimed (pass --expect baseline=…,spec=…)."]))
         return s
     ncmd = len(r.commands)
-    rows = [_cells(c.metric, f"{fmt.num(c.claimed)} {c.unit}", fmt.samples(c.samples), fmt.num(c.median),
+    rows = [_cells(c.metric + (" (prefill excluded)" if c.basis == "decode" else ""), f"{fmt.num(c.claimed)} {c.unit}",
+                   fmt.samples(c.samples), fmt.num(c.median),
                    _ci(c.ci_low, c.ci_high), fmt.pct(c.pct_change), c.outcome or fmt.DASH, fmt.pval(c.p_value),
                    _ev(derive.claim_evidence(c, r), ncmd))
             for c in r.claims]
     s.blocks.append(Table(["metric", "claimed", "measured samples", "median", "95% CI", "change", "outcome",
                            "p", "evidence"], rows))
+    if any(c.basis == "decode" for c in r.claims):
+        s.blocks.append(Para(["A claim marked 'prefill excluded' reads as a regression over whole requests but not "
+                              "with the time to the first token left out (how a server log's gen throughput or "
+                              "1/TPOT measures): it is judged in that reading, the nearer one."]))
     return s
 
 

@@ -75,6 +75,9 @@ class MetricComparison(_Model):
     pct_change: float | None = Field(default=None, description="(median - claimed) / claimed * 100.")
     outcome: Outcome | None = None
     p_value: float | None = None
+    basis: Literal["end-to-end", "decode"] = Field(
+        default="end-to-end", description="Samples per run over the whole request, or with the prefill excluded "
+        "(the reading nearer the claim, when the claim reads as a regression end to end).")
     evidence: Evidence | None = None
 
 

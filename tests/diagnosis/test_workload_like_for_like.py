@@ -34,10 +34,15 @@ def test_claims_measured_on_code_prompts_hold_when_measured_like_for_like():
                                                  "temperature": wl.temperature or 0.0})
     assert today.ok and alike.ok
     claimed = float(host.hints.expect["spec"])
-    assert claim_outcome(today.output["samples"], claimed)["outcome"] == "DIFFERENT"  # chat prompts: ~17 % short
+    # chat prompts: ~17 % short in either reading
+    assert claim_outcome(today.output["samples"], claimed, today.output["decode_samples"])["outcome"] == "DIFFERENT"
     # the claims' own workload reaches the claim within the benchmark's prefill share (its tok/s includes the
     # time to first token, ~3 % at 140-token prompts; the claim is decode throughput)
     assert abs(alike.output["median"] / claimed - 1) < 0.05 < abs(today.output["median"] / claimed - 1)
+    # --enable-metrics: the server reports each request's first-token time; without the prefill the runs read higher
+    assert alike.output["decode_samples"] and all(
+        d > s for d, s in zip(alike.output["decode_samples"], alike.output["samples"], strict=True))
+    assert {r["first_token_source"] for run in alike.output["runs"] for r in run["requests"]} == {"first_token_latency"}
     assert alike.output["accept_length"] > today.output["accept_length"] + 0.3
 
 
@@ -59,3 +64,21 @@ def test_a_recorded_example_is_stretched_to_its_length_and_differences_are_named
     # today's own workload differs from nothing
     assert default_workload(128).differs_from(default_workload(128)) == []
     assert Workload(prompts=list(PROMPTS), output_tokens=128).differs_from(default_workload(128)) == []
+
+
+def test_without_enable_metrics_a_one_token_request_times_the_prefill():
+    # nccl-upgrade's server runs without --enable-metrics: meta_info has no first_token_latency, so the benchmark
+    # measures the prefill of each prompt with a one-token request (its e2e latency) and subtracts it
+    with open_host("sim:nccl-upgrade") as host:
+        assert "--enable-metrics" not in host.hints.launch
+        ctx = ToolContext(host=host, run_id="probe", auto_approve=True)
+        res = registry.call(ctx, "benchmark", {"port": get_engine().parse_launch(host.hints.launch).port, "runs": 3,
+                                               "requests_per_run": 2, "warmup_runs": 0})
+    assert res.ok, res.summary
+    reqs = [r for run in res.output["runs"] for r in run["requests"]]
+    assert {r["first_token_source"] for r in reqs} == {"one-token probe"}
+    assert all(0 < r["first_token_s"] < r["latency_s"] for r in reqs)
+    # one probe per distinct prompt, the same value for each request with that prompt
+    assert len({r["first_token_s"] for r in reqs}) <= len(PROMPTS)
+    assert len(res.output["decode_samples"]) == 3
+    assert all(d > s for d, s in zip(res.output["decode_samples"], res.output["samples"], strict=True))

@@ -165,7 +165,8 @@ def examine_user_server(deps, view: StateView, step, args: dict[str, Any]) -> Ac
             out.facts["measure"] = {"spec": bench}
             claimed = (p.get("expect") or {}).get("spec")
             if claimed is not None and first.samples:
-                out.facts["claims"] = {"spec": claim_outcome(list(first.samples), float(claimed))}
+                out.facts["claims"] = {"spec": claim_outcome(list(first.samples), float(claimed),
+                                                                list(first.decode_samples))}
     out.facts["user_server"] = fact.model_dump(mode="json")
     decided = ("will ask before stopping it (the launches need its GPUs)" if rec.holds_gpus and not rec.restarts_it
                else manual_step(rec.supervisor, rec.supervisor_detail, rec.port) if rec.holds_gpus

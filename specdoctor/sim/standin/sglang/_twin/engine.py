@@ -187,6 +187,8 @@ class Engine:
         meta.update({"completion_tokens": produced, "cached_tokens": 0})
         if finished:
             meta["e2e_latency"] = plan.e2e_ms / 1000.0
+            if self.args.get("enable_metrics"):  # the request's time stats (tokenizer_manager, --enable-metrics)
+                meta["first_token_latency"] = plan.ttft_ms / 1000.0
             verify_ct = len(plan.steps)
             if self.perf["speculative"] and verify_ct > 0:
                 correct = sum(s[2] for s in plan.steps)

@@ -61,10 +61,23 @@ def test_one_env_delta_among_three_is_named_with_its_effect_and_ci():
     assert frozenset({"NCCL_IB_DISABLE", "OMP_NUM_THREADS"}) in box.launches
 
 
-def test_a_single_delta_is_confirmed_by_the_control_and_its_revert_alone():
+def test_a_single_delta_is_confirmed_by_its_revert_and_a_fresh_trial_of_today():
+    """With one delta, 'it alone' is today's configuration and 'without it' is everything reverted: the two
+    measurements that suggested it. A fresh trial of today's configuration must be slow too before it is named."""
     box = Box(lambda kept: 20.0 if kept else 0.0)
     out = search_deltas(["attention_backend"], box.run, box.control(["attention_backend"]))
-    assert _named(out) == ["attention_backend"] and len(box.launches) == 1  # the control was reused
+    assert _named(out) == ["attention_backend"]
+    assert box.launches == [frozenset(), frozenset({"attention_backend"})]  # the revert, then the replication
+
+
+def test_a_single_delta_is_not_named_when_todays_runs_were_the_only_slow_ones():
+    """must not fire: today's reused figure was slow (the server had a bad minute, or another launch path), the
+    revert trial fast, but a fresh trial of today's configuration is as fast as the revert: nothing is named."""
+    box = Box(lambda kept: 0.0)
+    slow_today = [FAST - 20.0 + box.rng.gauss(0, 0.6) for _ in range(5)]
+    out = search_deltas(["attention_backend"], box.run, slow_today)
+    assert out.first == "restores" and not out.causes
+    assert box.launches == [frozenset(), frozenset({"attention_backend"})]
 
 
 def test_a_delta_whose_revert_changes_nothing_is_not_named():

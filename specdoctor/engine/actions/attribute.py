@@ -96,8 +96,8 @@ def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs:
             return "same" if c.delta > 0 else "regressed"
         return "regressed" if c.outcome == "SAME" else None
 
-    def measured(kept: frozenset[str], purpose: str, judge: Judge) -> TrialRun:
-        if kept not in trials:
+    def measured(kept: frozenset[str], purpose: str, judge: Judge, *, fresh: bool = False) -> TrialRun:
+        if kept not in trials or fresh:
             t = run(kept, purpose, judge)
             trials[kept] = t
             out.trials.append(t)
@@ -144,8 +144,12 @@ def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs:
         def judge(samples: list[float], ref: list[float] = ref, mag: float = mag) -> Outcome | None:
             return classify(samples, ref, allrev.samples, magnitude=mag)
 
-        def test(kept: frozenset[str], judge: Judge = judge) -> Outcome:
-            t = measured(kept, "", judge)  # kept at today's value; every other delta (earlier causes too) reverted
+        seeded = {frozenset(remaining), frozenset()}
+
+        def test(kept: frozenset[str], judge: Judge = judge, seeded: set[frozenset[str]] = seeded) -> Outcome:
+            # kept at today's value; every other delta (earlier causes too) reverted. A seeded reference is only
+            # asked again to replicate it: a fresh trial, never the runs that suggested the set.
+            t = measured(kept, "", judge, fresh=kept in seeded)
             if t.cause or len(t.samples) < 3:
                 return "unresolved"
             return judge(t.samples) or "unresolved"
@@ -153,7 +157,7 @@ def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs:
         oracle: CachedOracle[str] = CachedOracle(test)
         oracle.seed(frozenset(remaining), "regressed")
         oracle.seed(frozenset(), "same")
-        found = isolate(remaining, oracle, noun="deltas", base="every other delta reverted")
+        found = isolate(remaining, oracle, noun="deltas", base="every other delta reverted", replicate=True)
         for rec in found.trials:  # the purpose of each trial, as the search meant it
             t = trials.get(frozenset(rec.subset))
             if t is not None and not t.purpose:

@@ -245,7 +245,10 @@ def _first_token_times(client: httpx.Client, engine: InferenceEngine, runs: list
         return
     probe: dict[str, float] = {}
     for prompt in sorted(missing):
-        one = _one_request(client, engine, prompt, 1, args.timeout_s, args.temperature)
+        try:
+            one = _one_request(client, engine, prompt, 1, args.timeout_s, args.temperature)
+        except ToolFailed:
+            return  # the end-to-end runs stand; only the decode-only reading stays unknown
         if one.latency_source != "e2e_latency":
             return
         probe[prompt] = one.latency_s

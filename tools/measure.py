@@ -200,15 +200,17 @@ def _one_request(client: httpx.Client, engine: InferenceEngine, prompt: str, max
     if not tokens:
         raise ToolFailed(f"{path} returned no completion tokens")
     latency, source = (meta.e2e_latency, "e2e_latency") if meta.e2e_latency else (wall, "client")
+    # A duration within the request (seconds), or not used: the one-token probe measures it instead.
+    ftl = meta.first_token_latency
+    first = ftl if source == "e2e_latency" and isinstance(ftl, int | float) and 0 < ftl < latency else None
     tpot = None
-    if meta.first_token_latency is not None and tokens > 1:
-        tpot = 1000 * (latency - meta.first_token_latency) / (tokens - 1)
+    if first is not None and tokens > 1:
+        tpot = 1000 * (latency - first) / (tokens - 1)
     elif tokens > 0:
         tpot = 1000 * latency / tokens
     accept = meta.spec_accept_length
     if accept is None and meta.spec_verify_ct:
         accept = tokens / meta.spec_verify_ct
-    first = meta.first_token_latency if meta.first_token_latency is not None and source == "e2e_latency" else None
     return RequestResult(completion_tokens=tokens, latency_s=latency, latency_source=source, tok_s=tokens / latency,
                          tpot_ms=tpot, spec_accept_length=accept, spec_verify_ct=meta.spec_verify_ct, prompt=prompt,
                          first_token_s=first, first_token_source="first_token_latency" if first is not None else None)

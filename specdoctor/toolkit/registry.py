@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import importlib
 import inspect
 import time
@@ -139,6 +140,13 @@ class ToolRegistry:
         """
         spec = self.get(name)
         t0 = time.perf_counter()
+        unknown = _unknown_keys(spec.input_model, args) if isinstance(args, dict) else []
+        if unknown:  # a misspelt key would silently fall back to a default (another port: another server)
+            known = ", ".join(sorted(spec.input_model.model_fields))
+            msg = "; ".join(f"{k}: unknown argument" + (f" (did you mean {m[0]!r}?)" if (
+                m := difflib.get_close_matches(k, list(spec.input_model.model_fields), 1)) else "") for k in unknown)
+            return ToolResult(tool=name, status="error", summary=f"invalid arguments: {msg}; {name} takes {known}",
+                              error=msg, retryable=True)
         try:
             parsed = args if isinstance(args, spec.input_model) else spec.input_model.model_validate(
                 args.model_dump() if isinstance(args, BaseModel) else (args or {}))
@@ -217,3 +225,12 @@ def load_builtin_tools() -> None:
         _loaded = True
         for name in BUILTIN_CATALOGUES:
             importlib.import_module(name)
+
+
+def _unknown_keys(model: type[BaseModel], args: dict[str, Any]) -> list[str]:
+    """Keys that name no field (nor an alias) of the tool's input model, unless the model takes extra keys."""
+    if model.model_config.get("extra") == "allow":
+        return []
+    names = set(model.model_fields) | {f.alias for f in model.model_fields.values() if f.alias} \
+        | {f.validation_alias for f in model.model_fields.values() if isinstance(f.validation_alias, str)}
+    return [k for k in args if k not in names]

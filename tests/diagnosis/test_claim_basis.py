@@ -31,6 +31,13 @@ def test_a_real_shortfall_stays_not_reproduced_in_the_nearer_reading():
     assert -7.0 < (c.pct_change or 0) < -5.0
 
 
+def test_a_negligible_prefill_keeps_the_usual_reading():
+    # both readings short by about as much (prefill < 1 % of a request): nothing to choose, end to end stands
+    e2e = [58.1, 58.3, 58.2, 57.9, 58.4]
+    c = claim_outcome(e2e, 94.0, [x * 1.004 for x in e2e])
+    assert c["basis"] == "end-to-end" and c["outcome"] == "DIFFERENT"
+
+
 def test_end_to_end_stays_the_basis_when_it_already_reproduces_or_nothing_else_is_known():
     assert claim_outcome(E2E, 158.0, DECODE)["basis"] == "end-to-end"           # SAME end to end
     assert claim_outcome(E2E, 150.0, DECODE)["basis"] == "end-to-end"           # faster than claimed

@@ -136,6 +136,17 @@ def test_invalid_args_are_an_error_result_and_nothing_runs(reg: ToolRegistry, ho
     assert host.calls == [] and res.evidence == []
 
 
+def test_an_unknown_key_is_an_error_that_names_the_nearest_field_and_nothing_runs(reg: ToolRegistry,
+                                                                                  host: MockHost) -> None:
+    # a misspelt key must not fall back to the field's default (for a port: another server)
+    res = reg.call(ToolContext(host=host, auto_approve=True), "echo_disrupt", {"text": "x", "tiems": 2})
+    assert (res.status, res.retryable) == ("error", True)
+    assert "tiems: unknown argument (did you mean 'times'?)" in res.summary and "takes text, times" in res.summary
+    assert host.calls == [] and res.evidence == []
+    # must not fire: known keys pass
+    assert reg.call(ToolContext(host=host, auto_approve=True), "echo_disrupt", {"text": "x", "times": 2}).ok
+
+
 @pytest.mark.parametrize("name", ["echo_mutate", "echo_disrupt"])
 def test_mutating_calls_without_an_approver_need_approval(reg: ToolRegistry, host: MockHost, name: str) -> None:
     res = reg.call(ToolContext(host=host), name, {"text": "x"})

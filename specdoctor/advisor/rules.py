@@ -275,7 +275,10 @@ def game_plan(v: StateReader, verdict: Verdict) -> list[PlanAction]:
                                       basis="none", cost="low", risk="low", command=f"unset {g.name}",
                                       detail="the gate is enabled in the running workers (/proc/PID/environ)"))
     nccl = v.fact("nccl", NcclFact) or NcclFact()
-    if nccl.best and (nccl.env or nccl.unset):
+    # A confirmed cause whose fix is this very setting already says it (with its measured share): once is enough.
+    covered = any(a.command and all(f"{k}={val}" in a.command for k, val in (nccl.env or {}).items())
+                  and all(f"-u {n}" in a.command for n in nccl.unset) for a in actions if a.confirmed)
+    if nccl.best and (nccl.env or nccl.unset) and not covered:
         pct = nccl.best_gain_pct
         gain = spec * pct / 100.0 if pct is not None and spec else None
         what = " and ".join(x for x in (

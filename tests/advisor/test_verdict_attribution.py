@@ -101,3 +101,18 @@ def test_a_box_faster_than_claimed_reproduces_the_claim():
     assert v.verdict == "no-regression" and any("exceeded today (+6.3 %)" in r for r in v.reasons), v
     slower = {**faster, "baseline": {"claimed": 41.2, "outcome": "DIFFERENT", "pct_change": -5.8}}
     assert decide_verdict(_view(_att(), slower)).verdict == "baseline-not-reproducible"
+
+
+def test_an_nccl_setting_that_is_a_confirmed_cause_is_one_action_not_two():
+    launch = "python -m sglang.launch_server --model-path /m --tp-size 4 --port 30000"
+    cause = CauseFact(name="NCCL 2.26.2 → 2.27.3 (its default PROTO choice); NCCL_PROTO=LL restores", kind="software",
+                      key="nccl", effect_tps=-3.0, ci_low=-4.0, ci_high=-2.0, confirmed=True,
+                      fix=f"env NCCL_PROTO=LL {launch}")
+    nccl = {"best": "PROTO=LL", "best_gain_pct": 6.1, "env": {"NCCL_PROTO": "LL"}, "unset": []}
+    view = _view(_att(cause, restored=True), NOT_REPRODUCED, nccl=nccl)
+    plan = game_plan(view, decide_verdict(view))
+    assert [a.command for a in plan if a.command and "NCCL_PROTO=LL" in a.command] == [cause.fix]
+    assert not any(a.title.startswith("Set NCCL_PROTO=LL") for a in plan)
+    # must not fire: a winner that is a tuning (no cause) keeps its own action
+    tuning = _view(_att(), {"spec": {"claimed": 77.5, "outcome": "SAME"}}, nccl=nccl)
+    assert any(a.title.startswith("Set NCCL_PROTO=LL") for a in game_plan(tuning, decide_verdict(tuning)))

@@ -145,7 +145,8 @@ def nccl_cause(view: StateView, o: NcclPromotion, current: dict[str, str], good:
     changed = {k: v for k, v in (o.best_env or {}).items() if current.get(k) != v}
     removed = [n for n in o.best_unset if n in current]
     setting = " ".join([*(f"-u {n}" for n in removed), *(f"{k}={v}" for k, v in sorted(changed.items()))])
-    fix = f"env {setting}" if setting else None
+    launch = view.get("facts.launch")
+    fix = (f"env {setting}" + (f" {launch}" if isinstance(launch, str) and launch else "")) if setting else None
     what = " ".join([*(f"{k}={v}" for k, v in sorted(changed.items())), *(f"{n} removed" for n in removed)])
     replaced = removed + [k for k in changed if k in current]
     restored = [k for k in changed if good is not None and good.get(k) == changed[k]]

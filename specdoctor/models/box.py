@@ -29,6 +29,8 @@ class UserServerFact(StrictModel):
     stop_consent: Literal["approved", "yes-flag", "refused", "not-needed"] | None = None
     restarted: bool | None = Field(default=None, description="None: never stopped, so nothing to restart.")
     healthy: bool | None = None
+    port_held: bool | None = Field(default=None, description="While it was down, a placeholder kept its port "
+                                   "(answering 503 with the reason) so that nothing else took it.")
     tps_before: float | None = None
     tps_after: float | None = None
     outcome: Literal["SAME", "DIFFERENT", "UNKNOWN"] | None = Field(

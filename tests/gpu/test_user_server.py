@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from specdoctor.tools.port_hold import holders
 
 from specdoctor.engine.runner import InvestigateOptions, investigate, resume
 from specdoctor.models import UserServerFact
@@ -91,6 +92,8 @@ def test_stop_with_consent_trials_then_restart_exactly(tmp_path):
         assert facts["free_gpus"]["status"] == "ok"  # stop_user_server's own result
         fact = UserServerFact.model_validate(_user_server_fact(tmp_path))
         assert fact.stopped and fact.stop_consent == "yes-flag" and fact.restarted and fact.healthy
+        assert fact.port_held and "held for it" in _decision(report, "free_gpus")["found"]
+        assert holders(SimHost(box), box.port) == []  # released before the restart took the port back
         assert fact.pid_before == pid and fact.pid_after not in (None, pid)
         assert fact.identity_after == fact.identity_before  # argv, full env, cwd, user as they were
         assert fact.outcome == "SAME" and fact.left_as_found
@@ -195,7 +198,7 @@ def _kill_after_stop(tmp_path: Path, box: Sandbox) -> str:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
         text = audit.read_text(errors="replace") if audit.exists() else ""
-        if "kill -TERM" in text and "setsid" in text and "setsid nohup env -i" not in text:  # a trial, not the restart
+        if "kill -TERM" in text and "setsid nohup" in text and "setsid nohup env -i" not in text:  # a trial, not the restart
             time.sleep(0.5)  # inside the trial (its benchmark lasts seconds), as test_resume_after_kill does
             proc.send_signal(signal.SIGKILL)
             break
@@ -228,7 +231,10 @@ def test_crash_then_restore_brings_the_users_server_back(tmp_path, monkeypatch):
 
     box = _box()
     try:
-        _kill_after_stop(tmp_path, box)
+        run_id = _kill_after_stop(tmp_path, box)
+        # the crash left the port held for the user's server: nothing else binds it, a client is told why
+        r = httpx.get(f"http://127.0.0.1:{box.port}/health", timeout=5)
+        assert r.status_code == 503 and run_id in r.text
         monkeypatch.setattr(SimHost, "close", lambda self: None)  # `restore` on a sim host would remove the box
         res = CliRunner().invoke(app, ["restore", "--host", f"sim:attach={box.root}", "--repo", box.repo])
         assert res.exit_code == 0, res.output[-1500:]

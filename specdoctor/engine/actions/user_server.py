@@ -22,6 +22,7 @@ from specdoctor.models import UserServerFact
 from specdoctor.toolkit import ToolContext, registry
 from specdoctor.tools.launch import LaunchResult
 from specdoctor.tools.measure import BenchmarkResult
+from specdoctor.tools.port_hold import hold_port, release_port
 from specdoctor.tools.server import ServerList
 from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, session_state
 from specdoctor.tools.trial_tree import SglangOrigin
@@ -34,6 +35,7 @@ __all__ = ["examine_user_server", "take_gpus", "give_back_gpus", "bring_back", "
 OWN_ACTIONS = frozenset({"take_gpus", "give_back_gpus"})
 _RECHECK_ROUNDS = 1  # one more benchmark batch after the restart while the comparator says UNKNOWN
 _BEFORE_RUNS = 8  # runs are cheap next to a launch: enough for the restart's comparator to say SAME at 10 %
+_HOLD_S = 3 * 3600  # the longest a forgotten placeholder keeps the user's port (a crash not followed by `restore`)
 _SAME_WITHIN = 0.10  # the change the project sizes its comparisons for (10 % at CV 3 %): smaller is "as it was"
 
 
@@ -256,6 +258,19 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
                      out.results, key=step.id)
     fact.stop_consent = "yes-flag" if deps.yes else "approved"
     fact.stopped = stop.ok
+    held = ""
+    if stop.ok and rec.port:
+        # Nothing else may take its port while it is down: the restart at the end needs it.
+        from specdoctor.inference import get_engine
+
+        ctx = deps.tool_ctx
+        deps.host.run(["mkdir", "-p", ctx.run_dir], check="ignore")
+        hold = hold_port(deps.host, int(rec.port), get_engine().parse_launch(cap.argv).host or "127.0.0.1",
+                         run_id=run_id, seconds=_HOLD_S, python=_python_of(cap.argv),
+                         log=f"{ctx.run_dir}/port-hold-{rec.port}.log")
+        fact.port_held = hold.held
+        held = (f"; port :{rec.port} held for it (a placeholder answering 503 with the reason) until the restart"
+                if hold.held else f"; port :{rec.port} NOT held while it is down ({hold.note})")
     if not stop.ok:
         fact.note = f"could not stop it: {stop.summary}"
         if _alive_pid(deps.host, rec.pid):  # still serving: nothing to bring back, and no restart on a busy port
@@ -266,12 +281,18 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     tps = f"{first.median:.1f} tok/s" if first else "not measured"
     out.decisions.append(Decision(
         step=step.id, title=step.title, status=out.status, checked="your server, benchmarked then stopped",
-        found=f"{tps} before stopping; {stop.summary}",
+        found=f"{tps} before stopping; {stop.summary}{held}",
         decided="launch the trials on the freed GPUs; restart your server as it was at the end (also on failure "
                 "or Ctrl-C; `specdoctor resume`/`restore` after a crash)" if stop.ok else "launching steps skipped",
         why=f"consent: {fact.stop_consent}; its argv, cwd and full environment are kept in a 0600 file",
         evidence=out.commands(12)))
     return out
+
+
+def _python_of(argv: list[str]) -> str:
+    """The interpreter the user's server runs (any Python runs the placeholder), else python3."""
+    first = argv[0] if argv else ""
+    return first if "/" in first and Path(first).name.startswith("python") else "python3"
 
 
 def _alive_pid(host: Any, pid: int) -> bool:
@@ -292,6 +313,8 @@ def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None 
     if pending is None or pending.restarted:
         return None, []
     results = results if results is not None else {}
+    if pending.port:  # the placeholder kept the port (a crashed run's too): the server's again, restarted or by hand
+        release_port(ctx.host, int(pending.port))
     rel = load_relaunch(run_id)
     before = pending.samples_before
     fact = UserServerFact(port=pending.port, identity_before=pending.identity, supervisor=pending.supervisor,

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.runs import Relaunch, load_relaunch, relaunch_path, save_relaunch, write_private
 from specdoctor.engine.state import Decision, StateView
+from specdoctor.inference import get_engine
 from specdoctor.models import UserServerFact
 from specdoctor.toolkit import ToolContext, registry
 from specdoctor.tools.launch import LaunchResult
@@ -261,8 +262,6 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     held = ""
     if stop.ok and rec.port:
         # Nothing else may take its port while it is down: the restart at the end needs it.
-        from specdoctor.inference import get_engine
-
         ctx = deps.tool_ctx
         deps.host.run(["mkdir", "-p", ctx.run_dir], check="ignore")
         hold = hold_port(deps.host, int(rec.port), get_engine().parse_launch(cap.argv).host or "127.0.0.1",

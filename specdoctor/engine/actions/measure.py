@@ -367,7 +367,7 @@ def reference_for(view: StateView, metric: str) -> tuple[float | None, str]:
         if claim.basis == "decode" and m is not None and m.samples and m.decode_samples:
             # Trials measure end to end: the claim (prefill excluded) in those units, by today's own ratio.
             ratio = statistics.median(m.samples) / statistics.median(m.decode_samples)
-            return round(claim.claimed * ratio, 2), f"end-to-end equivalent of the claimed {claim.claimed:g} (prefill excluded)"
+            return round(claim.claimed * ratio, 2), "claimed, converted to end-to-end"
         return claim.claimed, "claimed"
     good = view.params.get("good_fingerprint")
     meas = good.get("measurements") if isinstance(good, dict) else None

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import httpx
 from specdoctor.tools.manifest import take_manifest
+from specdoctor.tools.port_hold import holders
 
 from specdoctor.sim import SimHost, build_sandbox, load_scenario
 from specdoctor.toolkit import ToolContext
@@ -183,7 +184,8 @@ def _one(scenario: str, work: Path, step: str, delay: float) -> Kill:
                 k.resumed = outcome.status == "finished"
             except Exception as exc:  # noqa: BLE001 - recorded per kill
                 k.error = f"{type(exc).__name__}: {exc}"[:300]
-            k.orphans = _orphans(sb.root, run_id)
+            # a placeholder left on the user's port (the restart releases it) is an orphan too
+            k.orphans = _orphans(sb.root, run_id) + holders(host, sb.port)
             k.trees_left = (sb.root / "home" / ".specdoctor" / "trees" / run_id).exists()
         d = before.diff(take_manifest(ctx, sb.repo))
         k.identical = d.same

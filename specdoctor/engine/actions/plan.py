@@ -35,9 +35,9 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
                 decides="which patches the server cannot start without (start or not; no benchmark)"))
         # Essentials only: one server, sequential looks on it; every patch applied is today's measurement reused,
         # and relaunched in a trial tree only to confirm a difference before bisecting.
-        phases.append(PlannedPhase(step="subtract", launches=2, runs=GROWING_CAP + 1,
+        phases.append(PlannedPhase(step="subtract", launches=3, runs=GROWING_CAP + 1,
                                    condition="the tree has local changes; the second launch only to confirm a "
-                                             "difference",
+                                             "difference, the third only when that confirmation is undecided",
                                    decides="do the non-essential patches change throughput?"))
         # One-at-a-time's count: adaptive bisection needs ~log2 of it, but interacting culprits (prefix search)
         # can need more; the plan says so rather than print a bound the search does not keep.

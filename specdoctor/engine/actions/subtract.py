@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import statistics
 from typing import Any
 
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.actions.measure import measure_config, same_within
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import ToolRetry, Unresolved
+from specdoctor.stats.comparator import GROWING_CAP
 from specdoctor.stats.comparator import GrowingArm as Looks
 from specdoctor.tools.bisect import Essentials
 from specdoctor.tools.trial_code import tree_problem as untrusted_tree
@@ -53,6 +55,23 @@ def _trees(deps, view: StateView, repo: str, essentials: list[str], script: str 
         if problem:
             return None, None, problem
     return all_tree, ess_tree, None
+
+
+def _more_essentials(deps, view: StateView, out: ActionOutcome, ess_tree: Any, reduced: dict[str, Any],
+                     confirm: list[float], runs: int, mag: float | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The confirmation was undecided at its cap with the essentials' runs the short side: relaunch the essentials
+    tree (the third and last launch) and grow its runs, pooled with the first launch's, against the confirming
+    trial. Undecided again stays UNKNOWN: never a difference by default, never a clearance."""
+    deps.view.progress("undecided: essentials only again, for more runs")
+    earlier = [float(x) for x in reduced.get("samples") or []]
+    looks = Looks(confirm, len(earlier) + runs, cap=len(earlier) + GROWING_CAP, magnitude=mag)  # A: all patches
+    again = measure_config(deps, view, label="essentials-only-again", speculative=True, results=out.results,
+                           runs=runs, tree=ess_tree, more=lambda s: looks.more(earlier + list(s)))
+    if not again.get("samples"):
+        return reduced, looks.final(earlier)
+    pooled = earlier + [float(x) for x in again["samples"]]
+    merged = {**reduced, "samples": pooled, "median": statistics.median(pooled)}
+    return merged, looks.final(pooled)
 
 
 @action("disrupt")
@@ -121,6 +140,11 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
                         notes.append(f"all patches in a trial tree {comparison.get('median_a', 0):.1f} tok/s "
                                      f"(your server {first.get('median_a', 0):.1f}) vs essentials only: "
                                      f"{comparison.get('outcome')}")
+                        if comparison.get("outcome") == "UNKNOWN":
+                            reduced, comparison = _more_essentials(deps, view, out, ess_tree, reduced,
+                                                                   confirm["samples"], runs, mag)
+                            notes.append(f"essentials only relaunched for more runs ({len(reduced['samples'])} "
+                                         f"in all): {comparison.get('outcome')}")
                     else:
                         comparison = {**comparison, "outcome": "UNRESOLVED"}
                         notes.append("the confirming trial with all patches could not be measured: "

@@ -227,6 +227,16 @@ def decide_verdict(v: StateReader) -> Verdict:
         return Verdict(verdict="inconclusive", confidence=0.4, reasons=reasons,
                        sentence=f"{_not_reproduced_words(different, measure)} were not reproduced; the differences "
                                 f"{', '.join(att.candidates)} may explain it, but the trials could not decide.")
+    if different and sub.outcome in ("UNKNOWN", "UNRESOLVED"):
+        # The local patches were tested and not cleared: they stay candidates, never exonerated by default.
+        why = sub.problem or ("the comparator could not decide" if sub.outcome == "UNKNOWN" else
+                              "the trial could not be trusted")
+        reasons += [f"claimed {k} {c.claimed} is DIFFERENT from today's measurement" for k, c in different.items()]
+        reasons.append(f"subtraction {sub.outcome}: {why}; the local patches are candidates, not cleared")
+        return Verdict(verdict="inconclusive", confidence=0.4, reasons=reasons,
+                       sentence=f"{_not_reproduced_words(different, measure, capital=True)} were not reproduced; "
+                                "removing the local patches neither clearly restored speed nor clearly changed "
+                                f"nothing ({why}), so they stay candidates: rerun with more runs (--param runs=10).")
     if different:
         for k, c in different.items():
             med = _claim_median(c, measure, k)

@@ -116,3 +116,12 @@ def test_an_nccl_setting_that_is_a_confirmed_cause_is_one_action_not_two():
     # must not fire: a winner that is a tuning (no cause) keeps its own action
     tuning = _view(_att(), {"spec": {"claimed": 77.5, "outcome": "SAME"}}, nccl=nccl)
     assert any(a.title.startswith("Set NCCL_PROTO=LL") for a in game_plan(tuning, decide_verdict(tuning)))
+
+
+def test_an_undecided_subtraction_leaves_the_patches_candidates_not_exonerated():
+    v = decide_verdict(_view(_att(), NOT_REPRODUCED, subtraction={"outcome": "UNKNOWN"}))
+    assert v.verdict == "inconclusive" and "stay candidates" in v.sentence and "no code regressed" not in v.sentence
+    assert any("subtraction UNKNOWN" in r for r in v.reasons)
+    # must not fire: a subtraction that said SAME clears them, and none run (no local patches) has none to clear
+    for sub in ({"outcome": "SAME"}, {}):
+        assert decide_verdict(_view(_att(), NOT_REPRODUCED, subtraction=sub)).verdict == "baseline-not-reproducible"

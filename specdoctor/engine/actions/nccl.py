@@ -134,8 +134,11 @@ def nccl_cause(view: StateView, o: NcclPromotion, current: dict[str, str], good:
         # effect is the winner vs the workers' setting in the same kind of launch; ratios, so that a trial launch
         # beside the user's server and the user's server itself need not read the same absolute tok/s.
         gap_pct = 100.0 * (1.0 / (1.0 + spec.pct_change / 100.0) - 1.0)
-        closes = hi_pct >= gap_pct
-        closing = f"the gap to the claim is {gap_pct:+.1f} %, the winner's gain up to {hi_pct:+.1f} % (95 % CI)"
+        # Today's figure has its own CI: the gap is as small as the claim over its upper end.
+        gap_lo = 100.0 * (claimed / spec.ci_high - 1.0) if spec.ci_high else gap_pct
+        closes = hi_pct >= min(gap_pct, gap_lo)
+        closing = (f"the gap to the claim is {gap_pct:+.1f} % (at least {min(gap_pct, gap_lo):+.1f} % by today's "
+                   f"95 % CI), the winner's gain up to {hi_pct:+.1f} % (95 % CI)")
     else:
         fixed = compare_to_claim(winner.samples, claimed)
         closes = fixed.outcome == "SAME" or fixed.median >= claimed

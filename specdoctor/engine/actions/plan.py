@@ -37,7 +37,8 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
         # and relaunched in a trial tree only to confirm a difference before bisecting.
         phases.append(PlannedPhase(step="subtract", launches=3, runs=GROWING_CAP + 1,
                                    condition="the tree has local changes; the second launch only to confirm a "
-                                             "difference, the third only when that confirmation is undecided",
+                                             "difference or decide an undecided one, the third only when still "
+                                             "undecided",
                                    decides="do the non-essential patches change throughput?"))
         # One-at-a-time's count: adaptive bisection needs ~log2 of it, but interacting culprits (prefix search)
         # can need more; the plan says so rather than print a bound the search does not keep.

@@ -127,10 +127,11 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
                     reduced = measure_config(deps, view, label="essentials-only", speculative=True,
                                              results=out.results, runs=runs, tree=ess_tree, more=looks.more)
                     comparison = looks.final(reduced.get("samples") or [])
-                if reused is not None and comparison.get("outcome") == "DIFFERENT":
+                if reused is not None and reduced.get("samples") and comparison.get("outcome") in ("DIFFERENT", "UNKNOWN"):
                     # A difference sends the run into bisection: confirm it trial against trial, so that nothing
                     # the trial launch does differently from your server (its environment) is taken for a patch.
-                    deps.view.progress("a difference: confirming it with all patches in a trial tree")
+                    # Undecided at the cap, today's reused runs are the short side: the same launch adds them.
+                    deps.view.progress("confirming with all patches in a trial tree")
                     looks = Looks(reduced["samples"], runs, flip=True, magnitude=mag)
                     confirm = measure_config(deps, view, label="all-patches", speculative=True,
                                              results=out.results, runs=runs, tree=all_tree, more=looks.more)

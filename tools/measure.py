@@ -300,7 +300,8 @@ def benchmark(ctx: ToolContext, args: BenchmarkInput) -> BenchmarkResult:
     """Batch-1 decode throughput via /generate (temperature 0, ignore_eos, fixed prompts): one tok/s per run.
 
     Warm-up runs are discarded; each run is several sequential requests (not independent samples on their own);
-    reports the median with a 95 % bootstrap CI, TPOT, accept length and findings from the server log.
+    reports the median with a 95 % bootstrap CI, TPOT, accept length and findings from the server log, and each run
+    again with the prefill excluded (`decode_samples`: how a claim read from a server log or 1/TPOT is measured).
     """
     engine = get_engine(args.engine)
     log_offset = _log_size(ctx.host, args.log_path) if args.log_path else None

@@ -125,3 +125,12 @@ def test_an_undecided_subtraction_leaves_the_patches_candidates_not_exonerated()
     # must not fire: a subtraction that said SAME clears them, and none run (no local patches) has none to clear
     for sub in ({"outcome": "SAME"}, {}):
         assert decide_verdict(_view(_att(), NOT_REPRODUCED, subtraction=sub)).verdict == "baseline-not-reproducible"
+
+
+def test_claims_that_hold_are_not_unsettled_by_a_subtraction_no_bisection_confirmed():
+    faster = {"outcome": "DIFFERENT", "comparison": {"outcome": "DIFFERENT", "verdict": "better"}}
+    held = {"spec": {"claimed": 77.5, "outcome": "SAME", "pct_change": 0.3}}
+    v = decide_verdict(_view(_att(), held, subtraction=faster))
+    assert v.verdict == "no-regression" and any("no patch was confirmed by the bisection" in r for r in v.reasons)
+    # must not fire: claims not reproduced and the same unconfirmed subtraction difference stays inconclusive
+    assert decide_verdict(_view(_att(), NOT_REPRODUCED, subtraction=faster)).verdict == "inconclusive"

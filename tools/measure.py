@@ -109,17 +109,17 @@ class RequestResult(BaseModel):
     spec_accept_length: float | None = None
     spec_verify_ct: int | None = None
     prompt: str = Field(default="", exclude=True, description="What was sent (kept out of the saved result).")
-    first_token_s: float | None = Field(default=None, description="Time to the first token: meta_info."
+    ttft_s: float | None = Field(default=None, description="Time to the first token: meta_info."
                                         "first_token_latency when the server reports it (--enable-metrics), else "
                                         "the e2e latency of a one-token request with the same prompt.")
-    first_token_source: Literal["first_token_latency", "one-token probe"] | None = None
+    ttft_source: Literal["first_token_latency", "one-token probe"] | None = None
 
     @property
     def decode_s(self) -> float | None:
         """The latency after the first token (prefill excluded), when the first token's time is known."""
-        if self.first_token_s is None or self.completion_tokens < 2 or self.latency_s <= self.first_token_s:
+        if self.ttft_s is None or self.completion_tokens < 2 or self.latency_s <= self.ttft_s:
             return None
-        return self.latency_s - self.first_token_s
+        return self.latency_s - self.ttft_s
 
 
 class RunResult(BaseModel):
@@ -213,7 +213,7 @@ def _one_request(client: httpx.Client, engine: InferenceEngine, prompt: str, max
         accept = tokens / meta.spec_verify_ct
     return RequestResult(completion_tokens=tokens, latency_s=latency, latency_source=source, tok_s=tokens / latency,
                          tpot_ms=tpot, spec_accept_length=accept, spec_verify_ct=meta.spec_verify_ct, prompt=prompt,
-                         first_token_s=first, first_token_source="first_token_latency" if first is not None else None)
+                         ttft_s=first, ttft_source="first_token_latency" if first is not None else None)
 
 
 def _run(client: httpx.Client, engine: InferenceEngine, args: BenchmarkInput, offset: int) -> RunResult:
@@ -242,7 +242,7 @@ def _first_token_times(client: httpx.Client, engine: InferenceEngine, runs: list
     """Fill in each request's first-token time where the server did not report it: one one-token request per
     distinct prompt (its e2e latency is the prefill), so that a claim measured without prefill can be compared
     like with like. Leaves them unknown when the server's latencies are client wall times (not its own clock)."""
-    missing = {r.prompt for run in runs for r in run.requests if r.first_token_s is None}
+    missing = {r.prompt for run in runs for r in run.requests if r.ttft_s is None}
     if not missing or any(r.latency_source != "e2e_latency" for run in runs for r in run.requests):
         return
     probe: dict[str, float] = {}
@@ -256,8 +256,8 @@ def _first_token_times(client: httpx.Client, engine: InferenceEngine, runs: list
         probe[prompt] = one.latency_s
     for run in runs:
         for r in run.requests:
-            if r.first_token_s is None:
-                r.first_token_s, r.first_token_source = probe[r.prompt], "one-token probe"
+            if r.ttft_s is None:
+                r.ttft_s, r.ttft_source = probe[r.prompt], "one-token probe"
 
 
 def log_findings(lines: list[DecodeLine], speculative: bool) -> tuple[list[Finding], bool | None]:

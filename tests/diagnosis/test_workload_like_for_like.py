@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import types
 
-from specdoctor.tools.measure import PROMPTS, Workload, default_workload
+from specdoctor.tools.measure import PROMPTS, BenchmarkResult, Workload, default_workload
 
 from specdoctor.engine.actions.measure import claim_outcome, recorded_workload
+from specdoctor.engine.runs import redact_deep
 from specdoctor.engine.state import StateView
 from specdoctor.host import open_host
 from specdoctor.inference import get_engine
@@ -42,7 +43,7 @@ def test_claims_measured_on_code_prompts_hold_when_measured_like_for_like():
     # --enable-metrics: the server reports each request's first-token time; without the prefill the runs read higher
     assert alike.output["decode_samples"] and all(
         d > s for d, s in zip(alike.output["decode_samples"], alike.output["samples"], strict=True))
-    assert {r["first_token_source"] for run in alike.output["runs"] for r in run["requests"]} == {"first_token_latency"}
+    assert {r["ttft_source"] for run in alike.output["runs"] for r in run["requests"]} == {"first_token_latency"}
     assert alike.output["accept_length"] > today.output["accept_length"] + 0.3
 
 
@@ -76,9 +77,11 @@ def test_without_enable_metrics_a_one_token_request_times_the_prefill():
                                                "requests_per_run": 2, "warmup_runs": 0})
     assert res.ok, res.summary
     reqs = [r for run in res.output["runs"] for r in run["requests"]]
-    assert {r["first_token_source"] for r in reqs} == {"one-token probe"}
-    assert all(0 < r["first_token_s"] < r["latency_s"] for r in reqs)
+    assert {r["ttft_source"] for r in reqs} == {"one-token probe"}
+    assert all(0 < r["ttft_s"] < r["latency_s"] for r in reqs)
     # one probe per distinct prompt, the same value for each request with that prompt
-    assert len({r["first_token_s"] for r in reqs}) <= len(PROMPTS)
+    assert len({r["ttft_s"] for r in reqs}) <= len(PROMPTS)
     assert len(res.output["decode_samples"]) == 3
+    # what a checkpoint keeps (redacted: a key naming a token is a secret) reads back as the same result on resume
+    assert BenchmarkResult.model_validate(redact_deep(res.output)) == BenchmarkResult.model_validate(res.output)
     assert all(d > s for d, s in zip(res.output["decode_samples"], res.output["samples"], strict=True))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import statistics
 from typing import Any
 
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
@@ -12,6 +11,7 @@ from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import ToolRetry, Unresolved
 from specdoctor.stats.comparator import GROWING_CAP
 from specdoctor.stats.comparator import GrowingArm as Looks
+from specdoctor.stats.summary import summarize
 from specdoctor.tools.bisect import Essentials
 from specdoctor.tools.trial_code import tree_problem as untrusted_tree
 from specdoctor.tools.trial_code import trial_code
@@ -70,7 +70,8 @@ def _more_essentials(deps, view: StateView, out: ActionOutcome, ess_tree: Any, r
     if not again.get("samples"):
         return reduced, looks.final(earlier)
     pooled = earlier + [float(x) for x in again["samples"]]
-    merged = {**reduced, "samples": pooled, "median": statistics.median(pooled)}
+    s = summarize(pooled)  # median and CI of the pooled runs, not the first launch's
+    merged = {**reduced, "samples": pooled, "median": s.median, "ci_low": s.ci_low, "ci_high": s.ci_high}
     return merged, looks.final(pooled)
 
 

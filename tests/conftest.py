@@ -44,7 +44,10 @@ for _var in [*OPTION_ENV.values(), "SPECDOCTOR_CONFIG"]:
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="specdoctor-test-xdg-")
 # Parallel workers (pytest-xdist, `-n`): each worker's simulated servers prefer their own port range.
 if os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw"):
-    os.environ["SPECDOCTOR_SIM_PORT_OFFSET"] = str(100 * (int(os.environ["PYTEST_XDIST_WORKER"][2:]) + 1))
+    _worker = int(os.environ["PYTEST_XDIST_WORKER"][2:])
+    os.environ["SPECDOCTOR_SIM_PORT_OFFSET"] = str(100 * (_worker + 1))
+    # ... and draw their random ports from disjoint stripes (a port is checked, not held, until its server binds it).
+    os.environ["SPECDOCTOR_SIM_PORT_STRIPE"] = f"{_worker}/{os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1')}"
 atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], True)
 
 

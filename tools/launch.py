@@ -176,6 +176,22 @@ def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     Refuses a busy port; port 0 picks one that is free on the host. The process group is recorded (ctx.cache['started'] and started.json) so that
     stop_server only ever stops what specdoctor started. A failed start raises Unresolved with the log tail.
     """
+    for attempt in range(3):
+        try:
+            return _launch(ctx, args)
+        except Unresolved as e:
+            # A port we picked can be taken between our check and the server's bind: pick another.
+            if args.port != 0 or attempt == 2 or not _BIND_RACE.search(str(e)):
+                raise
+            ctx.say("the port picked was taken before the server bound it: another port")
+    raise AssertionError("unreachable")
+
+
+_BIND_RACE = re.compile(r"address already in use|port \d+ is (?:already )?in use", re.IGNORECASE)
+
+
+def _launch(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
+    """One start of launch_server (see there)."""
     engine = get_engine(args.engine)
     want = args.port
     if want == 0:

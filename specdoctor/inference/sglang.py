@@ -29,7 +29,7 @@ _DETOK_PREFIX = "sglang::detoken"
 _RANK = re.compile(r"((?:DP\d+_)?TP\d+(?:_EP\d+)?)")
 _TP = re.compile(r"TP(\d+)")
 _FATAL = re.compile(r"Traceback \(most recent call last\)|^\S*(Error|Exception): |CUDA error|out of memory|"
-                    r"\bFATAL\b|Killed$", re.M)
+                    r"\bFATAL\b|Killed$|(?i:address already in use)", re.M)
 _PS_MAIN = re.compile(r"sglang[.]launch_server|sglang serve|sglang[.]srt[.]server")
 
 

@@ -100,3 +100,26 @@ def test_failed_start_is_unresolved_with_log_tail(local_ctx):
     assert r.status == "unresolved"
     assert "RuntimeError: fake start-up failure" in r.summary
     assert "Traceback" in r.output["log_tail"]
+
+
+def test_a_picked_port_taken_before_the_bind_is_picked_again(local_ctx, monkeypatch):
+    """Port 0: our pick is checked, then the server binds it; a process taking it in between costs one retry,
+    not the trial (and a port the user named is never swapped for another)."""
+    import socket
+
+    from specdoctor.tools import launch
+
+    taken, free = free_port(), free_port()
+    picks = iter([taken, free])
+    monkeypatch.setattr(launch, "pick_free_port", lambda used, rng=None: next(picks))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", taken))
+        s.listen()
+        cmd = f"python3 -m sglang.launch_server --model /m --tp 1 --port {taken}"
+        r = registry.call(local_ctx, "launch_server", {"command": cmd, "python": PYTHON, "port": 0, "timeout_s": 30})
+        assert r.ok, r.summary
+        assert r.output["port"] == free
+        stop = registry.call(local_ctx, "stop_server", {"pgid": r.output["pgid"]})
+        assert stop.ok, stop.summary
+        named = _launch(local_ctx, taken, tp=1, spec=False)
+        assert named.status == "error" and "busy" in named.summary

@@ -131,11 +131,12 @@ _STATS = 'for d in /proc/[0-9]*; do read -r st < "$d/stat" 2>/dev/null && echo "
 
 
 def _members(stat_text: str, pgid: int) -> list[int]:
-    """Live (non-zombie) pids of a process group, from /proc/*/stat lines."""
+    """Live (non-zombie) pids of a process group, from /proc/*/stat lines. The leader itself counts before its
+    setsid() has run (it is still in the launching shell's group then: a loaded box reads /proc that early)."""
     out = []
     for line in stat_text.splitlines():
         m = re.match(r"^(\d+) \(.*\) (\S) \d+ (\d+)", line)
-        if m and int(m.group(3)) == pgid and m.group(2) not in ("Z", "X"):
+        if m and pgid in (int(m.group(3)), int(m.group(1))) and m.group(2) not in ("Z", "X"):
             out.append(int(m.group(1)))
     return out
 

@@ -123,3 +123,19 @@ def test_a_picked_port_taken_before_the_bind_is_picked_again(local_ctx, monkeypa
         assert stop.ok, stop.summary
         named = _launch(local_ctx, taken, tp=1, spec=False)
         assert named.status == "error" and "busy" in named.summary
+
+
+def test_a_just_started_server_is_alive_before_its_setsid_has_run():
+    """A loaded box can read /proc before the child's setsid(): it is still in the launching shell's group then.
+    Read as 'exited', the restart of the user's server was reported failed while it came up (and held the port)."""
+    from specdoctor.tools import launch
+
+    shell, child, other = 4100, 4242, 4300
+    before_setsid = (f"{shell} (sh) S 1 {shell} {shell} 0\n"
+                     f"{child} (setsid) R {shell} {shell} {shell} 0\n"
+                     f"{other} (python3) S 1 {other} {other} 0\n")
+    assert launch._members(before_setsid, child) == [child]
+    after = f"{child} (python3) S 1 {child} {child} 0\n{child + 1} (sglang::scheduler) S {child} {child} {child} 0\n"
+    assert launch._members(after, child) == [child, child + 1]
+    gone = f"{child} (python3) Z 1 {child} {child} 0\n"
+    assert launch._members(gone, child) == [] and launch._members(before_setsid, 9999) == []

@@ -40,6 +40,8 @@ class Result(BaseModel):
     innocent_blamed: list[str] = Field(default_factory=list)
     causes_named: list[str] = Field(default_factory=list)
     causes_missed: list[str] = Field(default_factory=list)
+    other_causes: list[str] = Field(default_factory=list, description="Confirmed non-code causes in the report's "
+                                    "attribution that match no truth cause (to read: an innocent variable or flag?).")
     launches: int = 0
     wall_s: float = 0.0
     other_server_touched: bool = False
@@ -57,6 +59,7 @@ class Row(BaseModel):
     culprits_ok: int
     innocent_blamed: list[str]
     causes: str
+    other_causes: list[str] = Field(default_factory=list)
     launches: float
     wall_s: float
     other_touched: int
@@ -76,6 +79,17 @@ def cause_named(cause: dict, report_text: str, blamed: list[str]) -> bool:
         return bool(cause.get("source")) and cause["source"] in blamed
     text = report_text.lower()
     return any(v in text for v in _variants(cause["name"]))
+
+
+def other_causes(report: dict, truth_causes: list[dict]) -> list[str]:
+    """The report's confirmed non-code causes that name none of the truth's (code causes: `innocent_blamed`)."""
+    names = [v for t in truth_causes if t["kind"] != "code" for v in _variants(t["name"])]
+    out = []
+    for c in (report.get("attribution") or {}).get("causes") or []:
+        text = str(c.get("name") or "")
+        if c.get("confirmed", True) and c.get("kind") != "code" and not any(v in text.lower() for v in names):
+            out.append(text)
+    return out
 
 
 def _report_text(report: dict) -> str:
@@ -146,6 +160,7 @@ def run_one(name: str, k: int) -> Result:
     for cause in truth.causes:
         label = f"{cause.kind}:{cause.name}"
         (res.causes_named if cause_named(cause.model_dump(), text, res.blamed) else res.causes_missed).append(label)
+    res.other_causes = other_causes(report, [c.model_dump() for c in truth.causes])
     res.launches = _launches(out / "audit.jsonl")
     res.verdict_ok = res.verdict == truth.verdict
     return res
@@ -166,6 +181,7 @@ def aggregate(results: list[Result]) -> list[Row]:
             culprits_ok=sum(r.blamed == r.truth_culprits for r in rs),
             innocent_blamed=sorted({f for r in rs for f in r.innocent_blamed}),
             causes=f"{named}/{total}" if total else "-",
+            other_causes=sorted({c for r in rs for c in r.other_causes}),
             launches=sum(r.launches for r in rs) / len(rs), wall_s=sum(r.wall_s for r in rs) / len(rs),
             other_touched=sum(r.other_server_touched for r in rs), errors=sorted({r.error for r in rs if r.error})))
     return rows
@@ -186,12 +202,13 @@ def _totals(results: list[Result]) -> dict[str, float | int]:
 
 def _table(rows: list[Row]) -> str:
     header = ("scenario", "verdict ok", "verdict (truth)", "culprits ok", "innocent blamed", "causes",
-              "launches", "wall s", "other srv")
+              "other causes", "launches", "wall s", "other srv")
     lines = [header]
     for r in rows:
         got = ",".join(r.verdicts)
         lines.append((r.scenario, f"{r.verdicts_ok}/{r.runs}", f"{got} ({r.truth_verdict})", f"{r.culprits_ok}/{r.runs}",
-                      ",".join(Path(f).name for f in r.innocent_blamed) or "-", r.causes, f"{r.launches:.1f}",
+                      ",".join(Path(f).name for f in r.innocent_blamed) or "-", r.causes,
+                      "; ".join(r.other_causes) or "-", f"{r.launches:.1f}",
                       f"{r.wall_s:.0f}", "TOUCHED" if r.other_touched else "-"))
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
     out = ["| " + " | ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)) + " |" for line in lines]
@@ -209,7 +226,7 @@ def _run_parallel(tasks: list[tuple[str, int]], jobs: int, done) -> None:
         while pending or running:
             while pending and len(running) < jobs:
                 name, k = pending.pop(0)
-                out = tmp / f"{name}-{k}.json"
+                out = tmp / f"{Path(name).stem}-{k}.json"
                 proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--one", name, str(k), str(out)])
                 running[proc] = (name, k, out)
             time.sleep(0.5)
@@ -234,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3, help="noise seeds per scenario (default 3)")
     ap.add_argument("--jobs", type=int, default=1, help="scenarios investigated in parallel (default 1)")
-    ap.add_argument("--only", nargs="+", metavar="NAME", help="only these scenarios")
+    ap.add_argument("--only", nargs="+", metavar="NAME", help="only these scenarios (a name, or a scenario file)")
     ap.add_argument("--json", metavar="FILE", help="also write every result as JSON")
     ap.add_argument("--one", nargs=3, metavar=("NAME", "K", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -245,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     known = [n for n, _ in list_scenarios(include_corpus=True)]
     names = args.only or known
-    unknown = [n for n in names if n not in known]
+    unknown = [n for n in names if n not in known and not (n.endswith((".yaml", ".yml")) and Path(n).is_file())]
     if unknown:
         print(f"unknown scenario(s): {', '.join(unknown)} (known: {', '.join(known)})", file=sys.stderr)
         return 2

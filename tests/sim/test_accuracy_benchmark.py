@@ -25,6 +25,18 @@ def test_causes_are_named_by_file_or_by_name_in_any_spelling():
     assert acc.cause_named(env, "nccl_p2p_disable=1 is set in every worker", [])
 
 
+def test_confirmed_causes_that_name_no_truth_cause_are_listed():
+    truth = [{"kind": "env", "name": "NCCL_P2P_LEVEL", "source": "tmux"},
+             {"kind": "code", "name": "rope", "source": "python/sglang/srt/models/llama.py"}]
+    report = {"attribution": {"causes": [
+        {"name": "NCCL_P2P_LEVEL=LOC set in the tmux window", "kind": "environment", "confirmed": True},
+        {"name": "--served-model-name llama70b (the good run)", "kind": "launch", "confirmed": True},
+        {"name": "NCCL_DEBUG=WARN", "kind": "environment", "confirmed": False},  # a candidate: not a claim
+        {"name": "python/sglang/srt/models/llama.py", "kind": "code", "confirmed": True}]}}
+    assert acc.other_causes(report, truth) == ["--served-model-name llama70b (the good run)"]
+    assert acc.other_causes({}, truth) == []
+
+
 def test_rows_and_exit_status_follow_the_results(monkeypatch, capsys, tmp_path):
     monkeypatch.setenv("SPECDOCTOR_HOME", str(tmp_path))
     def fake(name: str, k: int) -> acc.Result:

@@ -127,7 +127,7 @@ def run_one(name: str, k: int) -> Result:
     sc = load_scenario(name)
     sc.seed = sc.seed + 1000 * k
     truth = sc.truth
-    out = Path(tempfile.mkdtemp(prefix=f"sd-acc-{name}-{k}-"))
+    out = Path(tempfile.mkdtemp(prefix=f"sd-acc-{Path(name).stem}-{k}-"))
     t0 = time.perf_counter()
     res = Result(scenario=name, seed=sc.seed, verdict="error", truth_verdict=truth.verdict, verdict_ok=False,
                  truth_culprits=sorted(truth.culprit_files))

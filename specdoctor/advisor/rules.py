@@ -175,11 +175,11 @@ def decide_verdict(v: StateReader) -> Verdict:
     culprits = list(dict.fromkeys(c.key for c in code))
     enabled = _enabled_gates(v)
     reasons: list[str] = []
-    env_lines = [cause_line(c, gap) for c in env]
+    env_lines = [cause_line(c, gap if c.metric == att.metric else None) for c in env]
     if culprits:  # the bisection measured its own references, so this stands without a reproduce step
         reasons.append(f"bisection isolated {', '.join(culprits)} (comparator DIFFERENT; confirmed both ways: "
                        "alone on the essentials it is slow, every other patch without it is fast)")
-        reasons += [cause_line(c, gap) for c in code if c.effect_tps is not None]
+        reasons += [cause_line(c, gap if c.metric == att.metric else None) for c in code if c.effect_tps is not None]
         reasons += [f"also an environment cause: {line}" for line in env_lines]
         for g in enabled:
             reasons.append(f"gate {g.name} is ENABLED at runtime in the server's workers "

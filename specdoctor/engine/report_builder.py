@@ -156,13 +156,14 @@ def _attribution(v: StateView, r: _Reader) -> Attribution | None:
         if c.effect_tps is None:
             continue
         same = next((x for x in causes if x.delta == c.effect_tps and x.ci_low == c.ci_low and x.fix == c.fix
-                     and x.kind == _REPORT_KIND[c.kind]), None)
+                     and x.kind == _REPORT_KIND[c.kind] and (x.metric or att.metric) == c.metric), None)
         if same is not None:  # one interacting set: one share of the gap, not one per member
             same.name = f"{same.name} + {c.name}"
             continue
         causes.append(Cause(name=c.name, kind=_REPORT_KIND[c.kind], delta=c.effect_tps, ci_low=c.ci_low,
                             ci_high=c.ci_high, confirmed=c.confirmed, fix=c.fix,
-                            command_ids=ids if c.method == "revert-trial" else []))
+                            command_ids=ids if c.method == "revert-trial" else [],
+                            metric=c.metric if c.metric != att.metric else None))
     return Attribution(metric=att.metric, reference=att.reference_tps, reference_label=att.reference_label,
                        measured=att.measured_tps, measured_ci_low=att.measured_ci_low,
                        measured_ci_high=att.measured_ci_high, causes=causes)

@@ -26,6 +26,9 @@ class Cause(_Model):
     confirmed: bool = Field(default=True, description="Measured by a trial that reverted it (not inferred).")
     fix: str | None = Field(default=None, description="The exact command or edit that removes it.")
     command_ids: list[int] = Field(default_factory=list, description="Indices into Report.commands.")
+    metric: str | None = Field(default=None, description="The figure its effect was measured on, when not the "
+                               "attribution's (e.g. a bisection on spec tok/s beside a baseline gap): shown apart, "
+                               "never subtracted from the gap.")
 
 
 class Attribution(_Model):
@@ -45,9 +48,17 @@ class Attribution(_Model):
     def gap(self) -> float:
         return self.measured - self.reference
 
+    def in_unit(self) -> list[Cause]:
+        """The causes measured on this attribution's figure (the ones that split its gap)."""
+        return [c for c in self.causes if c.metric in (None, self.metric)]
+
+    def other_unit(self) -> list[Cause]:
+        """Confirmed causes measured on another figure: reported beside the gap, not in it."""
+        return [c for c in self.causes if c.metric not in (None, self.metric) and c.confirmed]
+
     @property
     def unexplained(self) -> float:
-        return self.gap - sum(c.delta for c in self.causes if c.confirmed)
+        return self.gap - sum(c.delta for c in self.in_unit() if c.confirmed)
 
 
 class BisectTrial(_Model):

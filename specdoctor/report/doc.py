@@ -238,7 +238,7 @@ def _plan(r: Report) -> Section:
 
 
 def _gap_spans(att: Attribution, r: Report) -> list[Span]:
-    confirmed = [c for c in att.causes if c.confirmed]
+    confirmed = [c for c in att.in_unit() if c.confirmed]
     spans: list[Span] = [f"Measured gap ({att.metric}): {fmt.num(att.reference)} {att.reference_label} → "
                          f"{fmt.num(att.measured)} {att.unit} measured = {att.gap:+.1f} {att.unit}. "]
     if confirmed:
@@ -246,6 +246,10 @@ def _gap_spans(att: Attribution, r: Report) -> list[Span]:
         spans.append("Explained by " + "; ".join(parts) + f"; {_rest_words(att, r)}.")
     else:
         spans.append(f"No cause confirmed by a trial that reverted it: {_rest_words(att, r)}.")
+    other = att.other_unit()
+    if other:
+        spans.append(" Also confirmed, measured on another figure (not part of this gap): " + "; ".join(
+            f"{c.name} {c.delta:+.1f} {_ci(c.ci_low, c.ci_high)} ({c.metric} {att.unit})" for c in other) + ".")
     return spans
 
 
@@ -286,8 +290,9 @@ def _attribution(r: Report) -> Section:
     s.blocks.append(Figure("waterfall", f"{att.metric} {att.unit}: {att.reference_label} figure → each confirmed "
                                         "cause (95% CI) → what is left → measured"))
     rows = [_cells(att.reference_label, f"{fmt.num(att.reference)} {att.unit}", fmt.DASH, fmt.DASH, fmt.DASH, fmt.DASH)]
-    for c in att.causes:
-        rows.append(_cells(c.name + ("" if c.confirmed else " (candidate, not confirmed)"), f"{c.delta:+.1f}",
+    for c in att.in_unit() + att.other_unit():
+        apart = f" (measured on {c.metric} {att.unit}: not part of this gap)" if c.metric not in (None, att.metric) else ""
+        rows.append(_cells(c.name + ("" if c.confirmed else " (candidate, not confirmed)") + apart, f"{c.delta:+.1f}",
                            _ci(c.ci_low, c.ci_high), c.kind,
                            [Code(c.fix)] if c.fix else fmt.DASH,
                            [Ev(None, None, _dedup(c.command_ids))] if c.command_ids else fmt.DASH))

@@ -64,7 +64,7 @@ def waterfall_plot(report: Report) -> bytes | None:
     att = derive.attribution(report)
     if att is None:
         return None
-    causes = [c for c in att.causes if c.confirmed]
+    causes = [c for c in att.in_unit() if c.confirmed]  # another figure's causes are not steps of this gap
     labels = [f"{att.reference_label}\n{fmt.num(att.reference)}"]
     fig = Figure(figsize=(8, 3.6))
     ax = fig.add_subplot()

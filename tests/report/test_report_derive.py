@@ -125,3 +125,14 @@ def test_the_unset_nccl_row_says_so_only_when_rows_carry_their_env() -> None:
     assert derive.nccl_label(with_env[1], with_env) == "PROTO=LL"
     no_env = _nccl([("default", {}), ("PROTO=LL", {})]).rows
     assert [derive.nccl_label(r, no_env) for r in no_env] == ["default", "PROTO=LL"]
+
+
+def test_a_cause_measured_on_another_figure_is_shown_apart_from_the_gap() -> None:
+    r = seed_report()
+    r.attribution = Attribution(metric="baseline", reference=27.8, measured=24.8, causes=[
+        Cause(name="NCCL_P2P_DISABLE=1 set by serve.sh", kind="environment", delta=-3.0, ci_low=-3.3, ci_high=-2.6),
+        Cause(name="local patch llama.py", kind="code", delta=-4.2, ci_low=-5.3, ci_high=-0.8, metric="spec")])
+    md = render_markdown(r)
+    assert "Explained by NCCL_P2P_DISABLE=1 set by serve.sh -3.0 [-3.3, -2.6]; +0.0 tok/s not explained" in md
+    assert "measured on another figure (not part of this gap): local patch llama.py -4.2 [-5.3, -0.8] (spec tok/s)" in md
+    assert "local patch llama.py (measured on spec tok/s: not part of this gap)" in md

@@ -347,6 +347,7 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
             fact.restored = chk.outcome == "SAME" or chk.median >= reference
     elif testable:
         fact.untested += [f"{d.label}: no launch command to run a trial" for d in testable]
+    _in_the_causes_unit(view, measure_facts, fact)
     out.facts["attribution"] = fact.model_dump(mode="json")
     named = [c.name for c in fact.confirmed()]
     out.summary = ("causes: " + "; ".join(named) if named else
@@ -360,6 +361,25 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
         decided="attribution written: the verdict follows it",
         why="only measured causes explain a gap; an unresolved comparison names candidates, never a cause"))
     return out
+
+
+def _in_the_causes_unit(view: StateView, measure: MeasureFacts, fact: AttributionFact) -> None:
+    """Read the gap on the figure the causes were measured on. The trials' figure is chosen for its signal, but
+    the bisection and the NCCL A/B measure speculative tok/s: a baseline gap "explained" by a spec-tok/s effect
+    adds numbers in two units. When every cause with a measured effect shares one other figure, the gap is read on
+    that one (its claim or good-run figure and today's runs); mixed units stay apart in the report."""
+    units = {c.metric for c in fact.causes if c.effect_tps is not None}
+    if len(units) != 1:
+        return
+    (unit,) = units
+    today = getattr(measure, unit, None) if unit in ("spec", "baseline") else None
+    reference, label = reference_for(view, unit) if today is not None else (None, "")
+    if unit == fact.metric or today is None or len(today.samples) < 2 or reference is None:
+        return
+    fact.metric, fact.reference_tps, fact.reference_label = unit, reference, label
+    fact.measured_tps = statistics.median(today.samples)
+    fact.measured_ci_low, fact.measured_ci_high = median_ci(today.samples)
+    fact.restored = None  # the revert trials measured the other figure
 
 
 def _cause_name(d: Delta) -> str:

@@ -61,7 +61,8 @@ def test_a_launch_flag_changed_since_the_good_run_is_named(tmp_path):
     report, _ = _run("attn-backend-flag", tmp_path)
     assert report["verdict"] == "environment", report["summary"]
     assert "--attention-backend triton" in report["summary"]
-    assert "relaunch with --attention-backend fa3" in (report["game_plan"][0]["command"] or "")
+    command = report["game_plan"][0]["command"] or ""
+    assert "--attention-backend fa3" in command and "triton" not in command and "--model-path" in command
 
 
 def test_a_slow_patch_under_an_unused_backend_names_no_cause(tmp_path):

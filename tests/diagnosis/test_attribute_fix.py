@@ -29,6 +29,14 @@ def test_fixes_follow_the_source_of_the_delta():
     flag = _d(kind="launch-flag", name="disable_cuda_graph", current="1", source="launch line",
               revert=Revert(argv_set={"disable_cuda_graph": None}))
     assert _fix(flag, VIEW) == "relaunch without --disable-cuda-graph"
+    launched = StateView({"params": {}, "facts": {"launch": "python -m sglang.launch_server --model-path /m "
+                                                            "--disable-cuda-graph --attention-backend triton --port 30000"},
+                          "results": {}})
+    assert _fix(flag, launched) == ("python -m sglang.launch_server --model-path /m --attention-backend triton "
+                                    "--port 30000")  # the command to run: the user's line without the flag
+    backend = _d(kind="launch-flag", name="attention_backend", current="triton", source="launch line",
+                 revert=Revert(argv_set={"attention_backend": "fa3"}))
+    assert _fix(backend, launched).endswith("--attention-backend fa3") and "triton" not in _fix(backend, launched)
     patch = _d(kind="code", name="python/sglang/x.py", revert=Revert(drop_patches=["python/sglang/x.py"]))
     assert "git -C /home/u/sglang apply -R x.revert.patch" in _fix(patch, VIEW)
 

@@ -8,6 +8,7 @@ the NCCL A/B) and the bisection's confirmed code culprits.
 
 from __future__ import annotations
 
+import shlex
 import statistics
 from collections.abc import Callable
 from typing import Any, Literal
@@ -35,7 +36,7 @@ from specdoctor.stats.ddmin import CachedOracle, Outcome, classify, isolate
 from specdoctor.stats.sequential import nominal_levels
 from specdoctor.stats.summary import median_ci
 from specdoctor.tools.bisect import BisectResult
-from specdoctor.tools.revert import describe, merge_reverts, reverted
+from specdoctor.tools.revert import describe, merge_reverts, reverted, set_flags
 from specdoctor.tools.trial import AUTO_PORT, LaunchConfig, LaunchFailed, MeasureFailed, measure, trial
 
 __all__ = ["attribute", "TrialRun", "SearchOutcome", "search_deltas"]
@@ -196,6 +197,9 @@ def _fix(d: Delta, view: StateView) -> str:
         path = src if src.endswith(".py") and "/" in src else "sitecustomize.py"
         return "; ".join(f'remove `os.environ["{n}"] = ...` from {path}' for n in r.undo_sitecustomize)
     if r.argv_set:
+        launch = view.get("facts.launch")
+        if launch:  # the command to run, not a description of it: the user's launch line with the flags put back
+            return shlex.join(set_flags(launch, r.argv_set))
         parts = [f"without --{k.replace('_', '-')}" if v is None else f"with --{k.replace('_', '-')} {v}".rstrip()
                  for k, v in r.argv_set.items()]
         return "relaunch " + " and ".join(parts)

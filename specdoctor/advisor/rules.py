@@ -123,13 +123,15 @@ def _tps(x: float | None) -> str:
     return "?" if x is None else f"{x:+.1f}".replace("-", "−")
 
 
-def cause_line(c: CauseFact, gap: float | None) -> str:
-    """'NCCL_P2P_DISABLE=1 set by sitecustomize.py: −6.2 tok/s [−7.0, −5.4] of −6.3' (what is known of it)."""
+def cause_line(c: CauseFact, att: AttributionFact) -> str:
+    """'NCCL_P2P_DISABLE=1 set by sitecustomize.py: −6.2 tok/s [−7.0, −5.4] of −6.3' (what is known of it; "of the
+    gap" only when the effect was measured on the gap's own figure)."""
     if c.effect_tps is None:
         how = {"targeted-measurement": "measured directly", "bisection": "isolated by bisection",
                "revert-trial": "reverted in a trial", "workload-rerun": "re-measured with the good run's workload"}
         return f"{c.name} ({c.detail or how[c.method]})"
     ci = (f" [{_tps(c.ci_low)}, {_tps(c.ci_high)}]" if c.ci_low is not None and c.ci_high is not None else "")
+    gap = _gap(att) if c.metric == att.metric else None
     of = f" of {_tps(gap)}" if gap is not None else ""
     which = "" if c.metric == "spec" else f" ({c.metric})"
     return f"{c.name}: {_tps(c.effect_tps)} tok/s{ci}{of}{which}"
@@ -168,18 +170,17 @@ def decide_verdict(v: StateReader) -> Verdict:
     claims = (v.fact("claims", Claims) or Claims({})).root
     sub = v.fact("subtraction", SubtractionFact) or SubtractionFact()
     att = _attribution(v)
-    gap = _gap(att)
     confirmed = att.confirmed()
     code = [c for c in confirmed if c.kind == "code"]
     env = [c for c in confirmed if c.kind != "code"]
     culprits = list(dict.fromkeys(c.key for c in code))
     enabled = _enabled_gates(v)
     reasons: list[str] = []
-    env_lines = [cause_line(c, gap if c.metric == att.metric else None) for c in env]
+    env_lines = [cause_line(c, att) for c in env]
     if culprits:  # the bisection measured its own references, so this stands without a reproduce step
         reasons.append(f"bisection isolated {', '.join(culprits)} (comparator DIFFERENT; confirmed both ways: "
                        "alone on the essentials it is slow, every other patch without it is fast)")
-        reasons += [cause_line(c, gap if c.metric == att.metric else None) for c in code if c.effect_tps is not None]
+        reasons += [cause_line(c, att) for c in code if c.effect_tps is not None]
         reasons += [f"also an environment cause: {line}" for line in env_lines]
         for g in enabled:
             reasons.append(f"gate {g.name} is ENABLED at runtime in the server's workers "

@@ -290,8 +290,9 @@ def _attribution(r: Report) -> Section:
     s.blocks.append(Figure("waterfall", f"{att.metric} {att.unit}: {att.reference_label} figure → each confirmed "
                                         "cause (95% CI) → what is left → measured"))
     rows = [_cells(att.reference_label, f"{fmt.num(att.reference)} {att.unit}", fmt.DASH, fmt.DASH, fmt.DASH, fmt.DASH)]
-    for c in att.in_unit() + att.other_unit():
-        apart = f" (measured on {c.metric} {att.unit}: not part of this gap)" if c.metric not in (None, att.metric) else ""
+    other = att.other_unit()
+    for c in att.in_unit() + other:
+        apart = f" (measured on {c.metric} {att.unit}: not part of this gap)" if c in other else ""
         rows.append(_cells(c.name + ("" if c.confirmed else " (candidate, not confirmed)") + apart, f"{c.delta:+.1f}",
                            _ci(c.ci_low, c.ci_high), c.kind,
                            [Code(c.fix)] if c.fix else fmt.DASH,

@@ -373,12 +373,12 @@ def _in_the_causes_unit(view: StateView, measure: MeasureFacts, fact: Attributio
     adds numbers in two units. When every cause with a measured effect shares one other figure, the gap is read on
     that one (its claim or good-run figure and today's runs); mixed units stay apart in the report."""
     units = {c.metric for c in fact.causes if c.effect_tps is not None}
-    if len(units) != 1:
+    if len(units) != 1 or fact.metric in units or not units <= {"spec", "baseline"}:
         return
     (unit,) = units
-    today = getattr(measure, unit, None) if unit in ("spec", "baseline") else None
-    reference, label = reference_for(view, unit) if today is not None else (None, "")
-    if unit == fact.metric or today is None or len(today.samples) < 2 or reference is None:
+    today = getattr(measure, unit)
+    reference, label = reference_for(view, unit)
+    if today is None or len(today.samples) < 2 or reference is None:
         return
     fact.metric, fact.reference_tps, fact.reference_label = unit, reference, label
     fact.measured_tps = statistics.median(today.samples)

@@ -1,0 +1,347 @@
+"""Real-GPU stories: specdoctor investigates a real SGLang 0.5.17 EAGLE-3 server on the lent H200, end to end.
+
+Runs ON the device (after device_setup.sh), with specdoctor's own venv: `/root/sd/bin/python stories.py OUT STORY…`.
+Each story lays the box out as a user would have it — a server started with `setsid nohup … > server.log` from the
+editable checkout `/root/sglang`, with the story's patches, flags or environment — then runs `specdoctor
+investigate --host local --yes` against it, and checks independently of specdoctor what it left behind: the
+server back on its port with the same argv/env/cwd and GPU memory held again (nvidia-smi), the checkout's files
+byte-identical. The claims come from a good run measured here (story `no-regression`, saved in STATE/claims.json
+with the good run's fingerprint), as a user would quote their own earlier numbers.
+
+Writes OUT/STORY/{report.json,report.md,run.log,server.log,smi.csv,box.json} and appends to OUT/summary.json.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# STORIES_* variables re-point the runner at another box layout (a rehearsal on the twin's sandbox, no GPU).
+REPO = Path(os.environ.get("STORIES_REPO", "/root/sglang"))
+WORK = Path(os.environ.get("STORIES_WORK", "/root/work"))  # the user's folder: server.log, the patch script
+STATE = Path(os.environ.get("STORIES_STATE", "/root/state"))  # what a story leaves for the next (claims, fingerprint)
+PY = os.environ.get("STORIES_PY", "/root/sgl/bin/python")
+SPECDOCTOR = os.environ.get("STORIES_SPECDOCTOR", "/root/sd/bin/specdoctor")
+PORT = int(os.environ.get("STORIES_PORT", "30000"))
+ENV = {"SGLANG_IS_FLASHINFER_AVAILABLE": "false", "SGLANG_ENABLE_JIT_DEEPGEMM": "false", "HF_HUB_OFFLINE": "1",
+       "TRANSFORMERS_OFFLINE": "1", "SGLANG_TORCH_PROFILER_DIR": "/root/prof", "SGLANG_SIMULATE_ACC_LEN": "3.0",
+       **json.loads(os.environ.get("STORIES_ENV", "{}"))}
+FLAGS = os.environ.get("STORIES_FLAGS", "").split() or ("--model-path /root/models/target --load-format dummy --attention-backend triton --sampling-backend pytorch "
+         f"--host 127.0.0.1 --port {PORT} --mem-fraction-static 0.35 --context-length 4096 --max-running-requests 8 "
+         "--cuda-graph-max-bs 4 --disable-prefill-cuda-graph --enable-metrics --log-level info --decode-log-interval 40 "
+         "--speculative-algorithm EAGLE3 --speculative-draft-model-path /root/models/draft "
+         "--speculative-draft-load-format dummy --speculative-num-steps 3 --speculative-eagle-topk 1 "
+         "--speculative-num-draft-tokens 4").split()
+WORKER = "python/sglang/srt/speculative/eagle_worker_v2.py"
+
+
+@dataclass
+class Patch:
+    """One local edit: `text` inserted after the first line containing `anchor` (indentation of that line)."""
+
+    file: str
+    anchor: str
+    text: str
+
+
+@dataclass
+class Story:
+    name: str
+    truth: str
+    about: str
+    patches: list[Patch] = field(default_factory=list)
+    extra_flags: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    patch_script: bool = False
+    use_good_fingerprint: bool = True
+
+
+STORIES = {s.name: s for s in [
+    Story("no-regression", "no-regression",
+          "the clean checkout, served as measured a moment ago: the claims are that run's own numbers",
+          use_good_fingerprint=False),
+    Story("launch-flag", "environment",
+          "the same checkout relaunched with --disable-cuda-graph (the good run's fingerprint has graphs on)",
+          extra_flags=["--disable-cuda-graph"]),
+    Story("env-var", "environment",
+          "SGLANG_SIMULATE_ACC_LEN=1.6 left in the launching shell (the good run had 3.0): the engine forces a "
+          "shorter accept length, a real variable it reads", env={"SGLANG_SIMULATE_ACC_LEN": "1.6"}),
+    Story("code-regression", "code-regression",
+          "three local patches and a patch script: a host sync + 4 ms of extra work in every verify "
+          "(eagle_worker_v2.py), a log line in the scheduler, a comment in an unused attention backend",
+          patches=[
+              Patch(WORKER, "def verify(", '        import time as _t; torch.cuda.synchronize(); _t.sleep(0.004)  '
+                    '# local: check verify inputs are ready (debug)'),
+              Patch("python/sglang/srt/managers/scheduler.py", "def init_model_worker(",
+                    '        logger.info("local patch: init_model_worker")'),
+              Patch("python/sglang/srt/layers/attention/flashinfer_backend.py", "class FlashInferAttnBackend(",
+                    "    # local: tuned workspace size for our long prompts (flashinfer only)"),
+          ], patch_script=True),
+]}
+
+
+def log(msg: str) -> None:
+    print(f"[stories {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def sh(cmd: list[str] | str, check: bool = True, **kw) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(cmd, shell=isinstance(cmd, str), text=True, capture_output=True, check=check, **kw)
+
+
+def http_status(path: str, timeout: float = 3.0) -> int | None:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{PORT}{path}", timeout=timeout) as r:
+            return r.status
+    except urllib.error.HTTPError as exc:
+        return exc.code
+    except OSError:
+        return None
+
+
+# -- the user's side of the box -------------------------------------------------------------------------------
+def user_env(story: Story) -> dict[str, str]:
+    """The launching shell's environment: the image's, less specdoctor's venv, plus the server's variables."""
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
+    venv = str(Path(PY).parent.parent)
+    env["PATH"] = f"{venv}/bin:" + ":".join(p for p in env.get("PATH", "").split(":") if "/root/sd/" not in p)
+    env["VIRTUAL_ENV"] = venv
+    return {**env, **ENV, **story.env}
+
+
+def launch_line(story: Story) -> list[str]:
+    return [PY, "-m", "sglang.launch_server", *FLAGS, *story.extra_flags]
+
+
+def start_user_server(story: Story, timeout: float = 400) -> float:
+    """`setsid nohup python -m sglang.launch_server … > server.log 2>&1 &` from the user's folder; seconds to /health."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    # through a shell that exits at once, as from a terminal: the server's parent is then init, not this runner
+    subprocess.run(["bash", "-c", 'setsid nohup "$@" >> server.log 2>&1 < /dev/null &', "user-shell",
+                    *launch_line(story)], cwd=WORK, env=user_env(story), check=True)
+    while time.monotonic() - t0 < timeout:
+        if http_status("/health") == 200:
+            return time.monotonic() - t0
+        time.sleep(1)
+    raise SystemExit(f"the user's server did not become healthy in {timeout:.0f} s; log tail:\n"
+                     + (WORK / "server.log").read_text(errors="replace")[-3000:])
+
+
+def server_pids() -> list[int]:
+    out = sh(["pgrep", "-f", "sglang.launch_server"], check=False).stdout.split()
+    return [int(p) for p in out if int(p) != os.getpid()]
+
+
+def stop_user_server() -> None:
+    """The user stopping their own server between stories (its whole process group)."""
+    for pid in server_pids():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(os.getpgid(pid), signal.SIGTERM)
+    for _ in range(60):
+        if not server_pids() and not gpu_apps():
+            return
+        time.sleep(1)
+    for pid in server_pids():
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+    time.sleep(3)
+
+
+def gpu_apps() -> list[dict[str, str]]:
+    res = sh(["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader,nounits"],
+             check=False)
+    rows = [r.split(", ") for r in res.stdout.strip().splitlines() if r.strip()]
+    return [{"pid": r[0], "name": r[1], "mib": r[2]} for r in rows if len(r) == 3]
+
+
+def identity() -> dict[str, object]:
+    """What the user would call 'my server': the main process's argv, cwd and environment, and its GPU memory."""
+    pids = server_pids()  # the children retitle themselves (sglang::scheduler): only the main still matches
+    if not pids:
+        return {"running": False}
+    proc = Path(f"/proc/{min(pids)}")
+    env = dict(kv.split("=", 1) for kv in proc.joinpath("environ").read_bytes().decode(errors="replace").split("\0")
+               if "=" in kv)
+    apps = gpu_apps()
+    return {"running": True, "argv": proc.joinpath("cmdline").read_bytes().decode(errors="replace").split("\0")[:-1],
+            "cwd": os.readlink(proc / "cwd"), "env": env, "health": http_status("/health"),
+            "gpu_mib": sum(int(a["mib"]) for a in apps if a["mib"].isdigit()), "gpu_apps": [a["name"] for a in apps]}
+
+
+def manifest() -> dict[str, str]:
+    """Every tracked or untracked (not ignored) file of the checkout with its sha256, HEAD, stashes: what 'untouched'
+    means, computed here without specdoctor's code."""
+    files = sh(["git", "-C", str(REPO), "ls-files", "-z", "--cached", "--others", "--exclude-standard"]).stdout
+    out = {"HEAD": sh(["git", "-C", str(REPO), "rev-parse", "HEAD"]).stdout.strip(),
+           "stash": sh(["git", "-C", str(REPO), "stash", "list"]).stdout,
+           "status": sh(["git", "-C", str(REPO), "status", "--porcelain=v1"]).stdout}
+    for name in sorted(set(files.split("\0")) - {""}):
+        p = REPO / name
+        out[name] = hashlib.sha256(p.read_bytes()).hexdigest() if p.is_file() else "(missing)"
+    return out
+
+
+def reset_checkout() -> None:
+    sh(["git", "-C", str(REPO), "checkout", "-q", "--", "."])
+    sh(["git", "-C", str(REPO), "clean", "-fdq"])
+
+
+def apply(patch: Patch) -> None:
+    path = REPO / patch.file
+    lines = path.read_text().splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if patch.anchor in line:
+            lines.insert(i + 1, patch.text + "\n")
+            path.write_text("".join(lines))
+            return
+    raise SystemExit(f"anchor {patch.anchor!r} not in {patch.file}")
+
+
+PATCH_SCRIPT = """#!/usr/bin/env bash
+# re-applies our local scheduler log line after a pull (idempotent, as such scripts are)
+f=python/sglang/srt/managers/scheduler.py
+if grep -q 'local patch: init_model_worker' "$f"; then echo "SKIP scheduler log line (already applied)"
+else sed -i '/def init_model_worker(/a\\        logger.info("local patch: init_model_worker")' "$f" && echo "APPLIED scheduler log line"; fi
+grep -q 'check verify inputs are ready' python/sglang/srt/speculative/eagle_worker_v2.py \\
+  || echo "WARN verify debug patch not present (apply it by hand if you need it)"
+"""
+
+
+# -- specdoctor's side ---------------------------------------------------------------------------------------
+def measure_claims() -> dict[str, object]:
+    """The good run, measured with specdoctor's own benchmark and fingerprint tools on the running server."""
+    import specdoctor
+
+    with specdoctor.connect("local") as client:
+        bench = client.call("benchmark", port=PORT, runs=8, requests_per_run=3, log_path=str(WORK / "server.log"),
+                            label="good-run")
+        fp = client.call("fingerprint", port=PORT, repo=str(REPO))
+    if bench.status != "ok" or fp.status != "ok":
+        raise SystemExit(f"good run not measured: {bench.summary} / {fp.summary}")
+    STATE.mkdir(parents=True, exist_ok=True)
+    (STATE / "good_fingerprint.json").write_text(json.dumps(fp.output, indent=1))
+    claims = {"spec": round(bench.output["median"], 1), "accept_length": bench.output.get("accept_length"),
+              "good_run": bench.summary}
+    (STATE / "claims.json").write_text(json.dumps(claims, indent=1))
+    return claims
+
+
+def investigate(story: Story, out: Path, claims: dict[str, object], timeout: float) -> tuple[int, float]:
+    expect = ",".join(f"{k}={claims[k]}" for k in ("baseline", "spec") if claims.get(k))
+    cmd = [SPECDOCTOR, "investigate", "--host", "local", "--repo", str(REPO), "--expect", expect, "--yes",
+           "--out", str(out / "run"), "-v"]
+    if story.use_good_fingerprint and (STATE / "good_fingerprint.json").exists():
+        cmd += ["--good-fingerprint", str(STATE / "good_fingerprint.json")]
+    if story.patch_script:
+        cmd += ["--patch-script", str(WORK / "apply_local_patches.sh")]
+    log(f"[{story.name}] {' '.join(cmd)}")
+    smi = subprocess.Popen(["nvidia-smi", "--query-gpu=timestamp,memory.used,utilization.gpu", "--format=csv",
+                            "-lms", "1000"], stdout=open(out / "smi.csv", "w"), stderr=subprocess.DEVNULL)
+    t0 = time.monotonic()
+    with open(out / "run.log", "w") as runlog:
+        proc = subprocess.Popen(cmd, stdout=runlog, stderr=subprocess.STDOUT, cwd=WORK,
+                                env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+        try:
+            rc = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:  # Ctrl-C, as a user would: specdoctor's safety net restarts the server
+            log(f"[{story.name}] past {timeout:.0f} s: SIGINT")
+            proc.send_signal(signal.SIGINT)
+            try:
+                rc = proc.wait(timeout=150)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                rc = proc.wait()
+    smi.terminate()
+    return rc, time.monotonic() - t0
+
+
+def run_story(story: Story, out_root: Path, timeout: float) -> dict[str, object]:
+    out = out_root / story.name
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    stop_user_server()
+    reset_checkout()
+    (WORK / "server.log").unlink(missing_ok=True)
+    for p in story.patches:
+        apply(p)
+    if story.patch_script:
+        (WORK / "apply_local_patches.sh").write_text(PATCH_SCRIPT)
+        os.chmod(WORK / "apply_local_patches.sh", 0o755)
+    startup = start_user_server(story)
+    log(f"[{story.name}] user's server healthy in {startup:.0f} s ({len(story.patches)} local patches)")
+    claims = measure_claims() if story.name == "no-regression" else json.loads((STATE / "claims.json").read_text())
+    before, tree_before = identity(), manifest()
+    rc, wall = investigate(story, out, claims, timeout)
+    time.sleep(2)
+    after, tree_after = identity(), manifest()
+    for name in ("report.json", "report.md"):
+        if (out / "run" / name).exists():
+            shutil.copy(out / "run" / name, out / name)
+    shutil.copy(WORK / "server.log", out / "server.log")
+    report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
+    if story.name == "no-regression":  # the good run's baseline, as measured by specdoctor, for the later claims
+        base = next((m for m in report.get("measurements", []) if m.get("label") == "baseline"), None)
+        if base and base.get("median"):
+            claims["baseline"] = round(base["median"], 1)
+            (STATE / "claims.json").write_text(json.dumps(claims, indent=1))
+    env_b, env_a = before.pop("env", {}), after.pop("env", {})
+    env_diff = sorted(k for k in set(env_b) | set(env_a) if env_b.get(k) != env_a.get(k))
+    before["env_keys"], after["env_keys"] = len(env_b), len(env_a)
+    same_server = all(before.get(k) == after.get(k) for k in ("running", "argv", "cwd")) and not env_diff \
+        and after.get("health") == 200
+    diff = sorted(k for k in set(tree_before) | set(tree_after) if tree_before.get(k) != tree_after.get(k))
+    box = {"server_before": before, "server_after": after, "same_server": same_server, "env_differences": env_diff,
+           "checkout_identical": not diff, "checkout_differences": diff[:20]}
+    (out / "box.json").write_text(json.dumps(box, indent=1))
+    fp = (report.get("fingerprint") or {}).get("current") or {}
+    gpus = fp.get("gpus") or []
+    row = {"story": story.name, "about": story.about, "truth_verdict": story.truth, "verdict": report.get("verdict"),
+           "exit_code": rc, "launches": report.get("launches_made"),
+           "box_minutes": round(wall / 60, 1), "wall_s": round(wall, 1), "user_server_startup_s": round(startup, 1),
+           "box_left_as_found": same_server and not diff,
+           "box_left_as_found_by_specdoctor": _specdoctor_box_ok(report.get("box") or {}),
+           "sglang_version": fp.get("sglang_version"), "gpu": gpus[0].get("name") if gpus else None,
+           "claims": {k: claims.get(k) for k in ("baseline", "spec")}, "summary": report.get("summary")}
+    log(f"[{story.name}] verdict {row['verdict']} (truth {story.truth}), rc {rc}, {wall:.0f} s, "
+        f"launches {row['launches']}, left as found {row['box_left_as_found']}")
+    return row
+
+
+def _specdoctor_box_ok(box: dict) -> bool | None:
+    """What specdoctor's own report says: server healthy with the same identity, checkout identical."""
+    server, checkout = box.get("server") or {}, box.get("checkout") or {}
+    if not server and not checkout:
+        return None
+    return bool(server.get("healthy") and server.get("identity_before") == server.get("identity_after")
+                and checkout.get("identical"))
+
+
+def main() -> None:
+    out_root = Path(sys.argv[1])
+    names = sys.argv[2:] or list(STORIES)
+    deadline = float(os.environ.get("STORIES_DEADLINE_S", "1e9"))  # start no story after this
+    timeout = float(os.environ.get("STORY_TIMEOUT_S", "900"))  # one investigate at most
+    out_root.mkdir(parents=True, exist_ok=True)
+    summary_path = out_root / "summary.json"
+    rows = json.loads(summary_path.read_text()) if summary_path.exists() else []
+    t0 = time.monotonic()
+    for name in names:
+        if time.monotonic() - t0 > deadline:
+            log(f"skip {name}: past the deadline ({deadline:.0f} s)")
+            continue
+        rows = [r for r in rows if r["story"] != name] + [run_story(STORIES[name], out_root, timeout)]
+        summary_path.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

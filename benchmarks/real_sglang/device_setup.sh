@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # On the lent H200 (device tool `run`, cwd = the specdoctor checkout, `.whl` carried): lay the box out as a user's.
-#   /root/sgl          a venv (system site packages: the image's torch 2.11, triton, transformers) with the carried
-#                      wheels and the flashinfer/deep_gemm/IPython stubs installed into it;
+#   python3            the image's own (a venv with torch 2.11, triton, transformers): the carried wheels and the
+#                      flashinfer/deep_gemm/IPython stubs are installed into it, as a user's `pip install` would;
 #   /root/sglang       a git checkout laid out as upstream's (python/sglang/...), made from the wheel's own files,
-#                      commit "v0.5.17", installed editable into /root/sgl (so local patches take effect);
+#                      commit "v0.5.17", installed editable into that python (so local patches take effect);
 #   /root/models       config-only target and draft models with a word-level tokenizer (make_models.py);
 #   /root/sd           specdoctor's own venv: its carried dependencies + this checkout, installed editable.
 # Idempotent: a warm machine keeps all of it (marker files), a fresh one builds it in about a minute.
@@ -14,15 +14,16 @@ WHL=$SRC/.whl
 log() { echo "[setup $(date +%T)] $*"; }
 PIPI="python -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --disable-pip-version-check"
 
-if [ ! -f /root/sgl/.done ]; then
+# The user's python is the image's (a venv holding torch 2.11): sglang goes into it, as `pip install` would put it.
+PY=$(command -v python3)
+SITE=$($PY -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+if [ ! -f /root/.sgl-installed ]; then
   t0=$SECONDS
-  python3 -m venv --system-site-packages /root/sgl
-  /root/sgl/bin/$PIPI "$WHL"/*.whl
-  site=$(/root/sgl/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-  cp -r "$WHL"/stubs/* "$site"/
+  $PY -m $PIPI "$WHL"/*.whl
+  cp -r "$WHL"/stubs/* "$SITE"/
   # the checkout: the wheel's package as upstream lays it out, one commit, then editable over the wheel's copy
   rm -rf /root/sglang && mkdir -p /root/sglang/python
-  cp -r "$site"/sglang /root/sglang/python/sglang
+  cp -r "$SITE"/sglang /root/sglang/python/sglang
   find /root/sglang -name __pycache__ -prune -exec rm -rf {} +
   cp "$HERE"/checkout/pyproject.toml /root/sglang/python/pyproject.toml
   cp "$HERE"/checkout/gitignore /root/sglang/.gitignore
@@ -30,22 +31,25 @@ if [ ! -f /root/sgl/.done ]; then
   git -C /root/sglang -c user.name=sglang -c user.email=sglang@localhost add -A
   git -C /root/sglang -c user.name=sglang -c user.email=sglang@localhost commit -q -m "sglang v0.5.17 (python/ from the released wheel)"
   git -C /root/sglang tag v0.5.17
-  /root/sgl/bin/python -m pip uninstall -q -y sglang
-  /root/sgl/bin/python -m pip install -q --no-index --no-deps --no-build-isolation --disable-pip-version-check -e /root/sglang/python
-  touch /root/sgl/.done
-  log "sglang venv + editable checkout in $((SECONDS - t0)) s"
+  $PY -m pip uninstall -q -y sglang
+  $PY -m pip install -q --no-index --no-deps --no-build-isolation --disable-pip-version-check -e /root/sglang/python
+  touch /root/.sgl-installed
+  log "sglang into $PY + editable checkout in $((SECONDS - t0)) s"
 fi
 if [ ! -f /root/sd/.done ]; then
+  # specdoctor's own venv: its carried deps first, then (a .pth appended last) the image's packages (numpy, scipy,
+  # matplotlib, rich, typer, httpx, ...): --system-site-packages would see the base interpreter's, not the image venv's
   t0=$SECONDS
-  python3 -m venv --system-site-packages /root/sd
+  rm -rf /root/sd && $PY -m venv /root/sd
+  echo "$SITE" > "$(/root/sd/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/zz-image-site.pth"
   /root/sd/bin/$PIPI "$WHL"/sd/*.whl $(sed "s|^|$WHL/|" "$WHL"/sd/shared.txt)
   /root/sd/bin/python -m pip install -q --no-index --no-deps --no-build-isolation --disable-pip-version-check -e "$SRC"
   touch /root/sd/.done
   log "specdoctor venv in $((SECONDS - t0)) s"
 fi
 if [ ! -f /root/models/target/tokenizer.json ]; then
-  /root/sgl/bin/python "$HERE"/make_models.py /root/models /root/sglang/python/sglang
+  $PY "$HERE"/make_models.py /root/models /root/sglang/python/sglang
 fi
-/root/sgl/bin/python -c "import sglang, sys; print('sglang', sglang.__version__, 'from', sglang.__file__)"
+$PY -c "import sglang, sys; print('sglang', sglang.__version__, 'from', sglang.__file__)"
 /root/sd/bin/specdoctor --version
 git -C /root/sglang status --short | head -5

@@ -13,6 +13,7 @@ export PYTHONUNBUFFERED=1
 BUDGET_S=${BUDGET_S:-560}; MIN_STORY_S=${MIN_STORY_S:-240}
 bash "$HERE/device_setup.sh" 2>&1 | tee "$OUT/setup.log"; [ "${PIPESTATUS[0]}" -eq 0 ] || exit 1
 mkdir -p /root/results
+export STORIES_PY=$(command -v python3)  # the user's python: the image's, sglang installed into it
 for story in "$@"; do
   left=$(( BUDGET_S - SECONDS ))
   if [ "$left" -lt "$MIN_STORY_S" ]; then echo "skip $story: ${left}s left" | tee -a "$OUT/stories.log"; continue; fi

@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(os.environ.get("STORIES_REPO", "/root/sglang"))
 WORK = Path(os.environ.get("STORIES_WORK", "/root/work"))  # the user's folder: server.log, the patch script
 STATE = Path(os.environ.get("STORIES_STATE", "/root/state"))  # what a story leaves for the next (claims, fingerprint)
-PY = os.environ.get("STORIES_PY", "/root/sgl/bin/python")
+PY = os.environ.get("STORIES_PY") or shutil.which("python3") or "python3"
 SPECDOCTOR = os.environ.get("STORIES_SPECDOCTOR", "/root/sd/bin/specdoctor")
 PORT = int(os.environ.get("STORIES_PORT", "30000"))
 ENV = {"SGLANG_IS_FLASHINFER_AVAILABLE": "false", "SGLANG_ENABLE_JIT_DEEPGEMM": "false", "HF_HUB_OFFLINE": "1",

@@ -12,14 +12,14 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 WHL=$SRC/.whl
 log() { echo "[setup $(date +%T)] $*"; }
-PIPI="python -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --disable-pip-version-check"
+PIPI="-m pip install -q --no-index --no-deps --no-compile --no-cache-dir --disable-pip-version-check"
 
 # The user's python is the image's (a venv holding torch 2.11): sglang goes into it, as `pip install` would put it.
 PY=$(command -v python3)
 SITE=$($PY -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 if [ ! -f /root/.sgl-installed ]; then
   t0=$SECONDS
-  $PY -m $PIPI "$WHL"/*.whl
+  $PY $PIPI "$WHL"/*.whl
   cp -r "$WHL"/stubs/* "$SITE"/
   # the checkout: the wheel's package as upstream lays it out, one commit, then editable over the wheel's copy
   rm -rf /root/sglang && mkdir -p /root/sglang/python
@@ -42,7 +42,7 @@ if [ ! -f /root/sd/.done ]; then
   t0=$SECONDS
   rm -rf /root/sd && $PY -m venv /root/sd
   echo "$SITE" > "$(/root/sd/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/zz-image-site.pth"
-  /root/sd/bin/$PIPI "$WHL"/sd/*.whl $(sed "s|^|$WHL/|" "$WHL"/sd/shared.txt)
+  /root/sd/bin/python $PIPI "$WHL"/sd/*.whl $(sed "s|^|$WHL/|" "$WHL"/sd/shared.txt)
   /root/sd/bin/python -m pip install -q --no-index --no-deps --no-build-isolation --disable-pip-version-check -e "$SRC"
   touch /root/sd/.done
   log "specdoctor venv in $((SECONDS - t0)) s"

@@ -112,6 +112,20 @@ def _check_env(e: sglang_check_env.CheckEnv) -> Any:
 _QUERY_FIELDS = ["index", "name", "uuid", "pci.bus_id", "driver_version", "clocks.current.sm", "clocks.max.sm",
                  "clocks.current.memory", "power.limit", "pcie.link.gen.current", "pcie.link.gen.max",
                  "pcie.link.width.current", "pcie.link.width.max", "persistence_mode", "memory.total"]
+# The documented layouts (nvidia-smi --help-query-gpu; bench_one_batch_server's markdown table).
+SYNTH_QUERY_CSV = ("index, name, uuid, pci.bus_id, driver_version, clocks.current.sm [MHz], clocks.max.sm [MHz], "
+                   "clocks.current.memory [MHz], power.limit [W], pcie.link.gen.current, pcie.link.gen.max, "
+                   "pcie.link.width.current, pcie.link.width.max, persistence_mode, memory.total [MiB]\n"
+                   "0, NVIDIA H100 80GB HBM3, GPU-1111, 00000000:18:00.0, 550.54.15, 1980 MHz, 1980 MHz, 2619 MHz, "
+                   "700.00 W, 5, 5, 16, 16, Enabled, 81559 MiB\n"
+                   "1, NVIDIA H100 80GB HBM3, GPU-2222, 00000000:2A:00.0, 550.54.15, 345 MHz, 1980 MHz, 2619 MHz, "
+                   "700.00 W, 1, 5, 16, 16, Enabled, 81559 MiB\n")
+SYNTH_ONE_BATCH = ("| batch size | input len | latency (s) | input throughput (tok/s) | output throughput (tok/s) "
+                   "| acc length | ITL (ms) |\n"
+                   "|------------|-----------|-------------|--------------------------|---------------------------"
+                   "|------------|----------|\n"
+                   "| 1 | 1024 | 2.31 | 14325.21 | 231.07 | 3.12 | 4.33 |\n"
+                   "| 16 | 1024 | 5.87 | 31220.50 | 1462.93 | 3.05 | 10.94 |\n")
 SYNTH_NUMSTAT_Z = ("12\t3\tpython/sglang/srt/speculative/eagle_worker.py\x00-\t-\tdocs/img.png\x00"
                    "4\t0\tpython/sglang/srt/server_args.py\x00")
 SYNTH_NAME_STATUS_Z = "M\x00python/sglang/srt/server_args.py\x00A\x00python/sglang/srt/new.py\x00D\x00old.py\x00"
@@ -178,12 +192,12 @@ CASES: list[Case] = [
                   "nccl/p2p-level-LOC-by-env-shm-fallback-2gpu-multi-comm-EXCERPT.txt",
                   "real/nccl_debug/nccl-issue1591-vllm-ray-bare-version-line-topology-EXCERPT.txt")),
     Case("nvidia_smi.parse_list", nvidia_smi.parse_list, lambda rs: [r.model_dump() for r in rs],
-         samples=("samples/nvidia-smi-q/L-2x-quadro-rtx4000.txt", "h200/nvidia-smi-L.txt")),
+         samples=("samples/nvidia-smi-q/L-2x-quadro-rtx4000.txt", "samples/nvidia-smi-q/L-4x-rtx3090-with-prompt.txt")),
     Case("nvidia_smi.parse_query_csv", lambda t: nvidia_smi.parse_query_csv(t, _QUERY_FIELDS), lambda rs: rs,
-         samples=("h200/nvidia-smi-query.csv",)),
+         synthetic=(SYNTH_QUERY_CSV,)),
     Case("nvidia_smi.parse_q", nvidia_smi.parse_q, _q,
-         samples=("samples/nvidia-smi-q/2x-h100-nvl-q-full.txt", "samples/nvidia-smi-q/h800-q-i0-driver525.txt",
-                  "samples/nvidia-smi-q/1x-h200-q-driver580.txt")),
+         samples=("samples/nvidia-smi-q/1x-gtx680-q-full-driver470.txt",
+                  "samples/nvidia-smi-q/8x-rtx4090-q-full-driver550.txt", "h200/nvidia-smi-q.txt")),
     Case("nvidia_smi.parse_topo", nvidia_smi.parse_topo, _topo,
          samples=("samples/nvidia-smi-topo/8x-l40s-node-sys-1nic.txt",
                   "samples/nvidia-smi-topo/4x-v100-dell-c4140-nv2-mlx5-column-comma-cpulist.txt",
@@ -194,15 +208,15 @@ CASES: list[Case] = [
                   "real/nvidia-smi-table/gpustat-issue1-2016-process-row-no-gi-ci.txt")),
     Case("sglang.parse_launch_command", sglang.parse_launch_command, _launch,
          samples=("samples/sglang-launch/eagle3-kimi-k25-tp8-h200-2026-03.txt",
-                  "samples/sglang-launch/v0.5.17-2026-12-h200-spec-env-prefix-real-run.txt",
+                  "samples/sglang-launch/v0.5.17-2026-12-h200-nospec-env-prefix-real-run.txt",
                   "real/sglang_launch/pr13981-mhmtp-script-exports-vars-cmdsubst-redirect.txt")),
     Case("sglang.parse_decode_lines", sglang.parse_decode_lines, lambda ls: [ln.model_dump() for ln in ls],
          samples=(_LOGS + "v0.5.5-2025-11-comma-form-cudagraph-false-above-max-bs.txt",
-                  _LOGS + "v0.5.18-2026-08-tp0-ep0-prefix-swa-pending-token.txt",
+                  _LOGS + "v0.4.2-2025-01-ci-eagle-llama2-torchcompile-startup-decode.txt",
                   _LOGS + "v0.5.17-2026-12-h200-spec-decode-lines-EXCERPT.txt")),
     Case("sglang.parse_body", sglang.parse_body, lambda b: b,
          samples=("samples/sglang-json/grpc-GetModelInfo-2025-10-pretty.txt",
-                  "samples/sglang-json/get_server_info-2024-11-python-repr-v0.3.x.txt",
+                  "samples/sglang-json/get_model_info-2025-02-python-repr.txt",
                   "samples/sglang-json/generate-0.5.17-2026-12-h200-spec-request-reply-list.txt"),
          line_oriented=False),
     Case("sglang_bench.parse_bench_serving", sglang_bench.parse_bench_serving, _bench,
@@ -213,7 +227,7 @@ CASES: list[Case] = [
          samples=("samples/sglang-bench/bench-serving-output-file-jsonl-record-accept-length-null-2025-10.txt",)),
     Case("sglang_bench.parse_bench_one_batch_server", sglang_bench.parse_bench_one_batch_server,
          lambda rs: [r.model_dump() for r in rs],
-         samples=("real/bench/sglang-pr9428-fa4-bench-one-batch-serving-block-EXCERPT.txt",)),
+         synthetic=(SYNTH_ONE_BATCH,)),
     Case("sglang_bench.parse_send_one", sglang_bench.parse_send_one, lambda r: r.model_dump(),
          synthetic=(SYNTH_SEND_ONE,), line_oriented=False),
     Case("sglang_bench.parse_eagle_bench_lines", sglang_bench.parse_eagle_bench_lines,

@@ -9,7 +9,7 @@ import unidiff
 from pydantic import BaseModel, Field
 
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.text import clean_lines
+from specdoctor.parsers.text import clean_lines, clean_text
 
 __all__ = [
     "NumStat",
@@ -70,7 +70,7 @@ class SubmoduleState(BaseModel):
 
 def split_z(text: str) -> list[str]:
     """NUL-separated fields, the trailing empty one dropped."""
-    parts = text.split("\x00")
+    parts = clean_text(text).split("\x00")
     return parts[:-1] if parts and parts[-1] == "" else parts
 
 
@@ -141,7 +141,7 @@ def _rename(path: str) -> tuple[str | None, str | None]:
 def parse_diff_stat(text: str) -> DiffStat:
     """`git diff --stat` (also `git show --stat`, `git log --stat` bodies): every file line and the totals."""
     stat = DiffStat()
-    for line in clean_lines(text, rank_prefix=False):
+    for line in clean_lines(text):
         if m := _SUMMARY.match(line):
             stat.files_changed = int(m["files"])
             stat.insertions, stat.deletions = int(m["ins"] or 0), int(m["del"] or 0)
@@ -176,7 +176,7 @@ def parse_name_status_z(text: str) -> dict[str, str]:
 def parse_stash_list(text: str) -> list[StashEntry]:
     """`git stash list --format=%H%x00%gs` (one entry per line, newest first)."""
     out: list[StashEntry] = []
-    for i, line in enumerate(x for x in text.splitlines() if x.strip()):
+    for i, line in enumerate(x for x in clean_lines(text) if x.strip()):
         sha, _, subject = line.partition("\x00")
         out.append(StashEntry(index=i, sha=sha.strip(), subject=subject))
     return out
@@ -188,7 +188,7 @@ _SUBMODULE = re.compile(r"^(?P<flag>[ +\-U])(?P<sha>[0-9a-f]{7,64}) (?P<path>.+?
 def parse_submodule_status(text: str) -> list[SubmoduleState]:
     """`git submodule status` lines."""
     out: list[SubmoduleState] = []
-    for line in text.splitlines():
+    for line in clean_lines(text):
         m = _SUBMODULE.match(line)
         if m:
             out.append(SubmoduleState(path=m["path"], sha=m["sha"], flag=m["flag"], describe=m["describe"]))
@@ -328,7 +328,7 @@ def parse_backup_refs(text: str, backup_ns: str, restored_ns: str) -> list[Backu
     """`git for-each-ref --format=MARKER%(refname)%00%(objectname)%00%(contents)` → backups (JSON messages)."""
     restored: dict[str, str] = {}
     out: list[BackupInfo] = []
-    for rec in text.split(REF_MARKER)[1:]:
+    for rec in clean_text(text).split(REF_MARKER)[1:]:
         name, sha, body = (rec.split("\x00", 2) + ["", ""])[:3]
         sha = sha.strip()
         if name.startswith(restored_ns):

@@ -9,7 +9,7 @@ import re
 from pydantic import BaseModel, Field
 
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.text import clean_lines
+from specdoctor.parsers.text import clean_lines, clean_text
 
 __all__ = [
     "PlaceResult",
@@ -138,7 +138,7 @@ def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
     current: NcclTestsRun | None = None
     layout: tuple[bool, list[list[str]]] | None = None
     pending: dict = {}
-    for line in clean_lines(text, rank_prefix=False):
+    for line in clean_lines(text):
         if m := _NTHREAD.search(line):
             pending.update(nthreads=int(m.group(1)), ngpus=int(m.group(2)), graph=int(m.group(3)))
             current, layout = None, None
@@ -204,9 +204,9 @@ def _json_half(obj: object) -> PlaceResult | None:
 def parse_nccl_tests_json(text: str) -> NcclTestsRun:
     """nccl-tests `-J` JSON (format version 2) or allreduce_bench.py --json (same keys)."""
     try:
-        doc = json.loads(text)
+        doc = json.loads(clean_text(text))
     except (ValueError, RecursionError) as exc:
-        raise ParseError(f"not nccl-tests JSON: {exc}") from None
+        raise ParseError(f"not nccl-tests JSON: {str(exc).splitlines()[0][:120]}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise ParseError("not nccl-tests JSON: no 'results' list")
     try:
@@ -247,7 +247,7 @@ def _json_run(doc: dict) -> NcclTestsRun:
 def parse_all_reduce(text: str) -> NcclTestsRun:
     """The all-reduce table in a text or JSON output (the first one named all_reduce, else the only unnamed one);
     ParseError when there is none."""
-    if text.lstrip().startswith("{"):
+    if clean_text(text).lstrip().startswith("{"):
         return parse_nccl_tests_json(text)
     runs = [r for r in parse_nccl_tests(text) if r.rows]
     named = [r for r in runs if r.collective == "all_reduce"]
@@ -319,7 +319,7 @@ _DRIVER = re.compile(r"^cudaDriverVersion (\d+)")
 def parse_nccl_debug(text: str) -> NcclDebugLog:
     """NCCL_DEBUG=INFO lines from any log (srun/mpirun/ray prefixes and interleaved app lines are skipped)."""
     out = NcclDebugLog()
-    for raw in clean_lines(text, rank_prefix=False):
+    for raw in clean_lines(text):
         m = _LOG.search(raw)
         if not m:
             if out.version is None and (b := _BARE_VERSION.search(raw)):

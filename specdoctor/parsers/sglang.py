@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from specdoctor.errors import UsageError
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.text import strip_ansi
+from specdoctor.parsers.text import clean_lines, clean_text
 
 __all__ = [
     "LaunchArgs",
@@ -305,7 +305,7 @@ def _prepare(cmd: str, pending: set[str] | None = None) -> tuple[str, dict[str, 
     """(the launch command text with what the script's own lines define expanded, exported variables);
     the expansions left as written are added to `pending`."""
     logical = []
-    for raw in cmd.replace("\\\r\n", " ").replace("\\\n", " ").splitlines():
+    for raw in clean_text(cmd).replace("\\\n", " ").split("\n"):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -575,7 +575,7 @@ _BRACKET = re.compile(r"\[(?P<ts>[^\[\]]*)\][^\[\]]*$")
 def parse_decode_lines(text: str) -> list[DecodeLine]:
     """Every `Decode batch` line in a log (0.2 period form to 0.5.23 comma form, any rank prefix)."""
     out: list[DecodeLine] = []
-    for raw in strip_ansi(text).splitlines():
+    for raw in clean_lines(text):
         idx = raw.find("Decode batch")
         if idx < 0:
             continue
@@ -642,7 +642,7 @@ _LABEL = re.compile(r"^[A-Za-z_][\w .#>-]{0,60}?\s*[:=]?\s*$")
 def parse_body(text: str) -> Any:
     """JSON, or the Python-repr form SGLang docs print (single quotes, True/None), alone or after a one-phrase
     label ('result {...}'); HTML pages, truncated and ambiguous text are refused with BodyError."""
-    s = (text or "").strip()
+    s = clean_text(text or "").strip()
     if not s:
         raise BodyError("empty body")
     # a notebook/doc page that printed the body inside one inline element (print_highlight's <strong ...>)

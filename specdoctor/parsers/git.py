@@ -9,7 +9,7 @@ import unidiff
 from pydantic import BaseModel, Field
 
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.text import clean_lines, clean_text
+from specdoctor.parsers.text import TRUNCATED, clean_lines, clean_text, flag_clipped
 
 __all__ = [
     "NumStat",
@@ -114,6 +114,7 @@ class DiffStat(BaseModel):
     files_changed: int | None = None
     insertions: int = 0
     deletions: int = 0
+    problems: list[str] = Field(default_factory=list, description="What could not be read (cut, clipped), one line each.")
 
     @property
     def consistent(self) -> bool:
@@ -123,6 +124,8 @@ class DiffStat(BaseModel):
 
 _STAT_LINE = re.compile(r"^\s*(?P<path>\S.*?)\s+\|\s+(?:(?P<n>\d+)(?:\s+(?P<graph>[+-]+))?|"
                         r"Bin(?:\s+(?P<b0>\d+)\s+->\s+(?P<b1>\d+)\s+bytes)?)\s*$")
+# A file line a narrow terminal cut before its '| N' (or a pasted path alone under a stat block).
+_CUT_STAT = re.compile(r"^\s(?=\S*[/.])\S+\s*(?:\|\s*\d*)?\s*$")
 _SUMMARY = re.compile(r"^\s*(?P<files>\d+) files? changed(?:, (?P<ins>\d+) insertions?\(\+\))?"
                       r"(?:, (?P<del>\d+) deletions?\(-\))?\s*$")
 
@@ -138,6 +141,7 @@ def _rename(path: str) -> tuple[str | None, str | None]:
     return None, None
 
 
+@flag_clipped
 def parse_diff_stat(text: str) -> DiffStat:
     """`git diff --stat` (also `git show --stat`, `git log --stat` bodies): every file line and the totals."""
     stat = DiffStat()
@@ -148,6 +152,8 @@ def parse_diff_stat(text: str) -> DiffStat:
             continue
         m = _STAT_LINE.match(line)
         if not m:
+            if _CUT_STAT.match(line):
+                stat.problems.append(f"{TRUNCATED}: a stat line without its count: {line.strip()[:80]!r}")
             continue
         path = m["path"]
         graph = m["graph"] or ""
@@ -158,7 +164,22 @@ def parse_diff_stat(text: str) -> DiffStat:
                                        bytes_before=int(m["b0"]) if m["b0"] else None,
                                        bytes_after=int(m["b1"]) if m["b1"] else None,
                                        abbreviated=path.startswith("..."), rename_from=a, rename_to=b))
+        if "{" in path and "}" not in path:
+            stat.problems.append(f"{TRUNCATED}: rename cut before its '}}': {path[:80]!r}")
+    _check_totals(stat)
     return stat
+
+
+def _check_totals(stat: DiffStat) -> None:
+    """The summary line is the check a clipped or cut stat fails: its file count and line totals."""
+    if stat.files_changed is None:
+        return
+    counted = sum(f.changes or 0 for f in stat.files)
+    if stat.files_changed != len(stat.files):
+        stat.problems.append(f"{TRUNCATED}: the summary says {stat.files_changed} files, {len(stat.files)} lines read")
+    elif counted != stat.insertions + stat.deletions:
+        stat.problems.append(f"{TRUNCATED}: the lines count {counted} changed lines, the summary "
+                             f"{stat.insertions + stat.deletions}")
 
 
 def parse_name_status_z(text: str) -> dict[str, str]:
@@ -173,6 +194,7 @@ def parse_name_status_z(text: str) -> dict[str, str]:
     return out
 
 
+@flag_clipped
 def parse_stash_list(text: str) -> list[StashEntry]:
     """`git stash list --format=%H%x00%gs` (one entry per line, newest first)."""
     out: list[StashEntry] = []
@@ -185,6 +207,7 @@ def parse_stash_list(text: str) -> list[StashEntry]:
 _SUBMODULE = re.compile(r"^(?P<flag>[ +\-U])(?P<sha>[0-9a-f]{7,64}) (?P<path>.+?)(?: \((?P<describe>[^()]*)\))?$")
 
 
+@flag_clipped
 def parse_submodule_status(text: str) -> list[SubmoduleState]:
     """`git submodule status` lines."""
     out: list[SubmoduleState] = []

@@ -9,7 +9,7 @@ import re
 from pydantic import BaseModel, Field
 
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.text import clean_lines, clean_text
+from specdoctor.parsers.text import clean_lines, clean_text, flag_clipped
 
 __all__ = [
     "PlaceResult",
@@ -70,6 +70,7 @@ class NcclTestsRun(BaseModel):
     out_of_bounds: int | None = None
     source: str = "table"
     tool: str | None = Field(default=None, description="'nccl-tests' or 'allreduce_bench'.")
+    problems: list[str] = Field(default_factory=list, description="What could not be read (cut, clipped), one line each.")
 
 
 _COLLECTIVE = re.compile(r"\b(all_reduce|all_gather|reduce_scatter|broadcast|reduce|alltoall|sendrecv|scatter|gather|"
@@ -132,6 +133,7 @@ def _half(names: list[str], vals: list[str]) -> PlaceResult:
     return res
 
 
+@flag_clipped
 def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
     """Every collective table in a text (prefixes like '0: ' or '[1,0]<stdout>:' and elided rows tolerated)."""
     runs: list[NcclTestsRun] = []
@@ -244,6 +246,7 @@ def _json_run(doc: dict) -> NcclTestsRun:
     return run
 
 
+@flag_clipped
 def parse_all_reduce(text: str) -> NcclTestsRun:
     """The all-reduce table in a text or JSON output (the first one named all_reduce, else the only unnamed one);
     ParseError when there is none."""
@@ -300,6 +303,7 @@ class NcclDebugLog(BaseModel):
     lines: list[NcclLogLine] = Field(default_factory=list)
     env: list[NcclEnvSetting] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list, description="What could not be read (cut, clipped), one line each.")
 
     def env_by_pid(self, name: str) -> dict[int, str]:
         """pid → value for one variable (the last setting each process logged)."""
@@ -316,6 +320,7 @@ _ENV_SET = re.compile(r"^(NCCL_\w+) set by environment to (.*)$")
 _DRIVER = re.compile(r"^cudaDriverVersion (\d+)")
 
 
+@flag_clipped
 def parse_nccl_debug(text: str) -> NcclDebugLog:
     """NCCL_DEBUG=INFO lines from any log (srun/mpirun/ray prefixes and interleaved app lines are skipped)."""
     out = NcclDebugLog()

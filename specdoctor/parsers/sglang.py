@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from specdoctor.errors import UsageError
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.text import clean_lines, clean_text
+from specdoctor.parsers.text import clean_lines, clean_text, flag_clipped
 
 __all__ = [
     "LaunchArgs",
@@ -442,6 +442,7 @@ def _convert(dest: str, value: str, problems: list[str], pending: AbstractSet[st
     return value
 
 
+@flag_clipped
 def parse_launch_command(cmd: str | list[str]) -> LaunchArgs:
     """Parse `python -m sglang.launch_server ...`, `sglang serve ...` or a bare flag list into LaunchArgs."""
     exported: dict[str, str] = {}
@@ -572,6 +573,7 @@ def _int(v: str) -> int | None:
 _BRACKET = re.compile(r"\[(?P<ts>[^\[\]]*)\][^\[\]]*$")
 
 
+@flag_clipped
 def parse_decode_lines(text: str) -> list[DecodeLine]:
     """Every `Decode batch` line in a log (0.2 period form to 0.5.23 comma form, any rank prefix)."""
     out: list[DecodeLine] = []

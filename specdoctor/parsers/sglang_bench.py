@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.text import clean_lines
+from specdoctor.parsers.text import clean_lines, flag_clipped
 
 __all__ = [
     "BenchServingResult",
@@ -138,6 +138,7 @@ def _fill(result: BenchServingResult, values: dict[str, Any]) -> None:
             setattr(result, name, value)
 
 
+@flag_clipped
 def parse_bench_serving(text: str) -> list[BenchServingResult]:
     """Every '== Serving Benchmark Result ==' block in `text`, told apart as SGLang's or vLLM's layout."""
     out: list[BenchServingResult] = []
@@ -257,6 +258,7 @@ def _one(values: dict[str, str]) -> OneBatchResult | None:
     return OneBatchResult(**data, extra=extra)
 
 
+@flag_clipped
 def parse_bench_one_batch_server(text: str) -> list[OneBatchResult]:
     """Rows of bench_one_batch_server's result table ('| batch size | input len | latency (s) | ...') or its
     older per-batch 'batch size: N' / 'latency: X s' / 'output throughput: Y token/s' lines."""
@@ -343,6 +345,7 @@ class EagleBenchLine(BaseModel):
     values: dict[str, float] = Field(default_factory=dict)
 
 
+@flag_clipped
 def parse_eagle_bench_lines(text: str) -> list[EagleBenchLine]:
     """Lines with a 'Throughput: N token/s' and an 'Accept(ance) length: X' part (any order, any extra keys)."""
     out: list[EagleBenchLine] = []

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from specdoctor.parsers.text import clean_lines
+from specdoctor.parsers.text import TRUNCATED, clean_lines, flag_clipped
 
 __all__ = ["StartupTimings", "parse_startup"]
 
@@ -106,7 +106,7 @@ class _Reader:
             s = _seconds(em["s"] if em else None, line, out.problems)
             if s is None:
                 if not em:
-                    out.problems.append(f"graph capture without its elapsed time: {line[:100]}")
+                    out.problems.append(f"{TRUNCATED}? graph capture without its elapsed time: {line[:100]}")
                 return
             self.graph_by_tag.setdefault(tag, []).append(s)
             out.cuda_graph_s = max(sum(v) for v in self.graph_by_tag.values())
@@ -150,6 +150,7 @@ class _Reader:
             out.cuda_graph_s = sum(graphs)
 
 
+@flag_clipped
 def parse_startup(text: str) -> StartupTimings:
     """Read the LAST start-up in `text` (a log appended to by several launches): from its last 'Load weight begin'
     sequence to the first ready line after it. Lines without a dated prefix (tqdm bars, tracebacks) are skipped;

@@ -3,10 +3,18 @@ wrapping loggers' prefixes, so a line parser and a JSON/-z parser accept the sam
 
 from __future__ import annotations
 
+import functools
 import re
+from collections.abc import Callable, Iterable
+from typing import Concatenate, ParamSpec, TypeVar
 
 __all__ = ["ANSI", "strip_ansi", "strip_rank_prefix", "strip_decoration", "clean_lines", "clean_text",
-           "clip_width", "TRUNCATED"]
+           "clip_width", "TRUNCATED", "ParsedList", "flag_clipped"]
+
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+_S = TypeVar("_S")
+_P = ParamSpec("_P")
 
 TRUNCATED = "truncated"
 
@@ -24,7 +32,7 @@ _STAMP = r"\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{
 # `2025-01-27 02:01:28,123 - __main__ - INFO - `, `2025-01-27 02:01:28 INFO name: `, `INFO:name:`,
 # `2025-01-27T02:01:28.123Z `, `Dec 02 01:58:24 host python3[503]: `, `INFO 01-27 02:01:28 [x.py:12] `.
 _WRAPPER = re.compile(
-    rf"^(?:{_STAMP}\s+-\s+[\w.:<>-]+\s+-\s+{_LEVEL}\s+-\s+"
+    rf"^(?:{_STAMP}\s+-\s+[\w.:<>-]+\s+-\s+{_LEVEL} - "
     rf"|{_STAMP}\s+\[?{_LEVEL}\]?\s+(?:[\w.]+:\s+)?(?=\[)"
     rf"|{_LEVEL}:[\w.]+:"
     rf"|\d{{4}}-\d{{2}}-\d{{2}}T\d{{2}}:\d{{2}}:\d{{2}}(?:\.\d+)?Z\s"
@@ -49,8 +57,7 @@ def strip_decoration(line: str, srun: bool = True) -> str:
         if srun:
             line = _SRUN.sub("", line, count=1)
         line = _TAGGED.sub("", line, count=1)
-        rest = _WRAPPER.sub("", line, count=1)
-        line = rest if rest.strip() else line
+        line = _WRAPPER.sub("", line, count=1)
         if line == before:
             break
     return line
@@ -79,3 +86,37 @@ def clip_width(lines: list[str], at_least: int = 2) -> int | None:
         return None
     top = max(widths)
     return top if top >= 20 and widths.count(top) >= at_least else None
+
+
+_CLOSERS = ("|", "+", ")", "]", "}", '"', "'")
+
+
+class ParsedList(list[_T]):
+    """A line parser's list result that also says what it could not read (callers that want a list get one)."""
+
+    problems: list[str]
+
+    def __init__(self, items: Iterable[_T] = (), problems: list[str] | None = None) -> None:
+        super().__init__(items)
+        self.problems = list(problems or [])
+
+
+def flag_clipped(parse: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
+    """Decorate a line parser: a list result becomes a ParsedList, and when the text looks cut by a narrow terminal
+    (`clip_width`) the result's problems say 'truncated' instead of letting the cut values pass silently."""
+
+    @functools.wraps(parse)
+    def wrapper(text: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        result = parse(text, *args, **kwargs)
+        if isinstance(result, list) and not isinstance(result, ParsedList):
+            result = ParsedList(result)  # type: ignore[assignment]
+        problems = getattr(result, "problems", None)
+        if isinstance(text, str) and isinstance(problems, list):
+            lines = strip_ansi(text).split("\n")  # the terminal cut the raw lines, padding included
+            width = clip_width([ln for ln in lines if not ln.rstrip().endswith(_CLOSERS)])
+            if width is not None and width == max((len(ln) for ln in lines), default=0):
+                problems.append(f"{TRUNCATED}? {sum(1 for ln in lines if len(ln) == width)} lines end at column "
+                                f"{width} (a narrow terminal may have cut them)")
+        return result
+
+    return wrapper

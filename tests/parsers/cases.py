@@ -57,7 +57,8 @@ class Case:
     critical: Callable[[Any], Any]
     samples: tuple[str, ...] = ()
     synthetic: tuple[str, ...] = ()
-    line_oriented: bool = True
+    line_oriented: bool = field(default=True, metadata={"doc": "Terminal text (may be clipped); False for JSON, "
+                                                           "-z and NUL-separated records."})
 
     def texts(self) -> list[str]:
         return [fixture_text(s) for s in self.samples] + list(self.synthetic)
@@ -172,12 +173,12 @@ CASES: list[Case] = [
     Case("git.parse_name_status_z", git.parse_name_status_z, lambda d: d, synthetic=(SYNTH_NAME_STATUS_Z,),
          line_oriented=False),
     Case("git.parse_stash_list", git.parse_stash_list, lambda rs: [(r.index, r.sha, r.subject) for r in rs],
-         synthetic=(SYNTH_STASH,)),
+         synthetic=(SYNTH_STASH,), line_oriented=False),
     Case("git.parse_submodule_status", git.parse_submodule_status,
          lambda rs: [(r.path, r.sha, r.flag, r.describe) for r in rs], synthetic=(SYNTH_SUBMODULE,)),
     Case("git.parse_backup_refs",
          lambda t: git.parse_backup_refs(t, "refs/specdoctor/backups/", "refs/specdoctor/restored/"),
-         lambda rs: [r.model_dump() for r in rs], synthetic=(SYNTH_BACKUP,)),
+         lambda rs: [r.model_dump() for r in rs], synthetic=(SYNTH_BACKUP,), line_oriented=False),
     Case("nccl.parse_nccl_tests", nccl.parse_nccl_tests, lambda rs: [_nccl_run(r) for r in rs],
          samples=("nccl/2x-rtx2080ti-five-collectives-one-session-incl-g1-reduce.txt",
                   "nccl/a3mega-2x8-h100-mpirun-16ranks.txt", "nccl/p5en-h200-rows-elided-with-indented-dots.txt",
@@ -224,7 +225,8 @@ CASES: list[Case] = [
                   "real/bench/sglang-pr23753-gsp-max-concurrency-16-peak-EXCERPT.txt",
                   "real/bench/vllm-pr18566-vllm-bench-serve-sharegpt-cut-closing-rule.txt")),
     Case("sglang_bench.parse_bench_serving_jsonl", sglang_bench.parse_bench_serving_jsonl, _bench,
-         samples=("samples/sglang-bench/bench-serving-output-file-jsonl-record-accept-length-null-2025-10.txt",)),
+         samples=("samples/sglang-bench/bench-serving-output-file-jsonl-record-accept-length-null-2025-10.txt",),
+         line_oriented=False),
     Case("sglang_bench.parse_bench_one_batch_server", sglang_bench.parse_bench_one_batch_server,
          lambda rs: [r.model_dump() for r in rs],
          synthetic=(SYNTH_ONE_BATCH,)),

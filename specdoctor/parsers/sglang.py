@@ -199,11 +199,20 @@ def _expand(text: str, variables: dict[str, str], pending: set[str] | None = Non
         if text.startswith("$(", i) or ch == "`":
             end = _subst_end(text, i)
             sub = text[i:end]
+            pure = _pure_substitution(sub, variables)
+            if pure is not None:  # `seq` alone: evaluated here, never run
+                out.append(pure if quote == '"' else " ".join(shlex.quote(w) for w in pure.split(" ")))
+                i = end
+                continue
             if pending is not None:
                 pending.add(sub)
             # keep it one token: double-quote it (escaping what shlex unescapes there) unless already quoted
             out.append(sub if quote == '"' else '"' + sub.replace("\\", "\\\\").replace('"', '\\"') + '"')
             i = end
+            continue
+        if ch == "{" and quote is None and (b := _BRACE.match(text, i)) and (i == 0 or text[i - 1].isspace()):
+            out.append(" ".join(str(v) for v in _int_range(int(b[1]), int(b[2]), int(b[3] or 1))))
+            i = b.end()
             continue
         if ch == "$" and (m := _VAR.match(text, i)):
             name = m["braced"] or m["plain"]
@@ -224,6 +233,34 @@ def _expand(text: str, variables: dict[str, str], pending: set[str] | None = Non
         out.append(ch)
         i += 1
     return "".join(out)
+
+
+_BRACE = re.compile(r"\{(-?\d{1,6})\.\.(-?\d{1,6})(?:\.\.(-?\d{1,6}))?\}(?=\s|$)")
+_SEQ = re.compile(r"^seq(?:\s+-s\s*(?P<sep>'[^']*'|\"[^\"]*\"|\S+))?(?P<nums>(?:\s+-?\d{1,6}){1,3})\s*$")
+_MAX_WORDS = 4096
+
+
+def _int_range(first: int, last: int, step: int) -> list[int]:
+    """A brace/seq range as bash and coreutils count it (either direction), capped at _MAX_WORDS values."""
+    step = abs(step) or 1
+    values = list(range(first, last + 1, step)) if first <= last else list(range(first, last - 1, -step))
+    return values[:_MAX_WORDS]
+
+
+def _pure_substitution(sub: str, variables: dict[str, str]) -> str | None:
+    """The output of `$(seq [-s SEP] [FIRST [INCR]] LAST)` (variables expanded first), or None for any other
+    command: only this pure, bounded form is evaluated; the rest is flagged, never executed."""
+    body = sub[2:-1] if sub.startswith("$(") else sub[1:-1]
+    m = _SEQ.match(_expand(body, variables).strip())
+    if not m:
+        return None
+    nums = [int(n) for n in m["nums"].split()]
+    first, step, last = (1, 1, nums[0]) if len(nums) == 1 else (nums[0], 1, nums[1]) if len(nums) == 2 else nums
+    if step == 0:
+        return None
+    values = _int_range(first, last, step) if (last - first) * step >= 0 else []
+    sep = _unquote(m["sep"]) if m["sep"] else "\n"
+    return (" " if sep in ("\n", " ") else sep).join(str(v) for v in values)
 
 
 def _subst_end(text: str, i: int) -> int:

@@ -345,6 +345,10 @@ class EagleBenchLine(BaseModel):
     values: dict[str, float] = Field(default_factory=dict)
 
 
+# Lines that lay a paste out without saying anything: markdown fences, rules, blank quote/table markers.
+_LAYOUT_ONLY = re.compile(r"^\s*(?:(?:```|~~~)[\w+-]*|[-=_*~#>|+:\s]+)\s*$")
+
+
 @flag_clipped
 def parse_eagle_bench_lines(text: str) -> list[EagleBenchLine]:
     """Lines with a 'Throughput: N token/s' and an 'Accept(ance) length: X' part (any order, any extra keys)."""
@@ -360,6 +364,6 @@ def parse_eagle_bench_lines(text: str) -> list[EagleBenchLine]:
             out.append(EagleBenchLine(label=prev, questions=int(q) if q is not None and q.is_integer() else None,
                                       throughput=tput, accept_length=acc, latency_s=norm.get("latency"),
                                       values=norm))
-        elif line.strip():
+        elif line.strip() and not _LAYOUT_ONLY.match(line):
             prev = line.strip().rstrip(":") if len(line.strip()) < 80 else None
     return out

@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from specdoctor.parsers.errors import ParseError
+from specdoctor.parsers.text import clean_text
 
 __all__ = ["EnvDecl", "EnvironCatalog", "GateRead", "parse_environ_py", "find_gate_reads", "is_enabled_value"]
 
@@ -68,7 +69,7 @@ def parse_environ_py(text: str) -> EnvironCatalog:
     """Parse environ.py's source: the `Envs` class fields and the `_DEPRECATED_ENVS` keys (no import);
     ParseError when the text is not Python."""
     try:
-        tree = ast.parse(text)
+        tree = ast.parse(clean_text(text))
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         raise ParseError(f"environ.py is not valid Python: {type(exc).__name__}: {str(exc)[:120]}") from None
     cat = EnvironCatalog()

@@ -9,7 +9,7 @@ import unidiff
 from pydantic import BaseModel, Field
 
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.text import clean_lines
+from specdoctor.parsers.text import TRUNCATED, clean_lines, clean_text, flag_clipped
 
 __all__ = [
     "NumStat",
@@ -70,7 +70,7 @@ class SubmoduleState(BaseModel):
 
 def split_z(text: str) -> list[str]:
     """NUL-separated fields, the trailing empty one dropped."""
-    parts = text.split("\x00")
+    parts = clean_text(text).split("\x00")
     return parts[:-1] if parts and parts[-1] == "" else parts
 
 
@@ -114,6 +114,7 @@ class DiffStat(BaseModel):
     files_changed: int | None = None
     insertions: int = 0
     deletions: int = 0
+    problems: list[str] = Field(default_factory=list, description="What could not be read (cut, clipped), one line each.")
 
     @property
     def consistent(self) -> bool:
@@ -123,6 +124,8 @@ class DiffStat(BaseModel):
 
 _STAT_LINE = re.compile(r"^\s*(?P<path>\S.*?)\s+\|\s+(?:(?P<n>\d+)(?:\s+(?P<graph>[+-]+))?|"
                         r"Bin(?:\s+(?P<b0>\d+)\s+->\s+(?P<b1>\d+)\s+bytes)?)\s*$")
+# A file line a narrow terminal cut before its '| N' (or a pasted path alone under a stat block).
+_CUT_STAT = re.compile(r"^\s(?=\S*[/.])\S+\s*(?:\|\s*\d*)?\s*$")
 _SUMMARY = re.compile(r"^\s*(?P<files>\d+) files? changed(?:, (?P<ins>\d+) insertions?\(\+\))?"
                       r"(?:, (?P<del>\d+) deletions?\(-\))?\s*$")
 
@@ -138,16 +141,19 @@ def _rename(path: str) -> tuple[str | None, str | None]:
     return None, None
 
 
+@flag_clipped
 def parse_diff_stat(text: str) -> DiffStat:
     """`git diff --stat` (also `git show --stat`, `git log --stat` bodies): every file line and the totals."""
     stat = DiffStat()
-    for line in clean_lines(text, rank_prefix=False):
+    for line in clean_lines(text):
         if m := _SUMMARY.match(line):
             stat.files_changed = int(m["files"])
             stat.insertions, stat.deletions = int(m["ins"] or 0), int(m["del"] or 0)
             continue
         m = _STAT_LINE.match(line)
         if not m:
+            if _CUT_STAT.match(line):
+                stat.problems.append(f"{TRUNCATED}: a stat line without its count: {line.strip()[:80]!r}")
             continue
         path = m["path"]
         graph = m["graph"] or ""
@@ -158,7 +164,22 @@ def parse_diff_stat(text: str) -> DiffStat:
                                        bytes_before=int(m["b0"]) if m["b0"] else None,
                                        bytes_after=int(m["b1"]) if m["b1"] else None,
                                        abbreviated=path.startswith("..."), rename_from=a, rename_to=b))
+        if "{" in path and "}" not in path:
+            stat.problems.append(f"{TRUNCATED}: rename cut before its '}}': {path[:80]!r}")
+    _check_totals(stat)
     return stat
+
+
+def _check_totals(stat: DiffStat) -> None:
+    """The summary line is the check a clipped or cut stat fails: its file count and line totals."""
+    if stat.files_changed is None:
+        return
+    counted = sum(f.changes or 0 for f in stat.files)
+    if stat.files_changed != len(stat.files):
+        stat.problems.append(f"{TRUNCATED}: the summary says {stat.files_changed} files, {len(stat.files)} lines read")
+    elif counted != stat.insertions + stat.deletions:
+        stat.problems.append(f"{TRUNCATED}: the lines count {counted} changed lines, the summary "
+                             f"{stat.insertions + stat.deletions}")
 
 
 def parse_name_status_z(text: str) -> dict[str, str]:
@@ -173,10 +194,11 @@ def parse_name_status_z(text: str) -> dict[str, str]:
     return out
 
 
+@flag_clipped
 def parse_stash_list(text: str) -> list[StashEntry]:
     """`git stash list --format=%H%x00%gs` (one entry per line, newest first)."""
     out: list[StashEntry] = []
-    for i, line in enumerate(x for x in text.splitlines() if x.strip()):
+    for i, line in enumerate(x for x in clean_lines(text) if x.strip()):
         sha, _, subject = line.partition("\x00")
         out.append(StashEntry(index=i, sha=sha.strip(), subject=subject))
     return out
@@ -185,10 +207,11 @@ def parse_stash_list(text: str) -> list[StashEntry]:
 _SUBMODULE = re.compile(r"^(?P<flag>[ +\-U])(?P<sha>[0-9a-f]{7,64}) (?P<path>.+?)(?: \((?P<describe>[^()]*)\))?$")
 
 
+@flag_clipped
 def parse_submodule_status(text: str) -> list[SubmoduleState]:
     """`git submodule status` lines."""
     out: list[SubmoduleState] = []
-    for line in text.splitlines():
+    for line in clean_lines(text):
         m = _SUBMODULE.match(line)
         if m:
             out.append(SubmoduleState(path=m["path"], sha=m["sha"], flag=m["flag"], describe=m["describe"]))
@@ -328,7 +351,7 @@ def parse_backup_refs(text: str, backup_ns: str, restored_ns: str) -> list[Backu
     """`git for-each-ref --format=MARKER%(refname)%00%(objectname)%00%(contents)` → backups (JSON messages)."""
     restored: dict[str, str] = {}
     out: list[BackupInfo] = []
-    for rec in text.split(REF_MARKER)[1:]:
+    for rec in clean_text(text).split(REF_MARKER)[1:]:
         name, sha, body = (rec.split("\x00", 2) + ["", ""])[:3]
         sha = sha.strip()
         if name.startswith(restored_ns):

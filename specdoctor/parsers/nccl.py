@@ -9,7 +9,7 @@ import re
 from pydantic import BaseModel, Field
 
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.text import clean_lines
+from specdoctor.parsers.text import clean_lines, clean_text, flag_clipped
 
 __all__ = [
     "PlaceResult",
@@ -70,6 +70,7 @@ class NcclTestsRun(BaseModel):
     out_of_bounds: int | None = None
     source: str = "table"
     tool: str | None = Field(default=None, description="'nccl-tests' or 'allreduce_bench'.")
+    problems: list[str] = Field(default_factory=list, description="What could not be read (cut, clipped), one line each.")
 
 
 _COLLECTIVE = re.compile(r"\b(all_reduce|all_gather|reduce_scatter|broadcast|reduce|alltoall|sendrecv|scatter|gather|"
@@ -132,13 +133,14 @@ def _half(names: list[str], vals: list[str]) -> PlaceResult:
     return res
 
 
+@flag_clipped
 def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
     """Every collective table in a text (prefixes like '0: ' or '[1,0]<stdout>:' and elided rows tolerated)."""
     runs: list[NcclTestsRun] = []
     current: NcclTestsRun | None = None
     layout: tuple[bool, list[list[str]]] | None = None
     pending: dict = {}
-    for line in clean_lines(text, rank_prefix=False):
+    for line in clean_lines(text):
         if m := _NTHREAD.search(line):
             pending.update(nthreads=int(m.group(1)), ngpus=int(m.group(2)), graph=int(m.group(3)))
             current, layout = None, None
@@ -204,9 +206,9 @@ def _json_half(obj: object) -> PlaceResult | None:
 def parse_nccl_tests_json(text: str) -> NcclTestsRun:
     """nccl-tests `-J` JSON (format version 2) or allreduce_bench.py --json (same keys)."""
     try:
-        doc = json.loads(text)
+        doc = json.loads(clean_text(text))
     except (ValueError, RecursionError) as exc:
-        raise ParseError(f"not nccl-tests JSON: {exc}") from None
+        raise ParseError(f"not nccl-tests JSON: {str(exc).splitlines()[0][:120]}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("results"), list):
         raise ParseError("not nccl-tests JSON: no 'results' list")
     try:
@@ -244,10 +246,11 @@ def _json_run(doc: dict) -> NcclTestsRun:
     return run
 
 
+@flag_clipped
 def parse_all_reduce(text: str) -> NcclTestsRun:
     """The all-reduce table in a text or JSON output (the first one named all_reduce, else the only unnamed one);
     ParseError when there is none."""
-    if text.lstrip().startswith("{"):
+    if clean_text(text).lstrip().startswith("{"):
         return parse_nccl_tests_json(text)
     runs = [r for r in parse_nccl_tests(text) if r.rows]
     named = [r for r in runs if r.collective == "all_reduce"]
@@ -300,6 +303,7 @@ class NcclDebugLog(BaseModel):
     lines: list[NcclLogLine] = Field(default_factory=list)
     env: list[NcclEnvSetting] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list, description="What could not be read (cut, clipped), one line each.")
 
     def env_by_pid(self, name: str) -> dict[int, str]:
         """pid → value for one variable (the last setting each process logged)."""
@@ -316,10 +320,11 @@ _ENV_SET = re.compile(r"^(NCCL_\w+) set by environment to (.*)$")
 _DRIVER = re.compile(r"^cudaDriverVersion (\d+)")
 
 
+@flag_clipped
 def parse_nccl_debug(text: str) -> NcclDebugLog:
     """NCCL_DEBUG=INFO lines from any log (srun/mpirun/ray prefixes and interleaved app lines are skipped)."""
     out = NcclDebugLog()
-    for raw in clean_lines(text, rank_prefix=False):
+    for raw in clean_lines(text):
         m = _LOG.search(raw)
         if not m:
             if out.version is None and (b := _BARE_VERSION.search(raw)):

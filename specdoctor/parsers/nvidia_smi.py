@@ -6,7 +6,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from specdoctor.parsers.text import clean_lines
+from specdoctor.parsers.text import TRUNCATED, clean_lines, flag_clipped
 from specdoctor.parsers.text import strip_ansi as _strip_ansi
 
 __all__ = [
@@ -37,6 +37,7 @@ class GpuListEntry(BaseModel):
     uuid: str | None = None
 
 
+@flag_clipped
 def parse_list(text: str) -> list[GpuListEntry]:
     """`GPU 0: NAME (UUID: GPU-...)` lines; prompts and other lines are ignored."""
     out = []
@@ -50,6 +51,7 @@ def _clean(value: str) -> str | None:
     return None if v.lower() in _MISSING else v
 
 
+@flag_clipped
 def parse_query_csv(text: str, fields: list[str]) -> list[dict[str, str | None]]:
     """Rows of `--query-gpu=... --format=csv,noheader[,nounits]`; a header row and unit suffixes are tolerated."""
     rows = []
@@ -98,6 +100,7 @@ class QReport(BaseModel):
     driver: str | None = None
     cuda: str | None = None
     gpus: list[QGpu] = Field(default_factory=list)
+    problems: list[str] = Field(default_factory=list, description="What could not be read (cut, clipped), one line each.")
 
 
 _KV = re.compile(r"^(?P<indent>\s*)(?P<key>[^:]+?)\s*:\s*(?P<value>.*)$")
@@ -126,6 +129,7 @@ def _first(lines: list[tuple[int, str, str | None]], *paths: list[str]) -> str |
     return None
 
 
+@flag_clipped
 def parse_q(text: str) -> QReport:
     """Parse `nvidia-smi -q` (old 'Power Readings'/'Throttle' and new 'GPU Power Readings' layouts)."""
     report = QReport()
@@ -213,6 +217,7 @@ _LINK = re.compile(r"^(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|NS|OK|CNS|TNS|NA|N/A)$
 _CPU_LIST = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")
 
 
+@flag_clipped
 def parse_topo(text: str) -> Topology:
     """Parse the first link matrix (tabs or spaces, prompts, fused affinity columns, clipped header or fields)."""
     topo = Topology()
@@ -234,7 +239,7 @@ def parse_topo(text: str) -> Topology:
     if len(devices) < len([c for c in cols if not c.startswith("@")]):
         # a clipped last header column ('NI', 'CPU Aff'): the row names below tell the real columns
         topo.truncated = True
-        topo.problems.append(f"header clipped after {devices[-1] if devices else 'GPU0'}: {_line_tail(cols)}")
+        topo.problems.append(f"{TRUNCATED}: header clipped after {devices[-1] if devices else 'GPU0'}: {_line_tail(cols)}")
     rows: list[tuple[str, list[str], list[str]]] = []
     for line in lines[header_at + 1:]:
         toks = line.split()
@@ -245,7 +250,7 @@ def parse_topo(text: str) -> Topology:
         if not _DEVICE.match(toks[0]):
             if rows and all(_CPU_LIST.match(t.strip(",-")) or t == "N/A" for t in toks):
                 topo.truncated = True  # a wrapped row's tail on its own line
-                topo.problems.append(f"row {rows[-1][0]} wrapped: {line.strip()[:60]!r} continues it")
+                topo.problems.append(f"{TRUNCATED}: row {rows[-1][0]} wrapped: {line.strip()[:60]!r} continues it")
                 continue
             break
         cells = []
@@ -264,7 +269,7 @@ def parse_topo(text: str) -> Topology:
             devices = devices + [f"?{j}" for j in range(len(devices), width)]
         if not topo.truncated:
             topo.truncated = True
-            topo.problems.append(f"{width} matrix columns but {len(topo.devices or cols)} headers")
+            topo.problems.append(f"{TRUNCATED}: {width} matrix columns but {len(topo.devices or cols)} headers")
     topo.devices = devices
     for name, cells, rest in rows:
         topo.links[name] = {d: c for d, c in zip(devices, cells, strict=False)
@@ -276,7 +281,7 @@ def parse_topo(text: str) -> Topology:
             cpu = _clean(values.get("@CPU", ""))
             if cpu is not None and not _CPU_LIST.match(cpu):
                 topo.truncated = True
-                topo.problems.append(f"{name} CPU affinity {cpu!r} looks clipped; not used")
+                topo.problems.append(f"{TRUNCATED}: {name} CPU affinity {cpu!r} looks clipped; not used")
                 cpu = None
             topo.cpu_affinity[name] = cpu
             topo.numa_affinity[name] = _clean(values.get("@NUMA", ""))

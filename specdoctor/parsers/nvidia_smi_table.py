@@ -6,7 +6,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from specdoctor.parsers.text import clean_lines
+from specdoctor.parsers.text import clean_lines, flag_clipped
 
 __all__ = ["SmiTableGpu", "SmiProcess", "SmiTable", "parse_smi_table"]
 
@@ -55,6 +55,7 @@ class SmiTable(BaseModel):
     gpus: list[SmiTableGpu] = Field(default_factory=list)
     processes: list[SmiProcess] = Field(default_factory=list)
     no_processes: bool = Field(default=False, description="The table said 'No running processes found'.")
+    problems: list[str] = Field(default_factory=list, description="What could not be read (cut, clipped), one line each.")
 
 
 _HEAD = re.compile(r"NVIDIA-SMI\s+(?P<smi>\S+)\s+Driver Version:\s*(?P<drv>\S+)(?:\s+CUDA Version:\s*(?P<cuda>\S+))?")
@@ -85,6 +86,7 @@ def _cells(line: str) -> list[str]:
     return s[1:-1].split("|")
 
 
+@flag_clipped
 def parse_smi_table(text: str) -> SmiTable:
     """Every GPU row and process of the first table in `text` (prompts, srun labels, ANSI and CRs tolerated)."""
     table = SmiTable()

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from specdoctor.errors import UsageError
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.text import strip_ansi
+from specdoctor.parsers.text import clean_lines, clean_text, flag_clipped
 
 __all__ = [
     "LaunchArgs",
@@ -199,11 +199,20 @@ def _expand(text: str, variables: dict[str, str], pending: set[str] | None = Non
         if text.startswith("$(", i) or ch == "`":
             end = _subst_end(text, i)
             sub = text[i:end]
+            pure = _pure_substitution(sub, variables)
+            if pure is not None:  # `seq` alone: evaluated here, never run
+                out.append(pure if quote == '"' else " ".join(shlex.quote(w) for w in pure.split(" ")))
+                i = end
+                continue
             if pending is not None:
                 pending.add(sub)
             # keep it one token: double-quote it (escaping what shlex unescapes there) unless already quoted
             out.append(sub if quote == '"' else '"' + sub.replace("\\", "\\\\").replace('"', '\\"') + '"')
             i = end
+            continue
+        if ch == "{" and quote is None and (b := _BRACE.match(text, i)) and (i == 0 or text[i - 1].isspace()):
+            out.append(" ".join(str(v) for v in _int_range(int(b[1]), int(b[2]), int(b[3] or 1))))
+            i = b.end()
             continue
         if ch == "$" and (m := _VAR.match(text, i)):
             name = m["braced"] or m["plain"]
@@ -224,6 +233,34 @@ def _expand(text: str, variables: dict[str, str], pending: set[str] | None = Non
         out.append(ch)
         i += 1
     return "".join(out)
+
+
+_BRACE = re.compile(r"\{(-?\d{1,6})\.\.(-?\d{1,6})(?:\.\.(-?\d{1,6}))?\}(?=\s|$)")
+_SEQ = re.compile(r"^seq(?:\s+-s\s*(?P<sep>'[^']*'|\"[^\"]*\"|\S+))?(?P<nums>(?:\s+-?\d{1,6}){1,3})\s*$")
+_MAX_WORDS = 4096
+
+
+def _int_range(first: int, last: int, step: int) -> list[int]:
+    """A brace/seq range as bash and coreutils count it (either direction), capped at _MAX_WORDS values."""
+    step = abs(step) or 1
+    values = list(range(first, last + 1, step)) if first <= last else list(range(first, last - 1, -step))
+    return values[:_MAX_WORDS]
+
+
+def _pure_substitution(sub: str, variables: dict[str, str]) -> str | None:
+    """The output of `$(seq [-s SEP] [FIRST [INCR]] LAST)` (variables expanded first), or None for any other
+    command: only this pure, bounded form is evaluated; the rest is flagged, never executed."""
+    body = sub[2:-1] if sub.startswith("$(") else sub[1:-1]
+    m = _SEQ.match(_expand(body, variables).strip())
+    if not m:
+        return None
+    nums = [int(n) for n in m["nums"].split()]
+    first, step, last = (1, 1, nums[0]) if len(nums) == 1 else (nums[0], 1, nums[1]) if len(nums) == 2 else nums
+    if step == 0:
+        return None
+    values = _int_range(first, last, step) if (last - first) * step >= 0 else []
+    sep = _unquote(m["sep"]) if m["sep"] else "\n"
+    return (" " if sep in ("\n", " ") else sep).join(str(v) for v in values)
 
 
 def _subst_end(text: str, i: int) -> int:
@@ -305,7 +342,7 @@ def _prepare(cmd: str, pending: set[str] | None = None) -> tuple[str, dict[str, 
     """(the launch command text with what the script's own lines define expanded, exported variables);
     the expansions left as written are added to `pending`."""
     logical = []
-    for raw in cmd.replace("\\\r\n", " ").replace("\\\n", " ").splitlines():
+    for raw in clean_text(cmd).replace("\\\n", " ").split("\n"):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
@@ -442,6 +479,7 @@ def _convert(dest: str, value: str, problems: list[str], pending: AbstractSet[st
     return value
 
 
+@flag_clipped
 def parse_launch_command(cmd: str | list[str]) -> LaunchArgs:
     """Parse `python -m sglang.launch_server ...`, `sglang serve ...` or a bare flag list into LaunchArgs."""
     exported: dict[str, str] = {}
@@ -572,10 +610,11 @@ def _int(v: str) -> int | None:
 _BRACKET = re.compile(r"\[(?P<ts>[^\[\]]*)\][^\[\]]*$")
 
 
+@flag_clipped
 def parse_decode_lines(text: str) -> list[DecodeLine]:
     """Every `Decode batch` line in a log (0.2 period form to 0.5.23 comma form, any rank prefix)."""
     out: list[DecodeLine] = []
-    for raw in strip_ansi(text).splitlines():
+    for raw in clean_lines(text):
         idx = raw.find("Decode batch")
         if idx < 0:
             continue
@@ -642,7 +681,7 @@ _LABEL = re.compile(r"^[A-Za-z_][\w .#>-]{0,60}?\s*[:=]?\s*$")
 def parse_body(text: str) -> Any:
     """JSON, or the Python-repr form SGLang docs print (single quotes, True/None), alone or after a one-phrase
     label ('result {...}'); HTML pages, truncated and ambiguous text are refused with BodyError."""
-    s = (text or "").strip()
+    s = clean_text(text or "").strip()
     if not s:
         raise BodyError("empty body")
     # a notebook/doc page that printed the body inside one inline element (print_highlight's <strong ...>)

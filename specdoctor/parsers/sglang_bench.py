@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.text import clean_lines
+from specdoctor.parsers.text import clean_lines, flag_clipped
 
 __all__ = [
     "BenchServingResult",
@@ -138,6 +138,7 @@ def _fill(result: BenchServingResult, values: dict[str, Any]) -> None:
             setattr(result, name, value)
 
 
+@flag_clipped
 def parse_bench_serving(text: str) -> list[BenchServingResult]:
     """Every '== Serving Benchmark Result ==' block in `text`, told apart as SGLang's or vLLM's layout."""
     out: list[BenchServingResult] = []
@@ -257,6 +258,7 @@ def _one(values: dict[str, str]) -> OneBatchResult | None:
     return OneBatchResult(**data, extra=extra)
 
 
+@flag_clipped
 def parse_bench_one_batch_server(text: str) -> list[OneBatchResult]:
     """Rows of bench_one_batch_server's result table ('| batch size | input len | latency (s) | ...') or its
     older per-batch 'batch size: N' / 'latency: X s' / 'output throughput: Y token/s' lines."""
@@ -343,6 +345,11 @@ class EagleBenchLine(BaseModel):
     values: dict[str, float] = Field(default_factory=dict)
 
 
+# Lines that lay a paste out without saying anything: markdown fences, rules, blank quote/table markers.
+_LAYOUT_ONLY = re.compile(r"^\s*(?:(?:```|~~~)[\w+-]*|[-=_*~#>|+:\s]+)\s*$")
+
+
+@flag_clipped
 def parse_eagle_bench_lines(text: str) -> list[EagleBenchLine]:
     """Lines with a 'Throughput: N token/s' and an 'Accept(ance) length: X' part (any order, any extra keys)."""
     out: list[EagleBenchLine] = []
@@ -357,6 +364,6 @@ def parse_eagle_bench_lines(text: str) -> list[EagleBenchLine]:
             out.append(EagleBenchLine(label=prev, questions=int(q) if q is not None and q.is_integer() else None,
                                       throughput=tput, accept_length=acc, latency_s=norm.get("latency"),
                                       values=norm))
-        elif line.strip():
+        elif line.strip() and not _LAYOUT_ONLY.match(line):
             prev = line.strip().rstrip(":") if len(line.strip()) < 80 else None
     return out

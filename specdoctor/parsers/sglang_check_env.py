@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field
 
 from specdoctor.parsers.errors import ParseError
 from specdoctor.parsers.nvidia_smi import Topology, parse_topo
-from specdoctor.parsers.text import clean_lines
+from specdoctor.parsers.text import clean_lines, flag_clipped
 
 __all__ = ["CheckEnv", "parse_check_env"]
 
@@ -29,6 +29,7 @@ class CheckEnv(BaseModel):
     hypervisor: str | None = None
     ulimit_soft: int | None = None
     fields: dict[str, str] = Field(default_factory=dict)
+    problems: list[str] = Field(default_factory=list, description="What could not be read (cut, clipped), one line each.")
 
     @property
     def sglang(self) -> str | None:
@@ -46,6 +47,7 @@ _NOT_PKG = {"python", "cuda_home", "nvcc", "hypervisor vendor", "ulimit soft", "
             "hipcc", "rocm_home"}
 
 
+@flag_clipped
 def parse_check_env(text: str) -> CheckEnv:
     """Parse check_env output (CUDA or ROCm; a topology matrix after 'NVIDIA/AMD Topology:' is read with
     parse_topo); ParseError when no check_env line is present."""

@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from specdoctor.parsers.text import strip_ansi
+from specdoctor.parsers.text import TRUNCATED, clean_lines, flag_clipped
 
 __all__ = ["StartupTimings", "parse_startup"]
 
 # `[2025-01-27 02:01:28 TP0] msg` (0.4+) or `[04:40:55 TP0] msg` (0.2/0.3, time only: no date to place it).
-_PREFIX = re.compile(r"^\[(?P<date>\d{4}-\d{2}-\d{2} )?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,]\d+)?(?: (?P<tag>[^\]]*))?\] (?P<msg>.*)$")
+# Labels and wrapping loggers' prefixes before it are removed by the shared clean-up; any left are skipped here.
+_PREFIX = re.compile(r"\[(?P<date>\d{4}-\d{2}-\d{2} )?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,]\d+)?(?: (?P<tag>[^\]]*))?\] "
+                     r"(?P<msg>.*)$")
 _LOAD_BEGIN = re.compile(r"^Load weight begin\b")
-_LOAD_END = re.compile(r"^Load weight end\b(?:\. elapsed=(?P<s>[\d.]+) ?s)?(?:.*?\btype=(?P<type>[\w.]+))?")
-_GRAPH_END = re.compile(r"^Capture (?:draft )?(?:cuda|piecewise cuda|cpu|npu) graph end\. Time elapsed: (?P<s>[\d.]+) ?s")
+_LOAD_END = re.compile(r"^Load weight end\b(?:\. elapsed=(?P<s>\S+?) ?s\b)?(?:.*?\btype=(?P<type>[\w.]+))?")
+# Every wording of one event, 0.4 to 0.5.17: 'Capture cuda graph end. Time elapsed: 11.35 s', 'Capture draft cuda
+# graph end. ...', 'Capture piecewise cuda graph end ...', 'Capture target prefill CUDA graph end. elapsed=44.32 s',
+# 'Capture target verify / draft prefill / draft decode / draft extend CUDA graph end. elapsed=...', npu/cpu graphs.
+_GRAPH_END = re.compile(r"^Capture (?P<what>[\w ]*?)\s*(?:piecewise )?(?:cuda|cpu|npu) graph end\b(?P<rest>.*)$",
+                        re.I)
+_ELAPSED = re.compile(r"(?:Time elapsed:|elapsed=)\s*(?P<s>[^\s,]+?)\s*s\b", re.I)
 _READY = re.compile(r"The server is fired up and ready to roll!")
-# engine.py (0.5.2x): "Engine startup timings (s): load_weight=12.34, kv_cache_allocation=..., ..."
+# engine.py (0.5.1x+): "Engine startup timings (s): load_weight=0.17, ..., cuda_graph={prefill=44.32, ...}, ..."
 _TIMINGS = re.compile(r"^Engine startup timings \(s\): (?P<body>.*)$")
+_TIMING = re.compile(r"(?P<group>\w+)=\{(?P<inner>[^{}]*)\}|(?P<key>\w+)=(?P<value>[^,\s{}]+)")
 
 
 class StartupTimings(BaseModel):
@@ -28,11 +37,16 @@ class StartupTimings(BaseModel):
     load_begin_at: datetime | None = None
     load_end_at: datetime | None = Field(default=None, description="Last 'Load weight end' (the draft loads last).")
     models_loaded: list[str] = Field(default_factory=list, description="type= of each 'Load weight end' (rank 0).")
-    cuda_graph_s: float | None = Field(default=None, description="Sum of 'Capture cuda graph end. Time elapsed' "
-                                       "over target and draft (the largest rank's, ranks capture in parallel).")
+    cuda_graph_s: float | None = Field(default=None, description="Sum of every CUDA-graph capture's elapsed time "
+                                       "(target, draft, draft extend; the largest rank's, ranks capture in "
+                                       "parallel); else the sum of 'Engine startup timings' cuda_graph={...}.")
+    cuda_graphs: dict[str, float] = Field(default_factory=dict, description="Rank 0's capture time by graph "
+                                          "('target', 'draft', 'target prefill', 'draft extend', ...).")
     ready_at: datetime | None = Field(default=None, description="'The server is fired up and ready to roll!'")
-    engine_timings: dict[str, float] = Field(default_factory=dict, description="'Engine startup timings' fields.")
+    engine_timings: dict[str, float] = Field(default_factory=dict, description="'Engine startup timings' fields; "
+                                             "nested groups as 'cuda_graph.prefill'.")
     lines: list[str] = Field(default_factory=list, description="The lines these came from (evidence).")
+    problems: list[str] = Field(default_factory=list, description="Lines of a known kind that could not be read.")
 
     loads_s: list[float] = Field(default_factory=list, description="Each 'Load weight begin' -> 'end' (target, "
                                  "then draft), rank 0 or untagged; second resolution.")
@@ -44,50 +58,121 @@ class StartupTimings(BaseModel):
         return sum(self.loads_s) if self.loads_s else None
 
 
-def parse_startup(text: str) -> StartupTimings:
-    """Read the LAST start-up in `text` (a log appended to by several launches): from its last 'Load weight begin'
-    sequence to the first ready line after it. Lines without a dated prefix (tqdm bars, tracebacks) are skipped."""
-    out = StartupTimings()
-    graph_by_tag: dict[str, list[float]] = {}
-    began: datetime | None = None
-    for raw in strip_ansi(text).splitlines():
-        m = _PREFIX.match(raw.strip())
-        if not m or not m.group("date"):
-            continue
-        at = datetime.strptime(m.group("date") + m.group("time"), "%Y-%m-%d %H:%M:%S")
-        msg = m.group("msg")
-        tag = (m.group("tag") or "").strip()
-        if (out.ready_at is not None and _LOAD_BEGIN.match(msg)) or (msg.startswith("server_args=") and out.first_at):
-            out, graph_by_tag, began = StartupTimings(), {}, None  # a later start-up in the same log: read that one instead
-        if out.first_at is None:
-            out.first_at = at
-        rank0 = tag in ("", "TP0") or tag.startswith("TP0 ")
+def _seconds(raw: str | None, line: str, problems: list[str]) -> float | None:
+    """A duration as logged; None (and a problem naming the line) when it is not a finite number."""
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        problems.append(f"unreadable number {raw!r} in: {line[:100]}")
+        return None
+    return value
+
+
+def _graph_name(what: str) -> str:
+    words = what.lower().split()
+    if not words or words[0] not in ("target", "draft"):
+        words.insert(0, "target")
+    return " ".join(words)
+
+
+def _is_rank0(tag: str) -> bool:
+    ranks = [t for t in tag.split() if re.fullmatch(r"TP\d+", t)]
+    return not ranks or ranks == ["TP0"]
+
+
+class _Reader:
+    """One pass over the log; a later start-up in the same log resets it."""
+
+    def __init__(self) -> None:
+        self.out = StartupTimings()
+        self.graph_by_tag: dict[str, list[float]] = {}
+        self.began: datetime | None = None
+
+    def line(self, at: datetime, tag: str, msg: str, line: str) -> None:
+        out = self.out
+        rank0 = _is_rank0(tag)
         if _LOAD_BEGIN.match(msg):
             out.load_begin_at = out.load_begin_at or at
             if rank0:
-                began = at
-            out.lines.append(raw.strip())
+                self.began = at
         elif lm := _LOAD_END.match(msg):
-            out.load_end_at = at
-            if rank0:
-                if lm.group("type"):
-                    out.models_loaded.append(lm.group("type"))
-                if lm.group("s"):  # newer SGLang times the load itself (sub-second resolution)
-                    out.loads_s.append(float(lm.group("s")))
-                    began = None
-                elif began is not None:
-                    out.loads_s.append((at - began).total_seconds())
-                    began = None
-            out.lines.append(raw.strip())
+            self._load_end(at, rank0, lm, line)
         elif gm := _GRAPH_END.match(msg):
-            graph_by_tag.setdefault(tag, []).append(float(gm.group("s")))
-            out.cuda_graph_s = max(sum(v) for v in graph_by_tag.values())
-            out.lines.append(raw.strip())
+            em = _ELAPSED.search(gm["rest"])
+            s = _seconds(em["s"] if em else None, line, out.problems)
+            if s is None:
+                if not em:
+                    out.problems.append(f"{TRUNCATED}? graph capture without its elapsed time: {line[:100]}")
+                return
+            self.graph_by_tag.setdefault(tag, []).append(s)
+            out.cuda_graph_s = max(sum(v) for v in self.graph_by_tag.values())
+            if rank0:
+                name = _graph_name(gm["what"])
+                out.cuda_graphs[name] = out.cuda_graphs.get(name, 0.0) + s
         elif tm := _TIMINGS.match(msg):
-            for key, value in re.findall(r"(\w+)=([\d.]+)", tm.group("body")):
-                out.engine_timings[key] = float(value)
-            out.lines.append(raw.strip())
+            self._timings(tm["body"], line)
         elif _READY.search(msg) and out.ready_at is None:
             out.ready_at = at
-            out.lines.append(raw.strip())
-    return out
+        else:
+            return
+        out.lines.append(line)
+
+    def _load_end(self, at: datetime, rank0: bool, lm: re.Match[str], line: str) -> None:
+        out = self.out
+        out.load_end_at = at
+        if not rank0:
+            return
+        if lm["type"]:
+            out.models_loaded.append(lm["type"])
+        s = _seconds(lm["s"], line, out.problems)
+        if s is not None:  # newer SGLang times the load itself (sub-second resolution)
+            out.loads_s.append(s)
+            self.began = None
+        elif self.began is not None:
+            out.loads_s.append((at - self.began).total_seconds())
+            self.began = None
+
+    def _timings(self, body: str, line: str) -> None:
+        out = self.out
+        for m in _TIMING.finditer(body):
+            pairs = ([(f"{m['group']}.{k}", v) for k, v in re.findall(r"(\w+)=([^,\s{}]+)", m["inner"])]
+                     if m["group"] else [(m["key"], m["value"])])
+            for key, raw in pairs:
+                value = _seconds(raw, line, out.problems)
+                if value is not None:
+                    out.engine_timings[key] = value
+        graphs = [v for k, v in out.engine_timings.items() if k.startswith("cuda_graph.")]
+        if out.cuda_graph_s is None and graphs:
+            out.cuda_graph_s = sum(graphs)
+
+
+@flag_clipped
+def parse_startup(text: str) -> StartupTimings:
+    """Read the LAST start-up in `text` (a log appended to by several launches): from its last 'Load weight begin'
+    sequence to the first ready line after it. Lines without a dated prefix (tqdm bars, tracebacks) are skipped;
+    a line of a known kind with an unreadable value is skipped and named in `problems`."""
+    reader = _Reader()
+    for raw in clean_lines(text):
+        line = raw.strip()
+        m = _PREFIX.search(line)  # search: an unknown wrapper before SGLang's own prefix is skipped
+        if not m or not m["date"]:
+            continue
+        try:
+            at = datetime.strptime(m["date"] + m["time"], "%Y-%m-%d %H:%M:%S")
+        except ValueError:
+            reader.out.problems.append(f"unreadable time in: {line[:100]}")
+            continue
+        msg, tag = m["msg"], (m["tag"] or "").strip()
+        out = reader.out
+        if (out.ready_at is not None and _LOAD_BEGIN.match(msg)) or (msg.startswith("server_args=") and out.first_at):
+            problems = out.problems
+            reader = _Reader()  # a later start-up in the same log: read that one instead
+            reader.out.problems = problems
+        if reader.out.first_at is None:
+            reader.out.first_at = at
+        reader.line(at, tag, msg, line)
+    return reader.out

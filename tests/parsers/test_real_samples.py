@@ -265,7 +265,7 @@ def test_launch_script_with_exports_variables_and_substitution():
                      "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1", "SGLANG_ENABLE_SPEC_V2": "0"}
     assert (a.model_path, a.port, a.tp_size) == ("MiniMaxAI/MiniMax-M2-MTP", 30000, 4)
     assert a.speculative_algorithm == "MHMTP" and (a.speculative_num_steps, a.speculative_num_draft_tokens) == (3, 4)
-    assert a.unresolved == {"cuda_graph_bs": "$(seq -s ' ' 1 1)"} and "cuda_graph_bs" not in a.extra
+    assert a.unresolved == {} and a.extra["cuda_graph_bs"] == [1]  # $(seq -s ' ' 1 1), evaluated (#33)
     assert a.extra["chunked_prefill_size"] == -1 and a.extra["max_running_requests"] == 1
     assert a.extra["model_loader_extra_config"] == '{"enable_multithread_load": true, "num_threads": 32}'
     assert not any(t in a.argv for t in (">", "server.log", "2>&1")) and not any("stray" in p for p in a.problems)

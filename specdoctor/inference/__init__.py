@@ -3,9 +3,10 @@
 from typing import Literal
 
 from specdoctor.inference.base import InferenceEngine, ProcessRole
-from specdoctor.inference.sglang import SGLANG_0_5_9, SGLANG_0_5_23, SGLang
+from specdoctor.inference.sglang import SGLANG_0_5_9, SGLANG_0_5_17, SGLANG_0_5_23, SGLang
 
-__all__ = ["InferenceEngine", "ProcessRole", "SGLang", "SGLANG_0_5_9", "SGLANG_0_5_23", "EngineName", "get_engine"]
+__all__ = ["InferenceEngine", "ProcessRole", "SGLang", "SGLANG_0_5_9", "SGLANG_0_5_17", "SGLANG_0_5_23", "EngineName",
+           "get_engine"]
 
 EngineName = Literal["sglang"]
 """The engines `get_engine` knows: the type of every `engine` field a user or a model can fill."""

@@ -1,4 +1,7 @@
-"""SGLang 0.5.9 and 0.5.23 behind the InferenceEngine protocol (facts: shared/reference/sglang.md)."""
+"""SGLang 0.5.9, 0.5.17 and 0.5.23 behind the InferenceEngine protocol.
+
+Facts: shared/reference/sglang.md; 0.5.17 as a real server showed it (tests/fixtures/sglang-0.5.17-h200/).
+"""
 
 from __future__ import annotations
 
@@ -20,7 +23,7 @@ from specdoctor.parsers.sglang import (
     split_command,
 )
 
-__all__ = ["SGLang", "SGLANG_0_5_9", "SGLANG_0_5_23", "version_tuple"]
+__all__ = ["SGLang", "SGLANG_0_5_9", "SGLANG_0_5_17", "SGLANG_0_5_23", "version_tuple"]
 
 _PY = re.compile(r"^python[0-9.]*$")
 # Titles set by setproctitle in scheduler/detokenizer children (sglang.md §6): sglang::scheduler_TP3, ...
@@ -39,20 +42,34 @@ def version_tuple(version: str | None) -> tuple[int, ...] | None:
     return tuple(int(x) for x in m.groups() if x is not None) if m else None
 
 
+# What the children of a real 0.5.17 server carry that its main process lacks (procs.json): the server args
+# mirrored into the environment for the subprocesses, and a fresh id per launch.
+_FROM_ARGS_0517 = {"SGLANG_ENABLE_TORCH_COMPILE": "--enable-torch-compile as 0/1 (always)",
+                   "SGLANG_ENABLE_DETERMINISTIC_INFERENCE": "--enable-deterministic-inference as 0/1 (always)",
+                   "SGLANG_DISABLE_OUTLINES_DISK_CACHE": "--disable-outlines-disk-cache as 0/1 (always)",
+                   "SGLANG_USE_CUDA_IPC_TRANSPORT": "1 when multimodal features go over CUDA IPC (the default "
+                                                    "on one node)",
+                   "SGLANG_OPT_FP8_WO_A_GEMM": "from the FP8 GEMM choice (False unless enabled)",
+                   "SGLANG_RUN_ID": "a new id per launch (always)"}
+
+
 def _forced(v: tuple[int, ...] | None) -> dict[str, str]:
-    """What `_set_envs_and_config` writes into os.environ before spawning workers (sglang.md §6)."""
+    """What `_set_envs_and_config` writes into os.environ before spawning workers (sglang.md §6); None: every
+    supported version's names (how: the newest's)."""
     if v is not None and v < (0, 5):
         return {"NCCL_CUMEM_ENABLE": "0 (always)", "NCCL_NVLS_ENABLE": "--enable-nccl-nvls (always)",
                 "CUDA_DEVICE_MAX_CONNECTIONS": "4 (always)", "TORCH_NCCL_AVOID_RECORD_STREAMS": "1 (always)"}
     out = {"NCCL_CUMEM_ENABLE": "0 unless set by the user", "NCCL_NVLS_ENABLE": "0 unless set by the user",
            "CUDA_DEVICE_MAX_CONNECTIONS": "8 (always)"}
-    if v is not None and v < (0, 5, 10):
-        out["CUDA_MODULE_LOADING"] = "AUTO (always)"  # 0.5.9's _set_envs_and_config; gone by 0.5.2x
+    if v is None or v < (0, 5, 18):
+        out["CUDA_MODULE_LOADING"] = "AUTO (always)"  # 0.5.9 and the real 0.5.17 children; gone by 0.5.23
+    if v is None or (0, 5, 17) <= v < (0, 5, 18):  # seen on 0.5.17; the other versions keep the documented set
+        out.update(_FROM_ARGS_0517)
     return out
 
 
 class SGLang:
-    """SGLang at one version (None: tolerant of 0.5.9 and 0.5.23 shapes alike)."""
+    """SGLang at one version (None: tolerant of 0.5.9, 0.5.17 and 0.5.23 shapes alike)."""
 
     name: str = "sglang"
     package: str = "sglang"
@@ -175,4 +192,5 @@ class SGLang:
 
 
 SGLANG_0_5_9 = SGLang("0.5.9")
+SGLANG_0_5_17 = SGLang("0.5.17")
 SGLANG_0_5_23 = SGLang("0.5.23")

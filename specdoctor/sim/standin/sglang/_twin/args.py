@@ -1,8 +1,10 @@
-"""SGLang's server flags (real names, aliases, argparse prefix abbreviation) for 0.5.9 and 0.5.23."""
+"""SGLang's server flags (real names, aliases, argparse prefix abbreviation) for 0.5.9, 0.5.17 and 0.5.23."""
 
 from __future__ import annotations
 
 import argparse
+
+from .versions import measured_0517
 
 __all__ = ["build_parser", "parse_server_args", "resolve"]
 
@@ -38,6 +40,7 @@ def build_parser(version: str, prog: str) -> argparse.ArgumentParser:
     a("--model-path", "--model", type=str, required=True, dest="model_path")
     a("--tokenizer-path", type=str, default=None)
     a("--tokenizer-mode", type=str, default="auto")
+    a("--skip-tokenizer-init", action="store_true")
     a("--load-format", type=str, default="auto")
     a("--trust-remote-code", action="store_true")
     a("--dtype", type=str, default="auto")
@@ -114,6 +117,8 @@ def build_parser(version: str, prog: str) -> argparse.ArgumentParser:
         a("--cuda-graph-max-bs-prefill", type=int, default=None)
         a("--cuda-graph-backend-decode", type=str, default="full", choices=["full", "breakable", "disabled"])
         a("--cuda-graph-backend-prefill", type=str, default="full", choices=["full", "breakable", "disabled"])
+        if measured_0517(version):  # still accepted, with a warning (the real 0.5.17 log)
+            a("--cuda-graph-max-bs", type=int, default=None, dest="deprecated_cuda_graph_max_bs")
     else:
         a("--disable-cuda-graph", action="store_true")
         a("--disable-cuda-graph-padding", action="store_true")
@@ -133,6 +138,10 @@ def resolve(ns: argparse.Namespace, version: str, architecture: str, gpu_mem_gb:
         args["disable_cuda_graph"] = True
     if new and args.get("disable_decode_cuda_graph"):
         args["disable_cuda_graph"] = True
+    if args.pop("deprecated_cuda_graph_max_bs", None) is not None:
+        args["cuda_graph_max_bs_decode"] = args["cuda_graph_max_bs_decode"] or ns.deprecated_cuda_graph_max_bs
+        warnings.append("\x1b[1;33m'--cuda-graph-max-bs' is deprecated and will be removed in a future release. "
+                        "Use '--cuda-graph-max-bs-decode' instead.\x1b[0m")
     if args.get("speculative_algorithm"):
         args["speculative_algorithm"] = args["speculative_algorithm"].upper()
         if args["speculative_algorithm"] == "NEXTN":

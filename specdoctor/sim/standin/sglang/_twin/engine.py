@@ -10,6 +10,7 @@ import uuid
 
 from .config import log
 from .perf import accept_length, alpha_for_request, step_ms_at
+from .versions import measured_0517
 
 __all__ = ["Engine", "Plan"]
 
@@ -26,6 +27,7 @@ class Plan:
         self.prompt_tokens = prompt_tokens
         self.max_new = max_new
         self.rid = uuid.uuid4().hex
+        self.started = time.time()
 
     @property
     def e2e_ms(self) -> float:
@@ -184,10 +186,18 @@ class Engine:
         else:
             meta["num_retractions"] = 0
             meta["reasoning_tokens"] = 0
+        m0517 = measured_0517(self.version)
+        if m0517:  # the real 0.5.17 order and names (fixtures/sglang-0.5.17-h200/*/generate.json)
+            t0 = plan.started
+            meta = {k: meta[k] for k in ("id", "finish_reason", "prompt_tokens", "weight_version", "num_retractions")}
+            meta.update({"forward_entry_time": t0 + 0.0012, "prefill_finished_time": t0 + plan.ttft_ms / 1000.0,
+                         "queue_time": 0.0004, "reasoning_tokens": 0})
         meta.update({"completion_tokens": produced, "cached_tokens": 0})
+        if m0517:
+            meta.update({"cached_tokens_details": None, "dp_rank": None})
         if finished:
             meta["e2e_latency"] = plan.e2e_ms / 1000.0
-            if self.args.get("enable_metrics"):  # the request's time stats (tokenizer_manager, --enable-metrics)
+            if self.args.get("enable_metrics") and not m0517:  # the request's time stats (tokenizer_manager, --enable-metrics)
                 meta["first_token_latency"] = plan.ttft_ms / 1000.0
             verify_ct = len(plan.steps)
             if self.perf["speculative"] and verify_ct > 0:
@@ -203,4 +213,17 @@ class Engine:
                 else:
                     meta["spec_num_correct_drafts"] = correct
                     meta["spec_num_proposed_drafts"] = proposed
+                if m0517:
+                    hist = [0] * nd
+                    for s in plan.steps:
+                        hist[min(s[2], nd - 1)] += 1
+                    meta.update({"spec_verify_ct": verify_ct, "spec_accepted_drafts": correct,
+                                 "spec_proposed_drafts": proposed, "spec_correct_drafts_histogram": hist[:nd - 1],
+                                 "spec_accept_histogram": hist[:nd - 1]})
+            if m0517:
+                e2e = plan.e2e_ms / 1000.0
+                meta.update({"request_received_ts": plan.started, "api_server_dispatch_finish_ts": plan.started + 3e-4,
+                             "request_finished_ts": plan.started + e2e,
+                             "decode_throughput": produced / max(e2e - plan.ttft_ms / 1000.0, 1e-6),
+                             "response_sent_to_client_ts": plan.started + e2e + 3e-4})
         return meta

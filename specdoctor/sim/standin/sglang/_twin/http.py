@@ -7,6 +7,7 @@ import time
 from http.server import BaseHTTPRequestHandler
 
 from .config import log
+from .versions import measured_0517
 
 __all__ = ["make_handler", "run_generate"]
 
@@ -46,7 +47,8 @@ def run_generate(state: dict, req: dict, emit) -> dict:
             time.sleep(delay)
 
     def chunk(n: int, finished: bool) -> dict:
-        return {"text": text[: _cut(text, n)], "output_ids": ids[:n], "meta_info": engine.meta_info(plan, n, finished)}
+        out = {"output_ids": ids[:n], "meta_info": engine.meta_info(plan, n, finished)}
+        return out if state["args"].get("skip_tokenizer_init") else {"text": text[: _cut(text, n)], **out}
 
     try:
         wait_until(model_ms)
@@ -94,7 +96,15 @@ def _server_info(state: dict) -> dict:
     body.update({"status": "ready", "max_total_num_tokens": engine.max_total_tokens,
                  "max_req_input_len": engine.max_total_tokens - 1,
                  "internal_states": [internal], "version": version})
-    if not version.startswith("0.5.9"):
+    if measured_0517(version):
+        graph = {k: 0.0 for k in ("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend")}
+        graph.update({"prefill": 0.9, **({"target_verify": 0.07, "draft_prefill": 0.78, "draft_decode": 0.06,
+                                          "draft_extend": 0.06} if engine.perf["speculative"] else {"decode": 0.04})})
+        internal["memory_usage"].update({"startup_available": 88.6, "token_capacity_swa": None, "graph": graph})
+        for key in ("hidden_size", "cuda_graph_bs"):  # the twin's own; not ServerArgs fields of 0.5.17
+            body.pop(key, None)
+            internal.pop(key, None)
+    elif not version.startswith("0.5.9"):
         body["startup_time"] = state["started"]
         body["launch_command"] = " ".join(state["argv"])
         body["frontend"] = "python"
@@ -107,7 +117,21 @@ def _model_info(state: dict) -> dict:
             "preferred_sampling_params": None, "weight_version": "default", "has_image_understanding": True,
             "has_audio_understanding": False, "model_type": hf.get("model_type"),
             "architectures": hf.get("architectures")}
-    if not state["version"].startswith("0.5.9"):
+    if measured_0517(state["version"]):  # the real 0.5.17 body (fixtures): an embedding block, no 0.5.23 names
+        info["has_image_understanding"] = False
+        info["embedding"] = {"family": "none", "task": "none", "execution": "none", "attention": "none",
+                             "pooling": "model_defined", "normalize": False, "postprocessor": "none",
+                             "tokenizer_special_tokens": "model_default", "supports_dimensions": False,
+                             "supports_token_embeddings": False, "supports_multimodal": False,
+                             "requires_embedding_flag": False, "auto_enable_embedding": False,
+                             "bcg_eligibility": "disabled", "safe_disable_kv_cache": False,
+                             "safe_disable_radix_cache": False, "safe_disable_chunked_prefill": False,
+                             "enabled": False, "matryoshka_dimensions": [],
+                             "bcg": {"prefill_backend": "breakable", "enabled": True, "capture_token_budget": 8192,
+                                     "capture_batch_sizes": []},
+                             "cache": {"kv_cache_disabled": False, "radix_cache_disabled": False,
+                                       "chunked_prefill_disabled": False}}
+    elif not state["version"].startswith("0.5.9"):
         info.update({"served_model_name": args["served_model_name"], "load_format": args.get("load_format"),
                      "reasoning_parser": args.get("reasoning_parser"), "tool_call_parser": args.get("tool_call_parser"),
                      "disaggregation_mode": "null"})
@@ -159,7 +183,8 @@ def make_handler():
         def _send(self, code: int, body, ctype: str = "application/json") -> None:
             data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
             self.send_response(code)
-            self.send_header("content-type", ctype)
+            if ctype:
+                self.send_header("content-type", ctype)
             self.send_header("content-length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
@@ -181,8 +206,24 @@ def make_handler():
             st = self._state()
             path = self.path.split("?", 1)[0]
             new = not st["version"].startswith("0.5.9")
+            m0517 = measured_0517(st["version"])
             if path in ("/health", "/health_generate"):
-                return self._send(200 if st["ready"] else 503, "" if st["ready"] else "starting", "text/plain")
+                return self._send(200 if st["ready"] else 503, "" if st["ready"] or m0517 else "starting",
+                                  "" if m0517 else "text/plain")
+            if m0517 and path == "/ping":
+                return self._send(200, "", "")
+            if m0517 and path in ("/get_load", "/v1/loads"):
+                if path == "/get_load":
+                    log("Endpoint '/get_load' is deprecated and will be removed in a future version. "
+                        "Please use '/v1/loads' instead.")
+                e = st["engine"]
+                return self._send(200, [{"dp_rank": 0, "num_reqs": e.running, "num_waiting_reqs": 0,
+                                         "num_tokens": e.running_tokens, "num_pending_tokens": 0,
+                                         "ts_tic": time.monotonic()}])
+            if m0517 and path in ("/get_weight_version", "/weight_version"):
+                return self._send(404, {"object": "error", "message": "Endpoint '/get_weight_version' or "
+                                        "'/weight_version' is deprecated. Please use '/model_info' instead.",
+                                        "type": "404", "param": None, "code": 404})
             if path == "/ready" and new:
                 return self._send(200 if st["ready"] else 503, {"status": "ready" if st["ready"] else "starting"})
             if path in ("/server_info", "/get_server_info"):
@@ -203,7 +244,9 @@ def make_handler():
                 a = st["args"]
                 return self._send(200, {"object": "list", "data": [
                     {"id": a["served_model_name"], "object": "model", "created": int(st["started"]),
-                     "owned_by": "sglang", "root": a["model_path"], "max_model_len": a.get("context_length") or 262144}]})
+                     "owned_by": "sglang", "root": a["model_path"],
+                     **({"parent": None} if measured_0517(st["version"]) else {}),
+                     "max_model_len": a.get("context_length") or 262144}]})
             if path == "/metrics" and st["args"].get("enable_metrics"):
                 return self._send(200, _metrics(st), "text/plain; version=0.0.4; charset=utf-8")
             if path == "/flush_cache":

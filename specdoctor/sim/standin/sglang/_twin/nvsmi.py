@@ -12,6 +12,7 @@ import time
 from .config import load_twin, sandbox_root
 from .gpumem import alive
 from .perf import effective_sm_mhz
+from .versions import measured_0517
 
 __all__ = ["main"]
 
@@ -343,6 +344,7 @@ def _pmon(twin: dict) -> str:
 
 def _table(twin: dict) -> int:
     hw = twin["hardware"]
+    real_0517 = measured_0517(twin["version"])
     w = sys.stdout.write
     w(time.strftime("%a %b %d %H:%M:%S %Y") + "\n")
     w("+-----------------------------------------------------------------------------------------+\n")
@@ -353,12 +355,15 @@ def _table(twin: dict) -> int:
         w(f"| {g['index']:>3}  {g['name'][:31]:<31}{pm:>4} |{g['bus_id']:>17} Off |{'Off':>21} |\n")
         w(f"| N/A   {g['temp']}C    {g['pstate']}  {g['power']:>8.0f}W / {g['power_limit']:>4.0f}W |"
           f"{g['mem_used']:>9}MiB / {g['mem_total']:>6}MiB |      0%      Default |\n")
+        if real_0517:  # the real H200 table's third row (MIG M.)
+            w("|                                         |                        |             Disabled |\n")
     w("+-----------------------------------------------------------------------------------------+\n")
     procs = _gpu_procs()
     w("| Processes:                                                                              |\n")
     if not procs:
         w("|  No running processes found                                                             |\n")
     for p in sorted(procs, key=lambda p: p["gpu"]):
-        w(f"| {p['gpu']:>4}   N/A  N/A  {p['pid']:>8}      C   {p['name'][:38]:<38}  {'N/A':>9} |\n")
+        mem = f"{p['mem']}MiB" if real_0517 and p.get("mem") else "N/A"  # the real table shows each one's MiB
+        w(f"| {p['gpu']:>4}   N/A  N/A  {p['pid']:>8}      C   {p['name'][:38]:<38}  {mem:>9} |\n")
     w("+-----------------------------------------------------------------------------------------+\n")
     return 0

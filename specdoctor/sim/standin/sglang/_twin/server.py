@@ -16,7 +16,9 @@ from .config import load_twin, log, sandbox_root
 from .engine import Engine
 from .gpumem import launch_seconds
 from .http import make_handler
-from .workers import proc_starttime, spawn_children
+from .startup0517 import log_startup_0517
+from .versions import measured_0517
+from .workers import proc_starttime, spawn_children, start_resource_tracker
 
 __all__ = ["main"]
 
@@ -44,9 +46,16 @@ def _force_env(args: dict, version: str) -> None:
     if "NCCL_NVLS_ENABLE" not in env or args.get("enable_nccl_nvls") or args.get("enable_symm_mem"):
         env["NCCL_NVLS_ENABLE"] = str(int(bool(args.get("enable_nccl_nvls") or args.get("enable_symm_mem"))))
     env["CUDA_DEVICE_MAX_CONNECTIONS"] = "8"
-    if version.startswith("0.5.9"):
+    if version.startswith("0.5.9") or measured_0517(version):
         env["CUDA_MODULE_LOADING"] = "AUTO"
-    else:
+    if measured_0517(version):  # what the real 0.5.17 children carry besides (procs.json)
+        env.update({"SGLANG_USE_CUDA_IPC_TRANSPORT": "1", "SGLANG_ENABLE_TORCH_COMPILE": "0",
+                    "SGLANG_DISABLE_OUTLINES_DISK_CACHE": "0", "SGLANG_ENABLE_DETERMINISTIC_INFERENCE": "0",
+                    "SGLANG_OPT_FP8_WO_A_GEMM": "False", "SGLANG_RUN_ID": f"sglang-run-{time.time()}-{os.getpid()}"})
+        for name, value in (("CUTE_DSL_LOG_TO_CONSOLE", "0"), ("DG_JIT_CACHE_DIR", os.path.join(
+                sandbox_root(), "home", ".cache", "deep_gemm")), ("DG_JIT_USE_NVRTC", "0"), ("TLLM_LOG_LEVEL", "error")):
+            env.setdefault(name, value)
+    if not version.startswith("0.5.9"):
         if env.get("TRTLLM_ENABLE_PDL") != "0":
             env["TRTLLM_ENABLE_PDL"] = "1"
         env.setdefault("CUTE_DSL_LOG_LEVEL", "30")
@@ -121,6 +130,7 @@ def main(argv: list[str], prog: str, entry: str) -> int:
             f"({args['host']!r}, {args['port']}): {exc.strerror.lower() if exc.strerror else exc}")
         return 1
     httpd.daemon_threads = True
+    launch_env = set(os.environ)
     _force_env(args, version)
     worker_env = dict(os.environ)
     for name in twin["server"].get("worker_env_drop") or []:
@@ -128,7 +138,9 @@ def main(argv: list[str], prog: str, entry: str) -> int:
     worker_env.update(twin["server"].get("worker_env_set") or {})
     tp = int(args["tp_size"])
     tag = "TP0" if tp > 1 else ""
-    payload = {"tp": tp, "parent": os.getpid(), "args": args}
+    payload = {"tp": tp, "parent": os.getpid(), "args": args,
+               "title_hides_env": [k for k in worker_env if k not in launch_env] if measured_0517(version) else None}
+    tracker = start_resource_tracker(worker_env) if measured_0517(version) else None
     children = spawn_children(tp, worker_env, payload)
     pid_dir = os.path.join(root, "run", "pids")
     os.makedirs(pid_dir, exist_ok=True)
@@ -144,7 +156,7 @@ def main(argv: list[str], prog: str, entry: str) -> int:
         json.dump({"port": args["port"], "procs": procs}, fh)
 
     def stop_children() -> None:
-        for _, p in children:
+        for _, p in children + ([("resource_tracker", tracker)] if tracker else []):
             if p.poll() is None:
                 p.kill()
         for _, p in children:
@@ -192,26 +204,17 @@ def main(argv: list[str], prog: str, entry: str) -> int:
             json.dump({"port": args["port"], "procs": procs}, fh)
     mem = float(hw.get("memory_gb", 96.0))
     lt = launch_seconds(twin, speculative=bool(perf["speculative"]), cuda_graph=not args.get("disable_cuda_graph"))
-    log(f"Load weight end. elapsed={lt.load_s:.2f} s, type={arch}, dtype=torch.bfloat16, "
-        f"avail mem={mem * 0.38:.2f} GB, mem usage={mem * 0.6:.2f} GB.", tag)
-    if perf["speculative"]:
-        with open(os.path.join(args["speculative_draft_model_path"], "config.json"), encoding="utf-8") as fh:
-            darch = (json.load(fh).get("architectures") or ["LlamaForCausalLMEagle3"])[0]
-        log(f"Load weight begin. avail mem={mem * 0.38:.2f} GB", tag)
-        log(f"Load weight end. elapsed={lt.draft_load_s:.2f} s, type={darch}, dtype=torch.bfloat16, "
-            f"avail mem={mem * 0.36:.2f} GB, mem usage={mem * 0.02:.2f} GB.", tag)
     max_total = int(twin["server"].get("max_total_num_tokens", 400000))
-    log(f"KV Cache is allocated. #tokens: {max_total}, KV size: {mem * 0.25:.2f} GB", tag)
-    if not args.get("disable_cuda_graph"):
-        log(f"Capture cuda graph begin. This can take up to several minutes. avail mem={mem * 0.1:.2f} GB", tag)
-        log(f"Capture cuda graph end. Time elapsed: {lt.graph_s:.2f} s. mem usage=1.21 GB. "
-            f"avail mem={mem * 0.09:.2f} GB.", tag)
+    if measured_0517(version):
+        darch = None
         if perf["speculative"]:
-            log(f"Capture draft cuda graph end. Time elapsed: {lt.draft_graph_s:.2f} s. mem usage=0.21 GB. "
-                f"avail mem={mem * 0.08:.2f} GB.", tag)
-    log(f"max_total_num_tokens={max_total}, chunked_prefill_size={args['chunked_prefill_size']}, "
-        f"max_prefill_tokens={args['max_prefill_tokens']}, max_running_requests={args['max_running_requests']}, "
-        f"context_len={args.get('context_length') or 262144}", tag)
+            with open(os.path.join(args["speculative_draft_model_path"], "config.json"), encoding="utf-8") as fh:
+                darch = (json.load(fh).get("architectures") or ["LlamaForCausalLMEagle3"])[0]
+        gm = twin.get("gpu_memory") or {}
+        log_startup_0517(lambda m: log(m, tag), args=args, lt=lt, mem_gb=mem, weights_gb=float(gm.get("weights_gb", 16)),
+                         draft_gb=float(gm.get("draft_gb", 1.0)), arch=arch, darch=darch, max_total=max_total)
+    else:
+        _log_startup(args, lt, perf, mem, arch, max_total, tag)
     seed = int(twin.get("seed", 0)) * 1000003 + _launch_counter(root)
     engine = Engine(perf, args, version, seed, float(twin.get("time_scale", 200.0)), max_total)
     httpd.twin_state = {"engine": engine, "args": args, "twin": twin, "version": version, "ready": False,  # type: ignore[attr-defined]
@@ -233,6 +236,8 @@ def main(argv: list[str], prog: str, entry: str) -> int:
 
         run_generate(httpd.twin_state, {"text": "The capital city of France is",  # type: ignore[attr-defined]
                                         "sampling_params": {"max_new_tokens": 8, "temperature": 0}}, None)
+        if measured_0517(version):  # the real warm-up took ~5 s: /health answered 503 all along
+            time.sleep(5.0 / float(twin.get("time_scale", 200.0)))
         log('INFO:     127.0.0.1:0 - "POST /generate HTTP/1.1" 200 OK')
     httpd.twin_state["ready"] = True  # type: ignore[attr-defined]
     log("The server is fired up and ready to roll!")
@@ -246,3 +251,26 @@ def main(argv: list[str], prog: str, entry: str) -> int:
         httpd.server_close()
         stop_children()
     return 0
+
+
+def _log_startup(args: dict, lt, perf: dict, mem: float, arch: str, max_total: int, tag: str) -> None:
+    """0.5.9/0.5.23 start-up lines as documented (sglang.md)."""
+    log(f"Load weight end. elapsed={lt.load_s:.2f} s, type={arch}, dtype=torch.bfloat16, "
+        f"avail mem={mem * 0.38:.2f} GB, mem usage={mem * 0.6:.2f} GB.", tag)
+    if perf["speculative"]:
+        with open(os.path.join(args["speculative_draft_model_path"], "config.json"), encoding="utf-8") as fh:
+            darch = (json.load(fh).get("architectures") or ["LlamaForCausalLMEagle3"])[0]
+        log(f"Load weight begin. avail mem={mem * 0.38:.2f} GB", tag)
+        log(f"Load weight end. elapsed={lt.draft_load_s:.2f} s, type={darch}, dtype=torch.bfloat16, "
+            f"avail mem={mem * 0.36:.2f} GB, mem usage={mem * 0.02:.2f} GB.", tag)
+    log(f"KV Cache is allocated. #tokens: {max_total}, KV size: {mem * 0.25:.2f} GB", tag)
+    if not args.get("disable_cuda_graph"):
+        log(f"Capture cuda graph begin. This can take up to several minutes. avail mem={mem * 0.1:.2f} GB", tag)
+        log(f"Capture cuda graph end. Time elapsed: {lt.graph_s:.2f} s. mem usage=1.21 GB. "
+            f"avail mem={mem * 0.09:.2f} GB.", tag)
+        if perf["speculative"]:
+            log(f"Capture draft cuda graph end. Time elapsed: {lt.draft_graph_s:.2f} s. mem usage=0.21 GB. "
+                f"avail mem={mem * 0.08:.2f} GB.", tag)
+    log(f"max_total_num_tokens={max_total}, chunked_prefill_size={args['chunked_prefill_size']}, "
+        f"max_prefill_tokens={args['max_prefill_tokens']}, max_running_requests={args['max_running_requests']}, "
+        f"context_len={args.get('context_length') or 262144}", tag)

@@ -21,7 +21,7 @@ import time
 from .config import load_twin, log, sandbox_root
 from .perf import evaluate, live_contention, patch_present
 
-__all__ = ["proc_starttime", "source_tree", "spawn_children", "worker_main"]
+__all__ = ["proc_starttime", "source_tree", "spawn_children", "start_resource_tracker", "worker_main"]
 
 PR_SET_NAME = 15
 PR_SET_PDEATHSIG = 1
@@ -66,6 +66,35 @@ def spawn_children(tp: int, env: dict[str, str], payload: dict) -> list[tuple[st
         proc.stdin.close()
         children.append((title, proc))
     return children
+
+
+def start_resource_tracker(env: dict[str, str]) -> subprocess.Popen:
+    """multiprocessing's resource_tracker, as the real main starts it: untitled, reading a pipe until it closes."""
+    read_fd, write_fd = os.pipe()
+    env = {**env, "KMP_DUPLICATE_LIB_OK": "True", "KMP_INIT_AT_FORK": "FALSE",
+           "TORCHINDUCTOR_CACHE_DIR": os.path.join(env.get("HOME", "/tmp"), ".cache", "torchinductor")}
+    proc = subprocess.Popen([sys.executable, "-B", "-c", f"from multiprocessing.resource_tracker import main;main({read_fd})"],
+                            pass_fds=(read_fd,), env=env, stdin=subprocess.DEVNULL)
+    os.close(read_fd)
+    os.set_inheritable(write_fd, False)
+    proc.twin_pipe = write_fd  # type: ignore[attr-defined]  # held open for the server's lifetime
+    return proc
+
+
+def _hide_environ(keep: list[str]) -> None:
+    """What setproctitle leaves in /proc/PID/environ on the real 0.5.17 children: only the variables SGLang
+    added last (procs.json); the launch environment is overwritten by the title. C getenv keeps working
+    because the environment is first copied off the area, as setproctitle does."""
+    with open("/proc/self/stat", encoding="utf-8") as fh:
+        fields = fh.read().rsplit(")", 1)[1].split()
+    start, end = int(fields[47]), int(fields[48])  # env_start, env_end (proc(5) fields 50 and 51)
+    libc = ctypes.CDLL(None, use_errno=True)
+    items = dict(os.environ)
+    libc.clearenv()
+    for k, v in items.items():
+        libc.setenv(k.encode(), v.encode(), 1)
+    blob = b"".join(f"{k}={items[k]}\0".encode() for k in keep if k in items)[: end - start]
+    ctypes.memmove(start, blob.ljust(end - start, b"\0"), end - start)
 
 
 def _prctl(title: str) -> None:
@@ -161,9 +190,14 @@ def worker_main(role: str, rank: int, payload: dict) -> None:
         result = evaluate(twin, dict(os.environ), args, present, live_contention(sandbox_root(), twin))
         log("Init torch distributed begin.", tag)
         gpu_mem = float(twin["hardware"].get("memory_gb", 96.0))
-        log(f"Load weight begin. avail mem={gpu_mem - 1.2:.2f} GB", tag)
+        if payload.get("title_hides_env") is not None:  # 0.5.17: the parent logs loading (startup0517)
+            log("Init torch distributed ends. elapsed=0.05 s, mem usage=0.09 GB", tag)
+        else:
+            log(f"Load weight begin. avail mem={gpu_mem - 1.2:.2f} GB", tag)
         _emit({"ready": True, "perf": result})
     else:
         _emit({"ready": True})
+    if payload.get("title_hides_env") is not None:
+        _hide_environ(payload["title_hides_env"])
     while True:  # idle until the parent goes (PDEATHSIG) or we are signalled
         time.sleep(3600)

@@ -404,11 +404,14 @@ def _phase_blocks(r: Report) -> list[Block]:
             if st is not None]
     over = (f"; the profiler cost {p.overhead.pct:.1f} % tok/s ({fmt.num(p.overhead.tps_without)} → "
             f"{fmt.num(p.overhead.tps_with)}; profiled runs are used for phase times only)" if p.overhead else "")
-    out: list[Block] = [Para([f"Phase times per cycle ({p.source}, {p.cycles} cycles, k = {p.steps}){over}:"]),
-                        Table(["phase", "ms", "cycles", "95% CI", "CPU ms", "source"], rows)]
+    head = f"Phase times per cycle ({p.source}, {p.cycles} cycles, k = {p.steps}){over}"
+    short = "; ".join(f"{name} {fmt.num(st.ms, 2)} ms {_ci(*(st.ci or (None, None)))}"
+                      for name, st in (("draft/step", p.draft_ms), ("verify", p.verify_ms),
+                                       ("draft-extend", p.draft_extend_ms), ("decode", p.decode_ms)) if st is not None)
+    table: list[Block] = [Table(["phase", "ms", "cycles", "95% CI", "CPU ms", "source"], rows)]
     if p.notes:
-        out.append(Bullets([[n] for n in p.notes]))
-    return out
+        table.append(Bullets([[n] for n in p.notes]))
+    return [Details(head, table, md_short=[Para([f"{head}: {short}."])])]
 
 
 def _suspects(r: Report) -> Section:

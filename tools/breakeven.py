@@ -92,6 +92,8 @@ class BreakevenInput(BreakevenRun):
                                          description="Speedups over baseline to compute the required α/τ for.")
     max_steps: int = Field(default=8, ge=1, le=32, description="Predict tok/s for k = 1..max_steps.")
     reference: BreakevenRun | None = Field(default=None, description="The good run, to say which term moved.")
+    phases_source: str | None = Field(default=None, description="Where verify/draft/overhead ms were measured "
+                                      "(phase_times' source), carried into the analysis.")
 
 
 class _Resolved(BaseModel):
@@ -249,7 +251,8 @@ def analyze(inp: BreakevenInput) -> BreakevenAnalysis:
         tau_star_components=None if r.cycle_components is None else round(r.cycle_components / r.decode_ms, 4),
         tau_star_shortcut=None if r.cycle_throughput is None else round(r.cycle_throughput / r.decode_ms, 4),
         accept_len=r.tau, steps=steps, steps_assumed=assumed, draft_ms=r.draft_ms, verify_ms=r.verify_ms,
-        overhead_ms=r.overhead_ms, notes=notes)
+        overhead_ms=r.overhead_ms, phase_source=inp.phases_source if r.cycle_components is not None else None,
+        notes=notes)
     if r.tau is not None:
         res.margin = round(r.tau - tau_star, 4)
         res.alpha = round(alpha_from_accept_length(r.tau, steps), 4)

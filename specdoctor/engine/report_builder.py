@@ -27,6 +27,7 @@ from specdoctor.models import (
     MeasureFacts,
     SubtractionFact,
 )
+from specdoctor.models.phases import PhaseTimes, phase_stat
 from specdoctor.report import model as m
 from specdoctor.report.attribution_model import Attribution, Cause, CauseKind
 from specdoctor.report.run_facts import add_run_facts
@@ -125,6 +126,7 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
     _stash(report, r)
     _nccl(report, r)
     report.breakeven = v.latest(BreakevenAnalysis)
+    report.phase_times = _phase_times(v.latest(PhaseTimes), measure)
     for d in values.get("decisions") or []:
         dec = Decision.model_validate(d)
         report.decisions.append(dec.model_copy(update={"command_ids": r.cmds.ids_for_commands(dec.evidence)}))
@@ -188,6 +190,16 @@ def _enrich(report: m.Report, r: _Reader) -> None:
     prop = r.v.result("propagation", Propagation)
     if prop is not None and prop.sitecustomize:
         report.meta.sitecustomize = prop.sitecustomize
+
+
+def _phase_times(p: PhaseTimes | None, measure: MeasureFacts) -> PhaseTimes | None:
+    """The profiled phases, with plain decode derived from the baseline runs when no trace timed it (a speculative
+    server runs no plain decode)."""
+    base = measure.baseline.samples if measure.baseline is not None else []
+    if p is None or p.decode_ms is not None or not base:
+        return p
+    return p.model_copy(update={"decode_ms": phase_stat([1000.0 / x for x in base if x > 0],
+                                                        "derived: 1000 / baseline tok/s (batch 1)")})
 
 
 def _findings(report: m.Report, r: _Reader, verdict: Verdict | None, measure: MeasureFacts) -> None:

@@ -69,6 +69,8 @@ class BreakevenAnalysis(BaseModel):
     draft_ms: float | None = None
     verify_ms: float | None = None
     overhead_ms: float = 0.0
+    phase_source: str | None = Field(default=None, description="Where draft/verify/overhead came from (e.g. "
+                                     "'profiler-gpu': measured by the engine's profiler); None: typed or absent.")
     alpha: float | None = Field(default=None, description="Per-token acceptance from τ at k.")
     verify_model: str = Field(default="", description="How t_verify(N) is modelled for other k.")
     predictions: list[KPrediction] = Field(default_factory=list)

@@ -388,7 +388,30 @@ def _measurements(r: Report) -> Section:
         return s
     s.blocks.append(Table(_MEAS_HEAD, _measurement_rows(r.measurements, len(r.commands))))
     s.blocks.append(Figure("throughput", "Throughput per configuration (one point per run)"))
+    s.blocks += _phase_blocks(r)
     return s
+
+
+def _phase_blocks(r: Report) -> list[Block]:
+    """Per-cycle phase times: what each phase costs, how many cycles measured it, and which instrument."""
+    p = r.phase_times
+    if p is None:
+        return []
+    rows = [_cells(name, fmt.num(st.ms, 2), str(len(st.samples)), _ci(*(st.ci or (None, None))),
+                   fmt.num(st.cpu_ms, 2), st.source)
+            for name, st in (("draft (one step)", p.draft_ms), ("verify", p.verify_ms),
+                             ("draft-extend", p.draft_extend_ms), ("cycle", p.cycle_ms), ("plain decode", p.decode_ms))
+            if st is not None]
+    over = (f"; the profiler cost {p.overhead.pct:.1f} % tok/s ({fmt.num(p.overhead.tps_without)} → "
+            f"{fmt.num(p.overhead.tps_with)}; profiled runs are used for phase times only)" if p.overhead else "")
+    head = f"Phase times per cycle ({p.source}, {p.cycles} cycles, k = {p.steps}){over}"
+    short = "; ".join(f"{name} {fmt.num(st.ms, 2)} ms {_ci(*(st.ci or (None, None)))}"
+                      for name, st in (("draft/step", p.draft_ms), ("verify", p.verify_ms),
+                                       ("draft-extend", p.draft_extend_ms), ("decode", p.decode_ms)) if st is not None)
+    table: list[Block] = [Table(["phase", "ms", "cycles", "95% CI", "CPU ms", "source"], rows)]
+    if p.notes:
+        table.append(Bullets([[n] for n in p.notes]))
+    return [Details(head, table, md_short=[Para([f"{head}: {short}."])])]
 
 
 def _suspects(r: Report) -> Section:
@@ -729,7 +752,7 @@ def _breakeven(r: Report) -> Section:
             _cells("per-token acceptance α at k", f"{fmt.num(b.alpha, 3)} at k = {b.steps}{k_note}"
                    + (f"; best k for this α: {b.best_steps}" if b.best_steps is not None else "")),
             _cells("baseline → speculative", f"{fmt.num(b.baseline_tps)} → {fmt.num(b.spec_tps)} tok/s{pred}{speedup}"),
-            _cells("time per step, ms", times),
+            _cells("time per step, ms", times + (f" ({b.phase_source}: measured)" if b.phase_source and times else "")),
             _cells("dominant term", b.dominant_term or fmt.DASH), _cells("verify model", b.verify_model or fmt.DASH)]
     rows = [row for row in rows if not _empty(row[1])]
     s.blocks.append(Table(["quantity", "value"], rows))

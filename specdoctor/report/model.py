@@ -14,6 +14,7 @@ from specdoctor.host.audit import AuditEntry
 from specdoctor.models import BreakevenAnalysis, Decision, EnvRow, Evidence, Measurement, StrictModel
 from specdoctor.models.base import str_keys as _str_keys
 from specdoctor.models.box import BoxLeftFact
+from specdoctor.models.phases import PhaseTimes
 from specdoctor.report.attribution_model import Attribution, BisectTrial, Cause
 
 __all__ = [
@@ -290,6 +291,8 @@ class Report(_Model):
     stash: StashRecord | None = None
     nccl: NcclSection | None = None
     breakeven: BreakevenAnalysis | None = None
+    phase_times: PhaseTimes | None = Field(default=None, description="Draft/verify/draft-extend/decode ms per "
+                                           "cycle with samples, CIs and their source (the engine's profiler first).")
     decisions: list[Decision] = Field(default_factory=list)
     game_plan: list[Action] = Field(default_factory=list, description="Ranked, best first.")
     commands: list[AuditEntry] = Field(default_factory=list, description="The audit log, in order.")

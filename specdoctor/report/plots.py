@@ -174,6 +174,9 @@ def breakeven_plot(report: Report) -> bytes | None:
     ax.set_xlabel("accept length τ (tokens per verify, bonus included)")
     ax.set_ylabel("speculative tok/s")
     ax.grid(alpha=0.3)
+    if b.predictions and b.phase_source:
+        ax.set_title(f"other k from measured phases ({b.phase_source}): draft {fmt.num(b.draft_ms, 2)} ms per step, "
+                     f"verify {fmt.num(b.verify_ms, 2)} ms", fontsize=8)
     if not b.predictions:
         ax.set_title("only the measured k's cycle time is known: other k are ranges (draft step between free "
                      "and all of cycle − decode)", fontsize=8)

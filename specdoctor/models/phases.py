@@ -1,0 +1,68 @@
+"""Per-cycle phase times of a speculative server (draft, verify, draft-extend, plain decode) and their source."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from specdoctor.stats.summary import median_ci
+
+__all__ = ["PhaseSource", "PhaseStat", "PhaseTimes", "ProfilerOverhead", "phase_stat"]
+
+PhaseSource = Literal["profiler-gpu", "profiler-cpu", "derived"]
+
+
+class PhaseStat(BaseModel):
+    """One phase's time per cycle: the median of its samples with a 95 % bootstrap CI, and where it came from."""
+
+    ms: float
+    samples: list[float] = Field(default_factory=list)
+    ci: tuple[float, float] | None = None
+    source: str = Field(description="e.g. 'profiler trace, GPU time of step[TARGET_VERIFY …]' or 'derived: …'.")
+    cpu_ms: float | None = Field(default=None, description="Median CPU (launch) time of the same ranges.")
+
+
+def phase_stat(samples: list[float], source: str, cpu: list[float] | None = None) -> PhaseStat | None:
+    if not samples:
+        return None
+    ci = median_ci(samples) if len(samples) > 1 else None
+    return PhaseStat(ms=round(statistics.median(samples), 4), samples=[round(s, 4) for s in samples],
+                     ci=None if ci is None else (round(ci[0], 4), round(ci[1], 4)), source=source,
+                     cpu_ms=round(statistics.median(cpu), 4) if cpu else None)
+
+
+class ProfilerOverhead(BaseModel):
+    """Throughput of the same requests without and with the profiler on."""
+
+    tps_without: float
+    tps_with: float
+
+    @property
+    def pct(self) -> float:
+        return 100.0 * (self.tps_without - self.tps_with) / self.tps_without
+
+
+class PhaseTimes(BaseModel):
+    """Per-cycle phase times of one server (ms); `source` says which instrument gave them."""
+
+    source: PhaseSource
+    draft_ms: PhaseStat | None = Field(default=None, description="One draft step (the draft range / k).")
+    draft_cycle_ms: PhaseStat | None = Field(default=None, description="All k draft steps of a cycle.")
+    verify_ms: PhaseStat | None = None
+    draft_extend_ms: PhaseStat | None = None
+    decode_ms: PhaseStat | None = Field(default=None, description="One plain decode step.")
+    cycle_ms: PhaseStat | None = Field(default=None, description="Draft + verify + draft-extend, per cycle.")
+    steps: int | None = Field(default=None, description="Draft steps k per cycle (the server's launch line).")
+    cycles: int = 0
+    trace_path: str | None = None
+    overhead: ProfilerOverhead | None = None
+    notes: list[str] = Field(default_factory=list)
+
+    def summary_line(self) -> str:
+        parts = [f"{n} {s.ms:.2f} ms" for n, s in (("draft/step", self.draft_ms), ("verify", self.verify_ms),
+                                                   ("draft-extend", self.draft_extend_ms), ("decode", self.decode_ms))
+                 if s is not None]
+        over = f"; profiler overhead {self.overhead.pct:.1f} %" if self.overhead else ""
+        return f"{self.source}: " + ", ".join(parts) + f" ({self.cycles} cycles){over}"

@@ -1,0 +1,173 @@
+"""SGLang's torch-profiler trace (`/start_profile` → `<prefix>-<ts>-TP-0.trace.json.gz`) → per-cycle phase times.
+
+SGLang (0.5.17) names its speculative phases as `user_annotation` ranges on the scheduler thread: `draft`,
+`step[TARGET_VERIFY bs=N]`, `draft_extend`, inside one `scheduler.run_batch` per cycle (prefill batches hold
+`step[EXTEND …]` and a prefill `draft_extend`; a plain server's decode is `step[DECODE bs=N]`). Those CPU ranges
+end when the phase's work is *launched*: CUDA graphs replay asynchronously (the real H200 trace: verify's CPU
+range 1.03 ms, its GPU work 1.83 ms). The profiler projects each range onto the GPU as a `gpu_user_annotation`
+with the same `External id`, spanning the kernels launched inside it; when that projection is missing we
+rebuild it from the kernels whose `correlation` matches a runtime launch (`cudaGraphLaunch`, …) inside the
+range. A phase's time is that GPU span; the kernels' summed duration (`gpu_busy_ms`) says how busy it was.
+"""
+
+from __future__ import annotations
+
+import bisect
+import gzip
+import json
+import re
+from collections import defaultdict
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from .errors import ParseError
+
+__all__ = ["Phase", "PhaseRange", "SGLangTrace", "parse_sglang_trace", "PHASE_OF", "TRACE_NAME"]
+
+Phase = Literal["draft", "verify", "draft_extend", "decode", "extend"]
+#: A trace file as SGLang's profiler names it: `<prefix>-<time.time()>-TP-<rank>.trace.json.gz`.
+TRACE_NAME = re.compile(r"^(?P<prefix>.*?)-?(?P<ts>\d+(?:\.\d+)?)-TP-(?P<rank>\d+)\.trace\.json(?:\.gz)?$")
+_STEP = re.compile(r"^step\[(?P<mode>[A-Z_]+) bs=(?P<bs>\d+)(?: toks=\d+)?\]$")
+_MODE_PHASE: dict[str, Phase] = {"TARGET_VERIFY": "verify", "DECODE": "decode", "EXTEND": "extend"}
+#: The fixed range names SGLang gives its phases (the `step[…]` ranges are matched by `_STEP`).
+PHASE_OF: dict[str, Phase] = {"draft": "draft", "draft_extend": "draft_extend"}
+_CYCLE = "scheduler.run_batch"
+_LAUNCH_CATS = ("cuda_runtime", "cuda_driver")
+_GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
+
+
+class PhaseRange(BaseModel):
+    """One instance of a named phase range: its CPU (launch) time and the GPU time of the work it launched."""
+
+    name: str = Field(description="The range's name in the trace, e.g. 'step[TARGET_VERIFY bs=1]'.")
+    phase: Phase
+    batch_size: int | None = None
+    cpu_ms: float = Field(description="Duration of the CPU `user_annotation` range (launch time under graphs).")
+    gpu_ms: float | None = Field(default=None, description="GPU span of its work: first kernel start to last "
+                                 "kernel end (the profiler's `gpu_user_annotation`, else rebuilt from kernels).")
+    gpu_busy_ms: float | None = Field(default=None, description="Summed duration of the kernels it launched.")
+    kernels: int = 0
+    cycle: int | None = Field(default=None, description="Index of the enclosing `scheduler.run_batch`.")
+    decode_cycle: bool = Field(default=False, description="Its run_batch is a speculative decode cycle "
+                               "(holds a TARGET_VERIFY), so a draft_extend here is the decode one, not prefill's.")
+
+    @property
+    def ms(self) -> float:
+        """The phase's time: GPU span when the trace has GPU events, else the CPU range."""
+        return self.gpu_ms if self.gpu_ms is not None else self.cpu_ms
+
+
+class SGLangTrace(BaseModel):
+    """The phase ranges of one trace and what the trace carried to time them."""
+
+    ranges: list[PhaseRange] = Field(default_factory=list)
+    events: int = 0
+    categories: dict[str, int] = Field(default_factory=dict, description="Event count per `cat`.")
+    gpu_annotations: bool = Field(default=False, description="The trace has `gpu_user_annotation` projections.")
+    process_name: str | None = None
+
+    @property
+    def time_basis(self) -> Literal["gpu", "cpu"]:
+        return "gpu" if self.ranges and all(r.gpu_ms is not None for r in self.ranges) else "cpu"
+
+    def samples(self, phase: Phase) -> list[float]:
+        """One value per cycle in ms; draft-extend only from decode cycles (prefill's is another forward)."""
+        return [r.ms for r in self.ranges if r.phase == phase and (phase != "draft_extend" or r.decode_cycle)]
+
+    def cpu_samples(self, phase: Phase) -> list[float]:
+        return [r.cpu_ms for r in self.ranges if r.phase == phase and (phase != "draft_extend" or r.decode_cycle)]
+
+    def cycles(self) -> int:
+        return len({r.cycle for r in self.ranges if r.decode_cycle})
+
+
+def _phase(name: str) -> tuple[Phase, int | None] | None:
+    if name in PHASE_OF:
+        return PHASE_OF[name], None
+    m = _STEP.match(name)
+    if m and m["mode"] in _MODE_PHASE:
+        return _MODE_PHASE[m["mode"]], int(m["bs"])
+    return None
+
+
+def _load(data: bytes | str) -> dict[str, Any]:
+    raw = data.encode() if isinstance(data, str) else data
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise ParseError(f"not a readable gzip trace: {exc}") from None
+    try:
+        doc = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise ParseError(f"not a JSON trace: {str(exc)[:80]}") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("traceEvents"), list):
+        raise ParseError("not a chrome trace: no 'traceEvents' list")
+    return doc
+
+
+def _num(e: dict[str, Any], key: str) -> float:
+    v = e.get(key)
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v != v:
+        raise ParseError(f"event {str(e.get('name'))[:60]!r} has no numeric {key!r}")
+    return float(v)
+
+
+def parse_sglang_trace(data: bytes | str) -> SGLangTrace:
+    """Read a trace (gzip'd or plain JSON) into its phase ranges; `ParseError` on anything else."""
+    try:
+        return _parse(data)
+    except ParseError:
+        raise
+    except (TypeError, KeyError, AttributeError, ValueError, OverflowError) as exc:
+        raise ParseError(f"malformed trace event: {type(exc).__name__}: {str(exc)[:80]}") from None
+
+
+def _parse(data: bytes | str) -> SGLangTrace:
+    events = [e for e in _load(data)["traceEvents"] if isinstance(e, dict)]
+    cats: dict[str, int] = defaultdict(int)
+    for e in events:
+        cats[str(e.get("cat"))] += 1
+    cpu = [e for e in events if e.get("cat") == "user_annotation" and e.get("ph") == "X"]
+    if not any(_phase(str(e.get("name"))) for e in cpu):
+        raise ParseError("no SGLang phase ranges (draft, draft_extend, step[…]) in the trace")
+    gua = {_ext(e): e for e in events if e.get("cat") == "gpu_user_annotation" and _ext(e) is not None}
+    launches = sorted(((_num(e, "ts"), e) for e in events if e.get("cat") in _LAUNCH_CATS and e.get("ph") == "X"),
+                      key=lambda p: p[0])
+    launch_ts = [t for t, _ in launches]
+    gpu_by_corr: dict[Any, list[dict[str, Any]]] = defaultdict(list)
+    for e in events:
+        if e.get("cat") in _GPU_CATS and isinstance(e.get("args"), dict):
+            gpu_by_corr[e["args"].get("correlation")].append(e)
+    batches = sorted(((_num(e, "ts"), _num(e, "ts") + _num(e, "dur"), e.get("tid")) for e in cpu
+                      if e.get("name") == _CYCLE), key=lambda b: b[0])
+    ranges: list[PhaseRange] = []
+    for e in sorted(cpu, key=lambda x: _num(x, "ts")):
+        hit = _phase(str(e.get("name")))
+        if hit is None:
+            continue
+        ts, dur = _num(e, "ts"), _num(e, "dur")
+        lo, hi = bisect.bisect_left(launch_ts, ts), bisect.bisect_right(launch_ts, ts + dur)
+        work = [k for _, r in launches[lo:hi] if r.get("tid") == e.get("tid") and isinstance(r.get("args"), dict)
+                for k in gpu_by_corr.get(r["args"].get("correlation"), [])]
+        span = gua.get(_ext(e))
+        gpu_ms = _num(span, "dur") / 1000.0 if span is not None else (
+            (max(_num(k, "ts") + _num(k, "dur") for k in work) - min(_num(k, "ts") for k in work)) / 1000.0
+            if work else None)
+        cycle = next((i for i, (b0, b1, tid) in enumerate(batches) if b0 <= ts <= b1 and tid == e.get("tid")), None)
+        ranges.append(PhaseRange(name=str(e["name"]), phase=hit[0], batch_size=hit[1], cpu_ms=dur / 1000.0,
+                                 gpu_ms=gpu_ms, gpu_busy_ms=sum(_num(k, "dur") for k in work) / 1000.0 if work else None,
+                                 kernels=len(work), cycle=cycle))
+    verify_cycles = {r.cycle for r in ranges if r.phase == "verify"}
+    for r in ranges:
+        r.decode_cycle = r.cycle in verify_cycles if r.cycle is not None else r.phase != "extend"
+    name = next((str((e.get("args") or {}).get("name")) for e in events
+                 if e.get("ph") == "M" and e.get("name") == "process_name" and isinstance(e.get("args"), dict)), None)
+    return SGLangTrace(ranges=ranges, events=len(events), categories=dict(cats), gpu_annotations=bool(gua),
+                       process_name=name)
+
+
+def _ext(e: dict[str, Any]) -> Any:
+    args = e.get("args")
+    return args.get("External id") if isinstance(args, dict) else None

@@ -1,0 +1,65 @@
+"""The twin's profiler trace has the real 0.5.17 trace's names, categories and structure, as the parser reads them."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from specdoctor.parsers.sglang_trace import TRACE_NAME, parse_sglang_trace
+from specdoctor.sim.standin.sglang._twin import profiler
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-0.5.17-h200" / "trace" / \
+    "spec-1796176826.4640355-TP-0.trace.json.gz"
+PERF = {"speculative": True, "k": 3, "t_draft_ms": 0.6, "t_verify_ms": 1.8}
+
+
+@pytest.fixture(scope="module")
+def twin(tmp_path_factory):
+    out = tmp_path_factory.mktemp("prof")
+    state: dict = {"engine": SimpleNamespace(perf=PERF, running=1)}
+    code, text = profiler.start_profile(state, {"output_dir": str(out), "profile_prefix": "spec", "num_steps": 12,
+                                                "activities": ["CPU", "GPU"]})
+    assert (code, text) == (200, "Start profiling.\n")
+    for _ in range(12):
+        profiler.Profiler.on_step(state["profiler"], state, 3 * 0.6 + 1.8)
+    assert state["profiler"] is None  # num_steps ended the session
+    assert profiler.stop_profile(state)[0] == 400
+    (path,) = out.iterdir()
+    return path
+
+
+def _events(path: Path) -> list[dict]:
+    return json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
+
+
+def _shape(path: Path) -> dict:
+    ev = _events(path)
+    ua = [e for e in ev if e.get("cat") == "user_annotation"]
+    spec = {"draft", "draft_extend", "step[TARGET_VERIFY bs=1]", "scheduler.run_batch"}
+    return {"cats": {e.get("cat") for e in ev} & {"user_annotation", "gpu_user_annotation", "cuda_runtime", "kernel",
+                                                   "ac2g", None},
+            "names": {e["name"] for e in ua} & spec,
+            "gpu_names": {e["name"] for e in ev if e.get("cat") == "gpu_user_annotation"} & spec,
+            "ua_args": set.intersection(*(set(e["args"]) for e in ua)),
+            "kernel_args": {"correlation"} & set.intersection(*(set(e["args"]) for e in ev if e.get("cat") == "kernel")),
+            "launch": {e["name"] for e in ev if e.get("cat") == "cuda_runtime"} & {"cudaGraphLaunch"},
+            "flows": {e["ph"] for e in ev if e.get("cat") == "ac2g"},
+            "process": {e["args"]["name"] for e in ev if e.get("name") == "process_name"}}
+
+
+def test_twin_trace_has_the_real_traces_shape(twin):
+    assert _shape(twin) == _shape(REAL)
+    assert TRACE_NAME.match(twin.name)["prefix"] == TRACE_NAME.match(REAL.name)["prefix"] == "spec"  # type: ignore[index]
+
+
+def test_both_parse_alike_and_the_twin_holds_the_scenarios_phases(twin):
+    real, sim = parse_sglang_trace(REAL.read_bytes()), parse_sglang_trace(twin.read_bytes())
+    for t in (real, sim):
+        assert t.time_basis == "gpu" and t.gpu_annotations and t.cycles() == 12
+        assert [r.phase for r in t.ranges if r.decode_cycle][:3] == ["draft", "verify", "draft_extend"]
+        assert all(r.cpu_ms < r.ms for r in t.ranges if r.phase == "verify")  # graph replays after the range
+    assert sim.samples("verify") == pytest.approx([1.8] * 12) and sim.samples("draft") == pytest.approx([1.8] * 12)

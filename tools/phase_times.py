@@ -1,0 +1,141 @@
+"""Draft, verify and draft-extend milliseconds per cycle, measured by the engine's own profiler on a running server.
+
+Sources, in the order tried: (1) SGLang's torch profiler (`/start_profile` with `num_steps`, read-only: the
+server keeps serving, each profiled cycle pays some CPU overhead), its trace timed by GPU work when it carries
+GPU events; (2) the same trace's CPU ranges when it carries none (labelled: launch time, not phase time);
+(3) where no trace comes, the cycle from `meta_info` (`spec_verify_ct`, latencies) — total only, labelled
+derived. Profiled and unprofiled samples are never mixed: the tok/s measured while profiling only gives the
+profiler's overhead. Plain decode comes from baseline tok/s when given (derived: the spec server runs no
+plain decode).
+"""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+from pydantic import BaseModel, Field
+from specdoctor.tools.measure import BenchmarkInput, BenchmarkResult, benchmark
+from specdoctor.tools.server import locate_servers, read_environs
+
+from specdoctor.errors import NoData
+from specdoctor.models.phases import PhaseStat, PhaseTimes, ProfilerOverhead, phase_stat
+from specdoctor.parsers.errors import ParseError
+from specdoctor.parsers.sglang_trace import TRACE_NAME, Phase, SGLangTrace, parse_sglang_trace
+from specdoctor.toolkit import ToolContext, tool
+
+__all__ = ["PhaseStat", "PhaseTimes", "PhaseTimesInput", "ProfilerOverhead", "phase_stat", "phase_times",
+           "phases_from_trace"]
+
+PROFILER_DIR_ENV = "SGLANG_TORCH_PROFILER_DIR"
+
+
+def phases_from_trace(trace: SGLangTrace, steps: int | None, path: str = "") -> PhaseTimes:
+    """A parsed trace → PhaseTimes (one sample per cycle; draft per step divides the cycle's draft range by k)."""
+    gpu = trace.time_basis == "gpu"
+    basis = "GPU time" if gpu else "CPU range (launch time only: graphs replay after it closes)"
+    names = {r.phase: r.name for r in trace.ranges}
+
+    def stat(phase: Phase, scale: float = 1.0) -> PhaseStat | None:
+        return phase_stat([s / scale for s in trace.samples(phase)], f"profiler trace, {basis} of "
+                          f"{names.get(phase, phase)}" + (f" / k={int(scale)}" if scale != 1.0 else ""),
+                          [s / scale for s in trace.cpu_samples(phase)])
+
+    out = PhaseTimes(source="profiler-gpu" if gpu else "profiler-cpu", steps=steps, trace_path=path or None,
+                     cycles=trace.cycles(), draft_cycle_ms=stat("draft"), verify_ms=stat("verify"),
+                     draft_extend_ms=stat("draft_extend"), decode_ms=stat("decode"))
+    if steps:
+        out.draft_ms = stat("draft", float(steps))
+    cyc = [sum(r.ms for r in trace.ranges if r.cycle == c and r.decode_cycle)
+           for c in sorted({r.cycle for r in trace.ranges if r.decode_cycle and r.cycle is not None})]
+    out.cycle_ms = phase_stat(cyc, f"profiler trace, {basis}: draft + verify + draft-extend per run_batch")
+    if not gpu:
+        out.notes.append("the trace has no GPU events: phase times are CPU launch times, a lower bound")
+    return out
+
+
+class PhaseTimesInput(BaseModel):
+    """Arguments of phase_times."""
+
+    port: int = Field(description="Port of the running server to profile.")
+    runs: int = Field(default=3, ge=1, le=20, description="Benchmark runs with the profiler on (and as many "
+                      "without, for its overhead).")
+    requests_per_run: int = Field(default=2, ge=1, le=20)
+    max_new_tokens: int = Field(default=128, ge=8, le=4096)
+    baseline_tps: list[float] = Field(default_factory=list, description="Plain-decode tok/s samples, for a derived "
+                                      "decode step when the server is speculative (it runs no plain decode).")
+    timeout_s: float = Field(default=180.0, gt=0, description="Seconds to wait for the trace file.")
+    label: str = "phases"
+
+
+def _list(ctx: ToolContext, folder: str) -> set[str]:
+    res = ctx.host.run(["ls", "-1", folder], check="ignore")
+    return {n for n in res.stdout.split() if TRACE_NAME.match(n)} if res.ok else set()
+
+
+def _post(port_url: str, path: str, body: dict | None) -> tuple[int, str]:
+    try:
+        r = httpx.post(port_url + path, json=body, timeout=60)
+    except httpx.HTTPError as exc:
+        return 0, f"{type(exc).__name__}: {exc}"
+    return r.status_code, r.text.strip()
+
+
+@tool(effect="read")
+def phase_times(ctx: ToolContext, args: PhaseTimesInput) -> PhaseTimes:
+    """Draft / verify / draft-extend ms per cycle from SGLang's own profiler on the running server (no restart).
+
+    Calls `/start_profile` with `num_steps` (the trace lands in the server's SGLANG_TORCH_PROFILER_DIR, read from
+    its environment; when it has none, in this run's folder via the request's `output_dir`), sends benchmark
+    requests, reads the trace (`<prefix>-<ts>-TP-0.trace.json.gz`) and times each phase by the GPU work its range
+    launched. Costs about `runs` benchmark runs twice (with and without the profiler) plus writing the trace.
+    """
+    server = locate_servers(ctx.host, args.port, exactly_one=True).servers[0]
+    steps = server.args.get("speculative_num_steps") if isinstance(server.args, dict) else None
+    env = read_environs(ctx.host, [server.main.pid]).get(server.main.pid) or {}
+    folder = env.get(PROFILER_DIR_ENV)
+    # num_steps bounds the session (a cycle makes at least one token) so the server ends it even if we cannot; we
+    # stop it right after the profiled runs, so every profiled sample is a profiled cycle and no other.
+    body: dict = {"num_steps": args.runs * args.requests_per_run * args.max_new_tokens + 8, "activities": ["CPU", "GPU"], "profile_prefix": "specdoctor"}
+    notes = []
+    if folder:
+        notes.append(f"trace from the server's {PROFILER_DIR_ENV}={folder}")
+    else:
+        folder = f"{ctx.run_dir}/profile"
+        ctx.host.run(["mkdir", "-p", folder])
+        body["output_dir"] = folder
+        notes.append(f"the server has no {PROFILER_DIR_ENV}: the trace was asked into {folder} (output_dir)")
+    bench = BenchmarkInput(port=args.port, runs=args.runs, requests_per_run=args.requests_per_run,
+                           max_new_tokens=args.max_new_tokens, warmup_runs=0, label=f"{args.label} unprofiled")
+    plain: BenchmarkResult = benchmark(ctx, bench)
+    before = _list(ctx, folder)
+    with ctx.host.forward(args.port) as local:
+        url = f"http://127.0.0.1:{local}"
+        code, text = _post(url, "/start_profile", body)
+        if code != 200:
+            raise NoData(f"/start_profile answered {code or 'nothing'}: {text[:200]}")
+        profiled = benchmark(ctx, bench.model_copy(update={"label": f"{args.label} profiled"}))
+        deadline = time.monotonic() + args.timeout_s
+        code, text = _post(url, "/stop_profile", None)
+        if code != 200:
+            notes.append(f"/stop_profile answered {code or 'nothing'}: {text[:120]} (the session had ended)")
+        new: set[str] = set()
+        while time.monotonic() < deadline:
+            new = _list(ctx, folder) - before
+            if new:
+                break
+            time.sleep(0.5)
+    if not new:
+        raise NoData(f"no trace appeared in {folder} within {args.timeout_s:g} s")
+    path = f"{folder}/{sorted(new)[-1]}"
+    try:
+        trace = parse_sglang_trace(ctx.host.read(path))
+    except ParseError as exc:
+        raise NoData(f"{path}: {exc}") from None
+    out = phases_from_trace(trace, int(steps) if steps else None, path)
+    out.notes = notes + out.notes
+    out.overhead = ProfilerOverhead(tps_without=round(plain.median, 3), tps_with=round(profiled.median, 3))
+    if out.decode_ms is None and args.baseline_tps:
+        out.decode_ms = phase_stat([1000.0 / t for t in args.baseline_tps],
+                                   "derived: 1000 / baseline tok/s (batch 1; the spec server runs no plain decode)")
+    return out

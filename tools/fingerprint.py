@@ -7,7 +7,7 @@ import re
 from typing import Any
 
 from pydantic import BaseModel, Field
-from specdoctor.tools.server import Server, http_get, locate_servers, read_environs
+from specdoctor.tools.server import Server, http_get, locate_servers, server_environs
 
 from specdoctor.errors import NoData, SpecdoctorError, ToolFailed, ToolRetry, UsageError
 from specdoctor.host.base import Raw
@@ -188,9 +188,9 @@ def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
         fp.problems.append(f"no git commit for {args.repo}: {' '.join(commit)[:150]}")
     if servers:
         s = servers[0]
-        envs = read_environs(ctx.host, [s.main.pid, *s.ranks.values()])
-        ranks = {r: envs.get(pid) for r, pid in s.ranks.items()}
-        readable = {r: e for r, e in ranks.items() if e is not None}
+        envs = server_environs(ctx.host, s)
+        fp.problems.extend(envs.notes)
+        readable = {r: e for r, e in envs.workers.items() if e is not None}
 
         if readable:
             first = _tuning_env(next(iter(readable.values())))
@@ -199,7 +199,7 @@ def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
             fp.worker_env_mismatch = sorted(n for n in names if len({e.get(n) for e in readable.values()}) > 1)
         else:
             fp.problems.append("workers' environments not readable")
-        fp.parent_env = redact_env(_tuning_env(envs.get(s.main.pid) or {}))
+        fp.parent_env = redact_env(_tuning_env(envs.main or {}))
         try:
             _, body = http_get(ctx.host, s.port, ["/server_info", "/get_server_info"], timeout=5)
             fp.server_version = str(body.get("version")) if isinstance(body, dict) and body.get("version") else None

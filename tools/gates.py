@@ -108,10 +108,16 @@ def server_processes(ctx: ToolContext, port: int | None,
             if res.retryable:  # several servers and nothing says which: examine none rather than a guess
                 return [], "none", problems
     except Exception as exc:  # the server tools may not be installed; fall back to ps
-        servers, res = [], None
+        servers, res, found = [], None, None
         problems.append(f"find_server_processes unavailable: {type(exc).__name__}")
-    if servers:
+    if servers and found is not None:
+        from specdoctor.tools.server import server_environs  # the server family registers after this one
+
         s = servers[0]
+        read = server_environs(ctx.host, found.servers[0])  # a worker environ its title overwrote, read right
+        problems.extend(read.notes)
+        by_pid = {pid: read.workers.get(rank) for rank, pid in found.servers[0].ranks.items()}
+        by_pid[found.servers[0].main.pid] = read.main
         procs: list[ServerProcess] = []
         members = [(s.get("main") or {}, True)] + [(w, False) for w in s.get("workers") or []]
         for proc, parent in members:
@@ -119,8 +125,9 @@ def server_processes(ctx: ToolContext, port: int | None,
             argv = proc.get("cmdline") or []
             title = argv[0] if argv and get_engine().process_role(str(argv[0])) != "other" else proc.get("title") or ""
             if pid:
+                env = by_pid[pid] if pid in by_pid else _read_env(ctx, pid)
                 procs.append(ServerProcess(pid=pid, role=_label(pid, title, parent),
-                                           env=_read_env(ctx, pid)))
+                                           env=redact_env(env) if env is not None else None))
         return procs, "find_server_processes", problems
     return _ps_processes(ctx, port), "ps", problems
 

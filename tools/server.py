@@ -21,7 +21,7 @@ from specdoctor.toolkit import ToolContext, tool
 __all__ = [
     "Proc", "Server", "FindServersInput", "ServerList", "find_server_processes", "list_processes", "find_servers",
     "select_server", "locate_servers",
-    "ReadEnvInput", "ProcessEnv", "read_process_env", "read_environs",
+    "ReadEnvInput", "ProcessEnv", "read_process_env", "read_environs", "server_environs", "ServerEnvs",
     "PropagationInput", "EnvRow", "Propagation", "check_env_propagation",
     "ServerInfoInput", "ServerInfoOutput", "server_info", "http_get", "FORCED_BY_SGLANG",
 ]
@@ -56,6 +56,9 @@ class Server(BaseModel):
     workers: list[Proc] = Field(default_factory=list)
     ranks: dict[str, int] = Field(default_factory=dict, description="Rank label (TP0, ...) -> worker pid.")
     detokenizer: Proc | None = None
+    env_witnesses: list[int] = Field(default_factory=list, description="Untitled python children of the main (e.g. "
+                                     "multiprocessing's resource_tracker): spawned from the same os.environ as the "
+                                     "workers, their /proc/PID/environ is intact where a worker's was overwritten.")
     port: int
     argv: list[str] = Field(default_factory=list)
     args: dict[str, Any] = Field(default_factory=dict)
@@ -142,8 +145,11 @@ def find_servers(procs: list[Proc], port: int | None = None,
         ranks = {}
         for i, w in enumerate(workers):
             ranks[engine.worker_rank(_title(w, engine)) or f"W{i}"] = w.pid
+        witnesses = [c.pid for c in children.get(main.pid, [])
+                     if engine.process_role(_title(c, engine)) == "other" and c.cmdline
+                     and re.match(r"python[0-9.]*$", c.cmdline[0].rsplit("/", 1)[-1])]
         s = Server(main=main, workers=workers, ranks=ranks, detokenizer=detok, port=parsed.port, argv=main.cmdline,
-                   args=parsed.as_args(), launch_env=redact_env(parsed.env))
+                   args=parsed.as_args(), launch_env=redact_env(parsed.env), env_witnesses=witnesses)
         if port is None or s.port == port:
             servers.append(s)
     return servers
@@ -318,6 +324,46 @@ def read_environs(host: Host, pids: list[int]) -> dict[int, dict[str, str] | Non
     return out
 
 
+class ServerEnvs(BaseModel):
+    """The main's and each worker's environment as the processes hold it (None: unreadable), and how it was read."""
+
+    main: dict[str, str] | None = None
+    workers: dict[str, dict[str, str] | None] = Field(default_factory=dict, description="Rank label -> env.")
+    notes: list[str] = Field(default_factory=list)
+
+
+def overwritten(env: dict[str, str], main: dict[str, str]) -> bool:
+    """A worker's /proc/PID/environ that its title overwrote (setproctitle reuses the argv+environ area; seen on
+    SGLang 0.5.17's sglang::scheduler): PATH and most of what the main has are gone while SGLang's own additions
+    (written last) remain. A launcher that drops a few variables leaves PATH and the rest in place."""
+    return "PATH" in main and "PATH" not in env and len(set(main) & set(env)) < len(main) / 2
+
+
+def server_environs(host: Host, s: Server) -> ServerEnvs:
+    """Read the main's and the workers' environments; a worker environ overwritten by its title is read from a
+    witness (an untitled python child of the main, spawned from the same os.environ) plus what the worker's own
+    area still shows, else marked unreadable — never taken for 'the workers lack these variables'."""
+    envs = read_environs(host, [s.main.pid, *s.ranks.values(), *s.env_witnesses])
+    main = envs.get(s.main.pid)
+    out = ServerEnvs(main=main)
+    witness = next(((w, e) for w in s.env_witnesses if (e := envs.get(w)) is not None and main is not None
+                    and not overwritten(e, main)), None)
+    for rank, pid in s.ranks.items():
+        env = envs.get(pid)
+        if env is not None and main is not None and overwritten(env, main):
+            if witness is not None:
+                env = {**witness[1], **env}
+                out.notes.append(f"worker {rank} (pid {pid}): its /proc/PID/environ was overwritten by its process "
+                                 f"title; its inherited variables were read from pid {witness[0]}, an untitled child "
+                                 "the main spawned from the same environment, plus what the worker's area still shows")
+            else:
+                env = None
+                out.notes.append(f"worker {rank} (pid {pid}): its /proc/PID/environ was overwritten by its process "
+                                 "title and no untitled sibling shows the inherited environment: not readable")
+        out.workers[rank] = env
+    return out
+
+
 @tool(effect="read")
 def read_process_env(ctx: ToolContext, args: ReadEnvInput) -> ProcessEnv:
     """Read /proc/PID/environ of one process (its environment at exec time); secret-looking values are redacted."""
@@ -462,13 +508,11 @@ def check_env_propagation(ctx: ToolContext, args: PropagationInput) -> Propagati
     s = locate_servers(ctx.host, args.port, args.repo, exactly_one=True).servers[0]
     by_pid = {p.pid: p for p in procs}
     parent_of_main = by_pid.get(s.main.ppid)
-    pids = [s.main.pid] + [s.ranks[r] for r in s.ranks]
     use_parent_shell = args.shell_env is None and parent_of_main is not None and s.main.ppid > 1
-    if use_parent_shell:
-        pids.append(s.main.ppid)
-    envs = read_environs(ctx.host, pids)
-    problems: list[str] = []
-    parent_env = envs.get(s.main.pid)
+    envs = read_environs(ctx.host, [s.main.ppid]) if use_parent_shell else {}
+    server_envs = server_environs(ctx.host, s)
+    problems: list[str] = list(server_envs.notes)
+    parent_env = server_envs.main
     if parent_env is None:
         problems.append(f"cannot read the environment of the main process {s.main.pid}")
         parent_env = {}
@@ -479,9 +523,9 @@ def check_env_propagation(ctx: ToolContext, args: PropagationInput) -> Propagati
     else:
         res = ctx.host.run(["env", "-0"], check="ignore")
         shell_env, source = _parse_environ(res.stdout), "login env (env -0)"
-    worker_envs: dict[str, dict[str, str] | None] = {r: envs.get(pid) for r, pid in s.ranks.items()}
+    worker_envs: dict[str, dict[str, str] | None] = dict(server_envs.workers)
     for r, e in worker_envs.items():
-        if e is None:
+        if e is None and not any(f"worker {r} " in n for n in server_envs.notes):
             problems.append(f"cannot read the environment of worker {r} (pid {s.ranks[r]})")
     python = args.python or _server_python(ctx.host, s.main)
     site_path, site_vars, conf, conf_files = _injected(ctx.host, python, parent_env.get("NCCL_CONF_FILE"),

@@ -807,10 +807,22 @@ def normalise_meta_info(meta: Any) -> MetaInfo:
         raise BodyError(f"meta_info with a value of the wrong type: {_first_error(exc)}") from None
 
 
+def _first_token(meta: dict) -> Any:
+    """`first_token_latency` (0.5.9–0.5.2x with metrics), else the server's own clock: 0.5.17 has no such field but
+    stamps `request_received_ts` and `prefill_finished_time` (the prefill yields the first token)."""
+    if meta.get("first_token_latency") is not None:
+        return meta["first_token_latency"]
+    start, prefill, e2e = meta.get("request_received_ts"), meta.get("prefill_finished_time"), meta.get("e2e_latency")
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in (start, prefill, e2e)):
+        ttft = prefill - start
+        return ttft if 0 < ttft < e2e else None
+    return None
+
+
 def _meta_info(meta: dict, fr: Any) -> MetaInfo:
     return MetaInfo(
         completion_tokens=meta.get("completion_tokens"), prompt_tokens=meta.get("prompt_tokens"),
-        e2e_latency=meta.get("e2e_latency"), first_token_latency=meta.get("first_token_latency"),
+        e2e_latency=meta.get("e2e_latency"), first_token_latency=_first_token(meta),
         spec_accept_length=meta.get("spec_accept_length"), spec_accept_rate=meta.get("spec_accept_rate"),
         spec_verify_ct=meta.get("spec_verify_ct"),
         spec_num_correct_drafts=meta.get("spec_num_correct_drafts", meta.get("spec_accept_token_num")),

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from .errors import ParseError
+from .text import clean_text
 
 __all__ = ["Phase", "PhaseRange", "SGLangTrace", "parse_sglang_trace", "PHASE_OF", "TRACE_NAME"]
 
@@ -92,7 +93,7 @@ def _phase(name: str) -> tuple[Phase, int | None] | None:
 
 
 def _load(data: bytes | str) -> dict[str, Any]:
-    raw = data.encode() if isinstance(data, str) else data
+    raw = clean_text(data).encode() if isinstance(data, str) else data  # text pasted from a terminal: undecorated
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)

@@ -23,6 +23,7 @@ from specdoctor.parsers import (
     sglang_check_env,
     sglang_server_args,
     sglang_startup,
+    sglang_trace,
 )
 
 __all__ = ["FIXTURES", "Case", "CASES", "fixture_text", "problems_of"]
@@ -155,6 +156,28 @@ SYNTH_ENV_STARTUP = ("2026-12-02 01:58:49,101 - __main__ - INFO - [2026-12-02 01
                      "[1,0]<stdout>:[2026-12-02 01:59:40 TP0] Capture draft cuda graph end. Time elapsed: 1.50 s.\n"
                      "[2026-12-02 01:59:53 TP0] The server is fired up and ready to roll!\n")
 
+# A two-cycle chrome trace in the real 0.5.17 layout (the real trimmed trace is gzip'd bytes, read by
+# tests/parsers/test_sglang_trace.py): run_batch ranges holding draft / TARGET_VERIFY / draft_extend CPU ranges, each
+# with its gpu_user_annotation projection (same External id).
+def _trace_events() -> list[dict[str, Any]]:
+    ev: list[dict[str, Any]] = [{"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "sglang::scheduler"}}]
+    ext = 0
+    for c in range(2):
+        t0 = 1000.0 + 10000.0 * c
+        ev.append({"ph": "X", "cat": "user_annotation", "name": "scheduler.run_batch", "pid": 1, "tid": 7,
+                   "ts": t0, "dur": 9000.0})
+        for name, off, cpu, gpu in (("draft", 100.0, 2000.0, 1800.0), ("step[TARGET_VERIFY bs=1]", 2500.0, 1000.0,
+                                    1830.0), ("draft_extend", 5000.0, 2800.0, 2700.0)):
+            ext += 1
+            ev.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": 1, "tid": 7, "ts": t0 + off,
+                       "dur": cpu, "args": {"External id": ext}})
+            ev.append({"ph": "X", "cat": "gpu_user_annotation", "name": name, "pid": 0, "tid": 7, "ts": t0 + off + 50,
+                       "dur": gpu, "args": {"External id": ext}})
+    return ev
+
+
+SYNTH_TRACE = __import__("json").dumps({"traceEvents": _trace_events()}, indent=1)
+
 _LOGS = "samples/sglang-logs/"
 _SPEC_LOG = _LOGS + "v0.5.17-2026-12-h200-eagle3-spec-server-log-EXCERPT.txt"
 
@@ -243,6 +266,9 @@ CASES: list[Case] = [
          lambda d: (d.args, d.truncated),
          samples=("real/server_args/ci-2025-04-02-eagle3-llama31-v0.4.4.txt",
                   "real/server_args/ci-2026-04-05-qwen25-newest-key-set-v0.5.x.txt"), line_oriented=False),
+    Case("sglang_trace.parse_sglang_trace", sglang_trace.parse_sglang_trace,
+         lambda t: [(r.phase, r.cpu_ms, r.gpu_ms, r.cycle, r.decode_cycle) for r in t.ranges],
+         synthetic=(SYNTH_TRACE,), line_oriented=False),
     Case("sglang_startup.parse_startup", sglang_startup.parse_startup, _startup,
          samples=(_LOGS + "v0.4.2-2025-01-ci-eagle-llama2-torchcompile-startup-decode.txt",
                   _LOGS + "v0.4.4-2025-03-gemma3-tp1-load-weight-kv-cache.txt", _SPEC_LOG),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -11,7 +12,8 @@ from specdoctor.tools.server import Server, http_get, locate_servers, server_env
 
 from specdoctor.errors import NoData, SpecdoctorError, ToolFailed, ToolRetry, UsageError
 from specdoctor.host.base import Raw
-from specdoctor.host.redact import redact_env
+from specdoctor.host.redact import redact_env, redact_text
+from specdoctor.inference import get_engine
 from specdoctor.models.fingerprint import Change, Fingerprint, FingerprintDiff, GpuFingerprint, Impact
 from specdoctor.parsers.nvidia_smi import parse_q, parse_query_csv, parse_topo
 from specdoctor.toolkit import ToolContext, tool
@@ -58,8 +60,10 @@ class FingerprintInput(BaseModel):
 
 
 def _tuning_env(env: dict[str, str]) -> dict[str, str]:
-    """The variables that tune NCCL/CUDA/SGLang/torch (what a fingerprint records of a process's env)."""
-    return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES)}
+    """The variables that tune NCCL/CUDA/SGLang/torch (what a fingerprint records of a process's env); a per-launch
+    run id is no setting and would differ from every saved fingerprint."""
+    skip = get_engine().run_identity_env
+    return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES) and k not in skip}
 
 
 def _sections(text: str) -> dict[str, list[str]]:
@@ -200,6 +204,7 @@ def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
         else:
             fp.problems.append("workers' environments not readable")
         fp.parent_env = redact_env(_tuning_env(envs.main or {}))
+        fp.launch = redact_text(shlex.join(s.argv)) if s.argv else None
         try:
             _, body = http_get(ctx.host, s.port, ["/server_info", "/get_server_info"], timeout=5)
             fp.server_version = str(body.get("version")) if isinstance(body, dict) and body.get("version") else None

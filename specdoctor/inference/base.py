@@ -144,6 +144,11 @@ class InferenceEngine(Protocol):
         ...
 
     @property
+    def run_identity_env(self) -> frozenset[str]:
+        """Variables the engine sets anew at every launch (a run id): a good run's value never matches today's."""
+        ...
+
+    @property
     def simulate_accept_env(self) -> str | None:
         """Variable that forces the accept length (a synthetic τ sweep), None when the engine has none."""
         ...

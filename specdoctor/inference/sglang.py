@@ -81,6 +81,8 @@ class SGLang:
     env_patterns: tuple[str, ...] = ("NCCL_*", "CUDA_*", "SGLANG_*", "TORCH_NCCL_*")
     relaunch_env_prefixes: tuple[str, ...] = ("NCCL_", "SGLANG_", "CUDA_", "TORCH_", "PYTORCH_", "NVIDIA_")
     simulate_accept_env: str | None = "SGLANG_SIMULATE_ACC_LEN"
+    # Set anew by every launch (0.5.17's children carry SGLANG_RUN_ID=sglang-run-<time>-<random>): never a difference
+    run_identity_env: frozenset[str] = frozenset({"SGLANG_RUN_ID"})
     gate_catalog_paths: tuple[str, ...] = ("python/sglang/srt/environ.py", "sglang/srt/environ.py")
 
     def __init__(self, version: str | None = None):

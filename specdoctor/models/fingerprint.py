@@ -50,6 +50,8 @@ class Fingerprint(BaseModel):
     commit: str | None = None
     dirty_files: int | None = None
     python: str | None = None
+    launch: str | None = Field(default=None, description="The running server's launch line (redacted): a saved "
+                               "fingerprint is then the reference for launch flags too (list_deltas reads it).")
     problems: list[str] = Field(default_factory=list)
 
     def summary_line(self) -> str:

@@ -813,9 +813,10 @@ def _first_token(meta: dict) -> Any:
     if meta.get("first_token_latency") is not None:
         return meta["first_token_latency"]
     start, prefill, e2e = meta.get("request_received_ts"), meta.get("prefill_finished_time"), meta.get("e2e_latency")
-    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in (start, prefill, e2e)):
-        ttft = prefill - start
-        return ttft if 0 < ttft < e2e else None
+    nums = [v for v in (start, prefill, e2e) if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(nums) == 3:
+        ttft = nums[1] - nums[0]
+        return ttft if 0 < ttft < nums[2] else None
     return None
 
 

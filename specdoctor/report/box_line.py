@@ -28,8 +28,10 @@ def server_words(s: UserServerFact) -> BoxState:
         return BoxState(None, f"your server on {port} was stopped ({s.stop_consent or 'consent not recorded'}); "
                               f"its restart is not recorded{': ' + s.note if s.note else ''}")
     if ok:
+        speed = ("throughput not lower (faster after the restart: the box's own drift, not a change)"
+                 if s.faster_after else "throughput SAME")
         return BoxState(True, f"server back on {port}, same identity (argv/env hash {_h(s.identity_after)}), "
-                              f"throughput SAME ({_tps(s.tps_before)} → {_tps(s.tps_after)} tok/s)"
+                              f"{speed} ({_tps(s.tps_before)} → {_tps(s.tps_after)} tok/s)"
                               + (f" — {s.note}" if s.note else ""))  # e.g. where it is: its tmux session
     if s.restarted and s.healthy and s.identity_before == s.identity_after and s.outcome in ("UNKNOWN", None):
         # back and the same process, but the short benchmark could not decide: unverified, not failed

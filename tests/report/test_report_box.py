@@ -130,3 +130,19 @@ def test_terminal_answer_fits_100_columns_with_the_new_lines() -> None:
     out = buf.getvalue()
     assert max(len(line) for line in out.splitlines()) <= MAX_WIDTH
     assert "Box left as found" in out and "Plan and cost" in out
+
+
+def test_a_server_back_faster_is_left_as_found_and_a_slower_one_is_not():
+    """Seen on the real H200: the user's server measured 437 tok/s before the stop and 566 after the restart (same
+    argv, env, checkout) — the box drifts between launches; only a server back *slower* is 'not as found'."""
+    from specdoctor.models.box import UserServerFact
+    from specdoctor.report.box_line import server_words
+
+    base = dict(port=30000, identity_before="a" * 16, identity_after="a" * 16, stopped=True, restarted=True,
+                healthy=True, outcome="DIFFERENT")
+    faster = UserServerFact(**base, tps_before=437.1, tps_after=565.9)
+    slower = UserServerFact(**base, tps_before=565.9, tps_after=437.1)
+    assert faster.left_as_found is True and "faster after the restart" in server_words(faster).text
+    assert slower.left_as_found is False and "throughput DIFFERENT" in server_words(slower).text
+    changed = UserServerFact(**{**base, "identity_after": "b" * 16}, tps_before=437.1, tps_after=565.9)
+    assert changed.left_as_found is False

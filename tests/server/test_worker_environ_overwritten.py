@@ -109,3 +109,28 @@ def test_the_twin_of_the_real_box_reports_nothing_dropped(tmp_path):
     assert any("overwritten by its process title" in p for p in res.output["problems"])
     assert fp.output["worker_env"].get("SGLANG_TORCH_PROFILER_DIR") == \
         fp.output["parent_env"].get("SGLANG_TORCH_PROFILER_DIR")
+
+
+def test_the_real_box_twin_with_its_own_claims_is_no_regression(tmp_path):
+    """The story that showed the bug, on the twin of the real box: its own good-run figure as the claim → the
+    verdict is no-regression, not 'environment' on variables the workers' titles hid."""
+    import yaml
+
+    import specdoctor
+    from specdoctor.engine.runner import InvestigateOptions, investigate
+
+    scenario = yaml.safe_load((FIX / "scenario.yaml").read_text())
+    scenario["server"]["running"] = True
+    path = tmp_path / "real-h200-0517-running.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    with specdoctor.connect(f"sim:{path}") as client:
+        port = client.call("find_server_processes", repo=client.hints.repo).output["servers"][0]["port"]
+        bench = client.call("benchmark", port=port, runs=6)
+        assert bench.status == "ok", bench.summary
+        spec = bench.output["median"]
+    outcome = investigate(InvestigateOptions(host=f"sim:{path}", yes=True, expect={"spec": round(spec, 1)},
+                                             out=str(tmp_path / "run")))
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert report["verdict"] == "no-regression", report["summary"]
+    assert not [r for r in report["env_propagation"] if r["status"] == "dropped-for-workers"]
+    assert outcome is not None

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import statistics
 from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from specdoctor.stats.summary import median_ci
-
-__all__ = ["PhaseSource", "PhaseStat", "PhaseTimes", "ProfilerOverhead", "phase_stat"]
+__all__ = ["PhaseSource", "PhaseStat", "PhaseTimes", "ProfilerOverhead"]
 
 PhaseSource = Literal["profiler-gpu", "profiler-cpu", "derived"]
 
@@ -22,15 +19,6 @@ class PhaseStat(BaseModel):
     ci: tuple[float, float] | None = None
     source: str = Field(description="e.g. 'profiler trace, GPU time of step[TARGET_VERIFY …]' or 'derived: …'.")
     cpu_ms: float | None = Field(default=None, description="Median CPU (launch) time of the same ranges.")
-
-
-def phase_stat(samples: list[float], source: str, cpu: list[float] | None = None) -> PhaseStat | None:
-    if not samples:
-        return None
-    ci = median_ci(samples) if len(samples) > 1 else None
-    return PhaseStat(ms=round(statistics.median(samples), 4), samples=[round(s, 4) for s in samples],
-                     ci=None if ci is None else (round(ci[0], 4), round(ci[1], 4)), source=source,
-                     cpu_ms=round(statistics.median(cpu), 4) if cpu else None)
 
 
 class ProfilerOverhead(BaseModel):

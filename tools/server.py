@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from typing import Any
 
@@ -199,6 +200,37 @@ def _inside(path: str | None, root: str) -> bool:
     return path == root or path.startswith(root + "/")
 
 
+# Where `import sglang` resolves (find_spec only: sglang itself is not imported) and its PEP 610 editable source.
+SGLANG_ORIGIN = ("import importlib.util, json, os, sys\n"
+           "s = importlib.util.find_spec('sglang')\n"
+           "try:\n"
+           "    import importlib.metadata as md\n"
+           "    u = json.loads(md.distribution('sglang').read_text('direct_url.json') or 'null')\n"
+           "except Exception:\n"
+           "    u = None\n"
+           "e = u.get('url') if isinstance(u, dict) and (u.get('dir_info') or {}).get('editable') else None\n"
+           "print(json.dumps({'origin': s and s.origin, 'locations': list(s.submodule_search_locations or []) "
+           "if s else [], 'executable': sys.executable, 'cwd': os.getcwd(), 'editable': e}))\n")
+
+
+
+def _imports_from(host: Host, s: Server, root: str) -> bool:
+    """The server's own interpreter, with its own environment and cwd, resolves `sglang` inside `root` (an editable
+    install of the checkout: what the real H200 box had, where neither cwd, argv[0] nor PYTHONPATH names it)."""
+    env = read_environs(host, [s.main.pid]).get(s.main.pid)
+    if env is None or not s.argv:
+        return False
+    res = host.run(["env", "-i", *[f"{k}={v}" for k, v in env.items()], s.argv[0], "-c", SGLANG_ORIGIN],
+                   cwd=s.cwd, check="ignore", timeout=60)
+    try:
+        info = json.loads(res.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return False
+    editable = str(info.get("editable") or "").removeprefix("file://")
+    seen = [x for x in [info.get("origin"), *(info.get("locations") or [])] if x]
+    return bool(seen) and all(_inside(x, root) for x in seen) or bool(editable) and _inside(editable, root)
+
+
 def _runs_from(host: Host, servers: list[Server], repo: str) -> list[Server]:
     """The servers whose checkout or cwd is `repo`: cwd, argv[0] (a venv in the checkout) or PYTHONPATH inside it."""
     root = repo.rstrip("/")
@@ -209,8 +241,9 @@ def _runs_from(host: Host, servers: list[Server], repo: str) -> list[Server]:
     if hits:
         return hits
     envs = read_environs(host, [s.main.pid for s in servers])
-    return [s for s in servers if any(_inside(p, root) for p in ((envs.get(s.main.pid) or {}).get("PYTHONPATH") or
+    hits = [s for s in servers if any(_inside(p, root) for p in ((envs.get(s.main.pid) or {}).get("PYTHONPATH") or
                                                                  "").split(":"))]
+    return hits or [s for s in servers if _imports_from(host, s, root)]
 
 
 def select_server(servers: list[Server], *, port: int | None = None, repo: str | None = None,

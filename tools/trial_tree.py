@@ -18,6 +18,7 @@ import time
 
 from pydantic import BaseModel, Field
 from specdoctor.tools.manifest import decode_name, encode_name, take_manifest
+from specdoctor.tools.server import SGLANG_ORIGIN as _ORIGIN
 
 from specdoctor.errors import ToolRetry, Unresolved
 from specdoctor.host.base import Raw
@@ -321,18 +322,6 @@ def remove_tree(ctx: ToolContext, name: str | None = None) -> Removed:
         for k in [k for k in ctx.cache if k.startswith("trial_tree:")]:
             del ctx.cache[k]
     return Removed(removed=[real])
-
-
-_ORIGIN = ("import importlib.util, json, os, sys\n"
-           "s = importlib.util.find_spec('sglang')\n"
-           "try:\n"
-           "    import importlib.metadata as md\n"
-           "    u = json.loads(md.distribution('sglang').read_text('direct_url.json') or 'null')\n"
-           "except Exception:\n"
-           "    u = None\n"
-           "e = u.get('url') if isinstance(u, dict) and (u.get('dir_info') or {}).get('editable') else None\n"
-           "print(json.dumps({'origin': s and s.origin, 'locations': list(s.submodule_search_locations or []) "
-           "if s else [], 'executable': sys.executable, 'cwd': os.getcwd(), 'editable': e}))\n")
 
 
 class OriginInput(BaseModel):

@@ -138,8 +138,16 @@ def start_user_server(story: Story, timeout: float = 400) -> float:
 
 
 def server_pids() -> list[int]:
-    out = sh(["pgrep", "-f", "sglang.launch_server"], check=False).stdout.split()
-    return [int(p) for p in out if int(p) != os.getpid()]
+    """The user's servers: `sglang.launch_server` run by this box's python (never another user's or sandbox's)."""
+    out = []
+    for p in sh(["pgrep", "-f", "sglang.launch_server"], check=False).stdout.split():
+        try:
+            argv0 = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")[0].decode(errors="replace")
+        except OSError:
+            continue
+        if int(p) != os.getpid() and argv0 == PY:
+            out.append(int(p))
+    return out
 
 
 def stop_user_server() -> None:

@@ -1,0 +1,38 @@
+"""The real-GPU story runner (benchmarks/real_sglang/stories.py), rehearsed on the twin: the same code that ran on the
+H200 lays a box out, starts the user's server with nohup, measures the good run, runs `investigate --host local`
+and checks the box afterwards — so the harness cannot rot between the sessions that have a GPU."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from specdoctor.sim.sandbox import build_sandbox
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_no_regression_story_runs_on_the_twin(tmp_path):
+    sb = build_sandbox("no-regression", root=tmp_path / "box", start_server=False)
+    try:
+        flags = sb.launch.split(" ", 3)[3]  # "python -m sglang.launch_server FLAGS"
+        env = {**os.environ, **sb.base_env, "STORIES_REPO": sb.repo, "STORIES_PY": sb.python,
+               "STORIES_FLAGS": flags, "STORIES_PORT": str(sb.port), "STORIES_WORK": str(tmp_path / "work"),
+               "STORIES_STATE": str(tmp_path / "state"), "STORY_TIMEOUT_S": "240",
+               "STORIES_SPECDOCTOR": str(Path(sys.executable).parent / "specdoctor")}
+        env.pop("PYTHONPATH", None)
+        res = subprocess.run([sys.executable, str(ROOT / "benchmarks/real_sglang/stories.py"), str(tmp_path / "out"),
+                              "no-regression"], env=env, capture_output=True, text=True, timeout=400)
+        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+        (row,) = json.loads((tmp_path / "out" / "summary.json").read_text())
+        assert row["verdict"] == row["truth_verdict"] == "no-regression", row
+        assert row["box_left_as_found"] is True and row["box_left_as_found_by_specdoctor"] is True
+        claims = json.loads((tmp_path / "state" / "claims.json").read_text())
+        assert claims["spec"] > 0 and claims["baseline"] > 0  # the good run, then specdoctor's own baseline
+        box = json.loads((tmp_path / "out" / "no-regression" / "box.json").read_text())
+        assert box["server_after"]["running"] and box["env_differences"] == [] and box["checkout_identical"]
+    finally:
+        sb.stop_all()

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 __all__ = ["ANSI", "strip_ansi", "strip_rank_prefix", "strip_decoration", "clean_lines", "clean_text",
-           "raw_lines", "TERMINAL_WIDTHS", "at_terminal_width", "TRUNCATED", "ParsedList", "CutCheck",
+           "TRUNCATED", "ParsedList", "CutCheck",
            "flag_clipped", "no_cut_check", "cut_marker"]
 
 _T = TypeVar("_T")
@@ -75,21 +75,6 @@ def clean_lines(text: str) -> list[str]:
 def clean_text(text: str) -> str:
     """The whole text with every decoration removed, line breaks kept (for JSON bodies and git -z records)."""
     return "\n".join(clean_lines(text))
-
-
-TERMINAL_WIDTHS = (80, 100, 120, 132, 160, 200)
-
-
-def raw_lines(text: str) -> list[str]:
-    """The lines as the terminal showed them (escapes and CRs gone, labels and padding kept): what a narrow
-    terminal cut, so what a column count is measured on."""
-    return strip_ansi(text).split("\n")
-
-
-def at_terminal_width(line: str) -> bool:
-    """Whether a raw line ends exactly at a common terminal width (80/100/120/132/160/200 columns): alone no
-    evidence of a cut, only with a break in the format's own structure on the same line."""
-    return len(line.rstrip("\n")) in TERMINAL_WIDTHS
 
 
 def cut_marker(message: str, *markers: str) -> str | None:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from typing import Any
 
 import unidiff
 from pydantic import BaseModel, Field
 
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.text import TRUNCATED, clean_lines, clean_text, flag_clipped
+from specdoctor.parsers.text import TRUNCATED, clean_lines, clean_text, flag_clipped, no_cut_check
 
 __all__ = [
     "NumStat",
@@ -141,7 +143,7 @@ def _rename(path: str) -> tuple[str | None, str | None]:
     return None, None
 
 
-@flag_clipped
+@flag_clipped(no_cut_check)  # the stat checks its lines and totals itself, in the body
 def parse_diff_stat(text: str) -> DiffStat:
     """`git diff --stat` (also `git show --stat`, `git log --stat` bodies): every file line and the totals."""
     stat = DiffStat()
@@ -194,7 +196,16 @@ def parse_name_status_z(text: str) -> dict[str, str]:
     return out
 
 
-@flag_clipped
+def _stash_cuts(text: str, result: Any) -> Iterator[str]:
+    """'<40-hex sha>NUL<subject>': an entry whose sha is short of 40 hex digits or lacks its NUL was cut."""
+    for line in (x for x in clean_lines(text) if x.strip()):
+        sha, nul, _ = line.partition("\x00")
+        if not nul or not re.fullmatch(r"[0-9a-f]{40}|[0-9a-f]{64}", sha.strip()):
+            yield f"a stash entry without its full sha and subject: {line[:60]!r}"
+            return
+
+
+@flag_clipped(_stash_cuts)
 def parse_stash_list(text: str) -> list[StashEntry]:
     """`git stash list --format=%H%x00%gs` (one entry per line, newest first)."""
     out: list[StashEntry] = []
@@ -207,7 +218,19 @@ def parse_stash_list(text: str) -> list[StashEntry]:
 _SUBMODULE = re.compile(r"^(?P<flag>[ +\-U])(?P<sha>[0-9a-f]{7,64}) (?P<path>.+?)(?: \((?P<describe>[^()]*)\))?$")
 
 
-@flag_clipped
+def _submodule_cuts(text: str, result: Any) -> Iterator[str]:
+    """'<flag><40-hex sha> <path>[ (<describe>)]': a line whose sha is short, or whose '(' is never closed, was cut."""
+    for line in clean_lines(text):
+        if not line.strip():
+            continue
+        m = _SUBMODULE.match(line)
+        if (m is None and re.match(r"^[ +\-U][0-9a-f]", line)) or (m and len(m["sha"]) not in (40, 64)) or (
+                m and " (" in m["path"] and not m["describe"]):
+            yield f"a submodule line cut: {line.strip()[-60:]!r}"
+            return
+
+
+@flag_clipped(_submodule_cuts)
 def parse_submodule_status(text: str) -> list[SubmoduleState]:
     """`git submodule status` lines."""
     out: list[SubmoduleState] = []

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 
 from pydantic import BaseModel, Field
 
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.text import clean_lines, clean_text, flag_clipped
+from specdoctor.parsers.text import TRUNCATED, ParsedList, clean_lines, clean_text, flag_clipped, no_cut_check
 
 __all__ = [
     "PlaceResult",
@@ -133,10 +134,29 @@ def _half(names: list[str], vals: list[str]) -> PlaceResult:
     return res
 
 
-@flag_clipped
+_SUMMARY = re.compile(r"^#\s*(?:Avg bus|Out of bou)")
+_COLUMN = re.compile(r"^(?:root|time|cputime|algbw|busbw|#wrong|error|timestamp|i_\w+)$")
+# '# nThread 1 nGpus 2 ... validation: 1 graph: 0' ends with validation (older nccl-tests) or graph (newer).
+_NTHREAD_END = re.compile(r"\b(?:validation|graph): \d+\s*$")
+
+
+def _header_cut(tail: str) -> str | None:
+    """Why a table header was cut: a column name short of its word, or fewer than the out-of-place and in-place
+    halves every nccl-tests (and allreduce_bench) table prints."""
+    odd = [t for t in tail.split() if not _COLUMN.match(t)]
+    if odd:
+        return f"a header column {odd[-1]!r} short of its name"
+    if sum(1 for t in tail.split() if t in _TIME_COLS) < 2:
+        return "a header without its in-place half"
+    return None
+
+
+@flag_clipped(no_cut_check)  # rows are checked against their own header's columns, in the body
 def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
-    """Every collective table in a text (prefixes like '0: ' or '[1,0]<stdout>:' and elided rows tolerated)."""
-    runs: list[NcclTestsRun] = []
+    """Every collective table in a text (prefixes like '0: ' or '[1,0]<stdout>:' and elided rows tolerated).
+    A row with fewer or more values than its header names, or a summary line short of its number, was cut:
+    the run's `problems` and the list's say 'truncated'."""
+    runs: ParsedList[NcclTestsRun] = ParsedList()
     current: NcclTestsRun | None = None
     layout: tuple[bool, list[list[str]]] | None = None
     pending: dict = {}
@@ -144,6 +164,10 @@ def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
         if m := _NTHREAD.search(line):
             pending.update(nthreads=int(m.group(1)), ngpus=int(m.group(2)), graph=int(m.group(3)))
             current, layout = None, None
+        elif re.match(r"^#\s*nThread \d", line.strip()) and not _NTHREAD_END.search(line):
+            pending["problems"] = [f"{TRUNCATED}: a '# nThread' line without its closing 'graph: N': "
+                                   f"{line.strip()[-50:]!r}"]
+            runs.problems.extend(pending["problems"])
         if m := _COLLECTIVE.search(line):
             pending["collective"], pending["tool"] = m.group(1), "nccl-tests"
             current, layout = None, None
@@ -157,8 +181,14 @@ def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
                 current.nccl_version = m.group(1)
         if m := _HEADER.search(line):
             layout = _columns(m.group(1))
-            current = NcclTestsRun(**pending)
+            current = NcclTestsRun(**{**pending, "problems": list(pending.get("problems", []))})
             runs.append(current)
+            if why := _header_cut(m.group(1)):
+                _cut(runs, current, why)
+            continue
+        if re.match(r"^#\s+size\s+count\b", line.strip()):
+            runs.problems.append(f"{TRUNCATED}: a table header cut before its 'type redop' columns")
+            current, layout = None, None
             continue
         if current is None or layout is None:
             continue
@@ -169,12 +199,17 @@ def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
             current.out_of_bounds = int(m.group(1))
             continue
         if line.lstrip().startswith("#"):
+            if _SUMMARY.match(line.strip()):
+                _cut(runs, current, f"a summary line short of its number: {line.strip()[-60:]!r}")
             continue
         m = _ROW.search(line)
         if not m:
             continue
         has_root, halves = layout
         rest = m.group(5).split()
+        want = int(has_root) + sum(len(h) for h in halves)
+        if len(rest) != want or rest[-1].endswith("."):
+            _cut(runs, current, f"a row of size {m.group(1)} with {len(rest)} of the header's {want} values")
         root = None
         if has_root and rest:
             root = int(rest[0]) if re.fullmatch(r"-?\d+", rest[0]) else None
@@ -187,6 +222,13 @@ def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
                                          redop=m.group(4), root=root, out_of_place=parts[0] if parts else None,
                                          in_place=parts[1] if len(parts) > 1 else None))
     return runs
+
+
+def _cut(runs: ParsedList[NcclTestsRun], run: NcclTestsRun, reason: str) -> None:
+    """Note a cut once per run (the first row that shows it), on the run and on the list."""
+    if not any(p.startswith(TRUNCATED) for p in run.problems):
+        run.problems.append(f"{TRUNCATED}: {reason}")
+        runs.problems.append(f"{TRUNCATED}: {run.collective or 'a table'}: {reason}")
 
 
 def _json_half(obj: object) -> PlaceResult | None:
@@ -246,7 +288,7 @@ def _json_run(doc: dict) -> NcclTestsRun:
     return run
 
 
-@flag_clipped
+@flag_clipped(no_cut_check)  # the run it returns carries parse_nccl_tests's own cut checks
 def parse_all_reduce(text: str) -> NcclTestsRun:
     """The all-reduce table in a text or JSON output (the first one named all_reduce, else the only unnamed one);
     ParseError when there is none."""
@@ -320,7 +362,37 @@ _ENV_SET = re.compile(r"^(NCCL_\w+) set by environment to (.*)$")
 _DRIVER = re.compile(r"^cudaDriverVersion (\d+)")
 
 
-@flag_clipped
+_LOG_HEAD = re.compile(r"(?P<host>[^\s:\[\]()]+):(?P<pid>\d+):(?P<tid>\d+)(?: \[(?:\d+(?:\] ?(?:\S+:\d+ )?(?P<rest>.*))?)?)?$")
+_VERSION_FORM = re.compile(r"\d+\.\d+\.\d+(?:\+cuda\d+\.\d+)?")
+
+
+def _debug_cuts(text: str, log: NcclDebugLog) -> Iterator[str]:
+    """NCCL_DEBUG lines: 'host:pid:tid [dev] NCCL LEVEL message'. A line with that head cut before 'NCCL INFO',
+    a version short of its 'major.minor.patch[+cudaX.Y]', a driver code short of its digits, or (when this log's
+    NCCL ends its 'set by environment to' lines with a period) one such line without it, was cut."""
+    for raw in clean_lines(text):
+        h = _LOG_HEAD.search(raw.strip())
+        if h and not _LOG.search(raw) and "NCCL INFO".startswith((h["rest"] or "NCCL")[:9]):
+            yield f"a NCCL line cut before its message: {raw.strip()[-60:]!r}"
+            return
+    for line in log.lines:
+        msg = line.message
+        word = msg.split(" ", 1)[0]
+        if any(full.startswith(msg) and full != msg for full in ("NCCL version 0", "cudaDriverVersion 0")) or (
+                word.startswith("NCCL_") and msg != word and f"{word} set by environment to ".startswith(msg)):
+            yield f"a NCCL line cut inside the message it is read for: {msg[-60:]!r}"
+        v = re.match(r"^NCCL version (\S+)", line.message)
+        if v and not _VERSION_FORM.fullmatch(v.group(1)):
+            yield f"NCCL version {v.group(1)!r} is short of its form"
+        d = _DRIVER.match(line.message)
+        if d and (len(d.group(1)) < 4 or line.message.strip() != d.group(0)):
+            yield f"cudaDriverVersion {d.group(1)!r} is short of its digits"
+    ends = [ln.message.endswith(".") for ln in log.lines if _ENV_SET.match(ln.message)]
+    if ends.count(True) > ends.count(False) > 0:
+        yield "a 'set by environment to' line without the period this NCCL ends them with"
+
+
+@flag_clipped(_debug_cuts)
 def parse_nccl_debug(text: str) -> NcclDebugLog:
     """NCCL_DEBUG=INFO lines from any log (srun/mpirun/ray prefixes and interleaved app lines are skipped)."""
     out = NcclDebugLog()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from specdoctor.parsers.text import TRUNCATED, clean_lines, flag_clipped
+from specdoctor.parsers.text import TRUNCATED, ParsedList, clean_lines, cut_marker, flag_clipped, no_cut_check
 from specdoctor.parsers.text import strip_ansi as _strip_ansi
 
 __all__ = [
@@ -37,7 +39,18 @@ class GpuListEntry(BaseModel):
     uuid: str | None = None
 
 
-@flag_clipped
+_LIST_GPU = re.compile(r"^\s*GPU \d+: ")
+_LIST_DONE = re.compile(r"\(UUID: GPU-[0-9a-fA-F-]{36}\)\s*$")
+
+
+def _list_cuts(text: str, result: Any) -> Iterator[str]:
+    """`-L`: every 'GPU N: name' line closes with '(UUID: GPU-<36 hex/dash>)'; one without it was cut."""
+    for line in clean_lines(text):
+        if _LIST_GPU.match(line) and not _LIST_DONE.search(line):
+            yield f"a GPU line without its closing '(UUID: ...)': {line.strip()[:80]!r}"
+
+
+@flag_clipped(_list_cuts)
 def parse_list(text: str) -> list[GpuListEntry]:
     """`GPU 0: NAME (UUID: GPU-...)` lines; prompts and other lines are ignored."""
     out = []
@@ -51,10 +64,30 @@ def _clean(value: str) -> str | None:
     return None if v.lower() in _MISSING else v
 
 
-@flag_clipped
+def _csv_cuts(text: str, result: Any, fields: list[str] | None = None) -> Iterator[str]:
+    """`--query-gpu` CSV: every row has one cell per queried field, and a column whose rows carry a unit
+    ('MiB', 'MHz', 'W') carries it in every row; a row short of cells or of its unit was cut."""
+    rows = [[c.strip() for c in ln.split(",")] for ln in clean_lines(text) if ln.strip()]
+    if not rows:
+        return
+    width = len(fields) if fields else max(len(r) for r in rows)
+    for row in rows:
+        if 1 < len(row) < width:
+            yield f"a row with {len(row)} of {width} cells: {', '.join(row)[-60:]!r}"
+    full = [r for r in rows if len(r) == width]
+    for col in range(width):
+        units = {m.group(1) for r in full if (m := re.fullmatch(r"-?[\d.]+ (\S+)", r[col]))}
+        if len(units) == 1:
+            unit = units.pop()
+            for r in full:
+                if re.fullmatch(r"-?[\d.]+", r[col]):
+                    yield f"{r[col]!r} without the column's unit {unit!r} (row {r[0]!r})"
+
+
+@flag_clipped(no_cut_check)  # its rows are checked against the fields the caller queried, in the body
 def parse_query_csv(text: str, fields: list[str]) -> list[dict[str, str | None]]:
     """Rows of `--query-gpu=... --format=csv,noheader[,nounits]`; a header row and unit suffixes are tolerated."""
-    rows = []
+    rows: ParsedList[dict[str, str | None]] = ParsedList()
     for line in clean_lines(text):
         if not line.strip() or line.strip().startswith(tuple(fields[:1])):
             continue
@@ -62,6 +95,7 @@ def parse_query_csv(text: str, fields: list[str]) -> list[dict[str, str | None]]
         if len(cells) != len(fields):
             continue
         rows.append({f: _clean(c) for f, c in zip(fields, cells, strict=True)})
+    rows.problems.extend(f"{TRUNCATED}: {r}" for r in _csv_cuts(text, rows, fields))
     return rows
 
 
@@ -129,7 +163,59 @@ def _first(lines: list[tuple[int, str, str | None]], *paths: list[str]) -> str |
     return None
 
 
-@flag_clipped
+# `-q` values whose form nvidia-smi fixes: a cut leaves them short of it.
+_HEX = "[0-9A-Fa-f]"
+_Q_FORMS = {
+    "Timestamp": r"\w{3} \w{3} [ \d]\d \d{2}:\d{2}:\d{2} \d{4}",
+    "Driver Version": r"\d+\.\d+(?:\.\d+)*",
+    "CUDA Version": r"\d+\.\d+",
+    "Bus Id": rf"{_HEX}{{4,8}}:{_HEX}{{2}}:{_HEX}{{2}}\.{_HEX}",
+    "GPU UUID": rf"GPU-{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}",
+}
+# A measured value: a number and its unit ('1980 MHz', '700.00 W', '81559 MiB', '37 %', '35 C', '16x').
+_Q_UNITS = ("MHz", "GHz", "KiB", "MiB", "GiB", "KB/s", "MB/s", "GB/s", "W", "mW", "mV", "%", "C", "ms", "us", "ns",
+            "bytes", "bank(s)")
+_Q_MEASURED = re.compile(r"^-?\d+(?:\.\d+)? (?P<unit>\S+)$")
+
+
+def cut_number(value: str) -> bool:
+    """'11.', '300.': a number cut right after its decimal point."""
+    return re.fullmatch(r"-?\d+\.", value) is not None
+
+
+def _cut_unit(value: str) -> bool:
+    """'0 M', '2000 Mi': a number and the beginning of one of -q's units (other words after a number are left)."""
+    m = _Q_MEASURED.match(value)
+    return m is not None and cut_marker(m["unit"], *_Q_UNITS) is not None
+
+
+def _q_cuts(text: str, result: Any) -> Iterator[str]:
+    """`-q`: every leaf is 'Key : value' (a line without ':' heads a more indented section); the fixed-form
+    values (timestamp, driver, CUDA, bus id, UUID) have their whole form, and a number that is followed by a
+    word is followed by its whole unit ('1980 MHz', not '1980 M'); anything short of that was cut."""
+    if not result.gpus and result.driver is None:
+        return  # not -q text: nothing of its structure to check
+    lines = [ln for ln in clean_lines(text) if ln.strip()]
+    for i, line in enumerate(lines):
+        indent = len(line) - len(line.lstrip())
+        kv = _KV.match(line)
+        if kv is None:
+            deeper = i + 1 < len(lines) and len(lines[i + 1]) - len(lines[i + 1].lstrip()) > indent
+            if indent and not deeper:
+                yield f"a key without its ': value': {line.strip()[:60]!r}"
+            continue
+        key, value = kv["key"].strip(), kv["value"]
+        if not value.strip():
+            yield f"{key} without its value"
+            continue
+        form = _Q_FORMS.get(key)
+        if value and form and not re.fullmatch(form, value.strip()) and _clean(value) is not None:
+            yield f"{key} {value.strip()!r} is short of its form"
+        elif value and not form and (cut_number(value.strip()) or _cut_unit(value.strip())):
+            yield f"{key} {value.strip()!r} is cut inside its number or unit"
+
+
+@flag_clipped(_q_cuts)
 def parse_q(text: str) -> QReport:
     """Parse `nvidia-smi -q` (old 'Power Readings'/'Throttle' and new 'GPU Power Readings' layouts)."""
     report = QReport()
@@ -217,7 +303,7 @@ _LINK = re.compile(r"^(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|NS|OK|CNS|TNS|NA|N/A)$
 _CPU_LIST = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")
 
 
-@flag_clipped
+@flag_clipped(no_cut_check)  # the matrix checks its own rows against its header, in the body
 def parse_topo(text: str) -> Topology:
     """Parse the first link matrix (tabs or spaces, prompts, fused affinity columns, clipped header or fields)."""
     topo = Topology()
@@ -271,12 +357,20 @@ def parse_topo(text: str) -> Topology:
             topo.truncated = True
             topo.problems.append(f"{TRUNCATED}: {width} matrix columns but {len(topo.devices or cols)} headers")
     topo.devices = devices
+    short = [name for name, cells, _ in rows if len(cells) < min(len(devices), len(names))]
+    if short and not topo.truncated:
+        topo.truncated = True
+        topo.problems.append(f"{TRUNCATED}: row {short[0]} has fewer link cells than the {len(devices)} columns")
     for name, cells, rest in rows:
         topo.links[name] = {d: c for d, c in zip(devices, cells, strict=False)
                             if d != name and c != "X" and not d.startswith("?")}
         if name.startswith("GPU") and extra:
             if len(rest) < len(extra) and rest:
                 rest = _unfuse(rest, len(extra))
+            if len(rest) != len(extra) and not topo.truncated:
+                topo.truncated = True  # fewer: the row was cut; more: the header lost its last names
+                topo.problems.append(f"{TRUNCATED}: row {name} has {len(rest)} affinity cells, the header "
+                                     f"names {len(extra)}")
             values = dict(zip(extra, rest, strict=False))
             cpu = _clean(values.get("@CPU", ""))
             if cpu is not None and not _CPU_LIST.match(cpu):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -86,7 +88,17 @@ def _cells(line: str) -> list[str]:
     return s[1:-1].split("|")
 
 
-@flag_clipped
+def _table_cuts(text: str, result: Any) -> Iterator[str]:
+    """The table's rows and rules open with '|' or '+' and close with '|' or '+': a row or rule that opens but
+    does not close was cut."""
+    for line in clean_lines(text):
+        s = line.strip()
+        if s[:1] in "|+" and len(s) > 1 and s[-1] not in "|+" and (s[0] == "|" or set(s) <= set("+-=|")):
+            yield f"a table line that does not close: {s[-60:]!r}"
+            return
+
+
+@flag_clipped(_table_cuts)
 def parse_smi_table(text: str) -> SmiTable:
     """Every GPU row and process of the first table in `text` (prompts, srun labels, ANSI and CRs tolerated)."""
     table = SmiTable()

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import ast
 import html
+import itertools
 import json
 import math
 import os
 import re
 import shlex
+from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
 from typing import Any
 
@@ -16,7 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from specdoctor.errors import UsageError
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.text import clean_lines, clean_text, flag_clipped
+from specdoctor.parsers.text import clean_lines, clean_text, cut_marker, flag_clipped
 
 __all__ = [
     "LaunchArgs",
@@ -479,7 +481,20 @@ def _convert(dest: str, value: str, problems: list[str], pending: AbstractSet[st
     return value
 
 
-@flag_clipped
+def _launch_cuts(cmd: str | list[str], result: Any) -> Iterator[str]:
+    """A command written over several lines ends each but the last with '\\': a line followed by an indented
+    '--flag' line but without its '\\' lost its end (the value before it may be cut too)."""
+    if not isinstance(cmd, str):
+        return
+    lines = [ln for ln in clean_lines(cmd) if ln.strip()]
+    for a, b in itertools.pairwise(lines):
+        if b[:1].isspace() and b.lstrip().startswith("--") and not a.rstrip().endswith("\\") \
+                and not a.lstrip().startswith("#"):
+            yield f"a command line without its closing '\\' before {b.strip()[:30]!r}: {a.strip()[-40:]!r}"
+            return
+
+
+@flag_clipped(_launch_cuts)
 def parse_launch_command(cmd: str | list[str]) -> LaunchArgs:
     """Parse `python -m sglang.launch_server ...`, `sglang serve ...` or a bare flag list into LaunchArgs."""
     exported: dict[str, str] = {}
@@ -610,7 +625,34 @@ def _int(v: str) -> int | None:
 _BRACKET = re.compile(r"\[(?P<ts>[^\[\]]*)\][^\[\]]*$")
 
 
-@flag_clipped
+# Every Decode batch line since 0.2 carries '#queue-req: N'; later fields follow it ', key: value' each.
+_DATED_MSG = re.compile(r"\[[^\[\]]*\d{2}:\d{2}:\d{2}[^\[\]]*\] (?P<msg>[^\[\]]*)$")
+_QUEUE_FIELD = re.compile(r"#queue-req: \d+(?:,|$)")
+
+
+def _decode_cuts(text: str, result: Any) -> Iterator[str]:
+    """A Decode batch line is cut when it lacks its '#queue-req: N' field, or when a field after it has a key
+    without its ': value'."""
+    for raw in clean_lines(text):
+        idx = raw.find("Decode batch")
+        if idx < 0:
+            dated = _DATED_MSG.search(raw)
+            if dated and cut_marker(dated["msg"], "Decode batch"):
+                yield f"a log line cut inside 'Decode batch': {raw.strip()[-50:]!r}"
+                return
+            continue
+        body = raw[idx:].rstrip().rstrip(",").rstrip()
+        queue = _QUEUE_FIELD.search(body)
+        if queue is None:
+            yield f"a Decode batch line without its '#queue-req: N' field: {body[-50:]!r}"
+            return
+        tail = body[queue.end():]
+        if any(part.strip() and not re.search(r":\s*\S", part) for part in tail.split(",")):
+            yield f"a Decode batch line cut after '#queue-req': {body[-50:]!r}"
+            return
+
+
+@flag_clipped(_decode_cuts)
 def parse_decode_lines(text: str) -> list[DecodeLine]:
     """Every `Decode batch` line in a log (0.2 period form to 0.5.23 comma form, any rank prefix)."""
     out: list[DecodeLine] = []

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.text import clean_lines, flag_clipped
+from specdoctor.parsers.text import clean_lines, cut_marker, flag_clipped
 
 __all__ = [
     "BenchServingResult",
@@ -138,7 +139,26 @@ def _fill(result: BenchServingResult, values: dict[str, Any]) -> None:
             setattr(result, name, value)
 
 
-@flag_clipped
+_TITLE = "Serving Benchmark Result"
+
+
+def _serving_cuts(text: str, results: list[BenchServingResult]) -> Iterator[str]:
+    """The block opens with '==== Serving Benchmark Result ====' and closes with a '=====' rule; every line
+    between is 'Label: value' or a '---name---' section rule. A title cut before its name, or a block that stops
+    (at a line of neither kind, or at the end of the text) before its closing rule, was cut."""
+    for line in clean_lines(text):
+        s = line.strip()
+        title = re.fullmatch(r"=+\s*(?P<words>[A-Za-z][\w ]*?)\s*", s)
+        if title and cut_marker(title["words"], _TITLE):
+            yield f"a result title cut before its name: {s!r}"
+            return
+    for res in results:
+        if not res.complete:
+            yield f"a {res.layout} result block without its closing '=====' rule (after {len(res.metrics)} lines)"
+            return
+
+
+@flag_clipped(_serving_cuts)
 def parse_bench_serving(text: str) -> list[BenchServingResult]:
     """Every '== Serving Benchmark Result ==' block in `text`, told apart as SGLang's or vLLM's layout."""
     out: list[BenchServingResult] = []
@@ -258,7 +278,16 @@ def _one(values: dict[str, str]) -> OneBatchResult | None:
     return OneBatchResult(**data, extra=extra)
 
 
-@flag_clipped
+def _one_batch_cuts(text: str, result: Any) -> Iterator[str]:
+    """The result table's rows open and close with '|': a row that opens but does not close was cut."""
+    for line in clean_lines(text):
+        s = line.strip()
+        if s.startswith("|") and not s.endswith("|") and s.count("|") >= 2:
+            yield f"a table row that does not close: {s[-50:]!r}"
+            return
+
+
+@flag_clipped(_one_batch_cuts)
 def parse_bench_one_batch_server(text: str) -> list[OneBatchResult]:
     """Rows of bench_one_batch_server's result table ('| batch size | input len | latency (s) | ...') or its
     older per-batch 'batch size: N' / 'latency: X s' / 'output throughput: Y token/s' lines."""
@@ -349,7 +378,17 @@ class EagleBenchLine(BaseModel):
 _LAYOUT_ONLY = re.compile(r"^\s*(?:(?:```|~~~)[\w+-]*|[-=_*~#>|+:\s]+)\s*$")
 
 
-@flag_clipped
+def _eagle_cuts(text: str, result: Any) -> Iterator[str]:
+    """bench_sglang_eagle prints '#questions: N, Throughput: X token/s, Acceptance length: Y': a '#questions'
+    line without both of the later fields was cut."""
+    for line in clean_lines(text):
+        s = line.strip()
+        if s.startswith("#questions:") and not (re.search(r"Throughput: \d", s) and re.search(r"Accept\w* length: \d", s)):
+            yield f"a '#questions' line without its throughput and accept length: {s[-50:]!r}"
+            return
+
+
+@flag_clipped(_eagle_cuts)
 def parse_eagle_bench_lines(text: str) -> list[EagleBenchLine]:
     """Lines with a 'Throughput: N token/s' and an 'Accept(ance) length: X' part (any order, any extra keys)."""
     out: list[EagleBenchLine] = []

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from pydantic import BaseModel, Field
 
 from specdoctor.parsers.errors import ParseError
 from specdoctor.parsers.nvidia_smi import Topology, parse_topo
-from specdoctor.parsers.text import clean_lines, flag_clipped
+from specdoctor.parsers.text import clean_lines, cut_marker, flag_clipped
 
 __all__ = ["CheckEnv", "parse_check_env"]
 
@@ -47,7 +48,32 @@ _NOT_PKG = {"python", "cuda_home", "nvcc", "hypervisor vendor", "ulimit soft", "
             "hipcc", "rocm_home"}
 
 
-@flag_clipped
+# The keys read for the critical fields, in check_env's own words ('GPU 0' stands for every 'GPU 0,1,...').
+_READ_KEYS = ("Python", "CUDA available", "GPU 0", "GPU 0 Compute Capability", "CUDA_HOME", "NVCC",
+              "CUDA Driver Version", "sglang", "torch", "NVIDIA Topology", "ROCM available", "HIPCC")
+
+
+def _check_env_cuts(text: str, env: CheckEnv) -> Iterator[str]:
+    """check_env prints 'Key: value' lines: one of the keys read here cut before its ':' or left without its
+    value, a Python line whose '(' or '[' never closes, or an NVCC line short of its 'release N.N' was cut."""
+    for line in clean_lines(text):
+        s = line.strip()
+        if s.endswith("Topology:"):
+            break  # the matrix below is parse_topo's (its own cuts are in env.topology.problems)
+        key = re.sub(r"^GPU \d+(?:\s*,\s*\d+)*", "GPU 0", s.partition(":")[0].strip())
+        if ":" not in s and (marker := cut_marker(key, *_READ_KEYS)):
+            yield f"a {marker!r} line cut before its ':': {s!r}"
+        elif key in _READ_KEYS and ":" in s and not s.partition(":")[2].strip():
+            yield f"a {key!r} line without its value"
+    if env.python and "(" in env.fields.get("Python", "") and not re.search(r"\)(?: \[[^\]]*\])?$",
+                                                                            env.fields["Python"]):
+        yield f"the Python line cut: {env.fields['Python'][-40:]!r}"
+    nvcc = env.fields.get("NVCC", "")
+    if nvcc.startswith("Cuda compilation tools") and not re.search(r"release \d+\.\d+, V\d+\.\d+\.\d+$", nvcc):
+        yield f"the NVCC line cut: {nvcc[-40:]!r}"
+
+
+@flag_clipped(_check_env_cuts)
 def parse_check_env(text: str) -> CheckEnv:
     """Parse check_env output (CUDA or ROCm; a topology matrix after 'NVIDIA/AMD Topology:' is read with
     parse_topo); ParseError when no check_env line is present."""

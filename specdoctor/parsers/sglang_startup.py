@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel, Field
 
-from specdoctor.parsers.text import TRUNCATED, clean_lines, flag_clipped
+from specdoctor.parsers.text import TRUNCATED, clean_lines, cut_marker, flag_clipped
 
 __all__ = ["StartupTimings", "parse_startup"]
 
@@ -150,7 +152,38 @@ class _Reader:
             out.cuda_graph_s = sum(graphs)
 
 
-@flag_clipped
+_MARKERS = ("Load weight begin.", "Load weight end.", "The server is fired up and ready to roll!",
+            "Engine startup timings (s):", "Capture cuda graph ")
+_LOAD_END_CLOSES = re.compile(r"\bmem(?: usage)?=\d+(?:\.\d+)? GB\.?$")
+_TIMING_ITEM = re.compile(r"\w+=(?:\d+(?:\.\d+)?|\{[^{}]*\})")
+
+
+def _startup_cuts(text: str, result: Any) -> Iterator[str]:
+    """Start-up lines of the kinds read here have fixed ends: a message cut before its name ('Load weight',
+    'Capture cud', 'The server is fi'), a 'Load weight end' not closing with its 'mem…=N GB', or an 'Engine
+    startup timings' line with an unclosed '{' or an item short of 'key=number' was cut."""
+    for raw in clean_lines(text):
+        m = _PREFIX.search(raw.strip())
+        if not m or not m["date"]:
+            continue
+        msg = m["msg"].rstrip()
+        if marker := cut_marker(msg, *_MARKERS):
+            yield f"a log line cut inside {marker!r}: {msg[-50:]!r}"
+        elif msg.startswith("Capture") and not re.search(r"\bgraph\b", msg, re.I):
+            yield f"a capture line cut before its 'graph': {msg[-50:]!r}"
+        elif _LOAD_END.match(msg) and not _LOAD_END_CLOSES.search(msg):
+            yield f"a 'Load weight end' line cut before its closing 'mem=N GB': {msg[-50:]!r}"
+        elif tm := _TIMINGS.match(msg):
+            items = re.split(r",\s*(?![^{}]*\})", tm["body"].strip())
+            if tm["body"].count("{") != tm["body"].count("}") or not all(
+                    _TIMING_ITEM.fullmatch(i.strip()) for i in items):
+                yield f"an 'Engine startup timings' line cut: {msg[-50:]!r}"
+        else:
+            continue
+        return
+
+
+@flag_clipped(_startup_cuts)
 def parse_startup(text: str) -> StartupTimings:
     """Read the LAST start-up in `text` (a log appended to by several launches): from its last 'Load weight begin'
     sequence to the first ready line after it. Lines without a dated prefix (tqdm bars, tracebacks) are skipped;

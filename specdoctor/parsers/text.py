@@ -6,10 +6,11 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Callable, Iterable
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 __all__ = ["ANSI", "strip_ansi", "strip_rank_prefix", "strip_decoration", "clean_lines", "clean_text",
-           "clip_width", "TRUNCATED", "ParsedList", "flag_clipped"]
+           "TRUNCATED", "ParsedList", "CutCheck",
+           "flag_clipped", "no_cut_check", "cut_marker"]
 
 _T = TypeVar("_T")
 _R = TypeVar("_R")
@@ -76,19 +77,13 @@ def clean_text(text: str) -> str:
     return "\n".join(clean_lines(text))
 
 
-def clip_width(lines: list[str], at_least: int = 2) -> int | None:
-    """The column a narrow terminal cut the text at: the longest length, when `at_least` lines end exactly there.
-
-    A guess the caller confirms with its own structure (a table row without its closing bar, a rename without
-    its '}'); alone it only says 'these lines may be cut'."""
-    widths = [len(ln.rstrip("\n")) for ln in lines if ln.strip()]
-    if not widths:
+def cut_marker(message: str, *markers: str) -> str | None:
+    """The marker `message` is a proper beginning of ('Decode batc' of 'Decode batch'): a line of a kind the
+    parser reads, cut before the part that names it; None when the message is whole or another kind."""
+    msg = message.strip()
+    if not msg:
         return None
-    top = max(widths)
-    return top if top >= 20 and widths.count(top) >= at_least else None
-
-
-_CLOSERS = ("|", "+", ")", "]", "}", '"', "'")
+    return next((m for m in markers if m.startswith(msg) and m != msg), None)
 
 
 class ParsedList(list[_T]):
@@ -101,22 +96,33 @@ class ParsedList(list[_T]):
         self.problems = list(problems or [])
 
 
-def flag_clipped(parse: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
-    """Decorate a line parser: a list result becomes a ParsedList, and when the text looks cut by a narrow terminal
-    (`clip_width`) the result's problems say 'truncated' instead of letting the cut values pass silently."""
+CutCheck = Callable[[str, Any], Iterable[str]]
 
-    @functools.wraps(parse)
-    def wrapper(text: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
-        result = parse(text, *args, **kwargs)
-        if isinstance(result, list) and not isinstance(result, ParsedList):
-            result = ParsedList(result)  # type: ignore[assignment]
-        problems = getattr(result, "problems", None)
-        if isinstance(text, str) and isinstance(problems, list):
-            lines = strip_ansi(text).split("\n")  # the terminal cut the raw lines, padding included
-            width = clip_width([ln for ln in lines if not ln.rstrip().endswith(_CLOSERS)])
-            if width is not None and width == max((len(ln) for ln in lines), default=0):
-                problems.append(f"{TRUNCATED}? {sum(1 for ln in lines if len(ln) == width)} lines end at column "
-                                f"{width} (a narrow terminal may have cut them)")
-        return result
 
-    return wrapper
+def flag_clipped(check: CutCheck) -> Callable[[Callable[Concatenate[_S, _P], _R]], Callable[Concatenate[_S, _P], _R]]:
+    """Decorate a line parser with its format's own cut check: a list result becomes a ParsedList, and each reason
+    `check(text, result)` gives (a row with fewer cells than its header, a record without its closing field) is
+    added to the result's problems as 'truncated: <reason>'. No generic width guess: real text pads and repeats
+    lines to one width, so only a break in the format's structure says a narrow terminal cut it."""
+
+    def decorate(parse: Callable[Concatenate[_S, _P], _R]) -> Callable[Concatenate[_S, _P], _R]:
+        @functools.wraps(parse)
+        def wrapper(text: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+            result = parse(text, *args, **kwargs)
+            if isinstance(result, list) and not isinstance(result, ParsedList):
+                result = ParsedList(result)  # type: ignore[assignment]
+            problems = getattr(result, "problems", None)
+            if isinstance(text, str) and isinstance(problems, list):
+                for reason in check(text, result):
+                    if not any(p.startswith(TRUNCATED) and reason in p for p in problems):
+                        problems.append(f"{TRUNCATED}: {reason}")
+            return result
+
+        return wrapper
+
+    return decorate
+
+
+def no_cut_check(text: str, result: Any) -> Iterable[str]:
+    """For formats whose parser reports its own cuts (or whose records cannot be told cut): no extra reasons."""
+    return ()

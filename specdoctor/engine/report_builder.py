@@ -33,6 +33,7 @@ from specdoctor.report.attribution_model import Attribution, Cause, CauseKind
 from specdoctor.report.run_facts import add_run_facts
 from specdoctor.tools.bisect import BisectResult, Essentials
 from specdoctor.tools.gates import GateScan
+from specdoctor.tools.hardware_probe import HardwareProbe
 from specdoctor.tools.nccl import NcclSweep
 from specdoctor.tools.nccl_promote import NcclPromotion
 from specdoctor.tools.plan import Plan
@@ -216,6 +217,9 @@ def _findings(report: m.Report, r: _Reader, verdict: Verdict | None, measure: Me
                   f"(checked /proc/PID/environ of {len(g.values)} server processes)",
             severity="critical" if g.state == "ENABLED-at-runtime" else "info",
             evidence=[r.evidence("gates", r.v.latest_key(GateScan))]))
+    probe = r.v.latest(HardwareProbe)
+    for line in probe.findings if probe else []:  # observed, but no reference differs or no effect measured
+        report.findings.append(m.Finding(title=line, evidence=[r.evidence("probe", r.v.latest_key(HardwareProbe))]))
     sub = r.v.fact("subtraction", SubtractionFact) or SubtractionFact()
     for line in sub.ambiguous:
         report.findings.append(m.Finding(title=f"ambiguous patch-script output: {line}", severity="warning",

@@ -6,6 +6,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 
@@ -185,13 +186,16 @@ _FIELDS = {
 }
 
 
+_UNIT = re.compile(r" (MHz|MiB|W|%)$")
+
+
 def _csv(header: list[str], rows: list[list[str]], fmt: str) -> str:
     opts = {o.strip() for o in fmt.split(",")}
     if "csv" not in opts:
         raise SystemExit('"' + fmt + '" is not a valid format. Try "csv" or "csv,noheader,nounits".')
     out = [] if "noheader" in opts else [", ".join(header)]
     for r in rows:
-        out.append(", ".join(v.split(" ")[0] if "nounits" in opts else v for v in r))
+        out.append(", ".join(_UNIT.sub("", v) if "nounits" in opts else v for v in r))  # 'Not Active' stays
     return "\n".join(out) + "\n"
 
 

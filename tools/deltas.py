@@ -478,10 +478,14 @@ def _hardware_deltas(ref: dict[str, Any] | None, fp: Fingerprint, box: BoxState,
         s = state.get(i)
         mx = (s.max_sm_clock_mhz if s else None) or g.max_sm_clock_mhz
         app = s.app_sm_clock_mhz if s else None
-        if mx and ((app is not None and app < mx * 0.98) or (s is not None and s.clocks_locked)):
-            locked.append((i, app, mx))
+        r = ref_gpus.get(i)
+        ref_sm = _num(str(r.get("sm_clock_mhz"))) if r and r.get("sm_clock_mhz") is not None else None
+        below_ref = ref_sm is not None and g.sm_clock_mhz is not None and g.sm_clock_mhz < 0.95 * ref_sm
+        if mx and ((app is not None and app < mx * 0.98) or (s is not None and s.clocks_locked) or below_ref):
+            locked.append((i, app if app is not None else g.sm_clock_mhz, mx))  # GeForce: no application clocks
     if locked:
-        ref_max = next((r.get("max_sm_clock_mhz") for r in ref_gpus.values() if r.get("max_sm_clock_mhz")), None)
+        ref_max = next((r.get("sm_clock_mhz") or r.get("max_sm_clock_mhz") for r in ref_gpus.values()
+                        if r.get("sm_clock_mhz") or r.get("max_sm_clock_mhz")), None)  # its clock under load first
         app = min((a for _, a, _ in locked if a is not None), default=None)
         mx = locked[0][2]
         out.append(Delta(kind="hardware", name="sm-clock", reference=norm_value(ref_max or mx), current=norm_value(app),

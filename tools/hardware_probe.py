@@ -7,7 +7,9 @@ import statistics
 from typing import Any
 
 from pydantic import BaseModel, Field
+from specdoctor.tools.fingerprint import _aliases, _load
 
+from specdoctor.errors import NoData, ToolFailed
 from specdoctor.host.base import Raw
 from specdoctor.models import DeltaList
 from specdoctor.models.delta import CauseFact, norm_value
@@ -25,6 +27,9 @@ class ProbeInput(BaseModel):
     deltas: dict[str, Any] | None = Field(default=None, description="list_deltas' output: which GPUs/links/limits "
                                           "look abnormal (None: every check on every GPU).")
     fingerprint: dict[str, Any] | None = Field(default=None, description="Today's fingerprint (server GPU processes).")
+    good_fingerprint: dict[str, Any] | str | None = Field(
+        default=None, description="The good run's fingerprint (a dict or a JSON file on the host): the reference a "
+        "clock or power state must differ from before it can be a cause.")
     tp: int | None = Field(default=None, description="GPUs per all-reduce (the server's TP size; default 2..4).")
     size_bytes: int = Field(default=64 << 20, description="All-reduce message size: bandwidth-bound, where a link "
                             "shows.")
@@ -64,6 +69,8 @@ class ClockProbe(BaseModel):
     power_limit_w: float | None = None
     power_default_w: float | None = None
     app_sm_clock_mhz: float | None = Field(default=None, description="Applications (or locked) SM clock.")
+    default_app_sm_clock_mhz: float | None = Field(default=None, description="The model's default applications "
+                                                   "SM clock (its spec; N/A on GeForce parts).")
     reasons: list[str] = Field(default_factory=list, description="Clock-event reasons active under load.")
 
 
@@ -86,6 +93,8 @@ class HardwareProbe(BaseModel):
     links: list[LinkProbe] = Field(default_factory=list)
     clocks: list[ClockProbe] = Field(default_factory=list)
     processes: list[ProcessProbe] = Field(default_factory=list)
+    findings: list[str] = Field(default_factory=list, description="States observed but not causes: no reference "
+                                "differs in them, or the measurement shows no effect ('not measured').")
     notes: list[str] = Field(default_factory=list)
 
     def summary_line(self) -> str:
@@ -112,10 +121,17 @@ _R_OLD = [r.replace("clocks_event_reasons", "clocks_throttle_reasons") for r in 
 def _read_gpus(ctx: ToolContext) -> tuple[list[dict[str, str | None]], dict[int, list[str]]]:
     script = ("echo @@q; nvidia-smi --query-gpu=" + ",".join(_Q) + " --format=csv,noheader,nounits 2>&1; "
               "echo @@r; nvidia-smi --query-gpu=index," + ",".join(_R) + " --format=csv,noheader 2>/dev/null || "
-              "nvidia-smi --query-gpu=index," + ",".join(_R_OLD) + " --format=csv,noheader 2>&1; true")
+              "nvidia-smi --query-gpu=index," + ",".join(_R_OLD) + " --format=csv,noheader 2>&1; echo @@d; "
+              "nvidia-smi --query-gpu=index,clocks.default_applications.graphics --format=csv,noheader,nounits "
+              "2>/dev/null; true")
     res = ctx.host.run(Raw(script), check="ignore", timeout=60)
     q, _, r = res.stdout.partition("@@r")
+    r, _, d = r.partition("@@d")
     rows = parse_query_csv(q.replace("@@q", "").strip(), _Q)
+    defaults = {(row.get("index") or ""): row.get("clocks.default_applications.graphics")
+                for row in parse_query_csv(d.strip(), ["index", "clocks.default_applications.graphics"])}
+    for row in rows:
+        row["clocks.default_applications.graphics"] = defaults.get(row.get("index") or "")
     return rows, _parse_reasons(r)
 
 
@@ -206,6 +222,114 @@ def _pmon(ctx: ToolContext) -> dict[int, float]:
     return out
 
 
+def _reference_gpus(ctx: ToolContext, good: dict[str, Any] | str | None, notes: list[str]) -> dict[int, dict]:
+    """The good run's GPUs by index (nvidia-smi-ish names accepted), or {} without a readable one."""
+    if not good:
+        return {}
+    try:
+        ref = _aliases(_load(ctx, good))
+    except (NoData, ToolFailed) as exc:
+        notes.append(f"good-run fingerprint not read ({exc}): clocks judged against the spec and the other GPUs")
+        return {}
+    return {int(g.get("index", i)): g for i, g in enumerate(ref.get("gpus") or []) if isinstance(g, dict)}
+
+
+def _gpus_text(cps: list[ClockProbe]) -> str:
+    return ",".join(str(cp.gpu) for cp in cps)
+
+
+def _ref_clock(cp: ClockProbe, ref_gpus: dict[int, dict], peers: list[ClockProbe]) -> tuple[float | None, str]:
+    """The SM clock the reference reaches under load, and which reference: the good run's reading of this GPU (or of
+    its first GPU), else the other GPUs of the box that are not held, else nothing (the spec's 'max' is a ceiling
+    that consumer and workstation parts do not sustain, so it is no reference for a clock)."""
+    r = ref_gpus.get(cp.gpu) or next(iter(ref_gpus.values()), None)
+    if r is not None and _f(str(r.get("sm_clock_mhz"))) is not None:
+        return _f(str(r.get("sm_clock_mhz"))), "the good run"
+    free = [x for cp2 in peers for x in cp2.sm_clock_load_mhz]
+    if free:
+        return statistics.median(free), f"GPUs {_gpus_text(peers)} of this box"
+    return None, ""
+
+
+def _held(cp: ClockProbe) -> bool:
+    """Application/locked clocks hold this GPU: its reason is active, or its setting is below the model's default."""
+    return "applications_clocks_setting" in cp.reasons or bool(
+        cp.app_sm_clock_mhz and cp.default_app_sm_clock_mhz and cp.app_sm_clock_mhz < 0.98 * cp.default_app_sm_clock_mhz)
+
+
+def _capped(cp: ClockProbe, ref_gpus: dict[int, dict]) -> tuple[bool, float | None]:
+    """A power limit below the default (the spec) or the good run's, and the reference limit."""
+    r = ref_gpus.get(cp.gpu) or next(iter(ref_gpus.values()), None)
+    ref = _f(str(r.get("power_limit_w"))) if r is not None else None
+    base = ref or cp.power_default_w
+    return bool(cp.power_limit_w and base and cp.power_limit_w < 0.95 * base), base
+
+
+def _clock_causes(out: HardwareProbe, ref_gpus: dict[int, dict]) -> list[CauseFact]:
+    """A clock or power state is a cause only when (a) the reference differs in it and (b) the measurement under load
+    shows its effect (the SM clock at least 5 % below the reference's); otherwise it is a finding."""
+    causes: list[CauseFact] = []
+    measured = [cp for cp in out.clocks if cp.sm_clock_load_mhz]
+    held = [cp for cp in measured if _held(cp)]
+    capped = [cp for cp in measured if "sw_power_cap" in cp.reasons]
+    free = [cp for cp in measured if cp not in held and cp not in capped]
+    for cp in measured:  # a clock below "max" with no state that holds it is how the card boosts: a finding at most
+        mx = cp.max_sm_clock_mhz
+        if cp in free and mx and statistics.median(cp.sm_clock_load_mhz) < 0.9 * mx:
+            out.findings.append(f"GPU {cp.gpu}: SM clock {norm_value(round(statistics.median(cp.sm_clock_load_mhz)))}"
+                                f" of {norm_value(mx)} MHz 'max' under load with no clock-event reason: the card's "
+                                "own boost (not a cause)")
+    for kind, group in (("sm-clock", held), ("power-limit", capped)):
+        confirmed: list[tuple[ClockProbe, float, str]] = []
+        for cp in group:
+            sm = statistics.median(cp.sm_clock_load_mhz)
+            ref, label = _ref_clock(cp, ref_gpus, free)
+            if kind == "power-limit" and ref is None:  # the cap's reason says it holds the clock below its max
+                ref, label = cp.max_sm_clock_mhz, "its max"
+            differs, base = _capped(cp, ref_gpus) if kind == "power-limit" else (ref is not None, None)
+            what = ("application/locked clocks" if kind == "sm-clock" else
+                    f"SW power cap at {norm_value(cp.power_limit_w)} W")
+            if kind == "power-limit" and not differs:
+                out.findings.append(f"GPU {cp.gpu}: {what} under load, at the model's default limit "
+                                    f"{norm_value(base)} W: how this card runs (not a cause)")
+            elif ref is None and kind == "sm-clock":
+                out.findings.append(f"GPU {cp.gpu}: {what} hold the SM clock at {norm_value(round(sm))} MHz; no "
+                                    "reference clock (no good-run reading, no other GPU free of it): not measured, "
+                                    "not a cause")
+            elif ref is not None and sm >= 0.95 * ref:
+                out.findings.append(f"GPU {cp.gpu}: {what}, but under load the SM clock "
+                                    f"{norm_value(round(sm))} MHz reaches {label}'s {norm_value(round(ref))} MHz: "
+                                    "measured, no effect (not a cause)")
+            else:
+                confirmed.append((cp, sm, label))
+        if not confirmed:
+            continue
+        cps = [c for c, _, _ in confirmed]
+        sm = statistics.median(x for c in cps for x in c.sm_clock_load_mhz)
+        ref, label = _ref_clock(cps[0], ref_gpus, free)
+        if ref is None:
+            ref, label = cps[0].max_sm_clock_mhz, "its max"
+        ref_text = (f"{label}'s {norm_value(round(ref))} MHz ({sm / ref - 1:+.0%})" if ref is not None else
+                    f"{norm_value(cps[0].max_sm_clock_mhz)} MHz max")
+        if kind == "sm-clock":
+            causes.append(CauseFact(
+                name=f"SM clocks held at {norm_value(round(sm))} MHz on GPUs {_gpus_text(cps)} (application/locked "
+                f"clocks; {label} ran at {norm_value(round(ref or 0))} MHz)", kind="hardware", key="sm-clock",
+                confirmed=True, method="targeted-measurement", evidence=["probe"],
+                detail=f"measured under load: SM clock {norm_value(round(sm))} MHz vs {ref_text} with the "
+                "applications-clocks reason active",
+                fix="sudo nvidia-smi -rgc && sudo nvidia-smi -rac (reset locked and application clocks)"))
+        else:
+            _, base = _capped(cps[0], ref_gpus)
+            causes.append(CauseFact(
+                name=f"power limit {norm_value(cps[0].power_limit_w)} W of {norm_value(base)} W on GPUs "
+                f"{_gpus_text(cps)}", kind="hardware", key="power-limit", confirmed=True,
+                method="targeted-measurement", evidence=["probe"],
+                detail=f"measured under load: SM clock {norm_value(round(sm))} MHz vs {ref_text} with the SW power "
+                "cap active", fix=f"sudo nvidia-smi -pl {norm_value(base)} (if the site's power policy allows)"))
+    return causes
+
+
 @tool(effect="read")
 def probe_hardware(ctx: ToolContext, args: ProbeInput) -> HardwareProbe:
     """Measure what cannot be reverted: all-reduce bandwidth with vs without a GPU whose PCIe link is below its max,
@@ -246,7 +370,9 @@ def probe_hardware(ctx: ToolContext, args: ProbeInput) -> HardwareProbe:
     loaded: dict[int, ClockProbe] = {i: ClockProbe(gpu=i, max_sm_clock_mhz=_f(r.get("clocks.max.sm")),
                                                   power_limit_w=_f(r.get("power.limit")),
                                                   power_default_w=_f(r.get("power.default_limit")),
-                                                  app_sm_clock_mhz=_f(r.get("clocks.applications.graphics")))
+                                                  app_sm_clock_mhz=_f(r.get("clocks.applications.graphics")),
+                                                  default_app_sm_clock_mhz=_f(
+                                                      r.get("clocks.default_applications.graphics")))
                                      for i, r in gpus.items()}
     load_gpus = ",".join(str(i) for i in sorted(gpus))
     # one load (all-reduce over every GPU) read `samples` times: a clock or power limit shows only under load
@@ -280,33 +406,10 @@ def probe_hardware(ctx: ToolContext, args: ProbeInput) -> HardwareProbe:
     for i, cp in loaded.items():
         cp.reasons = reasons.get(i, [])
         out.clocks.append(cp)
-    low = [cp for cp in out.clocks if cp.sm_clock_load_mhz and cp.max_sm_clock_mhz
-           and statistics.median(cp.sm_clock_load_mhz) < 0.9 * cp.max_sm_clock_mhz]
     if not any(cp.sm_clock_load_mhz for cp in out.clocks):
         out.notes.append("no nvidia-smi reading under load (utilisation below 50 %): clocks not judged")
-    locked = [cp for cp in low if "applications_clocks_setting" in cp.reasons or (
-        cp.app_sm_clock_mhz and cp.max_sm_clock_mhz and cp.app_sm_clock_mhz < 0.98 * cp.max_sm_clock_mhz)]
-    capped = [cp for cp in low if "sw_power_cap" in cp.reasons and cp.power_limit_w and cp.power_default_w
-              and cp.power_limit_w < 0.95 * cp.power_default_w]
-    if locked:
-        sm = statistics.median(x for cp in locked for x in cp.sm_clock_load_mhz)
-        mx = locked[0].max_sm_clock_mhz or 0
-        out.causes.append(CauseFact(
-            name=f"SM clocks held at {norm_value(round(sm))} of {norm_value(mx)} MHz on GPUs "
-            f"{','.join(str(cp.gpu) for cp in locked)} (applications/locked clocks)", kind="hardware", key="sm-clock",
-            confirmed=True, method="targeted-measurement", evidence=["probe"],
-            detail=f"under load the SM clock stays at {sm / mx:.0%} of max with the applications-clocks reason active",
-            fix="sudo nvidia-smi -rgc && sudo nvidia-smi -rac (reset locked and application clocks)"))
-    if capped:
-        sm = statistics.median(x for cp in capped for x in cp.sm_clock_load_mhz)
-        mx = capped[0].max_sm_clock_mhz or 0
-        out.causes.append(CauseFact(
-            name=f"power limit {norm_value(capped[0].power_limit_w)} W of {norm_value(capped[0].power_default_w)} W "
-            f"on GPUs {','.join(str(cp.gpu) for cp in capped)}", kind="hardware", key="power-limit", confirmed=True,
-            method="targeted-measurement", evidence=["probe"],
-            detail=f"under load the SM clock sags to {norm_value(round(sm))} of {norm_value(mx)} MHz with the SW "
-            "power cap active", fix=f"sudo nvidia-smi -pl {norm_value(capped[0].power_default_w)} (if the site's "
-            "power policy allows)"))
+    ref_gpus = _reference_gpus(ctx, args.good_fingerprint, out.notes)
+    out.causes += _clock_causes(out, ref_gpus)
     # compute processes that are not the server
     fp = args.fingerprint or {}
     server_pids = {int(p["pid"]) for p in fp.get("gpu_processes") or [] if isinstance(p, dict) and p.get("server")}

@@ -82,8 +82,17 @@ class Hardware(_Strict):
     compute_capability: str = "12.0"
     pcie: PcieLink = Field(default_factory=PcieLink)
     pcie_per_gpu: dict[int, PcieLink] = Field(default_factory=dict)
-    clocks_sm_mhz: int = 2430
+    clocks_sm_mhz: int = Field(default=2430, description="SM clock the card sustains on its own under this load "
+                               "(its boost): a datacenter part holds clocks_sm_max_mhz, a consumer/workstation part "
+                               "settles below it with no clock-event reason.")
     clocks_sm_max_mhz: int = 2430
+    applications_clocks_mhz: int | None = Field(default=None, description="SM clock set by `nvidia-smi -ac` / "
+                                                "`-lgc` (None: the defaults); below clocks_sm_mhz it holds the "
+                                                "clock there with the 'Applications Clocks Setting' reason.")
+    applications_clocks_supported: bool = Field(default=True, description="nvidia-smi reports application clocks "
+                                                "(GeForce parts: N/A).")
+    product_brand: str | None = Field(default=None, description="nvidia-smi -q 'Product Brand' (default: GeForce "
+                                      "for a GeForce name, else NVIDIA).")
     clocks_mem_mhz: int = 14001
     clocks_mem_max_mhz: int | None = Field(default=None, description="Default: clocks_mem_mhz (not locked).")
     power_limit_w: float = 600.0

@@ -64,7 +64,7 @@ def _heal_hardware(sb: Sandbox) -> None:
     hw = twin["hardware"]
     for link in hw["pcie_per_gpu"].values():
         link["gen_current"], link["width_current"] = link["gen_max"], link["width_max"]
-    hw["clocks_sm_mhz"] = hw["clocks_sm_max_mhz"]
+    hw["applications_clocks_mhz"] = None  # nvidia-smi -rac / -rgc: the card runs at its own boost again
     hw["clocks_mem_max_mhz"] = None
     hw["power_limit_w"] = hw.get("power_default_w") or hw["power_limit_w"]
     twin["gpu_processes"] = []

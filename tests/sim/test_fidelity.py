@@ -321,3 +321,32 @@ def test_login_profile_exports_reach_the_server_workers(local_box):
     workers = sb.server_pids()[1:5]
     assert all(box.environ(p)["CUDA_LAUNCH_BLOCKING"] == "1" for p in workers)
     assert predict(sb).effects == ["launch-blocking"]
+
+
+def test_clock_event_reasons_follow_their_real_causes(local_box):
+    """A consumer card below 'max' at its normal boost shows no reason; application clocks set below it do; a power
+    cap binding at the default limit shows SW Power Cap and the draw at the cap (nvidia-smi -q's wording)."""
+    boost = local_box("rtx4090-boost-normal", start=False)
+    sm, sm_max, app, app_default, idle, reason, cap = _query(
+        boost.host, "clocks.sm,clocks.max.sm,clocks.applications.graphics,clocks.default_applications.graphics,"
+        "clocks_event_reasons.gpu_idle,clocks_event_reasons.applications_clocks_setting,"
+        "clocks_event_reasons.sw_power_cap")
+    assert (sm, sm_max, app, app_default, idle, reason, cap) == ("180", "3105", "[N/A]", "[N/A]", "Active",
+                                                                  "Not Active", "Not Active")  # no load: idle
+    q = boost.host.run(["nvidia-smi", "-q"]).stdout
+    assert "    Product Brand                         : GeForce" in q and "Ada Lovelace" in q
+    boost = local_box("rtx4090-boost-normal")
+    sm, idle, reason, cap = _query(boost.host, "clocks.sm,clocks_event_reasons.gpu_idle,"
+                                   "clocks_event_reasons.applications_clocks_setting,clocks_event_reasons.sw_power_cap")
+    assert (sm, idle, reason, cap) == ("2730", "Not Active", "Not Active", "Not Active")  # its boost, no reason
+    locked = local_box("l40s-clocks-locked")
+    sm, app, app_default, reason = _query(locked.host, "clocks.sm,clocks.applications.graphics,"
+                                          "clocks.default_applications.graphics,"
+                                          "clocks_event_reasons.applications_clocks_setting")
+    assert (sm, app, app_default, reason) == ("1590", "1590", "2520", "Active")
+    at_default = local_box("l40s-power-at-default")
+    sm, draw, limit, default, reason, cap = _query(at_default.host, "clocks.sm,power.draw,power.limit,"
+                                                   "power.default_limit,clocks_event_reasons.applications_clocks_setting,"
+                                                   "clocks_event_reasons.sw_power_cap")
+    assert (int(sm), float(draw), float(limit), float(default), reason, cap) == (
+        round(2520 * (350 / 380) ** 0.5), 350.0, 350.0, 350.0, "Not Active", "Active")

@@ -6,12 +6,13 @@ import glob
 import hashlib
 import json
 import os
+import re
 import sys
 import time
 
 from .config import load_twin, sandbox_root
 from .gpumem import alive
-from .perf import effective_sm_mhz
+from .perf import clock_state
 from .versions import measured_0517
 
 __all__ = ["main"]
@@ -74,13 +75,24 @@ def _gpu_procs() -> list[dict]:
     return out
 
 
+def _brand(hw: dict) -> str:
+    return hw.get("product_brand") or ("GeForce" if "GeForce" in hw["gpu_name"] else "NVIDIA")
+
+
 def _gpus(twin: dict) -> list[dict]:
+    """Each GPU as nvidia-smi reads it. Clock-event reasons follow their real causes: Idle with no load; Applications
+    Clocks Setting only while application/locked clocks set below the card's own clock hold it; SW Power Cap while
+    the draw sits at the limit; none otherwise (a consumer card below "max" at its normal boost shows none)."""
     hw = twin["hardware"]
     mem_mib = int(hw["memory_gb"] * 1024)
     procs = _gpu_procs()
     used = {p["gpu"] for p in procs if p.get("server")}
-    sm_load = int(round(effective_sm_mhz(hw)))
+    state = clock_state(hw)
+    sm_load = int(round(state.sm_mhz))
     default_power = float(hw.get("power_default_w") or hw["power_limit_w"])
+    supported = hw.get("applications_clocks_supported", True)
+    app_default = int(hw["clocks_sm_max_mhz"])
+    app_set = hw.get("applications_clocks_mhz")
     gpus = []
     for i in range(hw["gpu_count"]):
         link = hw["pcie_per_gpu"][str(i)]
@@ -88,22 +100,28 @@ def _gpus(twin: dict) -> list[dict]:
         other_mem = sum(p["mem"] for p in procs if p["gpu"] == i and not p.get("server") and p["mem"] is not None)
         held = [p["mem"] for p in procs if p["gpu"] == i and p.get("server")]
         server_mem = (sum(m for m in held if m is not None) or int(mem_mib * 0.92)) if busy else 0
-        capped = busy and sm_load < int(hw["clocks_sm_mhz"])
+        loaded = busy or bool(other_mem)
+
+        def reason(on: bool, loaded: bool = loaded) -> str:
+            return "Active" if loaded and on else "Not Active"
+
         gpus.append({
             "index": i, "name": hw["gpu_name"], "uuid": _uuid(i, hw["gpu_name"], hw["hostname"]), "bus_id": hw["bus_ids"][i],
             "mem_total": mem_mib, "mem_used": min(max(server_mem + other_mem, 1), mem_mib), "link": link,
-            "sm": sm_load if busy or other_mem else 180, "sm_max": hw["clocks_sm_max_mhz"],
-            "mem_clk": hw["clocks_mem_mhz"] if busy or other_mem else 405,
+            "sm": sm_load if loaded else 180, "sm_max": hw["clocks_sm_max_mhz"],
+            "mem_clk": hw["clocks_mem_mhz"] if loaded else 405,
             "mem_clk_max": hw.get("clocks_mem_max_mhz") or hw["clocks_mem_mhz"],
-            "app_sm": hw["clocks_sm_mhz"], "power_limit": hw["power_limit_w"], "power_default": default_power,
-            "power": min(hw["power_limit_w"], float(hw.get("load_power_w") or default_power * 0.55) if busy
-                         else default_power * 0.05),
+            "app_sm": str(app_set if app_set is not None else app_default) if supported else "[N/A]",
+            "app_sm_default": str(app_default) if supported else "[N/A]",
+            "app_mem": str(hw["clocks_mem_mhz"]) if supported else "[N/A]",
+            "power_limit": hw["power_limit_w"], "power_default": default_power,
+            "power": state.power_w if busy else default_power * 0.05,
             "temp": hw["temperature_c"] + (6 if busy else 0),
-            "pstate": "P0" if busy or other_mem else "P8", "persistence": hw["persistence_mode"],
-            "sw_power_cap": "Active" if capped else "Not Active",
-            "app_clocks": "Active" if (busy or other_mem) and int(hw["clocks_sm_mhz"]) < int(hw["clocks_sm_max_mhz"])
-            else "Not Active",
-            "util": 100 if busy or other_mem else 0,
+            "pstate": "P0" if loaded else "P8", "persistence": hw["persistence_mode"],
+            "idle": "Not Active" if loaded else "Active",
+            "sw_power_cap": reason(busy and state.power_cap_active),
+            "app_clocks": reason(state.app_clocks_active),
+            "util": 100 if loaded else 0,
         })
     return gpus
 
@@ -129,9 +147,13 @@ _FIELDS = {
     "clocks.mem": ("clocks.current.memory", lambda g, t: str(g["mem_clk"]), "MHz"),
     "clocks.max.mem": ("clocks.max.memory", lambda g, t: str(g["mem_clk_max"]), "MHz"),
     "clocks.max.memory": ("clocks.max.memory", lambda g, t: str(g["mem_clk_max"]), "MHz"),
-    "clocks.applications.graphics": ("clocks.applications.graphics", lambda g, t: str(g["app_sm"]), "MHz"),
-    "clocks.applications.memory": ("clocks.applications.memory", lambda g, t: str(t["hardware"]["clocks_mem_mhz"]),
-                                   "MHz"),
+    "clocks.applications.graphics": ("clocks.applications.graphics", lambda g, t: g["app_sm"], "MHz"),
+    "clocks.applications.gr": ("clocks.applications.graphics", lambda g, t: g["app_sm"], "MHz"),
+    "clocks.default_applications.graphics": ("clocks.default_applications.graphics",
+                                             lambda g, t: g["app_sm_default"], "MHz"),
+    "clocks.default_applications.gr": ("clocks.default_applications.graphics", lambda g, t: g["app_sm_default"],
+                                       "MHz"),
+    "clocks.applications.memory": ("clocks.applications.memory", lambda g, t: g["app_mem"], "MHz"),
     "clocks_event_reasons.sw_power_cap": ("clocks_event_reasons.sw_power_cap", lambda g, t: g["sw_power_cap"], ""),
     "clocks_throttle_reasons.sw_power_cap": ("clocks_throttle_reasons.sw_power_cap",
                                              lambda g, t: g["sw_power_cap"], ""),
@@ -139,9 +161,11 @@ _FIELDS = {
                                                          lambda g, t: g["app_clocks"], ""),
     "clocks_throttle_reasons.applications_clocks_setting": ("clocks_throttle_reasons.applications_clocks_setting",
                                                             lambda g, t: g["app_clocks"], ""),
-    **{f"{prefix}.{reason}": (f"{prefix}.{reason}", lambda g, t: "Not Active", "")  # not modelled: never active
+    **{f"{prefix}.gpu_idle": (f"{prefix}.gpu_idle", lambda g, t: g["idle"], "")
+       for prefix in ("clocks_event_reasons", "clocks_throttle_reasons")},
+    **{f"{prefix}.{reason}": (f"{prefix}.{reason}", lambda g, t: "Not Active", "")  # no slowdown modelled
        for prefix in ("clocks_event_reasons", "clocks_throttle_reasons")
-       for reason in ("gpu_idle", "hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
+       for reason in ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
                       "sw_thermal_slowdown", "sync_boost")},
     "power.limit": ("power.limit", lambda g, t: f"{g['power_limit']:.2f}", "W"),
     "enforced.power.limit": ("enforced.power.limit", lambda g, t: f"{g['power_limit']:.2f}", "W"),
@@ -162,14 +186,22 @@ _FIELDS = {
 }
 
 
+_UNIT = re.compile(r" (MHz|MiB|W|%)$")
+
+
 def _csv(header: list[str], rows: list[list[str]], fmt: str) -> str:
     opts = {o.strip() for o in fmt.split(",")}
     if "csv" not in opts:
         raise SystemExit('"' + fmt + '" is not a valid format. Try "csv" or "csv,noheader,nounits".')
     out = [] if "noheader" in opts else [", ".join(header)]
     for r in rows:
-        out.append(", ".join(v.split(" ")[0] if "nounits" in opts else v for v in r))
+        out.append(", ".join(_UNIT.sub("", v) if "nounits" in opts else v for v in r))  # 'Not Active' stays
     return "\n".join(out) + "\n"
+
+
+def _cell(value: str, unit: str) -> str:
+    """A value with its unit, as nvidia-smi prints it ('[N/A]' has none)."""
+    return value + (f" {unit}" if unit and not value.startswith("[") else "")
 
 
 def _query_gpu(twin: dict, fields: str, fmt: str, ids: list[int] | None) -> int:
@@ -183,7 +215,7 @@ def _query_gpu(twin: dict, fields: str, fmt: str, ids: list[int] | None) -> int:
     for g in _gpus(twin):
         if ids is not None and g["index"] not in ids:
             continue
-        rows.append([_FIELDS[n][1](g, twin) + (f" {_FIELDS[n][2]}" if _FIELDS[n][2] else "") for n in names])
+        rows.append([_cell(_FIELDS[n][1](g, twin), _FIELDS[n][2]) for n in names])
     sys.stdout.write(_csv(header, rows, fmt))
     return 0
 
@@ -222,9 +254,15 @@ def _topo(twin: dict) -> str:
     return "".join(lines) + LEGEND
 
 
+def _mhz(value: str) -> str:
+    return "N/A" if value.startswith("[") else f"{value} MHz"
+
+
 def _q(twin: dict, ids: list[int] | None) -> str:
     hw = twin["hardware"]
-    arch = "Blackwell" if hw["compute_capability"].startswith(("10", "12")) else "Hopper"
+    cc = hw["compute_capability"]
+    arch = ("Blackwell" if cc.startswith(("10", "12")) else "Ada Lovelace" if cc == "8.9" else
+            "Ampere" if cc.startswith("8") else "Hopper")
     out = ["", "==============NVSMI LOG==============", "",
            f"{'Timestamp':<42}: {time.strftime('%a %b %d %H:%M:%S %Y')}",
            f"{'Driver Version':<42}: {hw['driver']}", f"{'CUDA Version':<42}: {hw['cuda']}", "",
@@ -238,7 +276,7 @@ def _q(twin: dict, ids: list[int] | None) -> str:
         def kv(indent: int, key: str, val: str) -> str:
             return " " * indent + f"{key:<{42 - indent}}: {val}"
 
-        out += [f"GPU {g['bus_id']}", kv(4, "Product Name", g["name"]), kv(4, "Product Brand", "NVIDIA RTX"),
+        out += [f"GPU {g['bus_id']}", kv(4, "Product Name", g["name"]), kv(4, "Product Brand", _brand(hw)),
                 kv(4, "Product Architecture", arch), kv(4, "Persistence Mode",
                                                         "Enabled" if g["persistence"] else "Disabled"),
                 kv(4, "GPU UUID", g["uuid"]), kv(4, "Minor Number", str(g["index"])),
@@ -253,16 +291,22 @@ def _q(twin: dict, ids: list[int] | None) -> str:
                 kv(4, "Performance State", g["pstate"]),
                 "    FB Memory Usage", kv(8, "Total", f"{g['mem_total']} MiB"), kv(8, "Reserved", "604 MiB"),
                 kv(8, "Used", f"{g['mem_used']} MiB"), kv(8, "Free", f"{g['mem_total'] - g['mem_used']} MiB"),
-                "    Utilization", kv(8, "Gpu", "0 %"), kv(8, "Memory", "0 %"),
+                "    Utilization", kv(8, "Gpu", f"{g['util']} %"), kv(8, "Memory", "0 %"),
                 "    Temperature", kv(8, "GPU Current Temp", f"{g['temp']} C"),
-                "    GPU Power Readings", kv(8, "Current Power Limit", f"{g['power_limit']:.2f} W"),
+                "    GPU Power Readings", kv(8, "Power Draw", f"{g['power']:.2f} W"),
+                kv(8, "Current Power Limit", f"{g['power_limit']:.2f} W"),
                 kv(8, "Default Power Limit", f"{g['power_default']:.2f} W"),
                 kv(8, "Max Power Limit", f"{g['power_default']:.2f} W"),
-                "    Clocks Event Reasons", kv(8, "Applications Clocks Setting", g["app_clocks"]),
-                kv(8, "SW Power Cap", g["sw_power_cap"]),
+                "    Clocks Event Reasons", kv(8, "Idle", g["idle"]),
+                kv(8, "Applications Clocks Setting", g["app_clocks"]), kv(8, "SW Power Cap", g["sw_power_cap"]),
+                kv(8, "HW Slowdown", "Not Active"), kv(12, "HW Thermal Slowdown", "Not Active"),
+                kv(12, "HW Power Brake Slowdown", "Not Active"), kv(8, "Sync Boost", "Not Active"),
+                kv(8, "SW Thermal Slowdown", "Not Active"), kv(8, "Display Clock Setting", "Not Active"),
                 "    Clocks", kv(8, "Graphics", f"{g['sm']} MHz"), kv(8, "SM", f"{g['sm']} MHz"),
                 kv(8, "Memory", f"{g['mem_clk']} MHz"), "    Applications Clocks",
-                kv(8, "Graphics", f"{g['app_sm']} MHz"), kv(8, "Memory", f"{hw['clocks_mem_mhz']} MHz"),
+                kv(8, "Graphics", _mhz(g["app_sm"])), kv(8, "Memory", _mhz(g["app_mem"])),
+                "    Default Applications Clocks", kv(8, "Graphics", _mhz(g["app_sm_default"])),
+                kv(8, "Memory", _mhz(g["app_mem"])),
                 "    Max Clocks", kv(8, "Graphics", f"{g['sm_max']} MHz"),
                 kv(8, "SM", f"{g['sm_max']} MHz"), kv(8, "Memory", f"{g['mem_clk_max']} MHz")]
         mine = [p for p in procs if p["gpu"] == g["index"]]

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import math
 import os
+from dataclasses import dataclass
 
 __all__ = [
     "LANE_GBS",
+    "ClockState",
+    "clock_state",
     "accept_length",
     "alpha_for_request",
     "alpha_for_accept_length",
@@ -128,29 +131,57 @@ def link_bw_factor(hw: dict, gpus: list[int]) -> float:
     return worst
 
 
-def effective_sm_mhz(hw: dict) -> float:
-    """SM clock under load: the current (possibly locked) clock, lowered further when the power cap binds.
+@dataclass(frozen=True)
+class ClockState:
+    """One busy GPU's clocks and power as the driver sets them, with the clock-event reasons that hold them.
 
-    Dynamic power grows roughly with f^2 at fixed voltage steps, so a cap below the draw the workload needs
-    at full clock scales the clock by sqrt(limit / needed).
+    `boost_mhz` is what the card sustains on its own under this load (a datacenter part holds its max; a
+    consumer/workstation part settles below "max" with no event reason); application clocks (`-ac`) or locked
+    clocks (`-lgc`) set below it cap it (the 'Applications Clocks Setting' reason); a power limit below the draw
+    the workload needs at that clock lowers it further (dynamic power ~ f^2: f x sqrt(limit / needed)) and the
+    draw then sits at the cap ('SW Power Cap').
     """
-    sm = float(hw.get("clocks_sm_mhz") or 1.0)
-    sm_max = float(hw.get("clocks_sm_max_mhz") or sm)
+
+    sm_mhz: float
+    boost_mhz: float
+    power_w: float
+    app_clocks_active: bool
+    power_cap_active: bool
+
+
+def clock_state(hw: dict) -> ClockState:
+    """The SM clock, power draw and active reasons of a GPU under this scenario's load."""
+    boost = float(hw.get("clocks_sm_mhz") or 1.0)
     default = float(hw.get("power_default_w") or hw.get("power_limit_w") or 1.0)
-    needed = float(hw.get("load_power_w") or 0.55 * default)
+    needed = float(hw.get("load_power_w") or 0.55 * default)  # at the boost clock
     limit = float(hw.get("power_limit_w") or default)
-    if limit < needed:
-        sm = min(sm, sm_max * math.sqrt(limit / needed))
-    return sm
+    app = hw.get("applications_clocks_mhz")
+    sm = boost
+    app_active = False
+    if app is not None and float(app) < boost:
+        sm, app_active = float(app), True
+    need_here = needed * (sm / boost) ** 2
+    cap_active = limit < need_here
+    if cap_active:
+        sm = boost * math.sqrt(limit / needed)
+        app_active = False  # the power cap, not the setting, is what holds the clock now
+    return ClockState(sm_mhz=sm, boost_mhz=boost, power_w=min(limit, need_here), app_clocks_active=app_active,
+                      power_cap_active=cap_active)
+
+
+def effective_sm_mhz(hw: dict) -> float:
+    """SM clock under load: the card's own sustained clock, capped by application/locked clocks and the power cap."""
+    return clock_state(hw).sm_mhz
 
 
 def clock_factor(hw: dict, compute_fraction: float) -> float:
-    """Step-time multiplier from clocks: the compute-bound share follows the SM clock, the rest the memory clock."""
-    sm_max = float(hw.get("clocks_sm_max_mhz") or 1.0)
+    """Step-time multiplier from clocks: the compute-bound share follows the SM clock (relative to the clock the card
+    sustains on its own, at which the scenario's step times are given), the rest the memory clock."""
+    boost = float(hw.get("clocks_sm_mhz") or 1.0)
     mem = float(hw.get("clocks_mem_mhz") or 1.0)
     mem_max = float(hw.get("clocks_mem_max_mhz") or mem)
     sm = effective_sm_mhz(hw)
-    return compute_fraction * sm_max / max(sm, 1.0) + (1 - compute_fraction) * mem_max / max(mem, 1.0)
+    return compute_fraction * boost / max(sm, 1.0) + (1 - compute_fraction) * mem_max / max(mem, 1.0)
 
 
 def live_contention(root: str | None, twin: dict) -> dict[int, float]:

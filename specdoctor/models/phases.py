@@ -69,14 +69,15 @@ class PhaseTimes(BaseModel):
         return f"{self.source}: " + ", ".join(parts) + f" ({self.cycles} cycles){over}"
 
 
-PhaseName = Literal["draft", "verify", "draft_extend"]
+PhaseName = Literal["draft", "verify", "draft_extend", "decode"]
 
 MATERIAL_PCT = 5.0
 """A phase moved only when its delta's CI excludes zero and the delta is at least this % of the fast arm's time."""
 
 
 class PhaseDelta(BaseModel):
-    """One phase, slow arm minus fast arm (ms; draft per step, the others per cycle), with a bootstrap CI."""
+    """One phase, slow arm minus fast arm (ms; a draft or plain-decode step per step, the others per cycle), with a
+    bootstrap CI."""
 
     phase: PhaseName
     per: Literal["step", "cycle"] = "cycle"
@@ -110,13 +111,19 @@ def _delta(phase: PhaseName, slow: PhaseStat | None, fast: PhaseStat | None, per
                       slow_ms=slow.ms, fast_ms=fast.ms, moved=moved)
 
 
+def _measured(s: PhaseStat | None) -> PhaseStat | None:
+    """A plain-decode step from the trace (a plain server's `step[DECODE]`), never one derived from tok/s."""
+    return s if s is not None and not s.source.startswith("derived") else None
+
+
 def phase_deltas(slow: PhaseTimes, fast: PhaseTimes) -> list[PhaseDelta]:
     """Every phase both arms measured: slow minus fast, with its CI and whether it moved."""
     per: Literal["step", "cycle"] = "step" if slow.draft_ms and fast.draft_ms else "cycle"
     pairs: list[tuple[PhaseName, PhaseStat | None, PhaseStat | None, Literal["step", "cycle"]]] = [
         ("draft", slow.draft_ms or slow.draft_cycle_ms, fast.draft_ms or fast.draft_cycle_ms, per),
         ("verify", slow.verify_ms, fast.verify_ms, "cycle"),
-        ("draft_extend", slow.draft_extend_ms, fast.draft_extend_ms, "cycle")]
+        ("draft_extend", slow.draft_extend_ms, fast.draft_extend_ms, "cycle"),
+        ("decode", _measured(slow.decode_ms), _measured(fast.decode_ms), "step")]
     return [d for d in (_delta(*p) for p in pairs) if d is not None]
 
 
@@ -131,6 +138,6 @@ def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "
     moved = [d for d in deltas if d.moved]
     if not moved:
         return None
-    top = max(moved, key=lambda d: abs(d.delta_ms) * (steps if d.per == "step" else 1))
+    top = max(moved, key=lambda d: abs(d.delta_ms) * (steps if d.phase == "draft" and d.per == "step" else 1))
     source = slow.source if slow.source == fast.source else f"{slow.source} / {fast.source}"
     return PhaseEffect(**top.model_dump(), source=source + (f": {arms}" if arms else ""), phases=deltas)

@@ -67,3 +67,15 @@ def test_the_revert_search_records_each_cause_s_confirming_arms():
     box = Box(lambda kept: 8.0 if "NCCL_P2P_DISABLE" in kept else 0.0)
     out = search_deltas(names, box.run, box.control(names))
     assert out.arms == [(names, ["NCCL_IB_DISABLE", "OMP_NUM_THREADS"])]  # today vs exactly it reverted
+
+
+def test_plain_servers_phase_is_their_decode_step_and_a_derived_decode_is_never_compared():
+    rng = random.Random(12)
+
+    def plain(ms: float, source: str = "profiler trace, GPU time of step[DECODE bs=1]") -> PhaseTimes:
+        return PhaseTimes(source="profiler-gpu", decode_ms=phase_stat([ms * (1 + rng.gauss(0, 0.01))
+                                                                       for _ in range(80)], source))
+
+    eff = phase_effect(plain(40.5), plain(36.0))
+    assert eff is not None and eff.phase == "decode" and eff.per == "step" and 4.2 < eff.delta_ms < 4.8
+    assert phase_effect(plain(40.5, "derived: 1000 / baseline tok/s"), plain(36.0, "derived: …")) is None

@@ -362,7 +362,7 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
                 return None, f"{type(exc).__name__}: {exc}"[:200]
 
         effects = [_phase_effect(deps, step, out, slow, fast, profile_kept, i, len(search.causes))
-                   for i, (slow, fast) in enumerate(search.arms)] if metric == "spec" else []
+                   for i, (slow, fast) in enumerate(search.arms)]
         for (names, eff, lo, hi), ph in itertools.zip_longest(search.causes, effects):
             for n in names:
                 d = by_name[n]
@@ -398,8 +398,8 @@ def _phase_effect(deps: Any, step: Any, out: ActionOutcome, slow: list[str], fas
                   profile_kept: Callable[[list[str], str], tuple[PhaseTimes | None, str]], i: int,
                   n: int) -> PhaseEffect | None:
     """Profile both arms of one cause's confirming comparison (today's values of `slow` vs `fast` kept, the rest
-    reverted) and name the phase it moves; only speculative servers have phases, and only these two arms are
-    profiled (2 launches per cause). None, with a decision saying why, when an arm cannot be profiled or no phase
+    reverted: speculative or plain servers, as the trials measured) and name the phase it moves (a plain server's
+    only phase is its decode step); only these two arms are profiled (2 launches per cause). None, with a decision saying why, when an arm cannot be profiled or no phase
     moved: no phase effect is claimed then."""
     first = len(out.commands(10**6))
     deps.view.progress(f"phase profile of cause {i + 1}/{n}: both arms of its confirming comparison")

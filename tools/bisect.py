@@ -17,7 +17,7 @@ from specdoctor.tools.trial_tree import TrialTree
 from specdoctor.tools.worktree import Backup, ensure_backup, restore
 
 from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
-from specdoctor.models.phases import PhaseEffect, PhaseTimes, phase_deltas, phase_effect
+from specdoctor.models.phases import PhaseEffect, PhaseTimes
 from specdoctor.stats.ddmin import (
     CachedOracle,
     Outcome,
@@ -28,6 +28,7 @@ from specdoctor.stats.ddmin import (
     prefix_search,
 )
 from specdoctor.stats.nearer import POWER_Z, level_at, midpoint_looks, midpoint_z, side_of_midpoint
+from specdoctor.stats.phases import phase_deltas, phase_effect
 from specdoctor.toolkit import ToolContext, registry, tool
 
 __all__ = ["EssentialInput", "Essentials", "BisectInput", "BisectResult", "Trial", "find_essential_patches",

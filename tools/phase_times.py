@@ -19,9 +19,10 @@ from specdoctor.tools.measure import BenchmarkInput, BenchmarkResult, benchmark
 from specdoctor.tools.server import locate_servers, read_environs
 
 from specdoctor.errors import NoData
-from specdoctor.models.phases import PhaseStat, PhaseTimes, ProfilerOverhead, phase_stat
+from specdoctor.models.phases import PhaseStat, PhaseTimes, ProfilerOverhead
 from specdoctor.parsers.errors import ParseError
 from specdoctor.parsers.sglang_trace import TRACE_NAME, Phase, SGLangTrace, parse_sglang_trace
+from specdoctor.stats.phases import phase_stat
 from specdoctor.toolkit import ToolContext, tool
 
 __all__ = ["PhaseStat", "PhaseTimes", "PhaseTimesInput", "ProfilerOverhead", "phase_stat", "phase_times",

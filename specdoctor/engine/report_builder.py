@@ -27,10 +27,11 @@ from specdoctor.models import (
     MeasureFacts,
     SubtractionFact,
 )
-from specdoctor.models.phases import PhaseTimes, phase_stat
+from specdoctor.models.phases import PhaseTimes
 from specdoctor.report import model as m
 from specdoctor.report.attribution_model import Attribution, Cause, CauseKind
 from specdoctor.report.run_facts import add_run_facts
+from specdoctor.stats.phases import phase_stat
 from specdoctor.tools.bisect import BisectResult, Essentials
 from specdoctor.tools.gates import GateScan
 from specdoctor.tools.nccl import NcclSweep

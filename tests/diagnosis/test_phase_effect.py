@@ -7,7 +7,8 @@ import random
 from specdoctor.tools.bisect import confirmed_phase_effect
 
 from specdoctor.engine.actions.attribute import search_deltas
-from specdoctor.models.phases import PhaseTimes, phase_effect, phase_stat
+from specdoctor.models.phases import PhaseTimes
+from specdoctor.stats.phases import phase_effect, phase_stat
 from tests.diagnosis.test_attribute_search import Box
 
 

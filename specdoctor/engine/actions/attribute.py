@@ -32,9 +32,10 @@ from specdoctor.models import (
     Revert,
     SubtractionFact,
 )
-from specdoctor.models.phases import PhaseEffect, PhaseTimes, phase_deltas, phase_effect
+from specdoctor.models.phases import PhaseEffect, PhaseTimes
 from specdoctor.stats.comparator import compare, compare_to_claim
 from specdoctor.stats.ddmin import CachedOracle, Outcome, classify, isolate
+from specdoctor.stats.phases import phase_deltas, phase_effect
 from specdoctor.stats.sequential import nominal_levels
 from specdoctor.stats.summary import median_ci
 from specdoctor.tools.bisect import BisectResult

@@ -45,6 +45,9 @@ class Result(BaseModel):
     launches: int = 0
     wall_s: float = 0.0
     other_server_touched: bool = False
+    phase: str | None = Field(default=None, description="The culprit's attributed phase effect, when the truth names "
+                              "one: 'verify +6.8 ms [6.5, 7.0]', or 'none'.")
+    phase_ok: bool | None = Field(default=None, description="None: the truth checks no phase.")
     error: str | None = None
 
 
@@ -60,6 +63,7 @@ class Row(BaseModel):
     innocent_blamed: list[str]
     causes: str
     other_causes: list[str] = Field(default_factory=list)
+    phase: str = "-"
     launches: float
     wall_s: float
     other_touched: int
@@ -90,6 +94,16 @@ def other_causes(report: dict, truth_causes: list[dict]) -> list[str]:
         if c.get("confirmed", True) and c.get("kind") != "code" and not any(v in text.lower() for v in names):
             out.append(text)
     return out
+
+
+def phase_check(report: dict, want: str) -> tuple[str, bool]:
+    """The attribution's phase effects (confirmed causes) against the truth's phase: right when every phase effect
+    claimed names `want` and at least one is claimed; for 'none', right when none is claimed."""
+    effects = [c["phase_effect"] for c in (report.get("attribution") or {}).get("causes") or []
+               if c.get("confirmed", True) and c.get("phase_effect")]
+    got = "; ".join(f"{e['phase']} {e['delta_ms']:+.1f} ms [{e['ci'][0]:.1f}, {e['ci'][1]:.1f}]" for e in effects)
+    ok = not effects if want == "none" else bool(effects) and all(e["phase"] == want for e in effects)
+    return got or "none", ok
 
 
 def _report_text(report: dict) -> str:
@@ -162,6 +176,8 @@ def run_one(name: str, k: int) -> Result:
         (res.causes_named if cause_named(cause.model_dump(), text, res.blamed) else res.causes_missed).append(label)
     res.other_causes = other_causes(report, [c.model_dump() for c in truth.causes])
     res.launches = _launches(out / "audit.jsonl")
+    if truth.phase_effect is not None:
+        res.phase, res.phase_ok = phase_check(report, truth.phase_effect.phase)
     res.verdict_ok = res.verdict == truth.verdict
     return res
 
@@ -182,6 +198,8 @@ def aggregate(results: list[Result]) -> list[Row]:
             innocent_blamed=sorted({f for r in rs for f in r.innocent_blamed}),
             causes=f"{named}/{total}" if total else "-",
             other_causes=sorted({c for r in rs for c in r.other_causes}),
+            phase=(f"{sum(bool(r.phase_ok) for r in rs)}/{len(rs)}" if any(r.phase_ok is not None for r in rs)
+                   else "-"),
             launches=sum(r.launches for r in rs) / len(rs), wall_s=sum(r.wall_s for r in rs) / len(rs),
             other_touched=sum(r.other_server_touched for r in rs), errors=sorted({r.error for r in rs if r.error})))
     return rows
@@ -196,19 +214,20 @@ def _totals(results: list[Result]) -> dict[str, float | int]:
             "culprit_recall": right / truth if truth else 1.0,
             "wrong_culprits": sum(len(r.innocent_blamed) for r in results),
             "causes_named": sum(len(r.causes_named) for r in results),
+            "phases_wrong": sum(r.phase_ok is False for r in results),
             "causes_total": sum(len(r.causes_named) + len(r.causes_missed) for r in results),
             "other_server_touched": sum(r.other_server_touched for r in results)}
 
 
 def _table(rows: list[Row]) -> str:
     header = ("scenario", "verdict ok", "verdict (truth)", "culprits ok", "innocent blamed", "causes",
-              "other causes", "launches", "wall s", "other srv")
+              "other causes", "phase ok", "launches", "wall s", "other srv")
     lines = [header]
     for r in rows:
         got = ",".join(r.verdicts)
         lines.append((r.scenario, f"{r.verdicts_ok}/{r.runs}", f"{got} ({r.truth_verdict})", f"{r.culprits_ok}/{r.runs}",
                       ",".join(Path(f).name for f in r.innocent_blamed) or "-", r.causes,
-                      "; ".join(r.other_causes) or "-", f"{r.launches:.1f}",
+                      "; ".join(r.other_causes) or "-", r.phase, f"{r.launches:.1f}",
                       f"{r.wall_s:.0f}", "TOUCHED" if r.other_touched else "-"))
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
     out = ["| " + " | ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)) + " |" for line in lines]
@@ -298,12 +317,13 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"verdict accuracy {totals['verdict_accuracy']:.0%} over {totals['runs']} runs; culprit precision "
           f"{totals['culprit_precision']:.2f}, recall {totals['culprit_recall']:.2f}; wrong culprits "
-          f"{totals['wrong_culprits']}; causes named {totals['causes_named']}/{totals['causes_total']}; other users' "
+          f"{totals['wrong_culprits']}; phases wrong {totals['phases_wrong']}; causes named {totals['causes_named']}/{totals['causes_total']}; other users' "
           f"servers touched {totals['other_server_touched']}; {time.perf_counter() - t0:.0f} s")
     if args.json:
         Path(args.json).write_text(json.dumps({"totals": totals, "results": [r.model_dump() for r in results]},
                                               indent=1))
-    bad = (totals["verdict_accuracy"] < 1.0 or totals["wrong_culprits"] > 0 or totals["other_server_touched"] > 0)
+    bad = (totals["verdict_accuracy"] < 1.0 or totals["wrong_culprits"] > 0 or totals["other_server_touched"] > 0
+           or totals["phases_wrong"] > 0)
     return 1 if bad else 0
 
 

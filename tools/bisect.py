@@ -10,13 +10,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from scipy.stats import norm
-from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, trial
+from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, trial
 from specdoctor.tools.trial import measure as measure_
 from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, tree_problem, trial_code
 from specdoctor.tools.trial_tree import TrialTree
 from specdoctor.tools.worktree import Backup, ensure_backup, restore
 
 from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
+from specdoctor.models.phases import PhaseEffect, PhaseTimes
 from specdoctor.stats.ddmin import (
     CachedOracle,
     Outcome,
@@ -27,10 +28,11 @@ from specdoctor.stats.ddmin import (
     prefix_search,
 )
 from specdoctor.stats.nearer import POWER_Z, level_at, midpoint_looks, midpoint_z, side_of_midpoint
+from specdoctor.stats.phases import phase_deltas, phase_effect
 from specdoctor.toolkit import ToolContext, registry, tool
 
 __all__ = ["EssentialInput", "Essentials", "BisectInput", "BisectResult", "Trial", "find_essential_patches",
-           "bisect_patches", "search_patches", "sequential_trial"]
+           "bisect_patches", "search_patches", "sequential_trial", "confirmed_phase_effect"]
 
 
 _TREE_IDS = itertools.count(1)
@@ -58,6 +60,7 @@ class _Runner:
         self.env = dict(env or {})
         self.trials: list[Trial] = []
         self.launches = 0
+        self.profiled = 0
 
     def run(self, subset: list[str], purpose: str, measure: dict[str, Any] | None,
             judge: Judge | None = None) -> Trial:
@@ -108,6 +111,42 @@ class _Runner:
             return rec
         rec.median = statistics.median(rec.samples) if rec.samples else None
         return rec
+
+    def profile(self, subset: list[str], label: str, measure: dict[str, Any]) -> tuple[PhaseTimes | None, str]:
+        """Launch essentials + `subset` in its own tree and read its phase times from the engine's profiler only
+        (no tok/s trial: that one was judged already). (None, why) when it cannot."""
+        try:
+            with trial_code(self.ctx, self.repo, f"trial-{next(_TREE_IDS)}", self.essential + subset) as tree:
+                problem = tree_problem(tree)
+                if problem:
+                    return None, problem
+                self.profiled += 1
+                config = in_tree(LaunchConfig(command=self.launch, python=self.python, port=self.port, env=self.env,
+                                              label=f"phases-{label}"), tree)
+                with trial(self.ctx, config) as handle:
+                    check_origin(handle, tree)
+                    return profile(handle, requests_per_run=measure["requests_per_run"],
+                                   max_new_tokens=measure["max_new_tokens"])
+        except (ToolRetry, Unresolved, WrongTree) as exc:  # LaunchFailed is Unresolved
+            return None, f"{type(exc).__name__}: {exc}"[:200]
+
+
+def confirmed_phase_effect(culprits: list[str], items: list[str], prof: Callable[[list[str], str], tuple[
+        PhaseTimes | None, str]]) -> tuple[PhaseEffect | None, list[str]]:
+    """Profile the two arms of the culprits' confirming comparison — the culprits alone on the essentials (slow)
+    and every patch but them (fast) — and name the phase they move (None: an arm unprofiled, or no phase moved)."""
+    rest = [p for p in items if p not in culprits]
+    slow, why_s = prof(list(culprits), "culprits")
+    fast, why_f = prof(rest, "rest") if slow is not None else (None, "")
+    who = ", ".join(c.rsplit("/", 1)[-1] for c in culprits)
+    if slow is None or fast is None:
+        return None, [f"phase profile of the confirming arms failed: {why_s or why_f}: no phase effect claimed"]
+    eff = phase_effect(slow, fast, f"essentials + {who} vs every patch but {who}")
+    if eff is None:
+        moved = "; ".join(f"{d.phase} {d.delta_ms:+.2f} ms" for d in phase_deltas(slow, fast))
+        return None, [f"phases of the confirming arms: no phase moved ({moved or 'no phase samples'}): "
+                      "no phase effect claimed"]
+    return eff, [f"phases of the confirming arms ({eff.source}): {eff.line()}"]
 
 
 Judge = Callable[[list[float]], "Outcome | None"]
@@ -236,6 +275,8 @@ class BisectInput(BaseModel):
     reference_slow: list[float] | None = Field(default=None, description="tok/s with all patches (skips a launch).")
     reference_fast: list[float] | None = Field(default=None, description="tok/s with essentials only.")
     confirm: bool = Field(default=True, description="Confirm both ways (False: candidates only, no culprit named).")
+    phases: bool = Field(default=True, description="Once culprits are confirmed, profile the confirming comparison's "
+                         "two arms (2 more launches, each 2x2 short runs) for the phase they move.")
     restore: bool = True
 
 
@@ -253,14 +294,19 @@ class BisectResult(BaseModel):
     search: list[TrialRecord] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     restored: bool = False
+    phase_effect: PhaseEffect | None = Field(default=None, description="The confirmed culprits' effect on the phase "
+                                             "they touch (both confirming arms profiled).")
+    phase_launches: int = Field(default=0, description="Launches the phase profile took (not in `launches`).")
 
     def summary_line(self) -> str:
         who = ", ".join(c.rsplit("/", 1)[-1] for c in self.culprits) or "none"
         if not self.culprits and self.candidates:
             return (f"{self.verdict}: candidates " + ", ".join(c.rsplit("/", 1)[-1] for c in self.candidates) +
                     f" (no culprit named) in {self.launches} launches")
+        phases = (f"; {self.phase_effect.line()} ({self.phase_launches} profiled launches)"
+                  if self.phase_effect else "")
         return (f"{self.verdict}: {who}{' (confirmed)' if self.confirmed else ''} in {self.launches} launches "
-                f"(one-at-a-time: {self.naive_launches})")
+                f"(one-at-a-time: {self.naive_launches}){phases}")
 
 
 RunTrial = Callable[[list[str], str, "dict[str, Any] | None", "Judge | None"], Trial]
@@ -350,10 +396,17 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
     ok = False
     try:
         found = search_patches(items, runner.run, args)
+        eff, notes = None, list(found.notes)
+        if found.confirmed and found.culprits and args.phases:
+            measure = {"requests_per_run": args.requests_per_run, "max_new_tokens": args.max_new_tokens}
+            eff, more = confirmed_phase_effect(found.culprits, items,
+                                               lambda sub, label: runner.profile(sub, label, measure))
+            notes += more
         result = BisectResult(verdict=found.verdict, culprits=found.culprits, confirmed=found.confirmed,
                               candidates=found.candidates,
                               launches=runner.launches, naive_launches=len(items) + 1, order=items,
-                              trials=runner.trials, search=found.trials, notes=found.notes)
+                              trials=runner.trials, search=found.trials, notes=notes, phase_effect=eff,
+                              phase_launches=runner.profiled)
         ok = True
     finally:
         restored = _finish(ctx, args.repo, backup, runner, args.restore)

@@ -22,7 +22,7 @@ from specdoctor.errors import NoData
 from specdoctor.models.phases import PhaseStat, PhaseTimes, ProfilerOverhead
 from specdoctor.parsers.errors import ParseError
 from specdoctor.parsers.sglang_trace import TRACE_NAME, Phase, SGLangTrace, parse_sglang_trace
-from specdoctor.stats.phase_stat import phase_stat
+from specdoctor.stats.phases import phase_stat
 from specdoctor.toolkit import ToolContext, tool
 
 __all__ = ["PhaseStat", "PhaseTimes", "PhaseTimesInput", "ProfilerOverhead", "phase_stat", "phase_times",

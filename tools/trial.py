@@ -22,10 +22,14 @@ from specdoctor.tools.measure import BenchmarkResult
 
 from specdoctor.errors import Unresolved
 from specdoctor.inference import EngineName, InferenceEngine, get_engine
+from specdoctor.models.phases import PhaseTimes
 from specdoctor.toolkit import ToolContext, ToolResult, registry
 
 __all__ = ["LaunchConfig", "TrialHandle", "Measurement", "LaunchFailed", "MeasureFailed", "Recorder", "trial",
-           "measure", "AUTO_PORT"]
+           "measure", "profile", "AUTO_PORT", "PROFILE_RUNS"]
+
+PROFILE_RUNS = 2
+"""Benchmark runs a trial's phase profile takes with the profiler on (and as many without, for its overhead)."""
 
 Measurement: TypeAlias = BenchmarkResult
 """What `measure` returns: per-run tok/s samples, median with CI, TPOT, accept length, log findings."""
@@ -184,3 +188,14 @@ def measure(handle: TrialHandle, *, runs: int = 5, requests_per_run: int = 3, ma
     if out is None:
         raise MeasureFailed(res)
     return out
+
+
+def profile(handle: TrialHandle, *, runs: int = PROFILE_RUNS, requests_per_run: int = 2, max_new_tokens: int = 128,
+            key: str | None = None) -> tuple[PhaseTimes | None, str]:
+    """The trial server's phase times from the engine's profiler (tool `phase_times` on its port): (times, "") or
+    (None, why). A profile that fails never fails the trial: the phase effect is then simply not claimed."""
+    res = _call(handle.ctx, "phase_times", {"port": handle.port, "runs": runs, "requests_per_run": requests_per_run,
+                                           "max_new_tokens": max_new_tokens, "label": f"phases {handle.config.label}"},
+                handle.record, key or f"phases_{handle.config.label}")
+    out = registry.typed_output(res, PhaseTimes, where=key or f"phases_{handle.config.label}")
+    return (out, "") if out is not None else (None, res.summary[:200])

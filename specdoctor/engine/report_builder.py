@@ -31,10 +31,9 @@ from specdoctor.models.phases import PhaseTimes
 from specdoctor.report import model as m
 from specdoctor.report.attribution_model import Attribution, Cause, CauseKind
 from specdoctor.report.run_facts import add_run_facts
-from specdoctor.stats.phase_stat import phase_stat
+from specdoctor.stats.phases import phase_stat
 from specdoctor.tools.bisect import BisectResult, Essentials
 from specdoctor.tools.gates import GateScan
-from specdoctor.tools.hardware_probe import HardwareProbe
 from specdoctor.tools.nccl import NcclSweep
 from specdoctor.tools.nccl_promote import NcclPromotion
 from specdoctor.tools.plan import Plan
@@ -167,7 +166,7 @@ def _attribution(v: StateView, r: _Reader) -> Attribution | None:
         causes.append(Cause(name=c.name, kind=_REPORT_KIND[c.kind], delta=c.effect_tps, ci_low=c.ci_low,
                             ci_high=c.ci_high, confirmed=c.confirmed, fix=c.fix,
                             command_ids=ids if c.method == "revert-trial" else [],
-                            metric=c.metric if c.metric != att.metric else None))
+                            metric=c.metric if c.metric != att.metric else None, phase_effect=c.phase_effect))
     return Attribution(metric=att.metric, reference=att.reference_tps, reference_label=att.reference_label,
                        measured=att.measured_tps, measured_ci_low=att.measured_ci_low,
                        measured_ci_high=att.measured_ci_high, causes=causes)
@@ -218,37 +217,20 @@ def _findings(report: m.Report, r: _Reader, verdict: Verdict | None, measure: Me
                   f"(checked /proc/PID/environ of {len(g.values)} server processes)",
             severity="critical" if g.state == "ENABLED-at-runtime" else "info",
             evidence=[r.evidence("gates", r.v.latest_key(GateScan))]))
-    probe = r.v.latest(HardwareProbe)
-    for line in probe.findings if probe else []:  # observed, but no reference differs or no effect measured
-        report.findings.append(m.Finding(title=line, evidence=[r.evidence("probe", r.v.latest_key(HardwareProbe))]))
     sub = r.v.fact("subtraction", SubtractionFact) or SubtractionFact()
     for line in sub.ambiguous:
         report.findings.append(m.Finding(title=f"ambiguous patch-script output: {line}", severity="warning",
                                          detail="a SKIP/WARN line means the patch may not be what you think",
                                          evidence=[r.evidence("subtract")]))
     triage = r.v.latest(Triage)
-    essential, searched = _essential_paths(r)
     for s in triage.rows if triage else []:
         ev = [r.evidence("triage", r.v.latest_key(Triage))]
         if s.logging_only:
             report.findings.append(m.Finding(title=f"{s.path} only adds logging: {s.reason}", evidence=ev))
-        elif s.path in essential:
+        elif s.essential:
             report.findings.append(m.Finding(title=f"{s.path} is essential: {s.reason}", evidence=ev))
-        elif s.essential and searched:
-            report.findings.append(m.Finding(title=f"{s.path} looked essential ({s.reason}), but the essentials "
-                                             "search started the server without it: not essential", evidence=ev))
         elif s.on_hot_path is False:
             report.findings.append(m.Finding(title=f"{s.path} is off the hot path: {s.reason}", evidence=ev))
-
-
-def _essential_paths(r: _Reader) -> tuple[set[str], bool]:
-    """The one answer to "is this file essential": the essentials search (or the user's list) when it ran, else
-    the triage's reading of the diff; True when a search or the user decided it."""
-    essentials = r.v.latest(Essentials)
-    if essentials is not None:
-        return set(essentials.essential), True
-    triage = r.v.latest(Triage)
-    return {s.path for s in (triage.rows if triage else []) if s.essential}, False
 
 
 def _isolated(r: _Reader) -> list[str]:
@@ -267,20 +249,19 @@ def _suspects(report: m.Report, r: _Reader) -> None:
     bisect = r.v.latest(BisectResult)
     culprits = set(_isolated(r))
     candidates = set(bisect.culprits if bisect else []) - culprits
-    essential, searched = _essential_paths(r)
+    essentials = r.v.latest(Essentials)
+    essential = set(essentials.essential if essentials else [])
     scan = r.v.latest(GateScan)
     gated = {g.file: g.name for g in scan.gates} if scan else {}
     triage = r.v.latest(Triage)
     for s in triage.rows if triage else []:
         outcome: Literal["culprit", "cleared", "untested", "unresolved", "essential"] = (
             "culprit" if s.path in culprits else
-            "essential" if s.path in essential else
+            "essential" if s.path in essential or s.essential else
             "unresolved" if s.path in candidates else "cleared" if bisect is not None else "untested")
         report.suspects.append(m.Suspect(
             path=s.path, subsystem=" / ".join(x for x in (s.subsystem, s.detail) if x) or None,
-            on_hot_path=s.on_hot_path, gated=gated.get(s.path), logging_only=s.logging_only,
-            reason=(f"{s.reason} — but the essentials search started the server without it" if s.essential and searched
-                    and s.path not in essential else s.reason),
+            on_hot_path=s.on_hot_path, reason=s.reason, gated=gated.get(s.path), logging_only=s.logging_only,
             priority=s.priority, bisection=outcome, evidence=r.evidence("triage", r.v.latest_key(Triage))))
 
 

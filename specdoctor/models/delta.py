@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from specdoctor.models.base import StrictModel
+from specdoctor.models.phases import PhaseEffect
 
 __all__ = ["DeltaKind", "Revert", "Delta", "DeltaList", "CauseFact", "AttributionFact", "norm_value"]
 
@@ -115,6 +116,9 @@ class CauseFact(StrictModel):
     fix: str | None = Field(default=None, description="The exact command or edit that removes it.")
     evidence: list[str] = Field(default_factory=list, description="Step ids / tool results behind it.")
     detail: str = ""
+    phase_effect: PhaseEffect | None = Field(default=None, description="Its effect on the phase it touches (both "
+                                             "arms of the confirming comparison profiled); None: not profiled, or "
+                                             "no phase moved.")
 
 
 class AttributionFact(StrictModel):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["PhaseSource", "PhaseStat", "PhaseTimes", "ProfilerOverhead"]
+__all__ = ["PhaseSource", "PhaseStat", "PhaseTimes", "ProfilerOverhead", "PhaseName", "PhaseDelta", "PhaseEffect"]
 
 PhaseSource = Literal["profiler-gpu", "profiler-cpu", "derived"]
 
@@ -54,3 +54,30 @@ class PhaseTimes(BaseModel):
                  if s is not None]
         over = f"; profiler overhead {self.overhead.pct:.1f} %" if self.overhead else ""
         return f"{self.source}: " + ", ".join(parts) + f" ({self.cycles} cycles){over}"
+
+
+PhaseName = Literal["draft", "verify", "draft_extend", "decode"]
+
+class PhaseDelta(BaseModel):
+    """One phase, slow arm minus fast arm (ms; a draft or plain-decode step per step, the others per cycle), with a
+    bootstrap CI."""
+
+    phase: PhaseName
+    per: Literal["step", "cycle"] = "cycle"
+    delta_ms: float
+    ci: tuple[float, float]
+    slow_ms: float
+    fast_ms: float
+    moved: bool = Field(description="CI excludes 0 and |delta| >= stats.phases.MATERIAL_PCT % of the fast arm.")
+
+    def line(self) -> str:
+        name = self.phase.replace("_", "-")
+        return f"{name} {self.delta_ms:+.1f} ms [{self.ci[0]:.1f}, {self.ci[1]:.1f}] per {self.per}"
+
+
+class PhaseEffect(PhaseDelta):
+    """A confirmed cause's effect on the phase it touches: the moved phase with the largest change per cycle,
+    measured by profiling both arms of the comparison that confirmed it; `phases` keeps every phase's delta."""
+
+    source: str = Field(description="Instrument and arms, e.g. 'profiler-gpu: essentials + culprit vs …'.")
+    phases: list[PhaseDelta] = Field(default_factory=list)

@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from specdoctor.models.phases import PhaseEffect
+
 __all__ = ["CauseKind", "Cause", "Attribution", "BisectTrial"]
 
 CauseKind = Literal["code", "environment", "launch", "software", "hardware", "workload", "other"]
@@ -29,6 +31,8 @@ class Cause(_Model):
     metric: str | None = Field(default=None, description="The figure its effect was measured on, when not the "
                                "attribution's (e.g. a bisection on spec tok/s beside a baseline gap): shown apart, "
                                "never subtracted from the gap.")
+    phase_effect: PhaseEffect | None = Field(default=None, description="Its effect on the phase it touches, from "
+                                             "both arms of its confirming comparison profiled (None: not claimed).")
 
 
 class Attribution(_Model):

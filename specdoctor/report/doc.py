@@ -16,6 +16,7 @@ from specdoctor.report.box_line import box_left, plan_vs_actual
 from specdoctor.report.model import (
     Action,
     Attribution,
+    Cause,
     Evidence,
     Finding,
     Measurement,
@@ -242,7 +243,7 @@ def _gap_spans(att: Attribution, r: Report) -> list[Span]:
     spans: list[Span] = [f"Measured gap ({att.metric}): {fmt.num(att.reference)} {att.reference_label} → "
                          f"{fmt.num(att.measured)} {att.unit} measured = {att.gap:+.1f} {att.unit}. "]
     if confirmed:
-        parts = [f"{c.name} {c.delta:+.1f} {_ci(c.ci_low, c.ci_high)}" for c in confirmed]
+        parts = [f"{c.name} {c.delta:+.1f} {_ci(c.ci_low, c.ci_high)}{_phase(c)}" for c in confirmed]
         spans.append("Explained by " + "; ".join(parts) + f"; {_rest_words(att, r)}.")
     else:
         spans.append(f"No cause confirmed by a trial that reverted it: {_rest_words(att, r)}.")
@@ -251,6 +252,12 @@ def _gap_spans(att: Attribution, r: Report) -> list[Span]:
         spans.append(" Also confirmed, measured on another figure (not part of this gap): " + "; ".join(
             f"{c.name} {c.delta:+.1f} {_ci(c.ci_low, c.ci_high)} ({c.metric} {att.unit})" for c in other) + ".")
     return spans
+
+
+def _phase(c: Cause) -> str:
+    """' (verify +8.0 ms [7.6, 8.4] per cycle, profiler-gpu)': the phase a confirmed cause moves, when measured."""
+    e = c.phase_effect
+    return f" ({e.line()}, {e.source.split(':', 1)[0]})" if e is not None else ""
 
 
 def _rest_words(att: Attribution, r: Report) -> str:
@@ -293,7 +300,8 @@ def _attribution(r: Report) -> Section:
     other = att.other_unit()
     for c in att.in_unit() + other:
         apart = f" (measured on {c.metric} {att.unit}: not part of this gap)" if c in other else ""
-        rows.append(_cells(c.name + ("" if c.confirmed else " (candidate, not confirmed)") + apart, f"{c.delta:+.1f}",
+        rows.append(_cells(c.name + ("" if c.confirmed else " (candidate, not confirmed)") + apart + _phase(c),
+                           f"{c.delta:+.1f}",
                            _ci(c.ci_low, c.ci_high), c.kind,
                            [Code(c.fix)] if c.fix else fmt.DASH,
                            [Ev(None, None, _dedup(c.command_ids))] if c.command_ids else fmt.DASH))

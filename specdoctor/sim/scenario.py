@@ -339,6 +339,14 @@ class Cause(_Strict):
     detail: str = ""
 
 
+class PhaseEffectTruth(_Strict):
+    """The phase the culprit moves and by how much (ms; a draft step's per step, the others per cycle); phase
+    'none': no phase effect may be claimed."""
+
+    phase: Literal["draft", "verify", "draft_extend", "none"]
+    delta_ms: float | None = None
+
+
 class Truth(_Strict):
     """Ground truth for tests and benchmarks; specdoctor's engine never reads it."""
 
@@ -353,6 +361,8 @@ class Truth(_Strict):
     verify_ms: float | None = None
     accept_length: float | None = None
     breakeven_tau: float | None = None
+    phase_effect: PhaseEffectTruth | None = Field(default=None, description="What the attribution's phase effect "
+                                                  "of the culprit must be (None: not checked).")
     notes: str = ""
 
 

@@ -111,7 +111,7 @@ def test_regression_phases_plan_only_what_can_run():
     steps = {p.step: p for p in full}
     assert list(steps) == ["reproduce", "essentials", "subtract", "bisect", "nccl_promote", "attribute",
                            "restart"]
-    assert steps["reproduce"].launches == 2 and steps["subtract"].launches == 3 and steps["bisect"].launches == 9
+    assert steps["reproduce"].launches == 2 and steps["subtract"].launches == 3 and steps["bisect"].launches == 9 + 2  # + the confirmed culprits' phase profile
     assert steps["essentials"].launches == 2 + 8 * (2 + 3) and steps["restart"].launches == 1
     given = regression_phases(changed=8, spec_running=True, tp_size=1, stops_user_server=False,
                               **{**common, "essential_given": True})

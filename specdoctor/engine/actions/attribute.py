@@ -8,6 +8,7 @@ the NCCL A/B) and the bisection's confirmed code culprits.
 
 from __future__ import annotations
 
+import itertools
 import shlex
 import statistics
 from collections.abc import Callable
@@ -31,13 +32,23 @@ from specdoctor.models import (
     Revert,
     SubtractionFact,
 )
+from specdoctor.models.phases import PhaseEffect, PhaseTimes
 from specdoctor.stats.comparator import compare, compare_to_claim
 from specdoctor.stats.ddmin import CachedOracle, Outcome, classify, isolate
+from specdoctor.stats.phases import phase_deltas, phase_effect
 from specdoctor.stats.sequential import nominal_levels
 from specdoctor.stats.summary import median_ci
 from specdoctor.tools.bisect import BisectResult
 from specdoctor.tools.revert import describe, merge_reverts, reverted, set_flags
-from specdoctor.tools.trial import AUTO_PORT, LaunchConfig, LaunchFailed, MeasureFailed, measure, trial
+from specdoctor.tools.trial import (
+    AUTO_PORT,
+    LaunchConfig,
+    LaunchFailed,
+    MeasureFailed,
+    measure,
+    profile,
+    trial,
+)
 
 __all__ = ["attribute", "TrialRun", "SearchOutcome", "search_deltas"]
 
@@ -73,6 +84,9 @@ class SearchOutcome(BaseModel):
     trials: list[TrialRun] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
     restored_samples: list[float] = Field(default_factory=list, description="Reverting every confirmed cause.")
+    arms: list[tuple[list[str], list[str]]] = Field(default_factory=list, description="Per cause: the deltas kept "
+                                                    "at today's value in its confirming comparison's slow arm and "
+                                                    "in its fast arm (the set reverted).")
 
 
 def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs: int = 5, step: int = 3,
@@ -173,6 +187,7 @@ def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs:
         rev_c = trials.get(frozenset(rest)) if rest else allrev
         samples = rev_c.samples if rev_c is not None else allrev.samples
         out.causes.append((culprits, *effect(slow_ref, samples)))
+        out.arms.append((list(remaining), rest))
         out.restored_samples = list(samples)
         # What reverting the named set leaves: if everything-reverted is still clearly faster, search the rest
         # with this trial as the new "today".
@@ -336,14 +351,27 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
         # are ruled out in a few runs even on a noisy figure.
         mag = same_within(view, metric, control)
         search = search_deltas(list(by_name), run, control, runs=runs, magnitude=mag)
-        for names, eff, lo, hi in search.causes:
+
+        def profile_kept(kept: list[str], label: str) -> tuple[PhaseTimes | None, str]:
+            revert = merge_reverts([by_name[n].revert for n in by_name if n not in kept and by_name[n].revert])
+            try:
+                with reverted(deps.tool_ctx, base, revert, repo=p.get("repo"), label=label) as cfg:
+                    with trial(deps.tool_ctx, cfg, record=record) as h:
+                        return profile(h, requests_per_run=p.get("requests_per_run", 3),
+                                       max_new_tokens=p.get("max_new_tokens", 128), key=f"phases_{label}")
+            except (ToolRetry, Unresolved) as exc:  # LaunchFailed/MeasureFailed are Unresolved
+                return None, f"{type(exc).__name__}: {exc}"[:200]
+
+        effects = [_phase_effect(deps, step, out, slow, fast, profile_kept, i, len(search.causes))
+                   for i, (slow, fast) in enumerate(search.arms)]
+        for (names, eff, lo, hi), ph in itertools.zip_longest(search.causes, effects):
             for n in names:
                 d = by_name[n]
                 others = [x for x in names if x != n]
                 fact.causes.append(CauseFact(
                     name=_cause_name(d), kind=d.kind, key=d.name, metric=metric, effect_tps=round(eff, 2),
                     ci_low=round(lo, 2), ci_high=round(hi, 2), confirmed=True, method="revert-trial", fix=_fix(d, view),
-                    evidence=[step.id], detail=(f"reverted together with {', '.join(others)} (they interact; "
+                    evidence=[step.id], phase_effect=ph, detail=(f"reverted together with {', '.join(others)} (they interact; "
                                                 "the effect is the set's)") if others else d.why))
         fact.candidates = [c for c in search.candidates]
         if search.restored_samples and reference is not None:
@@ -365,6 +393,32 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
         decided="attribution written: the verdict follows it",
         why="only measured causes explain a gap; an unresolved comparison names candidates, never a cause"))
     return out
+
+
+def _phase_effect(deps: Any, step: Any, out: ActionOutcome, slow: list[str], fast: list[str],
+                  profile_kept: Callable[[list[str], str], tuple[PhaseTimes | None, str]], i: int,
+                  n: int) -> PhaseEffect | None:
+    """Profile both arms of one cause's confirming comparison (today's values of `slow` vs `fast` kept, the rest
+    reverted: speculative or plain servers, as the trials measured) and name the phase it moves (a plain server's
+    only phase is its decode step); only these two arms are profiled (2 launches per cause). None, with a decision saying why, when an arm cannot be profiled or no phase
+    moved: no phase effect is claimed then."""
+    first = len(out.commands(10**6))
+    deps.view.progress(f"phase profile of cause {i + 1}/{n}: both arms of its confirming comparison")
+    a, why_a = profile_kept(slow, f"phases{i + 1}slow")
+    b, why_b = profile_kept(fast, f"phases{i + 1}fast") if a is not None else (None, "")
+    eff = phase_effect(a, b, f"kept {', '.join(slow) or 'nothing'} vs kept {', '.join(fast) or 'nothing'}")
+    found = (eff.line() + f" ({eff.source})" if eff else
+             f"not profiled: {why_a or why_b}" if a is None or b is None else
+             "no phase moved: " + "; ".join(f"{d.phase} {d.delta_ms:+.2f} ms [{d.ci[0]:.2f}, {d.ci[1]:.2f}]"
+                                           for d in phase_deltas(a, b)))
+    out.decisions.append(Decision(
+        step=step.id, title=step.title, checked="phase times (engine profiler) on both arms of the confirming "
+        f"comparison: kept {', '.join(slow) or 'nothing'} vs kept {', '.join(fast) or 'nothing'}", found=found,
+        decided=f"phase effect: {eff.phase}" if eff else "no phase effect claimed",
+        why="a cause's phase is the one its confirming arms differ in (CI excludes 0, at least 5 % of the phase)",
+        status="ok" if a is not None and b is not None else "unresolved",
+        evidence=out.commands(10**6)[first:][:40]))
+    return eff
 
 
 def _in_the_causes_unit(view: StateView, measure: MeasureFacts, fact: AttributionFact) -> None:

@@ -11,9 +11,13 @@ from specdoctor.stats.comparator import GROWING_CAP
 from specdoctor.toolkit import registry
 from specdoctor.tools.plan import PlannedPhase
 from specdoctor.tools.repo import Catalog
+from specdoctor.tools.trial import PROFILE_RUNS
 
 __all__ = ["plan_run", "regression_phases"]
 
+PHASE_PROFILE_LAUNCHES = 2
+PHASE_PROFILE_COST = (f"the phase profile of the confirming comparison's two arms (each {PROFILE_RUNS} short runs "
+                      f"without and {PROFILE_RUNS} with SGLang's profiler, ~10 % slower while it is on)")
 _PREFIX_LIMIT = 8  # stats.ddmin.prefix_search's default: culprits searched one by one at most
 
 
@@ -42,9 +46,10 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
                                    decides="do the non-essential patches change throughput?"))
         # One-at-a-time's count: adaptive bisection needs ~log2 of it, but interacting culprits (prefix search)
         # can need more; the plan says so rather than print a bound the search does not keep.
-        phases.append(PlannedPhase(step="bisect", launches=changed + 1, runs=max_runs + 1,
+        phases.append(PlannedPhase(step="bisect", launches=changed + 1 + PHASE_PROFILE_LAUNCHES, runs=max_runs + 1,
                                    condition="only if subtraction changed performance; interacting culprits "
-                                             "can need more",
+                                             f"can need more; {PHASE_PROFILE_LAUNCHES} of them only once culprits "
+                                             f"are confirmed: {PHASE_PROFILE_COST}",
                                    decides="which patch(es) cause the change"))
     if tp_size > 1:
         phases.append(PlannedPhase(step="nccl_promote", launches=2 * finalists, runs=runs + 1,
@@ -55,7 +60,8 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
     phases.append(PlannedPhase(step="attribute", launches=2, runs=max_runs + 1,
                                condition="when the box differs from the reference in something a relaunch can "
                                          "revert; if reverting restores speed, ~2·log2(D)+2 more per cause (D "
-                                         "differences, known after list_deltas)",
+                                         f"differences, known after list_deltas), and {PHASE_PROFILE_LAUNCHES} more "
+                                         f"per confirmed cause: {PHASE_PROFILE_COST}",
                                decides="which differences (variables, flags, patches) explain the gap"))
     if stops_user_server:
         phases.append(PlannedPhase(step="restart", launches=1, runs=4, decides="your server back as it was "

@@ -1,0 +1,66 @@
+"""Phase statistics: one phase's per-cycle samples as a PhaseStat, and a cause's phase effect from two profiled arms."""
+
+from __future__ import annotations
+
+import statistics
+from typing import Literal
+
+from specdoctor.models.phases import PhaseDelta, PhaseEffect, PhaseName, PhaseStat, PhaseTimes
+from specdoctor.stats.summary import diff_of_medians_ci, median_ci
+
+__all__ = ["MATERIAL_PCT", "phase_stat", "phase_deltas", "phase_effect"]
+
+MATERIAL_PCT = 5.0
+"""A phase moved only when its delta's CI excludes zero and the delta is at least this % of the fast arm's time."""
+
+
+def phase_stat(samples: list[float], source: str, cpu: list[float] | None = None) -> PhaseStat | None:
+    if not samples:
+        return None
+    ci = median_ci(samples) if len(samples) > 1 else None
+    return PhaseStat(ms=round(statistics.median(samples), 4), samples=[round(s, 4) for s in samples],
+                     ci=None if ci is None else (round(ci[0], 4), round(ci[1], 4)), source=source,
+                     cpu_ms=round(statistics.median(cpu), 4) if cpu else None)
+
+
+def _delta(phase: PhaseName, slow: PhaseStat | None, fast: PhaseStat | None, per: Literal["step", "cycle"]
+           ) -> PhaseDelta | None:
+    if slow is None or fast is None or len(slow.samples) < 2 or len(fast.samples) < 2:
+        return None
+    lo, hi = diff_of_medians_ci(fast.samples, slow.samples)
+    d = statistics.median(slow.samples) - statistics.median(fast.samples)
+    moved = (lo > 0 or hi < 0) and abs(d) >= MATERIAL_PCT / 100 * max(abs(fast.ms), 1e-9)
+    return PhaseDelta(phase=phase, per=per, delta_ms=round(d, 3), ci=(round(lo, 3), round(hi, 3)),
+                      slow_ms=slow.ms, fast_ms=fast.ms, moved=moved)
+
+
+def _measured(s: PhaseStat | None) -> PhaseStat | None:
+    """A plain-decode step from the trace (a plain server's `step[DECODE]`), never one derived from tok/s."""
+    return s if s is not None and not s.source.startswith("derived") else None
+
+
+def phase_deltas(slow: PhaseTimes, fast: PhaseTimes) -> list[PhaseDelta]:
+    """Every phase both arms measured: slow minus fast, with its CI and whether it moved."""
+    per: Literal["step", "cycle"] = "step" if slow.draft_ms and fast.draft_ms else "cycle"
+    pairs: list[tuple[PhaseName, PhaseStat | None, PhaseStat | None, Literal["step", "cycle"]]] = [
+        ("draft", slow.draft_ms or slow.draft_cycle_ms, fast.draft_ms or fast.draft_cycle_ms, per),
+        ("verify", slow.verify_ms, fast.verify_ms, "cycle"),
+        ("draft_extend", slow.draft_extend_ms, fast.draft_extend_ms, "cycle"),
+        ("decode", _measured(slow.decode_ms), _measured(fast.decode_ms), "step")]
+    return [d for d in (_delta(*p) for p in pairs) if d is not None]
+
+
+def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "") -> PhaseEffect | None:
+    """The phase a cause touches, from the phase times of the slow and the fast arm of its confirming comparison:
+    of the phases that moved (CI excludes 0, material), the one with the largest change per cycle (a draft step
+    counts k times). None when neither arm was profiled, or when no phase moved (no phase effect is claimed)."""
+    if slow is None or fast is None:
+        return None
+    steps = slow.steps or fast.steps or 1
+    deltas = phase_deltas(slow, fast)
+    moved = [d for d in deltas if d.moved]
+    if not moved:
+        return None
+    top = max(moved, key=lambda d: abs(d.delta_ms) * (steps if d.phase == "draft" and d.per == "step" else 1))
+    source = slow.source if slow.source == fast.source else f"{slow.source} / {fast.source}"
+    return PhaseEffect(**top.model_dump(), source=source + (f": {arms}" if arms else ""), phases=deltas)

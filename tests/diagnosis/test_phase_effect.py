@@ -1,0 +1,82 @@
+"""A confirmed cause's phase effect: the phase its confirming arms differ in, with a CI; none when no phase moved."""
+
+from __future__ import annotations
+
+import random
+
+from specdoctor.tools.bisect import confirmed_phase_effect
+
+from specdoctor.engine.actions.attribute import search_deltas
+from specdoctor.models.phases import PhaseTimes
+from specdoctor.stats.phases import phase_effect, phase_stat
+from tests.diagnosis.test_attribute_search import Box
+
+
+def _times(draft: float, verify: float, seed: int, n: int = 120, sd: float = 0.01) -> PhaseTimes:
+    """A profiled arm: n cycles of draft (per step, k=3) and verify ms with relative noise `sd`."""
+    rng = random.Random(seed)
+
+    def stat(ms: float):
+        return phase_stat([ms * (1 + rng.gauss(0, sd)) for _ in range(n)], "profiler trace, GPU time")
+
+    return PhaseTimes(source="profiler-gpu", steps=3, cycles=n, draft_ms=stat(draft), verify_ms=stat(verify),
+                      draft_extend_ms=stat(0.02))
+
+
+def test_a_verify_only_slowdown_is_attributed_to_verify_with_a_ci_that_excludes_zero():
+    eff = phase_effect(_times(1.1, 48.8, 1), _times(1.1, 42.8, 2), "culprit vs rest")
+    assert eff is not None and eff.phase == "verify" and eff.per == "cycle"
+    assert 5.7 < eff.delta_ms < 6.3 and 0 < eff.ci[0] <= eff.delta_ms <= eff.ci[1]
+    assert eff.source == "profiler-gpu: culprit vs rest"
+    assert {d.phase: d.moved for d in eff.phases} == {"draft": False, "verify": True, "draft_extend": False}
+    assert eff.line().startswith("verify +6.")
+
+
+def test_a_draft_only_slowdown_is_draft_never_verify():
+    eff = phase_effect(_times(3.1, 42.8, 3), _times(1.1, 42.8, 4), "")
+    assert eff is not None and eff.phase == "draft" and eff.per == "step" and 1.9 < eff.delta_ms < 2.1
+    assert not next(d for d in eff.phases if d.phase == "verify").moved
+
+
+def test_no_phase_effect_is_claimed_when_no_phase_moved_material():
+    assert phase_effect(_times(1.1, 42.8, 5), _times(1.1, 42.8, 6)) is None
+    # A shift the CI resolves (many cycles, little noise) but under 5 % of the phase: launch-to-launch drift, not a
+    # cause's phase.
+    assert phase_effect(_times(1.1, 43.4, 7, n=2000, sd=0.002), _times(1.1, 42.8, 8, n=2000, sd=0.002)) is None
+    assert phase_effect(None, _times(1.1, 42.8, 9)) is None
+
+
+def test_the_bisection_profiles_the_culprits_alone_as_the_slow_arm_and_every_other_patch_as_the_fast():
+    asked: list[tuple[list[str], str]] = []
+
+    def prof(subset: list[str], label: str):
+        asked.append((subset, label))
+        return (_times(1.1, 48.8, 10) if "verify.py" in subset else _times(1.1, 42.8, 11)), ""
+
+    eff, notes = confirmed_phase_effect(["verify.py"], ["a.py", "verify.py", "b.py"], prof)
+    assert asked == [(["verify.py"], "culprits"), (["a.py", "b.py"], "rest")]
+    assert eff is not None and eff.phase == "verify" and eff.delta_ms > 5 and "verify +" in notes[0]
+
+
+def test_an_arm_that_cannot_be_profiled_claims_no_phase():
+    eff, notes = confirmed_phase_effect(["v.py"], ["v.py", "a.py"], lambda s, label: (None, "no trace"))
+    assert eff is None and "no trace" in notes[0] and "no phase effect claimed" in notes[0]
+
+
+def test_the_revert_search_records_each_cause_s_confirming_arms():
+    names = ["NCCL_P2P_DISABLE", "NCCL_IB_DISABLE", "OMP_NUM_THREADS"]
+    box = Box(lambda kept: 8.0 if "NCCL_P2P_DISABLE" in kept else 0.0)
+    out = search_deltas(names, box.run, box.control(names))
+    assert out.arms == [(names, ["NCCL_IB_DISABLE", "OMP_NUM_THREADS"])]  # today vs exactly it reverted
+
+
+def test_plain_servers_phase_is_their_decode_step_and_a_derived_decode_is_never_compared():
+    rng = random.Random(12)
+
+    def plain(ms: float, source: str = "profiler trace, GPU time of step[DECODE bs=1]") -> PhaseTimes:
+        return PhaseTimes(source="profiler-gpu", decode_ms=phase_stat([ms * (1 + rng.gauss(0, 0.01))
+                                                                       for _ in range(80)], source))
+
+    eff = phase_effect(plain(40.5), plain(36.0))
+    assert eff is not None and eff.phase == "decode" and eff.per == "step" and 4.2 < eff.delta_ms < 4.8
+    assert phase_effect(plain(40.5, "derived: 1000 / baseline tok/s"), plain(36.0, "derived: …")) is None

@@ -1,0 +1,49 @@
+"""A patch that slows only verify is attributed to verify (with a CI), one that slows only the draft step to draft:
+the phase named is the one the twin's story moves, never the other (investigate end to end on the twin)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from specdoctor.engine.runner import InvestigateOptions, investigate
+from specdoctor.sim import SimHost, build_sandbox, load_scenario
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path, monkeypatch):
+    monkeypatch.setenv("SPECDOCTOR_HOME", str(tmp_path / "home"))
+
+
+def _investigate(name: str, tmp_path: Path) -> tuple[dict, str]:
+    sb = build_sandbox(load_scenario(name), tmp_path / "box")
+    host = SimHost(sb)
+    try:
+        out = investigate(InvestigateOptions(host=f"sim:{name}", yes=True, out=str(tmp_path / "out")), host=host)
+        return json.loads(Path(out.files["json"]).read_text()), Path(out.files["md"]).read_text()
+    finally:
+        host.close()
+        sb.remove()
+
+
+@pytest.mark.parametrize("name", ["verify-only-slowdown", "draft-only-slowdown"])
+def test_the_culprit_s_phase_is_the_one_its_patch_slows(name, tmp_path):
+    truth = load_scenario(name).truth
+    assert truth.phase_effect is not None
+    report, md = _investigate(name, tmp_path)
+    assert sorted((report.get("stash") or {}).get("culprits") or []) == truth.culprit_files
+    (cause,) = [c for c in report["attribution"]["causes"] if c["confirmed"]]
+    eff = cause["phase_effect"]
+    assert eff is not None, cause
+    want, other = truth.phase_effect.phase, "draft" if truth.phase_effect.phase == "verify" else "verify"
+    assert eff["phase"] == want and eff["source"].startswith("profiler-gpu")
+    lo, hi = eff["ci"]
+    assert 0 < lo <= eff["delta_ms"] <= hi
+    assert eff["delta_ms"] == pytest.approx(truth.phase_effect.delta_ms, rel=0.25)
+    deltas = {d["phase"]: d for d in eff["phases"]}
+    assert deltas[want]["moved"] and not deltas[other]["moved"]  # must not fire on the phase the patch leaves alone
+    # The report's attribution line states it beside the tok/s effect.
+    per = "step" if want == "draft" else "cycle"
+    assert f"({want} +" in md and f"per {per}, profiler-gpu)" in md

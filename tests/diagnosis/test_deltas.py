@@ -51,8 +51,9 @@ class Examined:
         return DeltaList.model_validate(self._call("list_deltas", {k: v for k, v in args.items() if v is not None}))
 
     def probe(self, deltas: DeltaList) -> HardwareProbe:
-        out = self._call("probe_hardware", {"deltas": deltas.model_dump(), "fingerprint": self.fingerprint,
-                                            "load_warmup_s": 0})  # the twin's load starts at once
+        args = {"deltas": deltas.model_dump(), "fingerprint": self.fingerprint, "load_warmup_s": 0,  # at once
+                "good_fingerprint": self.sandbox.hints.good_fingerprint}  # as the playbook passes it (#32)
+        out = self._call("probe_hardware", {k: v for k, v in args.items() if v is not None})
         return HardwareProbe.model_validate(out)
 
     def close(self) -> None:

@@ -18,14 +18,23 @@ def test_every_bad_input_is_one_line_with_its_exit_code(sshd: SSHServer, tmp_pat
 
 def test_nothing_is_written_on_the_host_when_it_cannot_be_reached(sshd: SSHServer, tmp_path: Path):
     """Refused connections (auth, host key) leave no ~/.specdoctor on the host and no run record locally."""
-    def ours(h) -> str:  # what specdoctor would leave in the login's home (its home may be shared, e.g. /tmp)
-        return h.run(f"ls -laR {h.home()}/.specdoctor 2>/dev/null; true").stdout
+    def ours(h) -> str:  # what specdoctor would leave in the login's home, less runs/ (below)
+        return h.run(f"cd {h.home()}/.specdoctor 2>/dev/null && ls -laR . | grep -v '^./runs' ; true").stdout
+
+    def runs(h) -> dict[str, str]:
+        """runs/<id>/ of the shared login home (/tmp): parallel test workers' runs write there meanwhile (seen: a
+        started.json of another worker's run), so a new one counts only if it names this campaign's folder."""
+        res = h.run(f"cd {h.home()}/.specdoctor/runs 2>/dev/null && for d in *; do printf '%s\\0' \"$d\"; "
+                    f"cat \"$d\"/* 2>/dev/null | grep -c -F {str(tmp_path)!r}; done; true").stdout
+        return dict(x.split("\0", 1) for x in res.splitlines() if "\0" in x)
 
     with sshd.connect() as h:
-        before = ours(h)
+        before, runs_before = ours(h), runs(h)
     outcomes = run_bad_campaign(sshd, tmp_path, only=lambda c: c.kind in ("host-auth", "host-key",
                                                                            "host-unreachable"))
     assert len(outcomes) == 7 and all(o.one_line for o in outcomes)
     with sshd.connect() as h:
         assert ours(h) == before
+        new = {d: n for d, n in runs(h).items() if d not in runs_before}
+    assert all(n.strip() == "0" for n in new.values()), new
     assert not (tmp_path / "sdhome" / "runs").exists() or not any((tmp_path / "sdhome" / "runs").iterdir())

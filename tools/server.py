@@ -23,6 +23,7 @@ __all__ = [
     "Proc", "Server", "FindServersInput", "ServerList", "find_server_processes", "list_processes", "find_servers",
     "select_server", "locate_servers",
     "ReadEnvInput", "ProcessEnv", "read_process_env", "read_environs", "server_environs", "ServerEnvs",
+    "SGLANG_ORIGIN", "resolve_origin",
     "PropagationInput", "EnvRow", "Propagation", "check_env_propagation",
     "ServerInfoInput", "ServerInfoOutput", "server_info", "http_get", "FORCED_BY_SGLANG",
 ]
@@ -202,29 +203,33 @@ def _inside(path: str | None, root: str) -> bool:
 
 # Where `import sglang` resolves (find_spec only: sglang itself is not imported) and its PEP 610 editable source.
 SGLANG_ORIGIN = ("import importlib.util, json, os, sys\n"
-           "s = importlib.util.find_spec('sglang')\n"
-           "try:\n"
-           "    import importlib.metadata as md\n"
-           "    u = json.loads(md.distribution('sglang').read_text('direct_url.json') or 'null')\n"
-           "except Exception:\n"
-           "    u = None\n"
-           "e = u.get('url') if isinstance(u, dict) and (u.get('dir_info') or {}).get('editable') else None\n"
-           "print(json.dumps({'origin': s and s.origin, 'locations': list(s.submodule_search_locations or []) "
-           "if s else [], 'executable': sys.executable, 'cwd': os.getcwd(), 'editable': e}))\n")
+                 "s = importlib.util.find_spec('sglang')\n"
+                 "try:\n"
+                 "    import importlib.metadata as md\n"
+                 "    u = json.loads(md.distribution('sglang').read_text('direct_url.json') or 'null')\n"
+                 "except Exception:\n"
+                 "    u = None\n"
+                 "e = u.get('url') if isinstance(u, dict) and (u.get('dir_info') or {}).get('editable') else None\n"
+                 "print(json.dumps({'origin': s and s.origin, 'locations': list(s.submodule_search_locations or []) "
+                 "if s else [], 'executable': sys.executable, 'cwd': os.getcwd(), 'editable': e}))\n")
 
+
+def resolve_origin(host: Host, python: str, env: dict[str, str], cwd: str | None) -> tuple[dict[str, Any] | None, str]:
+    """Run SGLANG_ORIGIN with exactly this interpreter, environment and cwd: (its answer, or None; stderr's last line)."""
+    res = host.run(["env", "-i", *[f"{k}={v}" for k, v in env.items()], python, "-c", SGLANG_ORIGIN], cwd=cwd,
+                   check="ignore", timeout=60)
+    try:
+        return json.loads(res.stdout.strip().splitlines()[-1]), ""
+    except (ValueError, IndexError):
+        return None, (res.stderr.strip().splitlines() or ["no output"])[-1][:200]
 
 
 def _imports_from(host: Host, s: Server, root: str) -> bool:
     """The server's own interpreter, with its own environment and cwd, resolves `sglang` inside `root` (an editable
     install of the checkout: what the real H200 box had, where neither cwd, argv[0] nor PYTHONPATH names it)."""
     env = read_environs(host, [s.main.pid]).get(s.main.pid)
-    if env is None or not s.argv:
-        return False
-    res = host.run(["env", "-i", *[f"{k}={v}" for k, v in env.items()], s.argv[0], "-c", SGLANG_ORIGIN],
-                   cwd=s.cwd, check="ignore", timeout=60)
-    try:
-        info = json.loads(res.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+    info = resolve_origin(host, s.argv[0], env, s.cwd)[0] if env is not None and s.argv else None
+    if info is None:
         return False
     editable = str(info.get("editable") or "").removeprefix("file://")
     seen = [x for x in [info.get("origin"), *(info.get("locations") or [])] if x]
@@ -362,6 +367,7 @@ class ServerEnvs(BaseModel):
 
     main: dict[str, str] | None = None
     workers: dict[str, dict[str, str] | None] = Field(default_factory=dict, description="Rank label -> env.")
+    overwritten: list[str] = Field(default_factory=list, description="Ranks whose environ their title overwrote.")
     notes: list[str] = Field(default_factory=list)
 
 
@@ -384,6 +390,7 @@ def server_environs(host: Host, s: Server) -> ServerEnvs:
     for rank, pid in s.ranks.items():
         env = envs.get(pid)
         if env is not None and main is not None and overwritten(env, main):
+            out.overwritten.append(rank)
             if witness is not None:
                 env = {**witness[1], **env}
                 out.notes.append(f"worker {rank} (pid {pid}): its /proc/PID/environ was overwritten by its process "
@@ -558,7 +565,7 @@ def check_env_propagation(ctx: ToolContext, args: PropagationInput) -> Propagati
         shell_env, source = _parse_environ(res.stdout), "login env (env -0)"
     worker_envs: dict[str, dict[str, str] | None] = dict(server_envs.workers)
     for r, e in worker_envs.items():
-        if e is None and not any(f"worker {r} " in n for n in server_envs.notes):
+        if e is None and r not in server_envs.overwritten:  # an overwritten one has its own note
             problems.append(f"cannot read the environment of worker {r} (pid {s.ranks[r]})")
     python = args.python or _server_python(ctx.host, s.main)
     site_path, site_vars, conf, conf_files = _injected(ctx.host, python, parent_env.get("NCCL_CONF_FILE"),

@@ -11,14 +11,13 @@ checkout (file-level manifest before/after) or a new file elsewhere under $HOME 
 from __future__ import annotations
 
 import base64
-import json
 import re
 import shlex
 import time
 
 from pydantic import BaseModel, Field
 from specdoctor.tools.manifest import decode_name, encode_name, take_manifest
-from specdoctor.tools.server import SGLANG_ORIGIN as _ORIGIN
+from specdoctor.tools.server import resolve_origin
 
 from specdoctor.errors import ToolRetry, Unresolved
 from specdoctor.host.base import Raw
@@ -372,13 +371,9 @@ def sglang_origin_of(ctx: ToolContext, args: OriginInput) -> SglangOrigin:
             python = argv0 if argv0.startswith("/") or "/" not in argv0 else f"{cwd}/{argv0}"
         env = dict(kv.split("=", 1) for kv in base64.b64decode(parts[2]).decode("utf-8", "replace").split("\0")
                    if "=" in kv)
-    res = ctx.host.run(["env", "-i", *[f"{k}={v}" for k, v in env.items()], python, "-c", _ORIGIN], cwd=cwd,
-                       check="ignore", timeout=60)
-    try:
-        info = json.loads(res.stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
-        raise ToolRetry(f"{python} could not resolve sglang on {ctx.host.name}: "
-                        f"{(res.stderr.strip().splitlines() or ['no output'])[-1][:200]}") from None
+    info, why = resolve_origin(ctx.host, python, env, cwd)
+    if info is None:
+        raise ToolRetry(f"{python} could not resolve sglang on {ctx.host.name}: {why}")
     out = SglangOrigin(origin=info["origin"], locations=info["locations"], python=python,
                        expect_under=args.expect_under, editable_from=info.get("editable"))
     if args.expect_under:

@@ -32,7 +32,7 @@ from specdoctor.stats.phases import phase_deltas, phase_effect
 from specdoctor.toolkit import ToolContext, registry, tool
 
 __all__ = ["EssentialInput", "Essentials", "BisectInput", "BisectResult", "Trial", "find_essential_patches",
-           "bisect_patches", "search_patches", "sequential_trial", "confirmed_phase_effect"]
+           "bisect_patches", "search_patches", "sequential_trial", "confirmed_phase_effect", "arms_phase_effect"]
 
 
 _TREE_IDS = itertools.count(1)
@@ -131,22 +131,34 @@ class _Runner:
             return None, f"{type(exc).__name__}: {exc}"[:200]
 
 
-def confirmed_phase_effect(culprits: list[str], items: list[str], prof: Callable[[list[str], str], tuple[
-        PhaseTimes | None, str]]) -> tuple[PhaseEffect | None, list[str]]:
-    """Profile the two arms of the culprits' confirming comparison — the culprits alone on the essentials (slow)
-    and every patch but them (fast) — and name the phase they move (None: an arm unprofiled, or no phase moved)."""
-    rest = [p for p in items if p not in culprits]
-    slow, why_s = prof(list(culprits), "culprits")
-    fast, why_f = prof(rest, "rest") if slow is not None else (None, "")
+ArmProfiler = Callable[[list[str], str], tuple[PhaseTimes | None, str]]
+
+
+def arms_phase_effect(slow: list[str], fast: list[str], prof: ArmProfiler, what: str,
+                      labels: tuple[str, str] = ("slow", "fast")) -> tuple[PhaseEffect | None, str, bool]:
+    """Profile the two arms of a confirming comparison (`prof(arm, label)`, the fast one only when the slow one
+    worked) and name the phase they differ in: (effect or None, what was found, whether both arms were profiled)."""
+    a, why_a = prof(list(slow), labels[0])
+    b, why_b = prof(list(fast), labels[1]) if a is not None else (None, "")
+    if a is None or b is None:
+        return None, f"not profiled: {why_a or why_b}", False
+    eff = phase_effect(a, b, what)
+    if eff is not None:
+        return eff, f"{eff.line()} ({eff.source})", True
+    moved = "; ".join(f"{d.phase} {d.delta_ms:+.2f} ms [{d.ci[0]:.2f}, {d.ci[1]:.2f}]" for d in phase_deltas(a, b))
+    return None, f"no phase moved: {moved or 'no phase samples'}", True
+
+
+def confirmed_phase_effect(culprits: list[str], items: list[str], prof: ArmProfiler
+                           ) -> tuple[PhaseEffect | None, list[str]]:
+    """The culprits' phase: the arms of their confirming comparison — the culprits alone on the essentials (slow)
+    and every patch but them (fast)."""
     who = ", ".join(c.rsplit("/", 1)[-1] for c in culprits)
-    if slow is None or fast is None:
-        return None, [f"phase profile of the confirming arms failed: {why_s or why_f}: no phase effect claimed"]
-    eff = phase_effect(slow, fast, f"essentials + {who} vs every patch but {who}")
+    eff, found, _ = arms_phase_effect(culprits, [p for p in items if p not in culprits], prof,
+                                      f"essentials + {who} vs every patch but {who}", labels=("culprits", "rest"))
     if eff is None:
-        moved = "; ".join(f"{d.phase} {d.delta_ms:+.2f} ms" for d in phase_deltas(slow, fast))
-        return None, [f"phases of the confirming arms: no phase moved ({moved or 'no phase samples'}): "
-                      "no phase effect claimed"]
-    return eff, [f"phases of the confirming arms ({eff.source}): {eff.line()}"]
+        return None, [f"phases of the confirming arms: {found}: no phase effect claimed"]
+    return eff, [f"phases of the confirming arms: {found}"]
 
 
 Judge = Callable[[list[float]], "Outcome | None"]

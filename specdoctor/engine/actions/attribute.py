@@ -35,10 +35,9 @@ from specdoctor.models import (
 from specdoctor.models.phases import PhaseEffect, PhaseTimes
 from specdoctor.stats.comparator import compare, compare_to_claim
 from specdoctor.stats.ddmin import CachedOracle, Outcome, classify, isolate
-from specdoctor.stats.phases import phase_deltas, phase_effect
 from specdoctor.stats.sequential import nominal_levels
 from specdoctor.stats.summary import median_ci
-from specdoctor.tools.bisect import BisectResult
+from specdoctor.tools.bisect import BisectResult, arms_phase_effect
 from specdoctor.tools.revert import describe, merge_reverts, reverted, set_flags
 from specdoctor.tools.trial import (
     AUTO_PORT,
@@ -400,24 +399,19 @@ def _phase_effect(deps: Any, step: Any, out: ActionOutcome, slow: list[str], fas
                   n: int) -> PhaseEffect | None:
     """Profile both arms of one cause's confirming comparison (today's values of `slow` vs `fast` kept, the rest
     reverted: speculative or plain servers, as the trials measured) and name the phase it moves (a plain server's
-    only phase is its decode step); only these two arms are profiled (2 launches per cause). None, with a decision saying why, when an arm cannot be profiled or no phase
-    moved: no phase effect is claimed then."""
+    only phase is its decode step); only these two arms are profiled (2 launches per cause). None, with a decision
+    saying why, when an arm cannot be profiled or no phase moved: no phase effect is claimed then."""
     first = len(out.commands(10**6))
     deps.view.progress(f"phase profile of cause {i + 1}/{n}: both arms of its confirming comparison")
-    a, why_a = profile_kept(slow, f"phases{i + 1}slow")
-    b, why_b = profile_kept(fast, f"phases{i + 1}fast") if a is not None else (None, "")
-    eff = phase_effect(a, b, f"kept {', '.join(slow) or 'nothing'} vs kept {', '.join(fast) or 'nothing'}")
-    found = (eff.line() + f" ({eff.source})" if eff else
-             f"not profiled: {why_a or why_b}" if a is None or b is None else
-             "no phase moved: " + "; ".join(f"{d.phase} {d.delta_ms:+.2f} ms [{d.ci[0]:.2f}, {d.ci[1]:.2f}]"
-                                           for d in phase_deltas(a, b)))
+    arms = f"kept {', '.join(slow) or 'nothing'} vs kept {', '.join(fast) or 'nothing'}"
+    eff, found, profiled = arms_phase_effect(slow, fast, lambda kept, arm: profile_kept(kept, f"phases{i + 1}{arm}"),
+                                             arms)
     out.decisions.append(Decision(
-        step=step.id, title=step.title, checked="phase times (engine profiler) on both arms of the confirming "
-        f"comparison: kept {', '.join(slow) or 'nothing'} vs kept {', '.join(fast) or 'nothing'}", found=found,
+        step=step.id, title=step.title, checked=f"phase times (engine profiler) on both arms of the confirming "
+        f"comparison: {arms}", found=found,
         decided=f"phase effect: {eff.phase}" if eff else "no phase effect claimed",
         why="a cause's phase is the one its confirming arms differ in (CI excludes 0, at least 5 % of the phase)",
-        status="ok" if a is not None and b is not None else "unresolved",
-        evidence=out.commands(10**6)[first:][:40]))
+        status="ok" if profiled else "unresolved", evidence=out.commands(10**6)[first:][:40]))
     return eff
 
 

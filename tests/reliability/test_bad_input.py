@@ -18,8 +18,12 @@ def test_every_bad_input_is_one_line_with_its_exit_code(sshd: SSHServer, tmp_pat
 
 def test_nothing_is_written_on_the_host_when_it_cannot_be_reached(sshd: SSHServer, tmp_path: Path):
     """Refused connections (auth, host key) leave no ~/.specdoctor on the host and no run record locally."""
-    def ours(h) -> str:  # what specdoctor would leave in the login's home, less runs/ (below)
-        return h.run(f"cd {h.home()}/.specdoctor 2>/dev/null && ls -laR . | grep -v '^./runs' ; true").stdout
+    def ours(h) -> str:
+        """What specdoctor would leave in the login's home, less runs/ (below): every path with its type, and each
+        file's digest. Not `ls -la`: its '..' is the shared /tmp, whose link count other workers change (seen)."""
+        return h.run(f"cd {h.home()}/.specdoctor 2>/dev/null && "
+                     "{ find . -path ./runs -prune -o -printf '%y %p\\n' | sort; "
+                     "find . -path ./runs -prune -o -type f -exec sha256sum {} + | sort; }; true").stdout
 
     def runs(h) -> dict[str, str]:
         """runs/<id>/ of the shared login home (/tmp): parallel test workers' runs write there meanwhile (seen: a

@@ -6,11 +6,11 @@
 #   bash benchmarks/gpu_validation.sh fetch-wheels    # here, once, before the device call: fills .whl/
 #
 # The device has python3.12 + torch, numpy, scipy, matplotlib, httpx, rich, typer, click, shellingham, pyyaml,
-# but no network. specdoctor itself is NOT pip-installed there: its package layout (tools/ and playbooks/
-# mapped into specdoctor.*, as pyproject's package-dir does) is staged under /tmp and put on PYTHONPATH.
+# but no network. specdoctor itself is NOT pip-installed there: a copy of its package folder is staged under /tmp
+# and put on PYTHONPATH.
 # Wheels to carry in .whl/ (pure python except pydantic_core; cp312 manylinux2014 x86_64):
 #   pydantic==2.14.4 pydantic_core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5
-#   typing_extensions==4.16.0 (pydantic needs >= 4.16) unidiff==1.0.1 (tools/repo.py imports it)
+#   typing_extensions==4.16.0 (pydantic needs >= 4.16) unidiff==1.0.1 (specdoctor/tools/repo.py imports it)
 # Not needed for what runs here: paramiko (SSH only), langgraph/langchain/openai/mcp (engine, advisor, embed),
 # gitpython. Files back in $OUT (8 at most): run.log, host_tools.json, allreduce.json, spec_validation.json,
 # spec_validation.csv, spec_validation.png, fixtures.tar.gz (raw nvidia-smi, tools list, all-reduce table).
@@ -46,9 +46,9 @@ if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
 else
   echo "no .whl/ folder: relying on the image's packages"
 fi
-cp -r specdoctor "$WORK/src/" && cp -r tools "$WORK/src/specdoctor/tools" && cp -r playbooks "$WORK/src/specdoctor/playbooks"
+cp -r specdoctor "$WORK/src/"
 export PYTHONPATH="$WORK/src:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
-# -P: do not put the cwd first on sys.path (the repo's own specdoctor/ lacks the tools/ mapping)
+# -P: do not put the cwd first on sys.path (the staged copy is the one under test)
 "$PY" -P - <<'EOF' || fail=1
 import importlib, sys
 mods = ["pydantic", "unidiff", "httpx", "yaml", "rich", "typer", "numpy", "scipy", "matplotlib", "torch",
@@ -75,17 +75,17 @@ timeout "$(cap 60)" "$PY" -P -c 'import sys; sys.argv[0] = "specdoctor"; from sp
 step "host tools on LocalHost (host_facts, fingerprint, nccl_inventory) + raw nvidia-smi"
 timeout "$(cap 90)" "$PY" benchmarks/gpu_host_tools.py --json "$OUT/host_tools.json" --raw "$WORK/raw" --python "$PY" || fail=1
 
-step "all-reduce harness (tools/remote/allreduce_bench.py, torchrun, NCCL, CUDA graphs)"
-if [ -f tools/remote/allreduce_bench.py ]; then
+step "all-reduce harness (specdoctor/tools/remote/allreduce_bench.py, torchrun, NCCL, CUDA graphs)"
+if [ -f specdoctor/tools/remote/allreduce_bench.py ]; then
   AR=(--sizes 1K,2K,4K,8K,14K,16K,32K,64K,128K,256K,1M,4M,8M --graph 10 -n 20 -w 5)
-  timeout "$(cap 90)" torchrun --standalone --nproc-per-node 1 tools/remote/allreduce_bench.py "${AR[@]}" --json \
+  timeout "$(cap 90)" torchrun --standalone --nproc-per-node 1 specdoctor/tools/remote/allreduce_bench.py "${AR[@]}" --json \
     > "$OUT/allreduce.json" || fail=1
-  timeout "$(cap 90)" torchrun --standalone --nproc-per-node 1 tools/remote/allreduce_bench.py "${AR[@]}" \
+  timeout "$(cap 90)" torchrun --standalone --nproc-per-node 1 specdoctor/tools/remote/allreduce_bench.py "${AR[@]}" \
     | tee "$WORK/raw/allreduce_table.txt" || fail=1
-  timeout "$(cap 60)" torchrun --standalone --nproc-per-node 1 tools/remote/allreduce_bench.py "${AR[@]}" --graph 0 \
+  timeout "$(cap 60)" torchrun --standalone --nproc-per-node 1 specdoctor/tools/remote/allreduce_bench.py "${AR[@]}" --graph 0 \
     > "$WORK/raw/allreduce_table_eager.txt" || fail=1
 else
-  echo "tools/remote/allreduce_bench.py is missing"; fail=1
+  echo "specdoctor/tools/remote/allreduce_bench.py is missing"; fail=1
 fi
 
 step "speculative-decoding loop vs tools.breakeven (benchmarks/spec_model_validation.py)"

@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # spec_model.py sits beside this script
 from spec_model import GPU_1B, KMAX, TINY, ModelConfig, SpecEngine  # noqa: E402
+
 from specdoctor.tools.breakeven import BreakevenInput, alpha_from_accept_length, analyze  # noqa: E402
 
 __all__ = ["Phase", "Point", "Validation", "Runner", "draw_accepts", "self_check", "measure", "write", "main"]

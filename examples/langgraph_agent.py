@@ -19,10 +19,10 @@ from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langchain_openai import ChatOpenAI
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
-from specdoctor.tools import as_langchain
 
 import specdoctor
 from specdoctor.host import Host
+from specdoctor.tools import as_langchain
 
 PROMPT = ("You diagnose a speculative-decoding (EAGLE-3 on SGLang) slowdown on a GPU server. Use the tools "
           "to gather evidence (start with catalog_diffs on the repo), then answer with a short finding.")

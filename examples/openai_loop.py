@@ -14,11 +14,11 @@ import os
 from typing import Any
 
 from openai import OpenAI
-from specdoctor.tools import as_openai
 
 import specdoctor
 from specdoctor.host import Host
 from specdoctor.toolkit import ToolResult
+from specdoctor.tools import as_openai
 
 SYSTEM = ("You diagnose a speculative-decoding (EAGLE-3 on SGLang) slowdown on a GPU server. Use the tools "
           "to gather evidence (start with catalog_diffs on the repo), then answer with a short finding.")

@@ -69,8 +69,9 @@ def test_wheel_contains_every_package_tool_playbook_and_remote_script(wheel: Pat
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {f"specdoctor/{p.relative_to(ROOT / 'specdoctor')}" for p in (ROOT / "specdoctor").rglob("__init__.py")
                 if "standin" not in p.parts}  # every sub-package: an unlisted one silently goes missing
-    expected |= {f"specdoctor/tools/{p.relative_to(ROOT / 'tools')}" for p in (ROOT / "tools").rglob("*.py")}
-    expected |= {f"specdoctor/playbooks/{p.name}" for p in (ROOT / "playbooks").glob("*.yaml")}
+    expected |= {f"specdoctor/tools/{p.relative_to(ROOT / 'specdoctor' / 'tools')}"
+                 for p in (ROOT / "specdoctor" / "tools").rglob("*.py")}
+    expected |= {f"specdoctor/playbooks/{p.name}" for p in (ROOT / "specdoctor" / "playbooks").glob("*.yaml")}
     assert "specdoctor/tools/host.py" in expected and "specdoctor/playbooks/__init__.py" in names
     assert sorted(expected - names) == []
     assert not any(n.startswith(("tools/", "playbooks/", "tests/")) for n in names)
@@ -82,8 +83,8 @@ def test_installed_wheel_runs_the_cli_and_finds_its_resources(venv: Path, tmp_pa
     found = json.loads(probe.stdout)
     assert Path(found["specdoctor"]).is_relative_to(venv), found  # the wheel's copy, not the editable one
     assert Path(found["tools"]).is_relative_to(venv)
-    assert found["playbooks"] == sorted(p.name for p in (ROOT / "playbooks").glob("*.yaml"))
-    assert found["remote"] == sorted(p.name for p in (ROOT / "tools" / "remote").glob("*.py"))
+    assert found["playbooks"] == sorted(p.name for p in (ROOT / "specdoctor" / "playbooks").glob("*.yaml"))
+    assert found["remote"] == sorted(p.name for p in (ROOT / "specdoctor" / "tools" / "remote").glob("*.py"))
 
     helped = _run(venv, "specdoctor", "--help", cwd=tmp_path)
     assert helped.returncode == 0 and "Usage: specdoctor" in helped.stdout, helped.stderr

@@ -26,9 +26,7 @@ from specdoctor.models import (
     TargetRequirement,
     TopologyFact,
 )
-from specdoctor.tools.bisect import BisectResult
 from specdoctor.tools.gates import Gate, GateScan
-from specdoctor.tools.server import Propagation
 
 __all__ = ["Verdict", "PlanAction", "decide_verdict", "game_plan", "VerdictName", "cause_line"]
 
@@ -90,20 +88,6 @@ def _cause_actions(v: StateReader) -> list[PlanAction]:
 def _enabled_gates(v: StateReader) -> list[Gate]:
     scan = v.latest(GateScan)
     return [g for g in scan.gates if g.state == "ENABLED-at-runtime"] if scan else []
-
-
-def _dropped_vars(v: StateReader) -> list[str]:
-    prop = v.latest(Propagation)
-    return [r.name for r in prop.rows if r.status == "dropped-for-workers"] if prop else []
-
-
-def _culprits(v: StateReader) -> tuple[list[str], bool]:
-    """Culprits the bisection isolated and confirmed both ways (alone slow, all but them fast); an unresolved
-    or unconfirmed search names none (a result from before that rule is read the same way)."""
-    out = v.latest(BisectResult)
-    if out is None or out.verdict not in ("culprit", "interaction") or not out.confirmed:
-        return [], False
-    return list(out.culprits), out.confirmed
 
 
 def _median(m: MeasuredFact | None) -> float | None:

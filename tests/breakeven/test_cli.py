@@ -11,6 +11,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 from pydantic import TypeAdapter
+
 from specdoctor.tools.breakeven import BreakevenAnalysis
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from specdoctor.tools.breakeven_empirical import EmpiricalBreakeven, crossing
 
 from specdoctor.sim import open_sim_host
 from specdoctor.toolkit import ToolContext, registry
+from specdoctor.tools.breakeven_empirical import EmpiricalBreakeven, crossing
 
 
 def test_crossing_interpolates():

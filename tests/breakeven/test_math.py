@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+
+from specdoctor.errors import UsageError
 from specdoctor.tools.breakeven import (
     BreakevenInput,
     accept_length,
@@ -10,8 +12,6 @@ from specdoctor.tools.breakeven import (
     analyze,
     leviathan_speedup,
 )
-
-from specdoctor.errors import UsageError
 
 
 def test_accept_length_closed_form():

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from specdoctor.tools.hardware_probe import HardwareProbe
 
 from specdoctor.models import DeltaList
 from specdoctor.sim import SimHost, build_sandbox, load_scenario
 from specdoctor.toolkit import ToolContext, registry
+from specdoctor.tools.hardware_probe import HardwareProbe
 
 STORIES = ["sitecustomize-foreign", "nccl-conf-simple", "bashrc-launch-blocking", "attn-backend-flag",
            "draft-path-changed", "pcie-downtrained", "clocks-locked", "power-cap", "neighbor-training-job",

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import random
 
-from specdoctor.tools.bisect import confirmed_phase_effect
-
 from specdoctor.engine.actions.attribute import search_deltas
 from specdoctor.models.phases import PhaseTimes
 from specdoctor.stats.phases import phase_effect, phase_stat
+from specdoctor.tools.bisect import confirmed_phase_effect
 from tests.diagnosis.test_attribute_search import Box
 
 

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import types
 
-from specdoctor.tools.measure import PROMPTS, BenchmarkResult, Workload, default_workload
-
 from specdoctor.engine.actions.measure import claim_outcome, recorded_workload
 from specdoctor.engine.runs import redact_deep
 from specdoctor.engine.state import StateView
 from specdoctor.host import open_host
 from specdoctor.inference import get_engine
 from specdoctor.toolkit import ToolContext, registry
+from specdoctor.tools.measure import PROMPTS, BenchmarkResult, Workload, default_workload
 
 
 def _recorded(host, ctx):

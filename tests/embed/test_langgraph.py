@@ -8,10 +8,10 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
-from specdoctor.tools import as_langchain
 
 from specdoctor.embed import Client
 from specdoctor.toolkit import registry
+from specdoctor.tools import as_langchain
 
 from .conftest import SEED_FILES
 

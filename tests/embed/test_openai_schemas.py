@@ -9,11 +9,11 @@ import pytest
 from openai.types.chat import ChatCompletionFunctionToolParam
 from openai.types.shared import FunctionDefinition
 from pydantic import TypeAdapter
-from specdoctor.tools import as_openai
 
 from specdoctor.embed import Client
 from specdoctor.host import MockHost
 from specdoctor.toolkit import ToolSpec, registry
+from specdoctor.tools import as_openai
 
 _ALL = registry.all()
 _ADAPTER = TypeAdapter(ChatCompletionFunctionToolParam)

@@ -5,10 +5,9 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import specdoctor.tools
-
 import specdoctor
 import specdoctor.embed
+import specdoctor.tools
 
 PUBLIC = {
     "specdoctor": ["Client", "__version__", "connect", "investigate"],

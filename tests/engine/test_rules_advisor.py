@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pydantic import BaseModel
-from specdoctor.tools.bisect import BisectResult
-from specdoctor.tools.gates import Gate, GateScan
-from specdoctor.tools.server import EnvRow, Propagation
 
 from specdoctor.advisor.rules import decide_verdict, game_plan
 from specdoctor.engine.state import StateView
 from specdoctor.models import BreakevenAnalysis, TargetRequirement
 from specdoctor.toolkit import ToolResult
+from specdoctor.tools.bisect import BisectResult
+from specdoctor.tools.gates import Gate, GateScan
+from specdoctor.tools.server import EnvRow, Propagation
 
 
 def _stored(tool: str, output: BaseModel) -> dict:

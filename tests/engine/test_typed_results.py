@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from specdoctor.tools.repo import Catalog
-from specdoctor.tools.server import EnvRow, Propagation
 
 from specdoctor.advisor.rules import decide_verdict
 from specdoctor.engine.state import ResultShapeError, StateView
 from specdoctor.models import MeasureFacts
 from specdoctor.toolkit import ToolResult
+from specdoctor.tools.repo import Catalog
+from specdoctor.tools.server import EnvRow, Propagation
 
 
 def _stored(tool: str, output: dict, status: str = "ok") -> dict:

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from specdoctor.tools.port_hold import MARKER, hold_port, holders, release_port
 
 from specdoctor.host import open_host
 from specdoctor.sim.ports import free_port
+from specdoctor.tools.port_hold import MARKER, hold_port, holders, release_port
 
 
 @pytest.fixture

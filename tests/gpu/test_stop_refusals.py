@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import subprocess
 
-from specdoctor.tools.user_server import capture
-
 from specdoctor.host.local import LocalHost
 from specdoctor.toolkit import ToolContext, registry
+from specdoctor.tools.user_server import capture
 
 
 def test_refuses_a_process_that_is_not_an_inference_server():

@@ -120,10 +120,9 @@ def test_a_server_started_in_tmux_comes_back_in_its_session(tmp_path):
 def _stopped_by_a_crashed_run(box: Sandbox, run_id: str) -> tuple[ToolContext, UserServerFact]:
     """What a run that stopped the user's server and then died leaves: the relaunch file, the pending marker (both
     written by take_gpus's own functions) and the server stopped by stop_user_server."""
-    from specdoctor.tools.user_server import UserServerRecord, capture
-
     from specdoctor.engine.actions.user_server import Pending, _file_target, _save_pending, host_key
     from specdoctor.engine.runs import Relaunch, save_relaunch
+    from specdoctor.tools.user_server import UserServerRecord, capture
 
     host = SimHost(box)
     ctx = ToolContext(host=host, run_id=run_id, auto_approve=True)
@@ -197,9 +196,8 @@ def test_restore_after_a_crash_brings_the_tmux_server_back_in_its_session(tmp_pa
 def test_tmux_or_screen_variables_that_name_no_parent_record_no_session():
     """Must NOT fire: $TMUX/$STY inherited from elsewhere (not a parent of the server) say nothing of where it runs;
     and tmux is asked only when they do."""
-    from specdoctor.tools.terminal_session import session_of
-
     from specdoctor.host.mock import MockHost
+    from specdoctor.tools.terminal_session import session_of
 
     host = MockHost(lambda cmd, env, cwd: "alive" if "screen -ls" in str(cmd) else "serve\t2")
     env = {"TMUX": "/tmp/tmux-1000/default,4242,0", "TMUX_PANE": "%7", "STY": "4343.work", "WINDOW": "1"}

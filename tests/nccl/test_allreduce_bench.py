@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from specdoctor.tools.nccl import NcclSweep
 
 from specdoctor.parsers.nccl import parse_all_reduce
 from specdoctor.toolkit import registry
+from specdoctor.tools.nccl import NcclSweep
 
-SCRIPT = Path(__file__).resolve().parents[2] / "tools" / "remote" / "allreduce_bench.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "specdoctor" / "tools" / "remote" / "allreduce_bench.py"
 
 
 def _torchrun(*extra: str) -> str:

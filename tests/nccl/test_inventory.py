@@ -6,9 +6,8 @@ import json
 import socket
 import sys
 
-from specdoctor.tools.nccl import NcclInventory
-
 from specdoctor.toolkit import registry
+from specdoctor.tools.nccl import NcclInventory
 
 from .conftest import FIXTURES
 

@@ -6,9 +6,6 @@ from __future__ import annotations
 import json
 import socket
 
-from specdoctor.tools.nccl_promote import NcclPromotion, PromotedResult
-from specdoctor.tools.trial import LaunchConfig, measure, trial
-
 from specdoctor.engine.actions.measure import claim_outcome
 from specdoctor.engine.actions.nccl import nccl_cause
 from specdoctor.engine.state import StateView
@@ -16,6 +13,8 @@ from specdoctor.host import open_host
 from specdoctor.inference import get_engine
 from specdoctor.models.delta import CauseFact
 from specdoctor.toolkit import ToolContext, ToolResult, registry
+from specdoctor.tools.nccl_promote import NcclPromotion, PromotedResult
+from specdoctor.tools.trial import LaunchConfig, measure, trial
 
 
 def _free_port() -> int:

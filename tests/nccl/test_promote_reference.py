@@ -5,10 +5,9 @@ from __future__ import annotations
 import random
 import socket
 
-from specdoctor.tools.nccl_promote import NcclPromotion, PromotedResult, _simplest_equivalent
-
 from specdoctor.host import open_host
 from specdoctor.toolkit import ToolContext, registry
+from specdoctor.tools.nccl_promote import NcclPromotion, PromotedResult, _simplest_equivalent
 
 
 def _free_port() -> int:

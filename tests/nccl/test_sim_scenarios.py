@@ -5,10 +5,10 @@ from __future__ import annotations
 import socket
 
 import pytest
-from specdoctor.tools.nccl import NcclInventory, NcclSweep
-from specdoctor.tools.nccl_promote import NcclPromotion
 
 from specdoctor.commands.sweep_nccl import run_sweep
+from specdoctor.tools.nccl import NcclInventory, NcclSweep
+from specdoctor.tools.nccl_promote import NcclPromotion
 
 
 def _free_port() -> int:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
+from specdoctor.toolkit import registry
 from specdoctor.tools.nccl import NcclSweep
 from specdoctor.tools.nccl_grid import DEBUG_CLASS, expand_grid, message_sizes, parse_grid_option
-
-from specdoctor.toolkit import registry
 
 SIZES = [14336, 43008, 229376]
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 
+from specdoctor.toolkit import registry
 from specdoctor.tools.nccl import NcclSweep, relative_configs
 from specdoctor.tools.nccl_grid import expand_grid
-
-from specdoctor.toolkit import registry
 
 SIZES = [14336, 43008]
 

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
-from specdoctor.tools.manifest import take_manifest
-from specdoctor.tools.port_hold import holders
 
 from specdoctor.sim import SimHost, build_sandbox, load_scenario
 from specdoctor.toolkit import ToolContext
+from specdoctor.tools.manifest import take_manifest
+from specdoctor.tools.port_hold import holders
 
 __all__ = ["Kill", "KillCampaign", "run_kill_campaign", "KILL_STEPS"]
 

@@ -18,8 +18,9 @@ from specdoctor.toolkit import ToolContext, registry
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "repo"))
 
-from specdoctor.tools.manifest import take_manifest  # noqa: E402
 from states import IN_PLACE_LOSES, STATES, build_state  # noqa: E402
+
+from specdoctor.tools.manifest import take_manifest  # noqa: E402
 
 __all__ = ["StateRun", "run_state_campaign"]
 

@@ -12,6 +12,11 @@ import time
 from pathlib import Path
 
 import pytest
+
+from specdoctor.errors import RepoRefused
+from specdoctor.host import LocalHost
+from specdoctor.testing import SSHServer
+from specdoctor.toolkit import ToolContext
 from specdoctor.tools.checkout_lock import (
     acquire_lock,
     checkout_lock,
@@ -20,11 +25,6 @@ from specdoctor.tools.checkout_lock import (
     read_lock,
     release_lock,
 )
-
-from specdoctor.errors import RepoRefused
-from specdoctor.host import LocalHost
-from specdoctor.testing import SSHServer
-from specdoctor.toolkit import ToolContext
 
 from .lock_campaign import CONTENDER, race
 

@@ -13,8 +13,9 @@ from specdoctor.toolkit import ToolContext, registry
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "repo"))
 
-from specdoctor.tools.manifest import take_manifest  # noqa: E402
 from states import build_state  # noqa: E402
+
+from specdoctor.tools.manifest import take_manifest  # noqa: E402
 
 _n = itertools.count()
 KIMI = "python/sglang/srt/models/kimi_k25.py"

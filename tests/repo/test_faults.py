@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 from helpers import WEIRD, FaultyHost, fingerprint
+
+from specdoctor.errors import ConnectionLost
+from specdoctor.toolkit import ToolContext
 from specdoctor.tools.worktree import (
     ApplyInput,
     BackupInput,
@@ -21,9 +24,6 @@ from specdoctor.tools.worktree import (
     restore,
     stash_all,
 )
-
-from specdoctor.errors import ConnectionLost
-from specdoctor.toolkit import ToolContext
 
 KIMI = "python/sglang/srt/models/kimi_k25.py"
 TOPK = "python/sglang/srt/layers/moe/topk.py"

@@ -11,6 +11,10 @@ from pathlib import Path
 
 import pytest
 from helpers import WEIRD, fingerprint, make_messy_repo
+
+from specdoctor.errors import BackupError, RepoRefused
+from specdoctor.host import LocalHost
+from specdoctor.toolkit import ToolContext, registry
 from specdoctor.tools.gates import GateInput, scan_feature_gates
 from specdoctor.tools.repo import CatalogInput, TriageInput, catalog_diffs, classify_path, triage_diffs
 from specdoctor.tools.worktree import (
@@ -24,10 +28,6 @@ from specdoctor.tools.worktree import (
     restore,
     stash_all,
 )
-
-from specdoctor.errors import BackupError, RepoRefused
-from specdoctor.host import LocalHost
-from specdoctor.toolkit import ToolContext, registry
 
 KIMI = "python/sglang/srt/models/kimi_k25.py"
 TOPK = "python/sglang/srt/layers/moe/topk.py"

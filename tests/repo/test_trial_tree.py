@@ -10,11 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from specdoctor.tools.manifest import encode_name, take_manifest
 from states import NON_UTF8, SGLANG_INIT, STATES, build_state
 
 from specdoctor.host import LocalHost
 from specdoctor.toolkit import ToolContext, registry
+from specdoctor.tools.manifest import encode_name, take_manifest
 
 KIMI = "python/sglang/srt/models/kimi_k25.py"
 TOPK = "python/sglang/srt/layers/moe/topk.py"

@@ -6,8 +6,6 @@ import math
 import random
 import statistics
 
-from specdoctor.tools.breakeven import BreakevenInput, alpha_from_accept_length, analyze
-
 from specdoctor.host.audit import AuditEntry
 from specdoctor.models.box import BoxLeftFact, CheckoutProofFact, UserServerFact
 from specdoctor.report.breakeven_view import spec_tps
@@ -34,6 +32,7 @@ from specdoctor.report.model import (
     StashRecord,
     Suspect,
 )
+from specdoctor.tools.breakeven import BreakevenInput, alpha_from_accept_length, analyze
 
 __all__ = ["seed_report", "code_regression_report", "measure", "claim"]
 

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
-from specdoctor.tools.plan import LaunchCost, PlanInput, PlannedPhase, make_plan
 
 from specdoctor.parsers.sglang_startup import parse_startup
 from specdoctor.toolkit import registry
+from specdoctor.tools.plan import LaunchCost, PlanInput, PlannedPhase, make_plan
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "samples" / "sglang-logs"
 

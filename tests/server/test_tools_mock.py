@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-from specdoctor.tools.fingerprint import diff_fingerprints
-
 from specdoctor.host import MockHost
 from specdoctor.toolkit import ToolContext, registry
+from specdoctor.tools.fingerprint import diff_fingerprints
 
 from .helpers import sample
 

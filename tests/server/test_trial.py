@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from specdoctor.tools.trial import LaunchConfig, LaunchFailed, measure, trial
 
 from specdoctor.toolkit import ToolResult, registry
+from specdoctor.tools.trial import LaunchConfig, LaunchFailed, measure, trial
 
 from .helpers import FAKE, PYTHON
 

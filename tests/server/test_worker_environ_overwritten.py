@@ -13,9 +13,9 @@ import re
 from pathlib import Path
 
 import pytest
-from specdoctor.tools.server import Proc, find_servers, overwritten, server_environs
 
 from specdoctor.host import MockHost
+from specdoctor.tools.server import Proc, find_servers, overwritten, server_environs
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-0.5.17-h200"
 

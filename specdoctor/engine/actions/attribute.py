@@ -352,7 +352,7 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
         search = search_deltas(list(by_name), run, control, runs=runs, magnitude=mag)
 
         def profile_kept(kept: list[str], label: str) -> tuple[PhaseTimes | None, str]:
-            revert = merge_reverts([by_name[n].revert for n in by_name if n not in kept and by_name[n].revert])
+            revert = merge_reverts([r for n in by_name if n not in kept and (r := by_name[n].revert)])
             try:
                 with reverted(deps.tool_ctx, base, revert, repo=p.get("repo"), label=label) as cfg:
                     with trial(deps.tool_ctx, cfg, record=record) as h:

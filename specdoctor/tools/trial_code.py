@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from specdoctor.errors import SpecdoctorError, ToolRetry, Unresolved
+from specdoctor.toolkit import ToolContext, registry
 from specdoctor.tools.manifest import decode_name
 from specdoctor.tools.trial import LaunchConfig, TrialHandle
 from specdoctor.tools.trial_tree import (
@@ -22,9 +24,6 @@ from specdoctor.tools.trial_tree import (
     prepare_source,
     remove_tree,
 )
-
-from specdoctor.errors import SpecdoctorError, ToolRetry, Unresolved
-from specdoctor.toolkit import ToolContext, registry
 
 __all__ = ["WrongTree", "trial_code", "in_tree", "check_origin", "tree_problem", "source_names"]
 

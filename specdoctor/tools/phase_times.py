@@ -15,8 +15,6 @@ import time
 
 import httpx
 from pydantic import BaseModel, Field
-from specdoctor.tools.measure import BenchmarkInput, BenchmarkResult, benchmark
-from specdoctor.tools.server import locate_servers, read_environs
 
 from specdoctor.errors import NoData
 from specdoctor.models.phases import PhaseStat, PhaseTimes, ProfilerOverhead
@@ -24,6 +22,8 @@ from specdoctor.parsers.errors import ParseError
 from specdoctor.parsers.sglang_trace import TRACE_NAME, Phase, SGLangTrace, parse_sglang_trace
 from specdoctor.stats.phases import phase_stat
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.measure import BenchmarkInput, BenchmarkResult, benchmark
+from specdoctor.tools.server import locate_servers, read_environs
 
 __all__ = ["PhaseStat", "PhaseTimes", "PhaseTimesInput", "ProfilerOverhead", "phase_stat", "phase_times",
            "phases_from_trace"]

@@ -7,7 +7,6 @@ import statistics
 from typing import Any
 
 from pydantic import BaseModel, Field
-from specdoctor.tools.fingerprint import _aliases, _load
 
 from specdoctor.errors import NoData, ToolFailed
 from specdoctor.host.base import Raw
@@ -17,6 +16,7 @@ from specdoctor.parsers.nccl import parse_all_reduce
 from specdoctor.parsers.nvidia_smi import parse_query_csv
 from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.fingerprint import _aliases, _load
 
 __all__ = ["ProbeInput", "LinkProbe", "ClockProbe", "ProcessProbe", "HardwareProbe", "probe_hardware"]
 

@@ -10,11 +10,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from scipy.stats import norm
-from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, trial
-from specdoctor.tools.trial import measure as measure_
-from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, tree_problem, trial_code
-from specdoctor.tools.trial_tree import TrialTree
-from specdoctor.tools.worktree import Backup, ensure_backup, restore
 
 from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
 from specdoctor.models.phases import PhaseEffect, PhaseTimes
@@ -30,6 +25,11 @@ from specdoctor.stats.ddmin import (
 from specdoctor.stats.nearer import POWER_Z, level_at, midpoint_looks, midpoint_z, side_of_midpoint
 from specdoctor.stats.phases import phase_deltas, phase_effect
 from specdoctor.toolkit import ToolContext, registry, tool
+from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, trial
+from specdoctor.tools.trial import measure as measure_
+from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, tree_problem, trial_code
+from specdoctor.tools.trial_tree import TrialTree
+from specdoctor.tools.worktree import Backup, ensure_backup, restore
 
 __all__ = ["EssentialInput", "Essentials", "BisectInput", "BisectResult", "Trial", "find_essential_patches",
            "bisect_patches", "search_patches", "sequential_trial", "confirmed_phase_effect", "arms_phase_effect"]

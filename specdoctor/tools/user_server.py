@@ -16,13 +16,13 @@ import time
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel, Field
-from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, session_of
 
 from specdoctor.errors import ToolFailed, ToolRetry
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env
 from specdoctor.inference import get_engine
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, session_of
 
 __all__ = ["Captured", "Ancestor", "UserServerInput", "UserServerRecord", "inspect_user_server", "capture",
            "classify_supervisor", "identity_hash", "StopUserInput", "StopUserResult", "stop_user_server",

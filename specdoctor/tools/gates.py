@@ -7,13 +7,13 @@ import shlex
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from specdoctor.tools.repo import full_diff, git, unquote_c_path
 
 from specdoctor.host.base import Raw
 from specdoctor.host.redact import redact_env
 from specdoctor.inference import get_engine
 from specdoctor.parsers.environ import EnvDecl, find_gate_reads, is_enabled_value, parse_environ_py
 from specdoctor.toolkit import ToolContext, registry, tool
+from specdoctor.tools.repo import full_diff, git, unquote_c_path
 
 __all__ = ["GateInput", "Gate", "GateScan", "ServerProcess", "scan_feature_gates", "server_processes",
            "locate_environ_py"]

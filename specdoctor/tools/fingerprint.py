@@ -8,7 +8,6 @@ import shlex
 from typing import Any
 
 from pydantic import BaseModel, Field
-from specdoctor.tools.server import Server, http_get, locate_servers, server_environs
 
 from specdoctor.errors import NoData, SpecdoctorError, ToolFailed, ToolRetry, UsageError
 from specdoctor.host.base import Raw
@@ -17,6 +16,7 @@ from specdoctor.inference import get_engine
 from specdoctor.models.fingerprint import Change, Fingerprint, FingerprintDiff, GpuFingerprint, Impact
 from specdoctor.parsers.nvidia_smi import parse_q, parse_query_csv, parse_topo
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.server import Server, http_get, locate_servers, server_environs
 
 __all__ = ["FingerprintInput", "GpuFingerprint", "Fingerprint", "fingerprint", "Change", "FingerprintDiff",
            "FingerprintDiffInput", "diff_fingerprints", "fingerprint_diff", "ENV_PREFIXES"]
@@ -197,8 +197,8 @@ def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
         readable = {r: e for r, e in envs.workers.items() if e is not None}
 
         if readable:
-            first = _tuning_env(next(iter(readable.values())))
-            fp.worker_env = redact_env(first)
+            first_env = _tuning_env(next(iter(readable.values())))
+            fp.worker_env = redact_env(first_env)
             names = set().union(*(_tuning_env(e).keys() for e in readable.values()))
             fp.worker_env_mismatch = sorted(n for n in names if len({e.get(n) for e in readable.values()}) > 1)
         else:

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import git as gitpython
 from pydantic import BaseModel, Field
-from specdoctor.tools.worktree import BACKUP_NS, load_backup, run_backup_id
 
 from specdoctor.errors import BackupError, ToolFailed
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.worktree import BACKUP_NS, load_backup, run_backup_id
 
 __all__ = ["MirrorInput", "Mirrored", "mirror_backup", "mirror_root", "mirror_backup_offhost"]
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import httpx
 from pydantic import BaseModel, Field
-from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, start_in_session_script
 
 from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env, redact_text
 from specdoctor.inference import EngineName, InferenceEngine, get_engine
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, start_in_session_script
 
 __all__ = ["LaunchInput", "LaunchResult", "launch_server", "StopInput", "StopResult", "stop_server",
            "build_command", "port_busy", "listening_ports", "pick_free_port", "FATAL"]

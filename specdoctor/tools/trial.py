@@ -17,13 +17,13 @@ from contextlib import contextmanager
 from typing import Any, TypeAlias
 
 from pydantic import BaseModel, Field
-from specdoctor.tools.launch import LaunchResult
-from specdoctor.tools.measure import BenchmarkResult
 
 from specdoctor.errors import Unresolved
 from specdoctor.inference import EngineName, InferenceEngine, get_engine
 from specdoctor.models.phases import PhaseTimes
 from specdoctor.toolkit import ToolContext, ToolResult, registry
+from specdoctor.tools.launch import LaunchResult
+from specdoctor.tools.measure import BenchmarkResult
 
 __all__ = ["LaunchConfig", "TrialHandle", "Measurement", "LaunchFailed", "MeasureFailed", "Recorder", "trial",
            "measure", "profile", "AUTO_PORT", "PROFILE_RUNS"]

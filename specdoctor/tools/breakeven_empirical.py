@@ -7,11 +7,11 @@ from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, Field
-from specdoctor.tools.trial import LaunchConfig, measure, trial
 
 from specdoctor.errors import ToolFailed, Unresolved
 from specdoctor.inference import get_engine
 from specdoctor.toolkit import ToolContext, registry, tool
+from specdoctor.tools.trial import LaunchConfig, measure, trial
 
 __all__ = ["EmpiricalInput", "EmpiricalPoint", "EmpiricalBreakeven", "breakeven_empirical", "call_tool",
            "crossing"]

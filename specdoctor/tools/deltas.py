@@ -7,8 +7,6 @@ import re
 from typing import Any
 
 from pydantic import BaseModel, Field
-from specdoctor.tools.fingerprint import ENV_PREFIXES, _aliases, _flat_env, _load, same_value
-from specdoctor.tools.server import Propagation
 
 from specdoctor.errors import NoData, ToolFailed
 from specdoctor.host.base import Raw
@@ -18,6 +16,8 @@ from specdoctor.models.delta import Delta, Revert, norm_value
 from specdoctor.models.fingerprint import Fingerprint
 from specdoctor.parsers.nvidia_smi import parse_query_csv
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.fingerprint import ENV_PREFIXES, _aliases, _flat_env, _load, same_value
+from specdoctor.tools.server import Propagation
 
 __all__ = ["DeltasInput", "Deltas", "list_deltas", "env_impact", "flag_impact", "nccl_default", "BoxState",
            "GpuState", "read_box_state"]

@@ -9,6 +9,14 @@ import statistics
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from specdoctor.errors import NoData, ToolFailed, ToolRetry
+from specdoctor.host.base import Raw
+from specdoctor.inference import get_engine
+from specdoctor.parsers.nccl import latency_at, parse_all_reduce, parse_nccl_debug
+from specdoctor.parsers.nvidia_smi import parse_topo
+from specdoctor.stats.comparator import compare
+from specdoctor.toolkit import ToolContext, registry, tool
 from specdoctor.tools.nccl_grid import (
     EXPERIMENT_NOTE,
     MessageSize,
@@ -19,14 +27,6 @@ from specdoctor.tools.nccl_grid import (
     message_sizes,
     sglang_forced_env,
 )
-
-from specdoctor.errors import NoData, ToolFailed, ToolRetry
-from specdoctor.host.base import Raw
-from specdoctor.inference import get_engine
-from specdoctor.parsers.nccl import latency_at, parse_all_reduce, parse_nccl_debug
-from specdoctor.parsers.nvidia_smi import parse_topo
-from specdoctor.stats.comparator import compare
-from specdoctor.toolkit import ToolContext, registry, tool
 
 __all__ = ["InventoryInput", "NcclInventory", "nccl_inventory", "SweepInput", "SizePoint", "ConfigResult",
            "NcclSweep", "nccl_sweep", "DEBUG_ENV", "relative_configs"]

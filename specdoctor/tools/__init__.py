@@ -1,7 +1,4 @@
-"""specdoctor's typed tools, one module per family; importing this package registers them all.
-
-Shipped inside the wheel as `specdoctor.tools` (see pyproject's package-dir mapping).
-"""
+"""specdoctor's typed tools, one module per family; importing this package registers them all."""
 
 from collections.abc import Iterable
 from importlib import import_module

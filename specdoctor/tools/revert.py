@@ -18,13 +18,12 @@ import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from specdoctor.tools.trial import LaunchConfig
-from specdoctor.tools.trial_tree import TreeInput, build_tree, prepare_source, remove_tree
-
 from specdoctor.errors import ToolRetry
 from specdoctor.models import Revert
 from specdoctor.parsers.sglang import FLAG_DEST, split_command
 from specdoctor.toolkit import ToolContext
+from specdoctor.tools.trial import LaunchConfig
+from specdoctor.tools.trial_tree import TreeInput, build_tree, prepare_source, remove_tree
 
 __all__ = ["merge_reverts", "set_flags", "shadow_sitecustomize", "apply_revert", "remove_written", "reverted", "describe"]
 

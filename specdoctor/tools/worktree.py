@@ -12,8 +12,6 @@ import time
 
 import unidiff
 from pydantic import BaseModel, Field
-from specdoctor.tools.manifest import Manifest, decode_name, take_manifest
-from specdoctor.tools.repo import git, repo_state
 
 from specdoctor.errors import BackupError, CommandFailed, RepoRefused, ToolRetry, Unresolved
 from specdoctor.host.base import Raw
@@ -29,6 +27,8 @@ from specdoctor.parsers.git import (
     split_z,
 )
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.manifest import Manifest, decode_name, take_manifest
+from specdoctor.tools.repo import git, repo_state
 
 __all__ = ["Snapshot", "BackupInput", "Backup", "RestoreInput", "Restored", "BackupInfo", "snapshot",
            "state_hash", "check_mutable", "ensure_backup", "make_backup", "load_backup", "restore", "list_backups",

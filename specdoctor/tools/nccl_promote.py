@@ -6,9 +6,6 @@ import statistics
 from typing import Any
 
 from pydantic import BaseModel, Field
-from specdoctor.tools.breakeven_empirical import call_tool
-from specdoctor.tools.nccl_grid import EXPERIMENT_NOTE, experiment_only
-from specdoctor.tools.trial import LaunchConfig, Measurement, TrialHandle, measure, trial
 
 from specdoctor.errors import HostError, ToolRetry, Unresolved
 from specdoctor.inference import get_engine
@@ -18,6 +15,9 @@ from specdoctor.stats.nearer import level_at, midpoint_looks
 from specdoctor.stats.summary import median_ci
 from specdoctor.stats.thresholds import LOW_THRESHOLD
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.breakeven_empirical import call_tool
+from specdoctor.tools.nccl_grid import EXPERIMENT_NOTE, experiment_only
+from specdoctor.tools.trial import LaunchConfig, Measurement, TrialHandle, measure, trial
 
 __all__ = ["PromoteCandidate", "PromoteInput", "Propagation", "PromotedResult", "NcclPromotion", "nccl_promote",
            "WHERE_TO_SET", "NOT_SITECUSTOMIZE"]

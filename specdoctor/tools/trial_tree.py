@@ -16,13 +16,13 @@ import shlex
 import time
 
 from pydantic import BaseModel, Field
-from specdoctor.tools.manifest import decode_name, encode_name, take_manifest
-from specdoctor.tools.server import resolve_origin
 
 from specdoctor.errors import ToolRetry, Unresolved
 from specdoctor.host.base import Raw
 from specdoctor.parsers.git import Ambiguous, ambiguous_lines, select_hunks
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.manifest import decode_name, encode_name, take_manifest
+from specdoctor.tools.server import resolve_origin
 
 __all__ = ["SourceChange", "TrialSource", "TreeInput", "TrialTree", "RemoveInput", "Removed", "OriginInput",
            "SglangOrigin", "prepare_source", "build_tree", "remove_tree", "sglang_origin_of", "build_trial_tree",

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
-
-if TYPE_CHECKING:
-    from specdoctor.host.base import Result
+from typing import ClassVar, Protocol
 
 __all__ = [
     "SpecdoctorError",
+    "ResultShapeError",
     "UsageError",
     "HostError",
     "HostUnreachable",
@@ -32,6 +30,13 @@ class SpecdoctorError(Exception):
 
     exit_code: ClassVar[int] = 1
     code: ClassVar[str] = "error"
+
+
+class ResultShapeError(SpecdoctorError):
+    """A tool result or a recorded fact does not have the shape its reader expects (a broken contract, not a domain
+    outcome)."""
+
+    code = "result-shape"
 
 
 class UsageError(SpecdoctorError):
@@ -76,13 +81,29 @@ class ConnectionLost(HostError):
     code = "connection-lost"
 
 
+class CommandOutcome(Protocol):
+    """What a failed command's error needs of its result (`specdoctor.host.base.Result` is one): errors stay at the
+    bottom of the imports, knowing no host."""
+
+    @property
+    def host(self) -> str: ...
+    @property
+    def exit(self) -> int | None: ...
+    @property
+    def display(self) -> str: ...
+    @property
+    def stdout(self) -> str: ...
+    @property
+    def stderr(self) -> str: ...
+
+
 class CommandFailed(HostError):
     """A command exited non-zero under check='raise'; carries its Result as evidence."""
 
     exit_code = 15
     code = "command-failed"
 
-    def __init__(self, result: Result):
+    def __init__(self, result: CommandOutcome):
         self.result = result
         tail = (result.stderr or result.stdout).strip().splitlines()[-1:] or [""]
         super().__init__(f"command failed on {result.host} (exit {result.exit}): {result.display} :: {tail[0][:200]}")

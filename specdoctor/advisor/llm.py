@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from specdoctor.advisor.rules import PlanAction, Verdict
+from specdoctor.diagnosis import PlanAction, Verdict
 from specdoctor.host.redact import redact_text
 from specdoctor.models import StateReader as StateView
 

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from specdoctor.advisor.rules import PlanAction, Verdict
+from specdoctor.diagnosis import PlanAction, Verdict
 from specdoctor.engine.playbook import Playbook
 from specdoctor.host.base import Host
 from specdoctor.models import StateReader

@@ -10,17 +10,17 @@ import time
 from typing import Any, Literal
 
 from specdoctor import __version__
-from specdoctor.advisor.rules import PlanAction, Verdict
+from specdoctor.diagnosis import PlanAction, Verdict
 from specdoctor.engine.state import StateView
 from specdoctor.host.audit import AuditEntry
 from specdoctor.host.base import Host
 from specdoctor.models import (
+    CAUSE_KINDS,
     AttributionFact,
     BreakevenAnalysis,
     Claims,
     Decision,
     EnvRow,
-    FactModel,
     Fingerprint,
     FingerprintDiff,
     MeasuredFact,
@@ -29,7 +29,7 @@ from specdoctor.models import (
 )
 from specdoctor.models.phases import PhaseTimes
 from specdoctor.report import model as m
-from specdoctor.report.attribution_model import Attribution, Cause, CauseKind
+from specdoctor.report.attribution_model import Attribution, Cause
 from specdoctor.report.run_facts import add_run_facts
 from specdoctor.stats.phases import phase_stat
 from specdoctor.tools.bisect import BisectResult, Essentials
@@ -42,13 +42,6 @@ from specdoctor.tools.server import Propagation
 from specdoctor.tools.worktree import Backup, Restored
 
 __all__ = ["build_report"]
-
-
-class _Narrative(FactModel):
-    """`facts.narrative`: the LLM advisor's prose and which model wrote it."""
-
-    summary: str = ""
-    model: str | None = None
 
 
 class _Commands:
@@ -91,35 +84,12 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
     """Map the state (results, facts, decisions) into the Report; missing parts stay empty."""
     v = StateView(values)
     r = _Reader(v, _Commands(host))
-    verdict = v.fact("verdict", Verdict)
-    status = "complete" if not error else ("interrupted" if "SIGINT" in error else "error")
-    report = m.Report(
-        verdict=verdict.verdict if verdict is not None else "inconclusive",
-        confidence=verdict.confidence if verdict is not None else None,
-        summary=verdict.sentence if verdict is not None else (error or ""),
-        meta=m.RunMeta(run_id=rec.run_id, host=rec.host, repo=v.params.get("repo"), playbook=rec.playbook,
-                       started=started, finished=time.time(), specdoctor_version=__version__, status=status,
-                       error=error),
-        commands=r.cmds.entries)
-    narrative = v.fact("narrative", _Narrative)
-    if narrative is not None:
-        report.findings.append(m.Finding(title="LLM narrative", detail=narrative.summary, llm_made=True))
-        report.meta.advisor = narrative.model
-    measure = v.fact("measure", MeasureFacts) or MeasureFacts()
-    for key, mf in measure.items():
-        bench_key = f"bench_{key}" if v.tool_result(f"bench_{key}") or key != "spec" else "bench_spec_running"
-        mm = mf.to_measurement(mf.label or key, r.evidence("reproduce", bench_key))
-        if mm:
-            report.measurements.append(mm)
-    for key, c in (v.fact("claims", Claims) or Claims({})).root.items():
-        mf = getattr(measure, key, None) or MeasuredFact()
-        decode = c.basis == "decode" and bool(mf.decode_samples)
-        report.claims.append(m.MetricComparison(
-            metric=key, claimed=c.claimed, samples=mf.decode_samples if decode else mf.samples,
-            median=c.median if decode else mf.median, ci_low=c.ci_low if decode else mf.ci_low,
-            ci_high=c.ci_high if decode else mf.ci_high, pct_change=c.pct_change, outcome=c.outcome,
-            p_value=c.p_value, basis="decode" if decode else "end-to-end"))
-    _findings(report, r, verdict, measure)
+    facts = v.run_facts
+    report = _head(facts.verdict, v, r, rec=rec, error=error, started=started)
+    measure = facts.measure or MeasureFacts()
+    _measurements(report, measure, r)
+    _claims(report, facts.claims, measure)
+    _findings(report, r, facts.verdict, measure)
     _suspects(report, r)
     _gates(report, r)
     _propagation(report, r)
@@ -131,25 +101,60 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
     for d in values.get("decisions") or []:
         dec = Decision.model_validate(d)
         report.decisions.append(dec.model_copy(update={"command_ids": r.cmds.ids_for_commands(dec.evidence)}))
-    for raw in v.facts.get("game_plan") or []:
-        a = PlanAction.model_validate(raw)
-        report.game_plan.append(m.Action(
-            title=a.title, gain=a.gain_tps, basis="measured" if a.basis == "measured" else "modelled",
-            cost=a.cost, risk=a.risk, command=a.command,
-            detail=(a.expected_gain + ("; " if a.detail else "") + a.detail).strip("; ")))
-    report.attribution = _attribution(v, r)
+    report.game_plan = [_action(a) for a in facts.game_plan or []]
+    report.attribution = _attribution(facts.attribution, v, r)
     _enrich(report, r)
     add_run_facts(report, v.facts, dry_run=bool(getattr(rec, "dry_run", False)))  # box left, launches, dry run
     return report
 
 
-_REPORT_KIND: dict[str, CauseKind] = {"code": "code", "env": "environment", "launch-flag": "launch", "software": "software",
-                "hardware": "hardware", "workload": "workload", "acceptance": "other"}
+def _head(verdict: Verdict | None, v: StateView, r: _Reader, *, rec: Any, error: str | None,
+          started: float) -> m.Report:
+    """The verdict line and the run's metadata (an unfinished run reads inconclusive, with its error)."""
+    status = "complete" if not error else ("interrupted" if "SIGINT" in error else "error")
+    report = m.Report(
+        verdict=verdict.verdict if verdict is not None else "inconclusive",
+        confidence=verdict.confidence if verdict is not None else None,
+        summary=verdict.sentence if verdict is not None else (error or ""),
+        meta=m.RunMeta(run_id=rec.run_id, host=rec.host, repo=v.params.get("repo"), playbook=rec.playbook,
+                       started=started, finished=time.time(), specdoctor_version=__version__, status=status,
+                       error=error),
+        commands=r.cmds.entries)
+    narrative = v.run_facts.narrative
+    if narrative is not None:
+        report.findings.append(m.Finding(title="LLM narrative", detail=narrative.summary, llm_made=True))
+        report.meta.advisor = narrative.model
+    return report
 
 
-def _attribution(v: StateView, r: _Reader) -> Attribution | None:
+def _measurements(report: m.Report, measure: MeasureFacts, r: _Reader) -> None:
+    for key, mf in measure.items():
+        bench_key = f"bench_{key}" if r.v.tool_result(f"bench_{key}") or key != "spec" else "bench_spec_running"
+        mm = mf.to_measurement(mf.label or key, r.evidence("reproduce", bench_key))
+        if mm:
+            report.measurements.append(mm)
+
+
+def _claims(report: m.Report, claims: Claims | None, measure: MeasureFacts) -> None:
+    """Each claim against the reading it was judged in (prefill excluded when its basis is decode)."""
+    for key, c in (claims.root if claims else {}).items():
+        mf = getattr(measure, key, None) or MeasuredFact()
+        decode = c.basis == "decode" and bool(mf.decode_samples)
+        report.claims.append(m.MetricComparison(
+            metric=key, claimed=c.claimed, samples=mf.decode_samples if decode else mf.samples,
+            median=c.median if decode else mf.median, ci_low=c.ci_low if decode else mf.ci_low,
+            ci_high=c.ci_high if decode else mf.ci_high, pct_change=c.pct_change, outcome=c.outcome,
+            p_value=c.p_value, basis="decode" if decode else "end-to-end"))
+
+
+def _action(a: PlanAction) -> m.Action:
+    return m.Action(title=a.title, gain=a.gain_tps, basis="measured" if a.basis == "measured" else "modelled",
+                    cost=a.cost, risk=a.risk, command=a.command,
+                    detail=(a.expected_gain + ("; " if a.detail else "") + a.detail).strip("; "))
+
+
+def _attribution(att: AttributionFact | None, v: StateView, r: _Reader) -> Attribution | None:
     """The attribute step's fact as the report's attribution; members of one interacting set become one cause."""
-    att = v.fact("attribution", AttributionFact)
     if att is None or att.reference_tps is None or att.measured_tps is None:
         return None
     trials = [Decision.model_validate(d) for d in v.state.get("decisions") or []]
@@ -159,11 +164,11 @@ def _attribution(v: StateView, r: _Reader) -> Attribution | None:
         if c.effect_tps is None:
             continue
         same = next((x for x in causes if x.delta == c.effect_tps and x.ci_low == c.ci_low and x.fix == c.fix
-                     and x.kind == _REPORT_KIND[c.kind] and (x.metric or att.metric) == c.metric), None)
+                     and x.kind == CAUSE_KINDS[c.kind].report and (x.metric or att.metric) == c.metric), None)
         if same is not None:  # one interacting set: one share of the gap, not one per member
             same.name = f"{same.name} + {c.name}"
             continue
-        causes.append(Cause(name=c.name, kind=_REPORT_KIND[c.kind], delta=c.effect_tps, ci_low=c.ci_low,
+        causes.append(Cause(name=c.name, kind=CAUSE_KINDS[c.kind].report, delta=c.effect_tps, ci_low=c.ci_low,
                             ci_high=c.ci_high, confirmed=c.confirmed, fix=c.fix,
                             command_ids=ids if c.method == "revert-trial" else [],
                             metric=c.metric if c.metric != att.metric else None, phase_effect=c.phase_effect))
@@ -179,8 +184,8 @@ def _enrich(report: m.Report, r: _Reader) -> None:
         report.bisection = [m.BisectTrial(index=i, patches=t.patches, outcome=t.outcome, median=t.median,
                                           samples=t.samples, purpose=t.purpose, cause=t.cause)
                             for i, t in enumerate(bis.trials, 1)]
-    launch = r.v.facts.get("launch")
-    if isinstance(launch, str) and launch:
+    launch = r.v.run_facts.launch
+    if launch:
         report.meta.launch = launch
     plan = r.v.result("plan", Plan)
     if plan is not None:

@@ -24,20 +24,34 @@ import operator
 from collections.abc import Iterator
 from typing import Annotated, Any, TypedDict
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, JsonValue, ValidationError
 
 import specdoctor.tools  # noqa: F401  (registers the built-in tools, whose output models the view checks)
+from specdoctor.diagnosis.facts import RunFacts, checked_facts
 from specdoctor.errors import UsageError
 from specdoctor.models import Decision
 from specdoctor.models.view import M, StateReader
 from specdoctor.toolkit import ToolResult, registry
 from specdoctor.toolkit.registry import ResultShapeError, first_error
 
-__all__ = ["Decision", "ResultShapeError", "RunState", "StateReader", "StateView", "merge_dicts"]
+__all__ = ["Decision", "FactsJSON", "ResultShapeError", "RunState", "StateReader", "StateView", "merge_dicts",
+           "merge_facts"]
 
 
 def merge_dicts(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:
     """Reducer: later steps add or replace keys."""
+    return {**(a or {}), **(b or {})}
+
+
+FactsJSON = dict[str, JsonValue]
+"""The facts as the checkpoint keeps them: JSON, whose schema is `RunFacts` (checked at every write)."""
+
+
+def merge_facts(a: FactsJSON | None, b: FactsJSON | None) -> FactsJSON:
+    """Reducer of `facts`: later steps add or replace facts, each checked against `RunFacts` as it is written (an
+    undeclared name or a wrong shape fails at the step that wrote it, naming the fact and its field)."""
+    if b:
+        checked_facts(b)
     return {**(a or {}), **(b or {})}
 
 
@@ -47,7 +61,7 @@ class RunState(TypedDict, total=False):
     run_id: str
     params: dict[str, Any]
     results: Annotated[dict[str, Any], merge_dicts]
-    facts: Annotated[dict[str, Any], merge_dicts]
+    facts: Annotated[FactsJSON, merge_facts]
     decisions: Annotated[list[dict[str, Any]], operator.add]
     done: Annotated[list[str], operator.add]
 
@@ -64,7 +78,13 @@ class StateView:
 
     @property
     def facts(self) -> dict[str, Any]:
+        """The recorded facts as JSON (for `$facts` references and `get`); typed: `run_facts`, `fact()`."""
         return self.state.get("facts", {}) or {}
+
+    @property
+    def run_facts(self) -> RunFacts:
+        """The recorded facts as their typed model (a wrong shape raises `ResultShapeError` naming the fact)."""
+        return checked_facts(self.facts)
 
     # -- tool results ------------------------------------------------------------------------------------
 

@@ -15,11 +15,14 @@ from specdoctor.models.breakeven import (
 )
 from specdoctor.models.decision import Decision
 from specdoctor.models.delta import (
+    CAUSE_KINDS,
     AttributionFact,
     CauseFact,
+    CauseKindInfo,
     Delta,
     DeltaKind,
     DeltaList,
+    ReportCauseKind,
     Revert,
     norm_value,
 )
@@ -47,6 +50,9 @@ __all__ = [
     "UserServerFact",
     "AttributionFact",
     "CauseFact",
+    "CAUSE_KINDS",
+    "CauseKindInfo",
+    "ReportCauseKind",
     "Delta",
     "DeltaKind",
     "DeltaList",

@@ -8,19 +8,42 @@ reports formatting noise.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from pydantic import Field, field_validator
 
 from specdoctor.models.base import StrictModel
 from specdoctor.models.phases import PhaseEffect
 
-__all__ = ["DeltaKind", "Revert", "Delta", "DeltaList", "CauseFact", "AttributionFact", "norm_value"]
+__all__ = ["DeltaKind", "ReportCauseKind", "CauseKindInfo", "CAUSE_KINDS", "Revert", "Delta", "DeltaList", "CauseFact", "AttributionFact", "norm_value"]
 
 DeltaKind = Literal["code", "env", "launch-flag", "software", "hardware", "acceptance", "workload"]
 """code: a local patch; env: a worker variable; launch-flag: a launch argument (model and draft paths included);
 software: driver/CUDA/NCCL/torch/engine version; hardware: link, clocks, power, other GPU processes;
 acceptance: tau now vs then; workload: prompt/output lengths, sampling, concurrency, dataset behind a figure."""
+
+ReportCauseKind = Literal["code", "environment", "launch", "software", "hardware", "workload", "other"]
+"""How the report's attribution table names a cause's kind."""
+
+
+class CauseKindInfo(NamedTuple):
+    """What the plan and the report say of every cause of one kind."""
+
+    report: ReportCauseKind
+    fix_cost: str
+
+
+CAUSE_KINDS: dict[DeltaKind, CauseKindInfo] = {
+    "code": CauseKindInfo("code", "low (revert one patch, one relaunch)"),
+    "env": CauseKindInfo("environment", "low (one edit, one relaunch)"),
+    "launch-flag": CauseKindInfo("launch", "low (one relaunch)"),
+    "software": CauseKindInfo("software", "medium (pin or reinstall a package, one relaunch)"),
+    "hardware": CauseKindInfo("hardware", "medium (an admin action on the box, then a relaunch)"),
+    "acceptance": CauseKindInfo("other", "medium (one relaunch)"),
+    "workload": CauseKindInfo("workload", "none (compare like with like)"),
+}
+"""One row per delta kind: a new kind is a `DeltaKind` value and its row here (the verdict counts every kind but
+`code` as the environment's)."""
 
 
 def norm_value(value: object) -> str | None:

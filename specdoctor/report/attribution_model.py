@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field
 
+from specdoctor.models.delta import ReportCauseKind
 from specdoctor.models.phases import PhaseEffect
 
 __all__ = ["CauseKind", "Cause", "Attribution", "BisectTrial"]
 
-CauseKind = Literal["code", "environment", "launch", "software", "hardware", "workload", "other"]
+CauseKind = ReportCauseKind
 
 
 class _Model(BaseModel):

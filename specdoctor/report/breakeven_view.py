@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specdoctor.tools.breakeven import BreakevenAnalysis
+from specdoctor.models import BreakevenAnalysis
 
 __all__ = ["curve_points", "spec_tps"]
 

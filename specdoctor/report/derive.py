@@ -13,6 +13,8 @@ import statistics
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from specdoctor.diagnosis.causes import revert_patch_command as revert_command
+from specdoctor.parsers.sglang import drop_speculative_flags
 from specdoctor.report.model import (
     Action,
     Attribution,
@@ -78,31 +80,6 @@ def not_reproduced(r: Report) -> list[MetricComparison]:
     return [c for c in r.claims if c.outcome == "DIFFERENT" and (c.pct_change is None or c.pct_change < 0)]
 
 
-def revert_command(repo: str | None, path: str) -> str:
-    """Save a file's local change as a patch, then reverse-apply it (the patch file keeps it recoverable)."""
-    repo_arg = f"-C {shlex.quote(repo)} " if repo else ""
-    patch = f"{PurePosixPath(path).stem}.revert.patch"
-    return (f"git {repo_arg}diff HEAD -- {shlex.quote(path)} > {patch} && "
-            f"git {repo_arg}apply -R {patch}")
-
-
-def _without_speculation(launch: str) -> str:
-    """The launch line with every --speculative-* flag (and its value) removed."""
-    toks = shlex.split(launch)
-    out: list[str] = []
-    skip = False
-    for t in toks:
-        if skip:
-            skip = False
-            if not t.startswith("--"):
-                continue
-        if t.startswith("--speculative"):
-            skip = "=" not in t
-            continue
-        out.append(t)
-    return shlex.join(out)
-
-
 def action_command(a: Action, r: Report) -> str | None:
     """The command that carries out an action: the diagnosis' own, else one derived from the report's data."""
     if a.command:
@@ -123,7 +100,7 @@ def action_command(a: Action, r: Report) -> str | None:
         env = " ".join(f"{n}={v}" for n, v in assigns)
         return f"env {env} {r.meta.launch}" if r.meta.launch else f"env {env} python -m sglang.launch_server …"
     if "without speculation" in low and r.meta.launch:
-        return _without_speculation(r.meta.launch)
+        return shlex.join(drop_speculative_flags(r.meta.launch))
     return None
 
 

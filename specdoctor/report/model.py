@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
+from specdoctor.diagnosis.outcome import VerdictName
 from specdoctor.host.audit import AuditEntry
 from specdoctor.models import BreakevenAnalysis, Decision, EnvRow, Evidence, Measurement, StrictModel
 from specdoctor.models.base import str_keys as _str_keys
@@ -53,8 +54,7 @@ __all__ = [
 SCHEMA_VERSION = "1.2"   # 1.1: optional attribution, bisection trials, Action.command, RunMeta.launch/sitecustomize
 # 1.2: dry-run plan (verdict plan-only, Report.dry_run), box left as found (Report.box), launches made
 
-Verdict = Literal["no-regression", "code-regression", "environment", "baseline-not-reproducible", "inconclusive",
-                  "plan-only"]
+Verdict = Literal[VerdictName, "plan-only"]
 """plan-only: a --dry-run, which measures nothing and so concludes nothing."""
 Outcome = Literal["DIFFERENT", "SAME", "UNKNOWN"]
 

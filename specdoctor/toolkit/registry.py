@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from specdoctor.errors import (
     HostError,
     NoData,
+    ResultShapeError,
     SpecdoctorError,
     ToolFailed,
     ToolRetry,
@@ -30,12 +31,6 @@ __all__ = ["Effect", "ResultShapeError", "ToolSpec", "ToolRegistry", "registry",
 
 Effect = Literal["read", "mutate", "disrupt"]
 M = TypeVar("M", bound=BaseModel)
-
-
-class ResultShapeError(SpecdoctorError):
-    """A tool result does not have the shape its reader expects (a broken contract, not a domain outcome)."""
-
-    code = "result-shape"
 
 
 def first_error(exc: ValidationError) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from specdoctor.advisor.rules import decide_verdict, game_plan
+from specdoctor.diagnosis import Case, decide_verdict, game_plan
 from specdoctor.engine.state import StateView
 from specdoctor.models import AttributionFact, BreakevenAnalysis, CauseFact, TargetRequirement
 from specdoctor.toolkit import ToolResult
@@ -37,34 +37,34 @@ def _att(*causes: CauseFact, candidates: list[str] | None = None, restored: bool
 
 
 def test_a_confirmed_env_cause_makes_environment_and_the_sentence_names_it_with_its_share():
-    v = decide_verdict(_view(_att(SITE, restored=True), NOT_REPRODUCED))
+    v = decide_verdict(Case.of(_view(_att(SITE, restored=True), NOT_REPRODUCED)))
     assert v.verdict == "environment" and v.confidence >= 0.85
     assert "NCCL_P2P_DISABLE=1 set by sitecustomize.py: \u22126.2 tok/s [\u22127.0, \u22125.4] of \u22126.3" in v.sentence
 
 
 def test_an_unconfirmed_cause_is_never_a_cause_and_candidates_make_inconclusive():
     maybe = SITE.model_copy(update={"confirmed": False})
-    v = decide_verdict(_view(_att(maybe, candidates=["NCCL_P2P_DISABLE: unset → 1 (sitecustomize.py)"]),
-                             NOT_REPRODUCED))
+    v = decide_verdict(Case.of(_view(_att(maybe, candidates=["NCCL_P2P_DISABLE: unset → 1 (sitecustomize.py)"]),
+                             NOT_REPRODUCED)))
     assert v.verdict == "inconclusive" and "NCCL_P2P_DISABLE" in v.sentence and "could not decide" in v.sentence
 
 
 def test_nothing_explained_and_claims_not_reproduced_says_which_figures_in_plain_words():
-    v = decide_verdict(_view(_att(), NOT_REPRODUCED, subtraction={"outcome": "SAME"}))
+    v = decide_verdict(Case.of(_view(_att(), NOT_REPRODUCED, subtraction={"outcome": "SAME"})))
     assert v.verdict == "baseline-not-reproducible"
     assert "speculative 84 tok/s (measured today: 77.7)" in v.sentence
     assert "baseline 41.7 tok/s (measured today: 38.8)" in v.sentence and "not reproduced" in v.sentence
 
 
 def test_claims_reproduced_is_no_regression_even_with_deltas_that_changed_nothing():
-    v = decide_verdict(_view(_att(), {"spec": {"claimed": 77.5, "outcome": "SAME"}}))
+    v = decide_verdict(Case.of(_view(_att(), {"spec": {"claimed": 77.5, "outcome": "SAME"}})))
     assert v.verdict == "no-regression"
 
 
 def test_code_culprit_wins_and_the_verdict_also_names_the_environment_cause():
     bis = _stored("bisect_patches", BisectResult(verdict="culprit", culprits=["python/x.py"], confirmed=True,
                                                  launches=4, naive_launches=5))
-    v = decide_verdict(_view(_att(SITE), NOT_REPRODUCED, results={"bisect": bis}))
+    v = decide_verdict(Case.of(_view(_att(SITE), NOT_REPRODUCED, results={"bisect": bis})))
     assert v.verdict == "code-regression" and v.culprits == ["python/x.py"]
     assert "NCCL_P2P_DISABLE=1 set by sitecustomize.py" in v.sentence
 
@@ -73,7 +73,7 @@ def test_an_nccl_cause_written_by_the_promotion_is_an_environment_cause_without_
     nccl = CauseFact(name="NCCL 2.26.2 → 2.27.3 (fixed by NCCL_PROTO=LL)", kind="software", key="nccl",
                      effect_tps=-5.0, ci_low=-6.0, ci_high=-4.1, confirmed=True, method="targeted-measurement",
                      fix="NCCL_PROTO=LL in the launch environment")
-    v = decide_verdict(_view(None, NOT_REPRODUCED, nccl_cause=nccl.model_dump(mode="json")))
+    v = decide_verdict(Case.of(_view(None, NOT_REPRODUCED, nccl_cause=nccl.model_dump(mode="json"))))
     assert v.verdict == "environment" and "NCCL 2.26.2 → 2.27.3" in v.sentence
 
 
@@ -83,7 +83,7 @@ def test_game_plan_puts_the_measured_fix_first_with_its_exact_command_and_the_dr
         steps=3, targets=[TargetRequirement(speedup=1.0, steps=3, alpha_needed=0.68, tau_needed=2.46),
                           TargetRequirement(speedup=1.2, steps=3, alpha_needed=0.8, tau_needed=2.95)]))
     view = _view(_att(SITE, restored=True), NOT_REPRODUCED, results={"breakeven": be})
-    plan = game_plan(view, decide_verdict(view))
+    plan = game_plan(Case.of(view), decide_verdict(Case.of(view)))
     first = plan[0]
     assert first.basis == "measured" and first.gain_tps == 6.2 and first.command == SITE.fix
     assert "NCCL_P2P_DISABLE=1 set by sitecustomize.py" in first.title and first.cost.startswith("low")
@@ -97,10 +97,10 @@ def test_a_box_faster_than_claimed_reproduces_the_claim():
     distance below the claim is (the rule must not fire the other way)."""
     faster = {"baseline": {"claimed": 36.5, "outcome": "DIFFERENT", "pct_change": 6.3},
               "spec": {"claimed": 77.0, "outcome": "SAME", "pct_change": 0.9}}
-    v = decide_verdict(_view(_att(), faster))
+    v = decide_verdict(Case.of(_view(_att(), faster)))
     assert v.verdict == "no-regression" and any("exceeded today (+6.3 %)" in r for r in v.reasons), v
     slower = {**faster, "baseline": {"claimed": 41.2, "outcome": "DIFFERENT", "pct_change": -5.8}}
-    assert decide_verdict(_view(_att(), slower)).verdict == "baseline-not-reproducible"
+    assert decide_verdict(Case.of(_view(_att(), slower))).verdict == "baseline-not-reproducible"
 
 
 def test_an_nccl_setting_that_is_a_confirmed_cause_is_one_action_not_two():
@@ -110,27 +110,27 @@ def test_an_nccl_setting_that_is_a_confirmed_cause_is_one_action_not_two():
                       fix=f"env NCCL_PROTO=LL {launch}")
     nccl = {"best": "PROTO=LL", "best_gain_pct": 6.1, "env": {"NCCL_PROTO": "LL"}, "unset": []}
     view = _view(_att(cause, restored=True), NOT_REPRODUCED, nccl=nccl)
-    plan = game_plan(view, decide_verdict(view))
+    plan = game_plan(Case.of(view), decide_verdict(Case.of(view)))
     assert [a.command for a in plan if a.command and "NCCL_PROTO=LL" in a.command] == [cause.fix]
     assert not any(a.title.startswith("Set NCCL_PROTO=LL") for a in plan)
     # must not fire: a winner that is a tuning (no cause) keeps its own action
     tuning = _view(_att(), {"spec": {"claimed": 77.5, "outcome": "SAME"}}, nccl=nccl)
-    assert any(a.title.startswith("Set NCCL_PROTO=LL") for a in game_plan(tuning, decide_verdict(tuning)))
+    assert any(a.title.startswith("Set NCCL_PROTO=LL") for a in game_plan(Case.of(tuning), decide_verdict(Case.of(tuning))))
 
 
 def test_an_undecided_subtraction_leaves_the_patches_candidates_not_exonerated():
-    v = decide_verdict(_view(_att(), NOT_REPRODUCED, subtraction={"outcome": "UNKNOWN"}))
+    v = decide_verdict(Case.of(_view(_att(), NOT_REPRODUCED, subtraction={"outcome": "UNKNOWN"})))
     assert v.verdict == "inconclusive" and "stay candidates" in v.sentence and "no code regressed" not in v.sentence
     assert any("subtraction UNKNOWN" in r for r in v.reasons)
     # must not fire: a subtraction that said SAME clears them, and none run (no local patches) has none to clear
     for sub in ({"outcome": "SAME"}, {}):
-        assert decide_verdict(_view(_att(), NOT_REPRODUCED, subtraction=sub)).verdict == "baseline-not-reproducible"
+        assert decide_verdict(Case.of(_view(_att(), NOT_REPRODUCED, subtraction=sub))).verdict == "baseline-not-reproducible"
 
 
 def test_claims_that_hold_are_not_unsettled_by_a_subtraction_no_bisection_confirmed():
     faster = {"outcome": "DIFFERENT", "comparison": {"outcome": "DIFFERENT", "verdict": "better"}}
     held = {"spec": {"claimed": 77.5, "outcome": "SAME", "pct_change": 0.3}}
-    v = decide_verdict(_view(_att(), held, subtraction=faster))
+    v = decide_verdict(Case.of(_view(_att(), held, subtraction=faster)))
     assert v.verdict == "no-regression" and any("no patch was confirmed by the bisection" in r for r in v.reasons)
     # must not fire: claims not reproduced and the same unconfirmed subtraction difference stays inconclusive
-    assert decide_verdict(_view(_att(), NOT_REPRODUCED, subtraction=faster)).verdict == "inconclusive"
+    assert decide_verdict(Case.of(_view(_att(), NOT_REPRODUCED, subtraction=faster))).verdict == "inconclusive"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import statistics
 
-from specdoctor.advisor.rules import decide_verdict
+from specdoctor.diagnosis import Case, decide_verdict
 from specdoctor.engine.actions.measure import claim_outcome, reference_for
 from specdoctor.engine.state import StateView
 from specdoctor.models.facts import ClaimFact
@@ -52,6 +52,6 @@ def test_trials_judge_the_claim_in_their_own_units_and_the_verdict_says_why():
     ref, label = reference_for(view, "spec")
     ratio = statistics.median(E2E) / statistics.median(DECODE)
     assert ref is not None and abs(ref - 162.6 * ratio) < 0.01 and label == "claimed, converted to end-to-end"
-    v = decide_verdict(view)
+    v = decide_verdict(Case.of(view))
     assert v.verdict == "no-regression"
     assert any("prefill excluded" in r and "end to end it reads" in r for r in v.reasons), v.reasons

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from specdoctor.advisor.rules import decide_verdict, game_plan
+from specdoctor.diagnosis import Case, decide_verdict, game_plan
 from specdoctor.engine.state import StateView
 from specdoctor.models import BreakevenAnalysis, TargetRequirement
 from specdoctor.toolkit import ToolResult
@@ -33,13 +33,13 @@ MEASURE = {"baseline": {"median": 82.0, "samples": [81, 82, 83]},
 
 
 def test_nothing_measured_is_inconclusive():
-    assert decide_verdict(_state()).verdict == "inconclusive"
+    assert decide_verdict(Case.of(_state())).verdict == "inconclusive"
 
 
 def test_claims_different_and_subtraction_same_is_baseline_not_reproducible():
-    v = decide_verdict(_state(measure=MEASURE, claims={"baseline": {"claimed": 89, "outcome": "DIFFERENT"},
+    v = decide_verdict(Case.of(_state(measure=MEASURE, claims={"baseline": {"claimed": 89, "outcome": "DIFFERENT"},
                                                        "spec": {"claimed": 94, "outcome": "DIFFERENT"}},
-                              subtraction={"outcome": "SAME"}))
+                              subtraction={"outcome": "SAME"})))
     assert v.verdict == "baseline-not-reproducible" and not v.culprits and v.confidence >= 0.8
 
 
@@ -48,8 +48,8 @@ def test_bisection_culprit_makes_code_regression_and_mentions_enabled_gate():
         name="SGLANG_X", reader="os.environ.get", default="0", file="p3", line="x = os.environ.get('SGLANG_X')",
         state="ENABLED-at-runtime", reason="set in the workers")]))
     bis = _bisect("culprit", ["p3"], True)
-    v = decide_verdict(_state(measure=MEASURE, subtraction={"outcome": "DIFFERENT"},
-                              results={"gates": gates, "bisect": bis}))
+    v = decide_verdict(Case.of(_state(measure=MEASURE, subtraction={"outcome": "DIFFERENT"},
+                              results={"gates": gates, "bisect": bis})))
     assert v.verdict == "code-regression" and v.culprits == ["p3"]
     assert any("SGLANG_X" in r for r in v.reasons)
 
@@ -57,13 +57,13 @@ def test_bisection_culprit_makes_code_regression_and_mentions_enabled_gate():
 def test_dropped_worker_env_is_environment():
     prop = _stored("check_env_propagation", Propagation(port=30000, main_pid=10, shell_source="given", rows=[
         EnvRow(name="NCCL_PROTO", shell="LL", parent="LL", workers={"0": None}, status="dropped-for-workers")]))
-    v = decide_verdict(_state(measure=MEASURE, claims={"spec": {"claimed": 94, "outcome": "DIFFERENT"}},
-                              results={"propagation": prop}))
+    v = decide_verdict(Case.of(_state(measure=MEASURE, claims={"spec": {"claimed": 94, "outcome": "DIFFERENT"}},
+                              results={"propagation": prop})))
     assert v.verdict == "environment" and "NCCL_PROTO" in v.sentence
 
 
 def test_claims_within_noise_is_no_regression():
-    v = decide_verdict(_state(measure=MEASURE, claims={"baseline": {"claimed": 82, "outcome": "SAME"}}))
+    v = decide_verdict(Case.of(_state(measure=MEASURE, claims={"baseline": {"claimed": 82, "outcome": "SAME"}})))
     assert v.verdict == "no-regression"
 
 
@@ -74,7 +74,7 @@ def test_game_plan_measured_fixes_before_the_modelled_drafter():
                           TargetRequirement(speedup=1.2, steps=3, alpha_needed=0.8, tau_needed=2.95)]))
     view = _state(measure=MEASURE, claims={"spec": {"claimed": 94, "outcome": "DIFFERENT"}},
                   subtraction={"outcome": "SAME"}, results={"breakeven": be})
-    plan = game_plan(view, decide_verdict(view))
+    plan = game_plan(Case.of(view), decide_verdict(Case.of(view)))
     # serving without speculation is measured (+22 tok/s today); the drafter's +38 is a model: it comes after
     assert plan[0].title.startswith("Serve without speculation") and plan[0].basis == "measured"
     drafter = plan[1]
@@ -97,7 +97,7 @@ def test_game_plan_puts_a_confirmed_revert_above_a_bigger_modelled_gain():
     view = _state(measure=measure, subtraction=sub, nccl={"best": "remove NCCL_PROTO", "best_gain_pct": 4.0,
                                                           "env": {}, "unset": ["NCCL_PROTO"]},
                   results={"breakeven": be, "bisect": _bisect("culprit", ["p3"], True)})
-    plan = game_plan(view, decide_verdict(view))
+    plan = game_plan(Case.of(view), decide_verdict(Case.of(view)))
     titles = [a.title for a in plan]
     assert titles[0].startswith("Revert local patch p3") and plan[0].basis == "measured" and plan[0].gain_tps == 10.0
     assert plan[0].command is not None and "apply -R" in plan[0].command
@@ -112,16 +112,16 @@ def test_game_plan_puts_a_confirmed_revert_above_a_bigger_modelled_gain():
 
 def test_an_unresolved_bisection_names_no_culprit():
     bis = _bisect("unresolved", ["a.py", "b.py"], False)
-    v = decide_verdict(_state(measure=MEASURE, subtraction={"outcome": "DIFFERENT",
+    v = decide_verdict(Case.of(_state(measure=MEASURE, subtraction={"outcome": "DIFFERENT",
                                                             "comparison": {"verdict": "better"}},
-                              results={"bisect": bis}))
+                              results={"bisect": bis})))
     assert v.verdict == "inconclusive" and not v.culprits
 
 
 def test_confirmed_culprits_stand_without_a_reproduce_step_unconfirmed_ones_are_never_named():
-    v = decide_verdict(_state(results={"bisect": _bisect("culprit", ["p3"], True)}))
+    v = decide_verdict(Case.of(_state(results={"bisect": _bisect("culprit", ["p3"], True)})))
     assert v.verdict == "code-regression" and v.culprits == ["p3"]
-    v = decide_verdict(_state(results={"bisect": _bisect("culprit", ["p3"], False)}))
+    v = decide_verdict(Case.of(_state(results={"bisect": _bisect("culprit", ["p3"], False)})))
     assert v.verdict != "code-regression" and not v.culprits
 
 
@@ -130,5 +130,5 @@ def test_a_failed_speculative_measurement_is_not_no_regression():
     view = StateView({"params": {"expect": {"baseline": 82, "spec": 94}},
                       "facts": {"measure": measure, "claims": {"baseline": {"claimed": 82, "outcome": "SAME"}}},
                       "results": {}})
-    v = decide_verdict(view)
+    v = decide_verdict(Case.of(view))
     assert v.verdict == "inconclusive" and any("spec" in r for r in v.reasons)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specdoctor.advisor.rules import decide_verdict
+from specdoctor.diagnosis import Case, decide_verdict
 from specdoctor.engine.state import ResultShapeError, StateView
 from specdoctor.models import MeasureFacts
 from specdoctor.toolkit import ToolResult
@@ -43,7 +43,7 @@ def test_a_wrong_shape_fails_where_it_is_read_naming_step_tool_and_field():
     assert "'propagation'" in msg and "check_env_propagation" in msg and "rows.0.workers" in msg
     assert "\n" not in msg
     with pytest.raises(ResultShapeError, match="rows.0.workers"):  # the advisor, reading it, fails the same way
-        decide_verdict(view)
+        decide_verdict(Case.of(view))
 
 
 def test_reading_a_step_as_another_tools_model_is_refused():

@@ -147,12 +147,12 @@ def test_noise_too_high_for_the_comparator_is_unknown_with_the_numbers():
 
 
 def test_unknown_comparisons_make_the_verdict_inconclusive():
-    from specdoctor.advisor.rules import decide_verdict
+    from specdoctor.diagnosis import Case, decide_verdict
     from specdoctor.engine.state import StateView
 
     facts = {"measure": {"baseline": {"median": 82.0, "samples": [40, 82, 120]},
                          "spec": {"median": 60.0, "samples": [20, 60, 110]}},
              "claims": {"baseline": {"claimed": 89, "outcome": "UNKNOWN"}, "spec": {"claimed": 94,
                                                                                     "outcome": "UNKNOWN"}}}
-    v = decide_verdict(StateView({"params": {}, "facts": facts, "results": {}}))
+    v = decide_verdict(Case.of(StateView({"params": {}, "facts": facts, "results": {}})))
     assert v.verdict == "inconclusive" and any("could not decide" in r for r in v.reasons)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import itertools
 import shlex
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from specdoctor.advisor.causes import effect, non_revertible_causes, revert_patch_command
+from specdoctor.diagnosis import Case
+from specdoctor.diagnosis.causes import effect, non_revertible_causes, revert_patch_command
 from specdoctor.engine.actions import ActionOutcome, action
 from specdoctor.engine.actions.measure import _recorder, reference_for, same_within
 from specdoctor.engine.actions.subtract import essential_files
@@ -88,82 +89,88 @@ class SearchOutcome(BaseModel):
                                                     "in its fast arm (the set reverted).")
 
 
-def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs: int = 5, step: int = 3,
-                  max_runs: int = MAX_RUNS, alpha: float = 0.01, rounds: int = 3,
-                  magnitude: float | None = None) -> SearchOutcome:
-    """Control (today) vs everything reverted, then confirm-both-ways delta debugging over `names` (most suspect
-    first). `run(kept, purpose, judge)` measures one configuration; pure otherwise (tests drive it with noise)."""
-    trials: dict[frozenset[str], TrialRun] = {}
-    out = SearchOutcome(first="no-control")
-    control = list(control)
-    sizes = sorted({*range(runs, max_runs, step), max_runs})
-    levels = dict(zip(sizes, nominal_levels(sizes, alpha), strict=True))
+class _Search:
+    """The state of one delta search: the trials so far (by what they kept), the outcome being written, the
+    sequential levels of the first comparison."""
 
-    def decide(today: list[float], rev: list[float]) -> Outcome | None:
+    def __init__(self, run: RunKept, *, runs: int, step: int, max_runs: int, alpha: float,
+                 magnitude: float | None):
+        self.run, self.magnitude = run, magnitude
+        self.trials: dict[frozenset[str], TrialRun] = {}
+        self.out = SearchOutcome(first="no-control")
+        sizes = sorted({*range(runs, max_runs, step), max_runs})
+        self.levels = dict(zip(sizes, nominal_levels(sizes, alpha), strict=True))
+
+    def decide(self, today: list[float], rev: list[float]) -> Outcome | None:
         """Sequential look at today vs everything reverted: 'same' = reverting restores speed, 'regressed' = it
         does not (SAME, or slower), None = undecided at this look (more runs)."""
-        level = max((lv for n, lv in levels.items() if n <= min(len(today), len(rev))), default=None)
+        level = max((lv for n, lv in self.levels.items() if n <= min(len(today), len(rev))), default=None)
         if level is None:
             return None
-        c = compare(today, rev, t_level=level, magnitude=magnitude)
+        c = compare(today, rev, t_level=level, magnitude=self.magnitude)
         if c.outcome == "DIFFERENT":
             return "same" if c.delta > 0 else "regressed"
         return "regressed" if c.outcome == "SAME" else None
 
-    def measured(kept: frozenset[str], purpose: str, judge: Judge, *, fresh: bool = False) -> TrialRun:
-        if kept not in trials or fresh:
-            t = run(kept, purpose, judge)
-            trials[kept] = t
-            out.trials.append(t)
-        return trials[kept]
+    def measured(self, kept: frozenset[str], purpose: str, judge: Judge, *, fresh: bool = False) -> TrialRun:
+        if kept not in self.trials or fresh:
+            t = self.run(kept, purpose, judge)
+            self.trials[kept] = t
+            self.out.trials.append(t)
+        return self.trials[kept]
 
-    if len(control) < 3:  # nothing reusable: a control trial of today's configuration
-        control += measured(frozenset(names), "control: today's configuration", lambda s: "regressed").samples
-    if len(control) < 3:
-        out.notes.append("today's configuration could not be measured: nothing to compare the reverts with")
-        return out
-    allrev = measured(frozenset(), "every revertible delta reverted", lambda s: decide(control, s))
-    if len(allrev.samples) < 3:
-        out.first, out.candidates = "unresolved", list(names)
-        out.notes.append(f"reverting everything could not be measured: {allrev.cause or 'too few runs'}")
-        return out
-    decided = decide(control, allrev.samples)
-    if decided is None:
-        # Today's figure came from a few runs (reused): a control trial of today's configuration buys more runs.
-        ctrl = measured(frozenset(names), "control: today's configuration",
-                        lambda s: decide(control + s, allrev.samples))
-        control = control + ctrl.samples
-        decided = decide(control, allrev.samples)
-    first = compare(control, allrev.samples)
-    if decided is None:
-        out.first, out.candidates = "unresolved", list(names)
-        out.notes.append(f"reverting everything vs today: comparator undecided after {len(allrev.samples)}/"
-                         f"{len(control)} runs ({first.summary_line()}): candidates only")
-        return out
-    if decided == "regressed":
-        out.first = "slower" if first.outcome == "DIFFERENT" else "same"
-        out.notes.append(f"reverting every revertible delta changes nothing that matters ({first.summary_line()})"
-                         if out.first == "same" else f"reverting everything made it slower ({first.summary_line()})")
-        return out
-    out.first = "restores"
-    remaining = list(names)
-    slow_ref = list(control)
-    for _ in range(rounds):
-        if not remaining:
-            break
+    def first_look(self, names: list[str], control: list[float]) -> tuple[list[float], TrialRun] | None:
+        """Today vs every delta reverted. Returns (today's runs, the all-reverted trial) when reverting restores the
+        speed; otherwise writes why the search ends there and returns None."""
+        out = self.out
+        if len(control) < 3:  # nothing reusable: a control trial of today's configuration
+            control += self.measured(frozenset(names), "control: today's configuration", lambda s: "regressed").samples
+        if len(control) < 3:
+            out.notes.append("today's configuration could not be measured: nothing to compare the reverts with")
+            return None
+        allrev = self.measured(frozenset(), "every revertible delta reverted", lambda s: self.decide(control, s))
+        if len(allrev.samples) < 3:
+            out.first, out.candidates = "unresolved", list(names)
+            out.notes.append(f"reverting everything could not be measured: {allrev.cause or 'too few runs'}")
+            return None
+        decided = self.decide(control, allrev.samples)
+        if decided is None:
+            # Today's figure came from a few runs (reused): a control trial of today's configuration buys more runs.
+            ctrl = self.measured(frozenset(names), "control: today's configuration",
+                                 lambda s: self.decide(control + s, allrev.samples))
+            control = control + ctrl.samples
+            decided = self.decide(control, allrev.samples)
+        first = compare(control, allrev.samples)
+        if decided is None:
+            out.first, out.candidates = "unresolved", list(names)
+            out.notes.append(f"reverting everything vs today: comparator undecided after {len(allrev.samples)}/"
+                             f"{len(control)} runs ({first.summary_line()}): candidates only")
+            return None
+        if decided == "regressed":
+            out.first = "slower" if first.outcome == "DIFFERENT" else "same"
+            out.notes.append(f"reverting every revertible delta changes nothing that matters ({first.summary_line()})"
+                             if out.first == "same" else f"reverting everything made it slower ({first.summary_line()})")
+            return None
+        out.first = "restores"
+        return control, allrev
+
+    def one_round(self, remaining: list[str], slow_ref: list[float], allrev: TrialRun) -> tuple[list[str], list[float]] | None:
+        """Isolate the minimal set (confirmed both ways) that explains `slow_ref` vs everything reverted. Returns
+        what is left to search (the rest, with this round's revert trial as the new "today"), or None: done."""
+        out, trials = self.out, self.trials
         gain = statistics.median(allrev.samples) - statistics.median(slow_ref)
         mag = max(0.3 * gain, 0.02 * statistics.median(slow_ref))
         ref = list(slow_ref)
 
-        def judge(samples: list[float], ref: list[float] = ref, mag: float = mag) -> Outcome | None:
+        def judge(samples: list[float]) -> Outcome | None:
             return classify(samples, ref, allrev.samples, magnitude=mag)
 
         seeded = {frozenset(remaining), frozenset()}
 
-        def test(kept: frozenset[str], judge: Judge = judge, seeded: set[frozenset[str]] = seeded) -> Outcome:
+        def test(kept: frozenset[str]) -> Outcome:
             # kept at today's value; every other delta (earlier causes too) reverted. A seeded reference is only
             # asked again to replicate it: a fresh trial, never the runs that suggested the set.
-            t = measured(kept, "", judge, fresh=kept in seeded)
+            t = self.measured(kept, "", judge, fresh=kept in seeded)
             if t.cause or len(t.samples) < 3:
                 return "unresolved"
             return judge(t.samples) or "unresolved"
@@ -180,7 +187,7 @@ def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs:
         if not (found.confirmed and found.culprits):
             out.candidates += [c for c in (found.candidates or ([] if found.verdict == "no-regression" else remaining))
                                if c not in out.candidates]
-            break
+            return None
         culprits = found.culprits
         rest = [n for n in remaining if n not in culprits]
         rev_c = trials.get(frozenset(rest)) if rest else allrev
@@ -192,9 +199,29 @@ def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs:
         # with this trial as the new "today".
         left = compare(samples, allrev.samples)
         if not rest or left.outcome != "DIFFERENT" or left.delta <= 0:
+            return None
+        return rest, list(samples)
+
+
+def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs: int = 5, step: int = 3,
+                  max_runs: int = MAX_RUNS, alpha: float = 0.01, rounds: int = 3,
+                  magnitude: float | None = None) -> SearchOutcome:
+    """Control (today) vs everything reverted, then confirm-both-ways delta debugging over `names` (most suspect
+    first). `run(kept, purpose, judge)` measures one configuration; pure otherwise (tests drive it with noise)."""
+    search = _Search(run, runs=runs, step=step, max_runs=max_runs, alpha=alpha, magnitude=magnitude)
+    looked = search.first_look(names, list(control))
+    if looked is None:
+        return search.out
+    slow_ref, allrev = looked
+    remaining = list(names)
+    for _ in range(rounds):
+        if not remaining:
             break
-        remaining, slow_ref = rest, list(samples)
-    return out
+        left = search.one_round(remaining, list(slow_ref), allrev)
+        if left is None:
+            break
+        remaining, slow_ref = left
+    return search.out
 
 
 def _deltas(view: StateView) -> DeltaList | None:
@@ -264,12 +291,8 @@ def _metric(view: StateView, measure: MeasureFacts) -> Literal["spec", "baseline
     return "spec" if measure.spec is not None and measure.spec.samples else "baseline"
 
 
-@action("disrupt")
-def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> ActionOutcome:
-    """Revert every revertible delta in trials, search for the minimal set confirmed both ways, attribute the gap."""
-    out = ActionOutcome()
-    measure_facts = view.fact("measure", MeasureFacts) or MeasureFacts()
-    metric = _metric(view, measure_facts)
+def _start_fact(view: StateView, measure_facts: MeasureFacts, metric: str) -> tuple[AttributionFact, list[float]]:
+    """The gap on `metric` (reference → today's runs) with the causes that need no trial; today's samples."""
     today = getattr(measure_facts, metric)
     control = list(today.samples) if today is not None else []
     reference, ref_label = reference_for(view, metric)
@@ -277,7 +300,12 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
                            measured_tps=statistics.median(control) if control else None)
     if control:
         fact.measured_ci_low, fact.measured_ci_high = median_ci(control)
-    fact.causes = non_revertible_causes(view)
+    fact.causes = non_revertible_causes(Case.of(view))
+    return fact, control
+
+
+def _testable(view: StateView, fact: AttributionFact) -> list[Delta]:
+    """The deltas a revert trial can test, by expected impact; the rest go to `fact.untested` with the reason."""
     deltas = _deltas(view)
     code_settled = _code_settled(view)
     essential = set(essential_files(view))
@@ -295,87 +323,125 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
             fact.untested.append(f"{d.label}: no trial can revert it")
     order = {"high": 0, "medium": 1, "low": 2, "none": 3}
     testable.sort(key=lambda d: order[d.impact])
+    return testable
+
+
+class _RevertTrials:
+    """Launches of today's configuration with some deltas reverted: one per search step, each a decision."""
+
+    def __init__(self, deps: Any, view: StateView, step: Any, out: ActionOutcome, testable: list[Delta],
+                 metric: Literal["spec", "baseline"], control: list[float], launch: str):
+        self.deps, self.step, self.out, self.metric, self.control = deps, step, out, metric, control
+        self.by_name = {d.label: d for d in testable}
+        self.p = p = view.params
+        self.base = LaunchConfig(command=launch, python=p.get("python"), speculative=metric == "spec", label="attr",
+                                 env=dict(view.get("facts.server_env") or {}), port=AUTO_PORT,
+                                 timeout_s=p.get("launch_timeout_s", 600))
+        self.runs = int(p.get("runs", 5))
+        self.record = _recorder(out.results)
+
+    def _revert(self, kept: Iterable[str]) -> Revert:
+        return merge_reverts([r for n in self.by_name if n not in kept and (r := self.by_name[n].revert)])
+
+    def run(self, kept: frozenset[str], purpose: str, judge: Judge) -> TrialRun:
+        rev = [self.by_name[n] for n in self.by_name if n not in kept]
+        t = TrialRun(kept=sorted(kept), reverted=[d.label for d in rev], purpose=purpose)
+        revert = merge_reverts([d.revert for d in rev if d.revert is not None])
+        label = f"attr{len(self.out.decisions) + 1}"
+        first_cmd = len(self.out.commands(10**6))
+        self.deps.view.progress(f"revert trial: {describe(revert)}")
+        try:
+            with reverted(self.deps.tool_ctx, self.base, revert, repo=self.p.get("repo"), label=label) as cfg:
+                with trial(self.deps.tool_ctx, cfg, record=self.record) as h:
+                    self._measure_until_judged(h, t, judge, label)
+        except (LaunchFailed, MeasureFailed) as exc:
+            t.cause = f"{type(exc).__name__}: {exc.result.summary}"[:300]
+        except (ToolRetry, Unresolved) as exc:
+            t.cause = f"revert could not be applied: {exc}"[:300]
+        self.out.decisions.append(self._decision(t, rev, revert, purpose, first_cmd))
+        return t
+
+    def _measure_until_judged(self, h: Any, t: TrialRun, judge: Judge, label: str) -> None:
+        """Runs in looks (the first `runs`, then 3 more) until the comparator decides or MAX_RUNS is reached."""
+        n = self.runs
+        while True:
+            m = measure(h, runs=n, requests_per_run=self.p.get("requests_per_run", 3),
+                        max_new_tokens=self.p.get("max_new_tokens", 128), key=f"bench_{label}_{len(t.samples)}")
+            t.samples += [float(x) for x in m.samples]
+            verdict = judge(t.samples)
+            if verdict is not None:
+                t.outcome = verdict
+                return
+            if len(t.samples) >= MAX_RUNS:
+                t.cause = f"comparator undecided after {len(t.samples)} runs"
+                return
+            n = 3
+
+    def _decision(self, t: TrialRun, rev: list[Delta], revert: Revert, purpose: str, first_cmd: int) -> Decision:
+        med = t.median
+        return Decision(
+            step=self.step.id, title=self.step.title,
+            checked=f"revert trial ({purpose or 'search'}, {self.metric} tok/s): {describe(revert)}",
+            found=(f"{len(t.samples)} runs, median {med:.1f} tok/s vs today's {statistics.median(self.control):.1f}"
+                   if med is not None else "not measured") + (f"; {t.cause}" if t.cause else ""),
+            decided=("unresolved: never counted good or bad" if t.cause else
+                     "today's configuration re-measured: more runs for the comparison" if not rev else
+                     "fast: as with every difference reverted" if t.outcome == "same" else
+                     "slow: as today" if t.outcome == "regressed" else "unresolved: never counted good or bad"),
+            why="a delta is named only when reverting exactly it restores and leaving only it reproduces",
+            status="ok" if not t.cause else "unresolved", evidence=self.out.commands(10**6)[first_cmd:][:40])
+
+    def profile_kept(self, kept: list[str], label: str) -> tuple[PhaseTimes | None, str]:
+        """Phase times of one arm (today's values of `kept`, the rest reverted)."""
+        try:
+            with reverted(self.deps.tool_ctx, self.base, self._revert(kept), repo=self.p.get("repo"),
+                          label=label) as cfg:
+                with trial(self.deps.tool_ctx, cfg, record=self.record) as h:
+                    return profile(h, requests_per_run=self.p.get("requests_per_run", 3),
+                                   max_new_tokens=self.p.get("max_new_tokens", 128), key=f"phases_{label}")
+        except (ToolRetry, Unresolved) as exc:  # LaunchFailed/MeasureFailed are Unresolved
+            return None, f"{type(exc).__name__}: {exc}"[:200]
+
+
+def _search_causes(trials: _RevertTrials, view: StateView, fact: AttributionFact, reference: float | None
+                   ) -> SearchOutcome:
+    """The delta-debugging search over the testable deltas, its causes (each with its phase effect) into `fact`."""
+    # SAME means "no change as large as half the gap to the reference": deltas that cannot explain the gap
+    # are ruled out in a few runs even on a noisy figure.
+    metric, control, by_name, step, out = trials.metric, trials.control, trials.by_name, trials.step, trials.out
+    mag = same_within(view, metric, control)
+    search = search_deltas(list(by_name), trials.run, control, runs=trials.runs, magnitude=mag)
+    effects = [_phase_effect(trials.deps, step, out, slow, fast, trials.profile_kept, i, len(search.causes))
+               for i, (slow, fast) in enumerate(search.arms)]
+    for (names, eff, lo, hi), ph in itertools.zip_longest(search.causes, effects):
+        for n in names:
+            d = by_name[n]
+            others = [x for x in names if x != n]
+            fact.causes.append(CauseFact(
+                name=_cause_name(d), kind=d.kind, key=d.name, metric=metric, effect_tps=round(eff, 2),
+                ci_low=round(lo, 2), ci_high=round(hi, 2), confirmed=True, method="revert-trial", fix=_fix(d, view),
+                evidence=[step.id], phase_effect=ph, detail=(f"reverted together with {', '.join(others)} (they interact; "
+                                            "the effect is the set's)") if others else d.why))
+    fact.candidates = [c for c in search.candidates]
+    if search.restored_samples and reference is not None:
+        chk = compare_to_claim(search.restored_samples, reference)
+        fact.restored = chk.outcome == "SAME" or chk.median >= reference
+    return search
+
+
+@action("disrupt")
+def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> ActionOutcome:
+    """Revert every revertible delta in trials, search for the minimal set confirmed both ways, attribute the gap."""
+    out = ActionOutcome()
+    measure_facts = view.fact("measure", MeasureFacts) or MeasureFacts()
+    metric = _metric(view, measure_facts)
+    fact, control = _start_fact(view, measure_facts, metric)
+    testable = _testable(view, fact)
     launch = view.get("facts.launch")
     search: SearchOutcome | None = None
     if testable and launch:
-        by_name = {d.label: d for d in testable}
-        p = view.params
-        base = LaunchConfig(command=launch, python=p.get("python"), speculative=metric == "spec", label="attr",
-                            env=dict(view.get("facts.server_env") or {}), port=AUTO_PORT,
-                            timeout_s=p.get("launch_timeout_s", 600))
-        runs = int(p.get("runs", 5))
-        record = _recorder(out.results)
-
-        def run(kept: frozenset[str], purpose: str, judge: Judge) -> TrialRun:
-            rev = [by_name[n] for n in by_name if n not in kept]
-            t = TrialRun(kept=sorted(kept), reverted=[d.label for d in rev], purpose=purpose)
-            revert = merge_reverts([d.revert for d in rev if d.revert is not None])
-            label = f"attr{len(out.decisions) + 1}"
-            first_cmd = len(out.commands(10**6))
-            deps.view.progress(f"revert trial: {describe(revert)}")
-            try:
-                with reverted(deps.tool_ctx, base, revert, repo=p.get("repo"), label=label) as cfg:
-                    with trial(deps.tool_ctx, cfg, record=record) as h:
-                        n = runs
-                        while True:
-                            m = measure(h, runs=n, requests_per_run=p.get("requests_per_run", 3),
-                                        max_new_tokens=p.get("max_new_tokens", 128), key=f"bench_{label}_{len(t.samples)}")
-                            t.samples += [float(x) for x in m.samples]
-                            verdict = judge(t.samples)
-                            if verdict is not None:
-                                t.outcome = verdict
-                                break
-                            if len(t.samples) >= MAX_RUNS:
-                                t.cause = f"comparator undecided after {len(t.samples)} runs"
-                                break
-                            n = 3
-            except (LaunchFailed, MeasureFailed) as exc:
-                t.cause = f"{type(exc).__name__}: {exc.result.summary}"[:300]
-            except (ToolRetry, Unresolved) as exc:
-                t.cause = f"revert could not be applied: {exc}"[:300]
-            med = t.median
-            out.decisions.append(Decision(
-                step=step.id, title=step.title, checked=f"revert trial ({purpose or 'search'}, {metric} tok/s): {describe(revert)}",
-                found=(f"{len(t.samples)} runs, median {med:.1f} tok/s vs today's {statistics.median(control):.1f}"
-                       if med is not None else "not measured") + (f"; {t.cause}" if t.cause else ""),
-                decided=("unresolved: never counted good or bad" if t.cause else
-                         "today's configuration re-measured: more runs for the comparison" if not rev else
-                         "fast: as with every difference reverted" if t.outcome == "same" else
-                         "slow: as today" if t.outcome == "regressed" else "unresolved: never counted good or bad"),
-                why="a delta is named only when reverting exactly it restores and leaving only it reproduces",
-                status="ok" if not t.cause else "unresolved", evidence=out.commands(10**6)[first_cmd:][:40]))
-            return t
-
-        # SAME means "no change as large as half the gap to the reference": deltas that cannot explain the gap
-        # are ruled out in a few runs even on a noisy figure.
-        mag = same_within(view, metric, control)
-        search = search_deltas(list(by_name), run, control, runs=runs, magnitude=mag)
-
-        def profile_kept(kept: list[str], label: str) -> tuple[PhaseTimes | None, str]:
-            revert = merge_reverts([r for n in by_name if n not in kept and (r := by_name[n].revert)])
-            try:
-                with reverted(deps.tool_ctx, base, revert, repo=p.get("repo"), label=label) as cfg:
-                    with trial(deps.tool_ctx, cfg, record=record) as h:
-                        return profile(h, requests_per_run=p.get("requests_per_run", 3),
-                                       max_new_tokens=p.get("max_new_tokens", 128), key=f"phases_{label}")
-            except (ToolRetry, Unresolved) as exc:  # LaunchFailed/MeasureFailed are Unresolved
-                return None, f"{type(exc).__name__}: {exc}"[:200]
-
-        effects = [_phase_effect(deps, step, out, slow, fast, profile_kept, i, len(search.causes))
-                   for i, (slow, fast) in enumerate(search.arms)]
-        for (names, eff, lo, hi), ph in itertools.zip_longest(search.causes, effects):
-            for n in names:
-                d = by_name[n]
-                others = [x for x in names if x != n]
-                fact.causes.append(CauseFact(
-                    name=_cause_name(d), kind=d.kind, key=d.name, metric=metric, effect_tps=round(eff, 2),
-                    ci_low=round(lo, 2), ci_high=round(hi, 2), confirmed=True, method="revert-trial", fix=_fix(d, view),
-                    evidence=[step.id], phase_effect=ph, detail=(f"reverted together with {', '.join(others)} (they interact; "
-                                                "the effect is the set's)") if others else d.why))
-        fact.candidates = [c for c in search.candidates]
-        if search.restored_samples and reference is not None:
-            chk = compare_to_claim(search.restored_samples, reference)
-            fact.restored = chk.outcome == "SAME" or chk.median >= reference
+        trials = _RevertTrials(deps, view, step, out, testable, metric, control, launch)
+        search = _search_causes(trials, view, fact, fact.reference_tps)
     elif testable:
         fact.untested += [f"{d.label}: no launch command to run a trial" for d in testable]
     _in_the_causes_unit(view, measure_facts, fact)

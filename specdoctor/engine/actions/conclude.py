@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specdoctor.advisor.rules import PlanAction, Verdict, decide_verdict, game_plan
+from specdoctor.diagnosis import Case, PlanAction, Verdict, diagnose
 from specdoctor.engine.actions import ActionOutcome, action
 from specdoctor.engine.context import Advisor, RunDeps
 from specdoctor.engine.playbook import Step
@@ -17,8 +17,8 @@ __all__ = ["conclude"]
 @action("read", args=())
 def conclude(deps: RunDeps, view: StateView, step: Step, args: dict[str, Any]) -> ActionOutcome:
     """Decide the verdict and rank the next actions from everything measured and found."""
-    verdict = decide_verdict(view)
-    plan = game_plan(view, verdict)
+    d = diagnose(Case.of(view))
+    verdict, plan = d.verdict, d.plan
     out = ActionOutcome(summary=f"verdict {verdict.verdict} ({verdict.confidence:.0%}): {verdict.sentence}")
     out.facts = {"verdict": verdict.model_dump(), "game_plan": [a.model_dump() for a in plan]}
     if deps.advisor is not None:

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from pydantic import ValidationError
 
+from specdoctor.diagnosis.claims import claim_outcome
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import UsageError
@@ -40,6 +41,41 @@ def _fmt(x: Any, nd: int = 1) -> str:
     return "?" if x is None else f"{x:.{nd}f}"
 
 
+def _server_fact(servers: list[Any]) -> dict[str, Any]:
+    """The one running server as the facts keep it (`running: False` unless exactly one was found)."""
+    if len(servers) != 1:
+        return {"running": False}
+    s = servers[0]
+    argv = s.argv or s.main.cmdline
+    server = {"running": True, "port": s.port, "pid": s.main.pid, "argv": argv, "args": s.args,
+              "workers": len(s.workers), "launch": " ".join(argv)}
+    # Where it logs and runs, as the kernel sees it (find_server_processes read /proc/PID/fd and cwd).
+    if s.log_path:
+        server["log_path"] = s.log_path
+    if s.cwd:
+        server["cwd"] = s.cwd
+    return server
+
+
+def _relaunch_env(deps, out: ActionOutcome, step, pid: int) -> dict[str, str]:
+    """The running server's tuning environment, which relaunches reproduce (never its redacted secrets, nor what
+    the engine forces itself: passing that again would hide what the engine does)."""
+    env_res = call_tool(deps, "read_process_env", {"pid": pid}, out.results, key=f"{step.id}_env")
+    penv = registry.typed_output(env_res, ProcessEnv, where=f"{step.id}_env")
+    env = penv.env if penv is not None else {}
+    engine = get_engine()
+    return {k: v for k, v in env.items() if k.startswith(engine.relaunch_env_prefixes)
+            and "REDACTED" not in v and k not in engine.forced_env_names}
+
+
+def _topology(view: StateView) -> dict[str, Any]:
+    fp = view.result("fingerprint", Fingerprint) or Fingerprint()
+    interconnect = fp.interconnect or fp.topology.get("interconnect")
+    kind = (interconnect or "").lower()
+    return {"gpu_count": len(fp.gpus), "detail": interconnect,
+            "interconnect": "nvlink" if "nvlink" in kind else "pcie" if "pcie" in kind else None}
+
+
 @action("read")
 def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
     """Find the running SGLang server (if any) and settle the launch command and topology to use."""
@@ -53,36 +89,13 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
     if res.status == "error" and res.retryable:
         raise UsageError(res.summary)
     found_servers = registry.typed_output(res, ServerList, where=step.id)
-    servers = found_servers.servers if found_servers is not None else []
-    server: dict[str, Any] = {"running": False}
-    if len(servers) == 1:
-        s = servers[0]
-        argv = s.argv or s.main.cmdline
-        server = {"running": True, "port": s.port, "pid": s.main.pid, "argv": argv, "args": s.args,
-                  "workers": len(s.workers), "launch": " ".join(argv)}
-        # Where it logs and runs, as the kernel sees it (find_server_processes read /proc/PID/fd and cwd).
-        if s.log_path:
-            server["log_path"] = s.log_path
-        if s.cwd:
-            server["cwd"] = s.cwd
+    server = _server_fact(found_servers.servers if found_servers is not None else [])
     launch = view.params.get("launch") or server.get("launch")
     # Trial servers take a port the host has free at each launch (launch_server picks it: evidence there).
     out.facts = {"server": server, "launch": launch, "server_env": {}, "trial_port": AUTO_PORT}
     if server.get("pid"):
-        env_res = call_tool(deps, "read_process_env", {"pid": server["pid"]}, out.results, key=f"{step.id}_env")
-        penv = registry.typed_output(env_res, ProcessEnv, where=f"{step.id}_env")
-        env = penv.env if penv is not None else {}
-        # Relaunches reproduce the running server's tuning environment (never its redacted secrets, nor what the
-        # engine forces itself: passing that again would hide what the engine does).
-        engine = get_engine()
-        out.facts["server_env"] = {k: v for k, v in env.items() if k.startswith(engine.relaunch_env_prefixes)
-                                   and "REDACTED" not in v and k not in engine.forced_env_names}
-    fp = view.result("fingerprint", Fingerprint) or Fingerprint()
-    gpus = fp.gpus
-    interconnect = fp.interconnect or fp.topology.get("interconnect")
-    kind = (interconnect or "").lower()
-    out.facts["topology"] = {"gpu_count": len(gpus), "detail": interconnect,
-                             "interconnect": "nvlink" if "nvlink" in kind else "pcie" if "pcie" in kind else None}
+        out.facts["server_env"] = _relaunch_env(deps, out, step, server["pid"])
+    out.facts["topology"] = _topology(view)
     found = (f"server on port {server['port']} (pid {server['pid']}, {server['workers']} workers)"
              if server["running"] else res.summary if res.status == "no_data" else "no SGLang server running")
     out.summary = found
@@ -181,26 +194,6 @@ def pooled(first: Measurement, later: Measurement) -> Measurement:
         "findings": list(first.findings) + [f for f in later.findings if f not in first.findings]})
 
 
-def claim_outcome(samples: list[float], claimed: float, decode: list[float] | None = None) -> dict[str, Any]:
-    """The claim against today's runs. A claim does not say how it was measured: over the whole request (the
-    benchmark's tok/s) or with the prefill excluded (a server log's gen throughput, 1/TPOT), which reads a few %
-    higher. When the decode-only runs are known, the claim is judged in the reading nearer to it (by at least a
-    point when both fall short), so that a definition is never reported as a regression; `basis` says which one,
-    `end_to_end` keeps the other."""
-    from specdoctor.stats.comparator import compare_to_claim
-
-    whole = compare_to_claim(samples, claimed).model_dump()
-    whole.update(claimed=claimed, basis="end-to-end")
-    if not decode or len(decode) < 3 or whole["outcome"] != "DIFFERENT" or whole["pct_change"] >= 0:
-        return whole
-    alt = compare_to_claim(decode, claimed).model_dump()
-    if alt["outcome"] == "DIFFERENT" and alt["pct_change"] < 0 and alt["pct_change"] - whole["pct_change"] < 1.0:
-        return whole  # short in both readings, by about as much (a negligible prefill): the usual reading stands
-    alt.update(claimed=claimed, basis="decode",
-               end_to_end={k: whole[k] for k in ("median", "pct_change", "outcome")})
-    return alt
-
-
 def good_run(deps, view: StateView) -> dict[str, Any] | None:
     """The good run's fingerprint as data: given as a dict, or read from its JSON file on the host (None when there
     is none or it cannot be read; fingerprint_diff reports why)."""
@@ -260,22 +253,12 @@ def _workload_finding(recorded: Workload, source: str, diffs: list[str], today: 
         f"{fig(today)}. The claims are compared with the like-for-like measurement.")}
 
 
-@action("disrupt")
-def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
-    """Measure baseline and speculative tok/s with repeats and compare them with the user's claims.
-
-    When the good run or the user recorded the workload behind the claims and it differs from today's benchmark,
-    each configuration is also measured with that workload (same server, no extra launch) and the claims are
-    compared with those like-for-like measurements; the difference is a finding.
-    """
-    out = ActionOutcome()
+def _measure_both(deps, view: StateView, out: ActionOutcome, like: Workload | None) -> dict[str, Any]:
+    """Speculative (the running server's own figure when it is speculative, else a launch) and baseline tok/s;
+    each also with the claims' workload when `like` is given."""
     measure: dict[str, Any] = {}
     server = view.get("facts.server") or {}
     spec_running = server.get("running") and any("speculative" in a for a in server.get("argv", []))
-    found_wl = recorded_workload(deps, view)
-    today_wl = default_workload(view.params.get("max_new_tokens", 128))
-    diffs = found_wl[0].differs_from(today_wl) if found_wl else []
-    like = found_wl[0] if found_wl and diffs and found_wl[0].request_prompts() else None
     before_stop = view.get("facts.user_server_bench")  # measured just before the user's server was stopped
     if spec_running and before_stop and like is None:
         measure["spec"] = before_stop
@@ -294,6 +277,13 @@ def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     deps.view.progress("launching the baseline server (no speculation)")
     measure["baseline"] = measure_config(deps, view, label="baseline", speculative=False, results=out.results,
                                          also=like)
+    return measure
+
+
+def _like_for_like(out: ActionOutcome, measure: dict[str, Any], found_wl: tuple[Workload, str] | None,
+                   today_wl: Workload, diffs: list[str], like: Workload | None) -> dict[str, Any]:
+    """With a recorded workload that differs from today's, the claims are judged on its measurements (today's
+    are kept as `measure_today_workload`, the difference as a finding and, when it matters, a cause)."""
     if like is not None and found_wl is not None:
         today = {k: {kk: vv for kk, vv in m.items() if kk != "also"} for k, m in measure.items()}
         alike = {k: m.get("also") or {"error": "not measured with the recorded workload"} for k, m in measure.items()}
@@ -306,20 +296,18 @@ def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
         cause = _workload_cause(today.get("spec", {}), alike.get("spec", {}), diffs, found_wl[1])
         if cause is not None:
             out.facts["workload_cause"] = cause.model_dump()
-        measure = alike
-    elif found_wl is not None and not diffs:
+        return alike
+    if found_wl is not None and not diffs:
         out.facts["workload"] = {"recorded": found_wl[0].model_dump(), "source": found_wl[1],
                                  "today": today_wl.model_dump(), "differences": []}
-    out.facts["measure"] = measure
-    claims: dict[str, Any] = {}
-    for key, claimed in (view.params.get("expect") or {}).items():
-        m = measure.get(key) or {}
-        if m.get("samples"):
-            claims[key] = claim_outcome(m["samples"], float(claimed), m.get("decode_samples"))
-    out.facts["claims"] = claims
+    return measure
+
+
+def _reproduce_summary(measure: dict[str, Any], claims: dict[str, Any], diffs: list[str],
+                       like: Workload | None) -> tuple[str, list[str]]:
+    """The step's one line (both figures, the claims' outcomes) and the configurations that failed."""
     b, s = measure.get("baseline", {}), measure.get("spec", {})
     errors = [f"{k}: {v.get('error')}" for k, v in measure.items() if v.get("error")]
-    out.status = "error" if errors else "ok"
     found = (f"baseline {_fmt(b.get('median'))} tok/s [{_fmt(b.get('ci_low'))}, {_fmt(b.get('ci_high'))}], "
              f"speculative {_fmt(s.get('median'))} tok/s [{_fmt(s.get('ci_low'))}, {_fmt(s.get('ci_high'))}], "
              f"accept length {_fmt(s.get('accept_length'), 2)}"
@@ -327,7 +315,32 @@ def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     claim_txt = "; ".join(f"claimed {k} {c['claimed']:g} → {c.get('outcome')} ({_fmt(c.get('pct_change'))} %"
                           + (", prefill excluded" if c.get("basis") == "decode" else "") + ")"
                           for k, c in claims.items())
-    out.summary = found + (f"; {claim_txt}" if claim_txt else "") + (f"; errors: {errors}" if errors else "")
+    return found + (f"; {claim_txt}" if claim_txt else "") + (f"; errors: {errors}" if errors else ""), errors
+
+
+@action("disrupt")
+def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
+    """Measure baseline and speculative tok/s with repeats and compare them with the user's claims.
+
+    When the good run or the user recorded the workload behind the claims and it differs from today's benchmark,
+    each configuration is also measured with that workload (same server, no extra launch) and the claims are
+    compared with those like-for-like measurements; the difference is a finding.
+    """
+    out = ActionOutcome()
+    found_wl = recorded_workload(deps, view)
+    today_wl = default_workload(view.params.get("max_new_tokens", 128))
+    diffs = found_wl[0].differs_from(today_wl) if found_wl else []
+    like = found_wl[0] if found_wl and diffs and found_wl[0].request_prompts() else None
+    measure = _like_for_like(out, _measure_both(deps, view, out, like), found_wl, today_wl, diffs, like)
+    out.facts["measure"] = measure
+    claims: dict[str, Any] = {}
+    for key, claimed in (view.params.get("expect") or {}).items():
+        m = measure.get(key) or {}
+        if m.get("samples"):
+            claims[key] = claim_outcome(m["samples"], float(claimed), m.get("decode_samples"))
+    out.facts["claims"] = claims
+    out.summary, errors = _reproduce_summary(measure, claims, diffs, like)
+    out.status = "error" if errors else "ok"
     out.decisions.append(Decision(
         step=step.id, title=step.title, status=out.status, checked="throughput with and without speculation, "
         f"{view.params.get('runs', 5)} runs each (one value per run)"

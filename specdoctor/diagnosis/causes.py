@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import shlex
 import statistics
+from pathlib import PurePosixPath
 
-from specdoctor.models import CauseFact, StateReader, SubtractionFact
+from specdoctor.diagnosis.facts import Case
+from specdoctor.models import CauseFact, SubtractionFact
 from specdoctor.stats.summary import diff_of_medians_ci
-from specdoctor.tools.bisect import BisectResult
-from specdoctor.tools.hardware_probe import HardwareProbe
-from specdoctor.tools.server import Propagation
 
 __all__ = ["effect", "revert_patch_command", "non_revertible_causes"]
 
@@ -25,23 +24,23 @@ def effect(today: list[float], reverted: list[float]) -> tuple[float, float, flo
 
 def revert_patch_command(repo: str | None, path: str) -> str:
     """Save a file's local change as a patch, then reverse-apply it (the patch file keeps it recoverable)."""
-    name = path.rsplit("/", 1)[-1].rsplit(".", 1)[0] + ".revert.patch"
+    name = f"{PurePosixPath(path).stem}.revert.patch"
     r = f"-C {shlex.quote(repo)} " if repo else ""
     return f"git {r}diff HEAD -- {shlex.quote(path)} > {name} && git {r}apply -R {name}"
 
 
-def _probe_causes(view: StateReader) -> list[CauseFact]:
+def _probe_causes(case: Case) -> list[CauseFact]:
     """Causes the hardware probe's targeted measurements confirmed (link, clocks, power, neighbours)."""
-    probe = view.latest(HardwareProbe)
+    probe = case.tools.hardware
     return list(probe.causes) if probe is not None else []
 
 
-def _code_causes(view: StateReader) -> list[CauseFact]:
+def _code_causes(case: Case) -> list[CauseFact]:
     """The bisection's culprits confirmed both ways, with the subtraction's all-patches vs essentials effect."""
-    bis = view.latest(BisectResult)
+    bis = case.tools.bisect
     if bis is None or bis.verdict not in ("culprit", "interaction") or not bis.confirmed:
         return []
-    sub = view.fact("subtraction", SubtractionFact) or SubtractionFact()
+    sub = case.facts.subtraction or SubtractionFact()
     full = sub.all_patches.samples if sub.all_patches else []
     ess = sub.essentials_only.samples if sub.essentials_only else []
     eff: tuple[float | None, float | None, float | None] = (None, None, None)
@@ -50,7 +49,7 @@ def _code_causes(view: StateReader) -> list[CauseFact]:
     elif sub.all_patches and sub.essentials_only and sub.all_patches.median is not None \
             and sub.essentials_only.median is not None:  # medians only (an older run's fact): no CI
         eff = (sub.all_patches.median - sub.essentials_only.median, None, None)
-    repo = view.params.get("repo")
+    repo = case.repo
     return [CauseFact(name=f"local patch {c}", kind="code", key=c, effect_tps=eff[0], ci_low=eff[1], ci_high=eff[2],
                       confirmed=True, method="bisection", fix=revert_patch_command(repo, c),
                       evidence=["bisect"], phase_effect=bis.phase_effect,
@@ -58,9 +57,9 @@ def _code_causes(view: StateReader) -> list[CauseFact]:
                       else "") for c in bis.culprits]
 
 
-def _dropped_causes(view: StateReader) -> list[CauseFact]:
+def _dropped_causes(case: Case) -> list[CauseFact]:
     """Variables the launch shell/parent has and no TP worker receives (/proc): the launcher drops them."""
-    prop = view.latest(Propagation)
+    prop = case.tools.propagation
     out = []
     for r in prop.rows if prop else []:
         if r.status != "dropped-for-workers":
@@ -75,12 +74,11 @@ def _dropped_causes(view: StateReader) -> list[CauseFact]:
     return out
 
 
-def non_revertible_causes(view: StateReader) -> list[CauseFact]:
+def non_revertible_causes(case: Case) -> list[CauseFact]:
     """Causes established without a revert trial: bisection, hardware probe, NCCL A/B, dropped variables."""
-    out = _code_causes(view) + _probe_causes(view)
-    nccl = view.fact("nccl_cause", CauseFact)
-    if nccl is not None:
-        out.append(nccl)
+    out = _code_causes(case) + _probe_causes(case)
+    if case.facts.nccl_cause is not None:
+        out.append(case.facts.nccl_cause)
     seen = {(c.kind, c.key) for c in out}
-    out += [c for c in _dropped_causes(view) if (c.kind, c.key) not in seen]
+    out += [c for c in _dropped_causes(case) if (c.kind, c.key) not in seen]
     return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -13,7 +13,7 @@ from specdoctor.host.base import Raw
 from specdoctor.inference import get_engine
 from specdoctor.models import DeltaList, MeasureFacts
 from specdoctor.models.delta import Delta, Revert, norm_value
-from specdoctor.models.fingerprint import Fingerprint
+from specdoctor.models.fingerprint import Fingerprint, GpuFingerprint
 from specdoctor.parsers.nvidia_smi import parse_query_csv
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.fingerprint import ENV_PREFIXES, _aliases, _flat_env, _load, same_value
@@ -293,41 +293,70 @@ def _env_revert(name: str, ref: str | None, source: str, row: Any, interconnect:
     return (Revert(env={name: ref}) if ref is not None else Revert(unset=[name])), ""
 
 
+class _EnvView(NamedTuple):
+    """What each worker variable's delta is judged with: the good run's env (None: none recorded), the propagation
+    table, the box's login-profile exports, the launch line's env, what the engine forces, the interconnect."""
+
+    ref_env: dict[str, str] | None
+    prop: Propagation | None
+    box: BoxState
+    launch_env: dict[str, str]
+    forced: frozenset[str]
+    interconnect: str | None
+
+
+def _forced_by_box(name: str, cur: str | None, row: Any, box: BoxState) -> bool:
+    """No good run: only what the box forces on NCCL/CUDA (sitecustomize, nccl.conf, login profile) is a delta."""
+    if cur is None or row is None:
+        return False
+    by_box = (row.from_sitecustomize and row.parent is None) or \
+        (row.from_nccl_conf and row.parent is None and _first_worker(row) is None) or \
+        name in box.profile_exports
+    return bool(by_box and name.startswith(("NCCL_", "CUDA_", "TORCH_NCCL_")))
+
+
+def _is_env_delta(v: _EnvView, name: str, cur: str | None, row: Any) -> bool:
+    """A variable is a delta when its value differs from the good run's (without one: when the box forces it)."""
+    if v.ref_env is None:
+        return _forced_by_box(name, cur, row, v.box)
+    ref = v.ref_env.get(name)
+    return not ((cur or "").strip() == (ref or "").strip() and (cur is None) == (ref is None))
+
+
+def _env_delta(v: _EnvView, name: str, cur: str | None, row: Any) -> Delta:
+    """One worker variable's delta: its source, its Revert (or why there is none) and its prior impact."""
+    ref = (v.ref_env or {}).get(name)
+    prop = v.prop
+    source = _env_source(row, prop, v.box.profile_exports, v.launch_env, v.forced) if row is not None and prop else \
+        "worker environment"
+    revert, why = _env_revert(name, ref, source, row, v.interconnect)
+    if source == "engine-forced" and not why:
+        why = "the engine sets it itself"
+    impact = env_impact(name)
+    if v.ref_env is None and impact == "high":
+        impact = "medium"  # no good run: a forced variable is a suspect, not an observed change
+    return Delta(kind="env", name=name, reference=ref, current=cur, source=source,
+                 reference_label="good run" if v.ref_env is not None else "claims",
+                 revertible=revert is not None, revert=revert, impact=impact,  # type: ignore[arg-type]
+                 why=why or ("new in the workers" if ref is None else "LOST: the workers no longer get it"
+                             if cur is None else "value changed in the workers"),
+                 step_ids=["propagation"] if prop else ["fingerprint"])
+
+
 def _env_deltas(ref_env: dict[str, str] | None, fp: Fingerprint, prop: Propagation | None, box: BoxState,
                 launch_env: dict[str, str]) -> list[Delta]:
+    """The NCCL/CUDA/SGLang/torch variables whose worker value differs from the good run's (or the box forces)."""
     out: list[Delta] = []
     version = fp.sglang_version or fp.server_version
     forced = get_engine(version=version).forced_env_names if version else frozenset()
     current = _current_env(prop, fp)
+    v = _EnvView(ref_env=ref_env, prop=prop, box=box, launch_env=launch_env, forced=forced,
+                 interconnect=fp.interconnect)
     names = set(current) | set(ref_env or {})
     for name in sorted(n for n in names if n.startswith(ENV_PREFIXES)):
         cur, row = current.get(name, (None, None))
-        ref = (ref_env or {}).get(name)
-        if ref_env is None:
-            # no good run: only what the box forces on NCCL/CUDA (sitecustomize, nccl.conf, login profile)
-            if cur is None or row is None:
-                continue
-            by_box = (row.from_sitecustomize and row.parent is None) or \
-                (row.from_nccl_conf and row.parent is None and _first_worker(row) is None) or \
-                name in box.profile_exports
-            if not by_box or not name.startswith(("NCCL_", "CUDA_", "TORCH_NCCL_")):
-                continue
-        elif (cur or "").strip() == (ref or "").strip() and (cur is None) == (ref is None):
-            continue
-        source = _env_source(row, prop, box.profile_exports, launch_env, forced) if row is not None and prop else \
-            "worker environment"
-        revert, why = _env_revert(name, ref, source, row, fp.interconnect)
-        if source == "engine-forced" and not why:
-            why = "the engine sets it itself"
-        impact = env_impact(name)
-        if ref_env is None and impact == "high":
-            impact = "medium"  # no good run: a forced variable is a suspect, not an observed change
-        out.append(Delta(kind="env", name=name, reference=ref, current=cur, source=source,
-                         reference_label="good run" if ref_env is not None else "claims",
-                         revertible=revert is not None, revert=revert, impact=impact,  # type: ignore[arg-type]
-                         why=why or ("new in the workers" if ref is None else "LOST: the workers no longer get it"
-                                     if cur is None else "value changed in the workers"),
-                         step_ids=["propagation"] if prop else ["fingerprint"]))
+        if _is_env_delta(v, name, cur, row):
+            out.append(_env_delta(v, name, cur, row))
     return out
 
 
@@ -426,13 +455,18 @@ def _link(g: Any) -> str | None:
     return None if gen is None and width is None else f"Gen{gen or '?'} x{width or '?'}"
 
 
-def _hardware_deltas(ref: dict[str, Any] | None, fp: Fingerprint, box: BoxState, server_bus: set[str]) -> list[Delta]:
+class _HwView(NamedTuple):
+    """What the per-GPU hardware checks read: the good run's GPUs and today's nvidia-smi state and fingerprint GPUs,
+    each by GPU index."""
+
+    ref_gpus: dict[int, dict[str, Any]]
+    state: dict[int, GpuState]
+    gpus: dict[int, GpuFingerprint]
+
+
+def _gpu_identity_deltas(ref: dict[str, Any] | None, fp: Fingerprint) -> list[Delta]:
+    """The GPUs themselves and how they are connected (a good run on other hardware is another reference)."""
     out: list[Delta] = []
-    ref_gpus = {int(g.get("index", i)): g for i, g in enumerate(ref.get("gpus") or [])
-                if isinstance(g, dict)} if ref else {}
-    state = {g.index: g for g in box.gpus}
-    gpus = {g.index: g for g in fp.gpus}
-    # the GPUs themselves and how they are connected (a good run on other hardware is another reference)
     ref_list = [g for g in (ref or {}).get("gpus") or [] if isinstance(g, dict)]
     names_now = sorted({g.name for g in fp.gpus if g.name})
     names_ref = sorted({str(g["name"]) for g in ref_list if g.get("name")})
@@ -448,101 +482,163 @@ def _hardware_deltas(ref: dict[str, Any] | None, fp: Fingerprint, box: BoxState,
         out.append(Delta(kind="hardware", name="interconnect", reference=str(ref["interconnect"]),
                          current=fp.interconnect, source="nvidia-smi topo -m", impact="high",
                          why="GPUs connected differently than in the good run", step_ids=["fingerprint"]))
-    # PCIe: a link below its max is suspicious when the box's other GPUs run faster (all alike: idle power saving)
+    return out
+
+
+def _below_ref_link(r: dict[str, Any] | None, ref_link: str | None, gen: int, width: int) -> bool:
+    """The link runs below the good run's link of this GPU (in generation or width)."""
+    return bool(ref_link is not None and r is not None and (
+        (r.get("pcie_gen") and gen < int(r["pcie_gen"])) or (r.get("pcie_width") and width < int(r["pcie_width"]))))
+
+
+def _pcie_delta(v: _HwView, i: int, g: GpuFingerprint, link: tuple[int, int], best: tuple[int, int]) -> Delta | None:
+    """One GPU's link when it is below its max or the good run's (None: it is not)."""
+    s = v.state.get(i)
+    gen, width = link
+    gen_max = (s.pcie_gen_max if s else None) or g.pcie_gen_max
+    width_max = (s.pcie_width_max if s else None) or g.pcie_width_max
+    r = v.ref_gpus.get(i)
+    ref_link = _link(r) if r else None
+    cur_link = f"Gen{gen} x{width}"
+    below_max = (gen_max and gen < gen_max) or (width_max and width < width_max)
+    below_ref = _below_ref_link(r, ref_link, gen, width)
+    if not (gen and (below_max or below_ref)):
+        return None
+    peer_faster = (gen, width) < best
+    impact = "high" if below_ref or peer_faster else "low"
+    return Delta(kind="hardware", name="pcie-link", reference=ref_link or f"Gen{gen_max} x{width_max}",
+                 current=cur_link, source=f"GPU {i} ({g.bus_id or '?'})",
+                 reference_label="good run" if ref_link else "claims", impact=impact,  # type: ignore[arg-type]
+                 why=("below the good run's link" if below_ref else "below its max") +
+                 ("; the other GPUs' links are faster" if peer_faster else
+                  "; every GPU alike (links downshift when idle)"), step_ids=["fingerprint"])
+
+
+def _pcie_deltas(v: _HwView) -> list[Delta]:
+    """PCIe: a link below its max is suspicious when the box's other GPUs run faster (all alike: idle power saving)."""
+    state = v.state
     links = {i: ((state[i].pcie_gen if i in state else g.pcie_gen) or 0,
-                 (state[i].pcie_width if i in state else g.pcie_width) or 0) for i, g in gpus.items()}
+                 (state[i].pcie_width if i in state else g.pcie_width) or 0) for i, g in v.gpus.items()}
     best = max(links.values(), default=(0, 0))
-    for i, g in sorted(gpus.items()):
-        s = state.get(i)
-        gen, width = links[i]
-        gen_max = (s.pcie_gen_max if s else None) or g.pcie_gen_max
-        width_max = (s.pcie_width_max if s else None) or g.pcie_width_max
-        r = ref_gpus.get(i)
-        ref_link = _link(r) if r else None
-        cur_link = f"Gen{gen} x{width}"
-        below_max = (gen_max and gen < gen_max) or (width_max and width < width_max)
-        below_ref = ref_link is not None and r is not None and (
-            (r.get("pcie_gen") and gen < int(r["pcie_gen"])) or (r.get("pcie_width") and width < int(r["pcie_width"])))
-        if gen and (below_max or below_ref):
-            peer_faster = (gen, width) < best
-            impact = "high" if below_ref or peer_faster else "low"
-            out.append(Delta(kind="hardware", name="pcie-link", reference=ref_link or f"Gen{gen_max} x{width_max}",
-                             current=cur_link, source=f"GPU {i} ({g.bus_id or '?'})",
-                             reference_label="good run" if ref_link else "claims", impact=impact,  # type: ignore[arg-type]
-                             why=("below the good run's link" if below_ref else "below its max") +
-                             ("; the other GPUs' links are faster" if peer_faster else
-                              "; every GPU alike (links downshift when idle)"), step_ids=["fingerprint"]))
-    # SM clocks locked below max (application clocks / locked clocks), per box: one delta naming the GPUs
-    locked = []
-    for i, g in sorted(gpus.items()):
-        s = state.get(i)
-        mx = (s.max_sm_clock_mhz if s else None) or g.max_sm_clock_mhz
-        app = s.app_sm_clock_mhz if s else None
-        r = ref_gpus.get(i)
-        ref_sm = _num(str(r.get("sm_clock_mhz"))) if r and r.get("sm_clock_mhz") is not None else None
-        below_ref = ref_sm is not None and g.sm_clock_mhz is not None and g.sm_clock_mhz < 0.95 * ref_sm
-        if mx and ((app is not None and app < mx * 0.98) or (s is not None and s.clocks_locked) or below_ref):
-            locked.append((i, app if app is not None else g.sm_clock_mhz, mx))  # GeForce: no application clocks
-    if locked:
-        ref_max = next((r.get("sm_clock_mhz") or r.get("max_sm_clock_mhz") for r in ref_gpus.values()
-                        if r.get("sm_clock_mhz") or r.get("max_sm_clock_mhz")), None)  # its clock under load first
-        app = min((a for _, a, _ in locked if a is not None), default=None)
-        mx = locked[0][2]
-        out.append(Delta(kind="hardware", name="sm-clock", reference=norm_value(ref_max or mx), current=norm_value(app),
-                         source=f"GPUs {','.join(str(i) for i, _, _ in locked)}: application/locked SM clock "
-                         f"{norm_value(app)} of {norm_value(mx)} MHz",
-                         reference_label="good run" if ref_max else "claims",
-                         impact="high" if app is not None and app < mx * 0.9 else "medium",
-                         why="SM clocks held below their max", step_ids=["deltas"]))
-    # power limit below the default (or the good run's)
-    capped = []
-    for i, g in sorted(gpus.items()):
-        s = state.get(i)
-        limit = (s.power_limit_w if s else None) or g.power_limit_w
-        r = ref_gpus.get(i) or (ref_gpus.get(0) if ref_gpus else None)
-        ref_limit = _num(str(r.get("power_limit_w"))) if r and r.get("power_limit_w") is not None else None
-        default = (s.power_default_w if s else None) or ref_limit
-        base = ref_limit or default
-        if limit and base and limit < base * 0.95:
-            capped.append((i, limit, base, ref_limit is not None))
-    if capped:
-        limit = min(c[1] for c in capped)
-        base = capped[0][2]
-        out.append(Delta(kind="hardware", name="power-limit", reference=norm_value(base), current=norm_value(limit),
-                         source=f"GPUs {','.join(str(c[0]) for c in capped)}: power.limit {norm_value(limit)} W "
-                         f"(default {norm_value(base)} W)",
-                         reference_label="good run" if capped[0][3] else "claims",
-                         impact="high" if limit < base * 0.8 else "medium",
-                         why="power limit below the default: clocks sag under load", step_ids=["deltas"]))
-    # persistence mode (a changed setting only)
-    for i, g in sorted(gpus.items()):
-        r = ref_gpus.get(i)
+    return [d for i, g in sorted(v.gpus.items()) if (d := _pcie_delta(v, i, g, links[i], best)) is not None]
+
+
+def _held_clock(v: _HwView, i: int, g: GpuFingerprint) -> tuple[int, float | None, float] | None:
+    """(GPU, its application/locked SM clock, its max) when its SM clock is held below max or the good run's."""
+    s = v.state.get(i)
+    mx = (s.max_sm_clock_mhz if s else None) or g.max_sm_clock_mhz
+    app = s.app_sm_clock_mhz if s else None
+    r = v.ref_gpus.get(i)
+    ref_sm = _num(str(r.get("sm_clock_mhz"))) if r and r.get("sm_clock_mhz") is not None else None
+    below_ref = ref_sm is not None and g.sm_clock_mhz is not None and g.sm_clock_mhz < 0.95 * ref_sm
+    if mx and ((app is not None and app < mx * 0.98) or (s is not None and s.clocks_locked) or below_ref):
+        return (i, app if app is not None else g.sm_clock_mhz, mx)  # GeForce: no application clocks
+    return None
+
+
+def _sm_clock_delta(v: _HwView) -> list[Delta]:
+    """SM clocks locked below max (application clocks / locked clocks), per box: one delta naming the GPUs."""
+    locked = [h for i, g in sorted(v.gpus.items()) if (h := _held_clock(v, i, g)) is not None]
+    if not locked:
+        return []
+    ref_gpus = v.ref_gpus
+    ref_max = next((r.get("sm_clock_mhz") or r.get("max_sm_clock_mhz") for r in ref_gpus.values()
+                    if r.get("sm_clock_mhz") or r.get("max_sm_clock_mhz")), None)  # its clock under load first
+    app = min((a for _, a, _ in locked if a is not None), default=None)
+    mx = locked[0][2]
+    return [Delta(kind="hardware", name="sm-clock", reference=norm_value(ref_max or mx), current=norm_value(app),
+                  source=f"GPUs {','.join(str(i) for i, _, _ in locked)}: application/locked SM clock "
+                  f"{norm_value(app)} of {norm_value(mx)} MHz",
+                  reference_label="good run" if ref_max else "claims",
+                  impact="high" if app is not None and app < mx * 0.9 else "medium",
+                  why="SM clocks held below their max", step_ids=["deltas"])]
+
+
+def _capped_power(v: _HwView, i: int, g: GpuFingerprint) -> tuple[int, float, float, bool] | None:
+    """(GPU, its power limit, the limit it should have, whether that is the good run's) when 5 % or more below."""
+    s = v.state.get(i)
+    limit = (s.power_limit_w if s else None) or g.power_limit_w
+    ref_gpus = v.ref_gpus
+    r = ref_gpus.get(i) or (ref_gpus.get(0) if ref_gpus else None)
+    ref_limit = _num(str(r.get("power_limit_w"))) if r and r.get("power_limit_w") is not None else None
+    default = (s.power_default_w if s else None) or ref_limit
+    base = ref_limit or default
+    if limit and base and limit < base * 0.95:
+        return (i, limit, base, ref_limit is not None)
+    return None
+
+
+def _power_limit_delta(v: _HwView) -> list[Delta]:
+    """Power limit below the default (or the good run's), per box: one delta naming the GPUs."""
+    capped = [c for i, g in sorted(v.gpus.items()) if (c := _capped_power(v, i, g)) is not None]
+    if not capped:
+        return []
+    limit = min(c[1] for c in capped)
+    base = capped[0][2]
+    return [Delta(kind="hardware", name="power-limit", reference=norm_value(base), current=norm_value(limit),
+                  source=f"GPUs {','.join(str(c[0]) for c in capped)}: power.limit {norm_value(limit)} W "
+                  f"(default {norm_value(base)} W)",
+                  reference_label="good run" if capped[0][3] else "claims",
+                  impact="high" if limit < base * 0.8 else "medium",
+                  why="power limit below the default: clocks sag under load", step_ids=["deltas"])]
+
+
+def _persistence_deltas(v: _HwView) -> list[Delta]:
+    """Persistence mode (a changed setting only)."""
+    out: list[Delta] = []
+    for i, g in sorted(v.gpus.items()):
+        r = v.ref_gpus.get(i)
         if r and r.get("persistence_mode") is not None and g.persistence_mode is not None and \
                 not same_value(r["persistence_mode"], g.persistence_mode):
             out.append(Delta(kind="hardware", name="persistence", reference=str(r["persistence_mode"]),
                              current=g.persistence_mode, source=f"GPU {i}", impact="low", step_ids=["fingerprint"]))
-    # other processes on the GPUs
+    return out
+
+
+def _foreign_apps(fp: Fingerprint, box: BoxState) -> list[dict[str, Any]]:
+    """The compute processes that are not the server: nvidia-smi's apps now, else the fingerprint's."""
     server_pids = {int(p["pid"]) for p in fp.gpu_processes if isinstance(p, dict) and p.get("server")}
-    by_bus = {(g.bus_id or "").lower()[-12:]: i for i, g in gpus.items()}
-    foreign = [a for a in box.apps if a["pid"] not in server_pids] if box.apps else \
+    return [a for a in box.apps if a["pid"] not in server_pids] if box.apps else \
         [p for p in fp.gpu_processes if isinstance(p, dict) and not p.get("server")]
+
+
+def _other_process_delta(a: dict[str, Any], gpu: int | None, shared: bool, ref_others: list[str],
+                         ref: dict[str, Any] | None, server_bus: set[str]) -> Delta:
+    """One foreign process (`shared`: on a GPU the server computes on)."""
+    where = f"GPU {gpu}" if gpu is not None else "a GPU"
+    return Delta(kind="hardware", name="other-gpu-process", reference=", ".join(ref_others) or None,
+                 current=f"pid {a['pid']} {a.get('name')}", source=f"{where}: {a.get('name')} "
+                 f"(pid {a['pid']}, {norm_value(a.get('used_mib'))} MiB)",
+                 reference_label="good run" if ref else "claims",
+                 impact="high" if shared or not server_bus else "low",
+                 why="another process computes on a GPU the server uses" if shared else
+                 "another process holds GPU memory", step_ids=["fingerprint"])
+
+
+def _other_process_deltas(ref: dict[str, Any] | None, fp: Fingerprint, box: BoxState, server_bus: set[str],
+                          gpus: dict[int, GpuFingerprint]) -> list[Delta]:
+    """Other processes on the GPUs (those the good run also had are no difference)."""
+    out: list[Delta] = []
+    foreign = _foreign_apps(fp, box)
+    by_bus = {(g.bus_id or "").lower()[-12:]: i for i, g in gpus.items()}
     ref_others = sorted({str(p.get("name")) for p in (ref or {}).get("gpu_processes") or []
                          if isinstance(p, dict) and not p.get("server")})
     for a in foreign:
         bus = str(a.get("bus_id") or "").lower()[-12:]
-        gpu = by_bus.get(bus)
-        shared = bool(bus) and bus in server_bus
         if str(a.get("name")) in ref_others:
             continue
-        where = f"GPU {gpu}" if gpu is not None else "a GPU"
-        out.append(Delta(kind="hardware", name="other-gpu-process", reference=", ".join(ref_others) or None,
-                         current=f"pid {a['pid']} {a.get('name')}", source=f"{where}: {a.get('name')} "
-                         f"(pid {a['pid']}, {norm_value(a.get('used_mib'))} MiB)",
-                         reference_label="good run" if ref else "claims",
-                         impact="high" if shared or not server_bus else "low",
-                         why="another process computes on a GPU the server uses" if shared else
-                         "another process holds GPU memory", step_ids=["fingerprint"]))
+        out.append(_other_process_delta(a, by_bus.get(bus), bool(bus) and bus in server_bus, ref_others, ref,
+                                        server_bus))
     return out
+
+
+def _hardware_deltas(ref: dict[str, Any] | None, fp: Fingerprint, box: BoxState, server_bus: set[str]) -> list[Delta]:
+    """GPU model/count/interconnect, PCIe links, SM clocks, power limits, persistence and other GPU processes."""
+    ref_gpus = {int(g.get("index", i)): g for i, g in enumerate(ref.get("gpus") or [])
+                if isinstance(g, dict)} if ref else {}
+    v = _HwView(ref_gpus=ref_gpus, state={g.index: g for g in box.gpus}, gpus={g.index: g for g in fp.gpus})
+    return (_gpu_identity_deltas(ref, fp) + _pcie_deltas(v) + _sm_clock_delta(v) + _power_limit_delta(v) +
+            _persistence_deltas(v) + _other_process_deltas(ref, fp, box, server_bus, v.gpus))
 
 
 def _acceptance_delta(ref: dict[str, Any], measure: MeasureFacts | None) -> list[Delta]:

@@ -265,6 +265,68 @@ def _capped(cp: ClockProbe, ref_gpus: dict[int, dict]) -> tuple[bool, float | No
     return bool(cp.power_limit_w and base and cp.power_limit_w < 0.95 * base), base
 
 
+def _boost_findings(out: HardwareProbe, measured: list[ClockProbe], free: list[ClockProbe]) -> None:
+    """A clock below "max" with no state that holds it is how the card boosts: a finding at most."""
+    for cp in measured:
+        mx = cp.max_sm_clock_mhz
+        if cp in free and mx and statistics.median(cp.sm_clock_load_mhz) < 0.9 * mx:
+            out.findings.append(f"GPU {cp.gpu}: SM clock {norm_value(round(statistics.median(cp.sm_clock_load_mhz)))}"
+                                f" of {norm_value(mx)} MHz 'max' under load with no clock-event reason: the card's "
+                                "own boost (not a cause)")
+
+
+def _held_effect(kind: str, cp: ClockProbe, ref_gpus: dict[int, dict], free: list[ClockProbe],
+                 findings: list[str]) -> tuple[ClockProbe, float, str] | None:
+    """(GPU, its SM clock under load, the reference's name) when this held or capped GPU's state differs from the
+    reference and its clock is 5 % or more below it; else None, with the finding that says why it is no cause."""
+    sm = statistics.median(cp.sm_clock_load_mhz)
+    ref, label = _ref_clock(cp, ref_gpus, free)
+    if kind == "power-limit" and ref is None:  # the cap's reason says it holds the clock below its max
+        ref, label = cp.max_sm_clock_mhz, "its max"
+    differs, base = _capped(cp, ref_gpus) if kind == "power-limit" else (ref is not None, None)
+    what = ("application/locked clocks" if kind == "sm-clock" else
+            f"SW power cap at {norm_value(cp.power_limit_w)} W")
+    if kind == "power-limit" and not differs:
+        findings.append(f"GPU {cp.gpu}: {what} under load, at the model's default limit "
+                        f"{norm_value(base)} W: how this card runs (not a cause)")
+    elif ref is None and kind == "sm-clock":
+        findings.append(f"GPU {cp.gpu}: {what} hold the SM clock at {norm_value(round(sm))} MHz; no "
+                        "reference clock (no good-run reading, no other GPU free of it): not measured, "
+                        "not a cause")
+    elif ref is not None and sm >= 0.95 * ref:
+        findings.append(f"GPU {cp.gpu}: {what}, but under load the SM clock "
+                        f"{norm_value(round(sm))} MHz reaches {label}'s {norm_value(round(ref))} MHz: "
+                        "measured, no effect (not a cause)")
+    else:
+        return (cp, sm, label)
+    return None
+
+
+def _clock_cause(kind: str, cps: list[ClockProbe], ref_gpus: dict[int, dict], free: list[ClockProbe]) -> CauseFact:
+    """The confirmed cause of one kind (held clocks or a power cap) over the GPUs that showed its effect."""
+    sm = statistics.median(x for c in cps for x in c.sm_clock_load_mhz)
+    ref, label = _ref_clock(cps[0], ref_gpus, free)
+    if ref is None:
+        ref, label = cps[0].max_sm_clock_mhz, "its max"
+    ref_text = (f"{label}'s {norm_value(round(ref))} MHz ({sm / ref - 1:+.0%})" if ref is not None else
+                f"{norm_value(cps[0].max_sm_clock_mhz)} MHz max")
+    if kind == "sm-clock":
+        return CauseFact(
+            name=f"SM clocks held at {norm_value(round(sm))} MHz on GPUs {_gpus_text(cps)} (application/locked "
+            f"clocks; {label} ran at {norm_value(round(ref or 0))} MHz)", kind="hardware", key="sm-clock",
+            confirmed=True, method="targeted-measurement", evidence=["probe"],
+            detail=f"measured under load: SM clock {norm_value(round(sm))} MHz vs {ref_text} with the "
+            "applications-clocks reason active",
+            fix="sudo nvidia-smi -rgc && sudo nvidia-smi -rac (reset locked and application clocks)")
+    _, base = _capped(cps[0], ref_gpus)
+    return CauseFact(
+        name=f"power limit {norm_value(cps[0].power_limit_w)} W of {norm_value(base)} W on GPUs "
+        f"{_gpus_text(cps)}", kind="hardware", key="power-limit", confirmed=True,
+        method="targeted-measurement", evidence=["probe"],
+        detail=f"measured under load: SM clock {norm_value(round(sm))} MHz vs {ref_text} with the SW power "
+        "cap active", fix=f"sudo nvidia-smi -pl {norm_value(base)} (if the site's power policy allows)")
+
+
 def _clock_causes(out: HardwareProbe, ref_gpus: dict[int, dict]) -> list[CauseFact]:
     """A clock or power state is a cause only when (a) the reference differs in it and (b) the measurement under load
     shows its effect (the SM clock at least 5 % below the reference's); otherwise it is a finding."""
@@ -273,61 +335,161 @@ def _clock_causes(out: HardwareProbe, ref_gpus: dict[int, dict]) -> list[CauseFa
     held = [cp for cp in measured if _held(cp)]
     capped = [cp for cp in measured if "sw_power_cap" in cp.reasons]
     free = [cp for cp in measured if cp not in held and cp not in capped]
-    for cp in measured:  # a clock below "max" with no state that holds it is how the card boosts: a finding at most
-        mx = cp.max_sm_clock_mhz
-        if cp in free and mx and statistics.median(cp.sm_clock_load_mhz) < 0.9 * mx:
-            out.findings.append(f"GPU {cp.gpu}: SM clock {norm_value(round(statistics.median(cp.sm_clock_load_mhz)))}"
-                                f" of {norm_value(mx)} MHz 'max' under load with no clock-event reason: the card's "
-                                "own boost (not a cause)")
+    _boost_findings(out, measured, free)
     for kind, group in (("sm-clock", held), ("power-limit", capped)):
-        confirmed: list[tuple[ClockProbe, float, str]] = []
-        for cp in group:
-            sm = statistics.median(cp.sm_clock_load_mhz)
-            ref, label = _ref_clock(cp, ref_gpus, free)
-            if kind == "power-limit" and ref is None:  # the cap's reason says it holds the clock below its max
-                ref, label = cp.max_sm_clock_mhz, "its max"
-            differs, base = _capped(cp, ref_gpus) if kind == "power-limit" else (ref is not None, None)
-            what = ("application/locked clocks" if kind == "sm-clock" else
-                    f"SW power cap at {norm_value(cp.power_limit_w)} W")
-            if kind == "power-limit" and not differs:
-                out.findings.append(f"GPU {cp.gpu}: {what} under load, at the model's default limit "
-                                    f"{norm_value(base)} W: how this card runs (not a cause)")
-            elif ref is None and kind == "sm-clock":
-                out.findings.append(f"GPU {cp.gpu}: {what} hold the SM clock at {norm_value(round(sm))} MHz; no "
-                                    "reference clock (no good-run reading, no other GPU free of it): not measured, "
-                                    "not a cause")
-            elif ref is not None and sm >= 0.95 * ref:
-                out.findings.append(f"GPU {cp.gpu}: {what}, but under load the SM clock "
-                                    f"{norm_value(round(sm))} MHz reaches {label}'s {norm_value(round(ref))} MHz: "
-                                    "measured, no effect (not a cause)")
-            else:
-                confirmed.append((cp, sm, label))
-        if not confirmed:
-            continue
-        cps = [c for c, _, _ in confirmed]
-        sm = statistics.median(x for c in cps for x in c.sm_clock_load_mhz)
-        ref, label = _ref_clock(cps[0], ref_gpus, free)
-        if ref is None:
-            ref, label = cps[0].max_sm_clock_mhz, "its max"
-        ref_text = (f"{label}'s {norm_value(round(ref))} MHz ({sm / ref - 1:+.0%})" if ref is not None else
-                    f"{norm_value(cps[0].max_sm_clock_mhz)} MHz max")
-        if kind == "sm-clock":
-            causes.append(CauseFact(
-                name=f"SM clocks held at {norm_value(round(sm))} MHz on GPUs {_gpus_text(cps)} (application/locked "
-                f"clocks; {label} ran at {norm_value(round(ref or 0))} MHz)", kind="hardware", key="sm-clock",
-                confirmed=True, method="targeted-measurement", evidence=["probe"],
-                detail=f"measured under load: SM clock {norm_value(round(sm))} MHz vs {ref_text} with the "
-                "applications-clocks reason active",
-                fix="sudo nvidia-smi -rgc && sudo nvidia-smi -rac (reset locked and application clocks)"))
-        else:
-            _, base = _capped(cps[0], ref_gpus)
-            causes.append(CauseFact(
-                name=f"power limit {norm_value(cps[0].power_limit_w)} W of {norm_value(base)} W on GPUs "
-                f"{_gpus_text(cps)}", kind="hardware", key="power-limit", confirmed=True,
-                method="targeted-measurement", evidence=["probe"],
-                detail=f"measured under load: SM clock {norm_value(round(sm))} MHz vs {ref_text} with the SW power "
-                "cap active", fix=f"sudo nvidia-smi -pl {norm_value(base)} (if the site's power policy allows)"))
+        confirmed = [c for cp in group if (c := _held_effect(kind, cp, ref_gpus, free, out.findings)) is not None]
+        if confirmed:
+            causes.append(_clock_cause(kind, [c for c, _, _ in confirmed], ref_gpus, free))
     return causes
+
+
+def _link(r: dict[str, str | None]) -> tuple[float, float]:
+    """A GPU's current PCIe link as (generation, width)."""
+    return (_f(r.get("pcie.link.gen.current")) or 0, _f(r.get("pcie.link.width.current")) or 0)
+
+
+def _slow_links(gpus: dict[int, dict[str, str | None]], deltas: DeltaList | None) -> list[int]:
+    """The GPUs whose link is slower than the box's best, plus those list_deltas named for their link."""
+    best = max((_link(r) for r in gpus.values()), default=(0.0, 0.0))
+    slow = sorted(i for i, r in gpus.items() if _link(r) < best)
+    if deltas is not None:
+        named = {d.source.split()[1] for d in deltas.deltas if d.name == "pcie-link" and d.source.startswith("GPU ")}
+        slow = sorted(set(slow) | {int(x) for x in named if x.isdigit() and int(x) in gpus})
+    return slow
+
+
+def _link_cause(g: int, r: dict[str, str | None], p: LinkProbe) -> CauseFact:
+    """GPU g's slow link, confirmed by the all-reduce bandwidth with vs without it."""
+    return CauseFact(
+        name=f"PCIe link of GPU {g} at Gen{norm_value(_f(r.get('pcie.link.gen.current')))} "
+        f"x{norm_value(_f(r.get('pcie.link.width.current')))} (max Gen{norm_value(_f(r.get('pcie.link.gen.max')))} "
+        f"x{norm_value(_f(r.get('pcie.link.width.max')))})",
+        kind="hardware", key="pcie-link", confirmed=True, method="targeted-measurement",
+        evidence=["probe"], detail=f"all-reduce bus bandwidth {p.ratio:.2f}x with GPU {g} "
+        f"({', '.join(map(str, p.gpus_with))}) vs without ({', '.join(map(str, p.gpus_without))}), "
+        f"p={p.p_value:.3g}", fix="reseat the GPU / check the slot and riser; `lspci -vv` LnkSta")
+
+
+def _probe_links(ctx: ToolContext, args: ProbeInput, out: HardwareProbe, gpus: dict[int, dict[str, str | None]],
+                 slow: list[int], bench: str | None) -> None:
+    """All-reduce with vs without each slow-link GPU; a measured loss is a cause."""
+    healthy = [i for i in sorted(gpus) if i not in slow]
+    for g in slow:
+        p = _link_probe(ctx, args, g, healthy, bench)
+        out.links.append(p)
+        if p.outcome == "DIFFERENT" and p.verdict == "worse":
+            out.causes.append(_link_cause(g, gpus[g], p))
+
+
+def _idle_clock_probe(i: int, r: dict[str, str | None]) -> ClockProbe:
+    """GPU i's limits as read before the load (the readings under load are added to it)."""
+    return ClockProbe(gpu=i, max_sm_clock_mhz=_f(r.get("clocks.max.sm")), power_limit_w=_f(r.get("power.limit")),
+                      power_default_w=_f(r.get("power.default_limit")),
+                      app_sm_clock_mhz=_f(r.get("clocks.applications.graphics")),
+                      default_app_sm_clock_mhz=_f(r.get("clocks.default_applications.graphics")))
+
+
+def _load_command(ctx: ToolContext, args: ProbeInput, bench: str | None, n: int, notes: list[str]) -> str:
+    """The all-reduce over every GPU that loads them while the clocks are read ('true' without a benchmark)."""
+    if bench == "all_reduce_perf":  # -N 0: cycles until killed, so the load outlasts the readings on any box
+        return f"all_reduce_perf -b 64M -e 64M -g {n} -n 500 -w 5 -N 0"
+    if bench == "allreduce_bench" and args.python:
+        return (f"{shlex.quote(args.python)} -m torch.distributed.run --standalone --nproc-per-node {n} "
+                f"{shlex.quote(ctx.remote_script('allreduce_bench.py'))} --sizes 64M -n 500 -w 5 -G 0")
+    notes.append("no all-reduce benchmark to load the GPUs with: clocks read as the server leaves them")
+    return "true"
+
+
+def _add_loaded_reading(loaded: dict[int, ClockProbe], r: dict[str, str | None]) -> None:
+    """One nvidia-smi row read under load: kept only when the GPU was busy (utilisation 50 % or more)."""
+    idx = int(r.get("index") or -1) if (r.get("index") or "").isdigit() else -1
+    cp = loaded.get(idx)
+    util = _f(r.get("utilization.gpu"))
+    if cp is None or util is None or util < 50:  # only readings under load say what load gets
+        return
+    cp.utilization_pct.append(util)
+    if (sm := _f(r.get("clocks.sm"))) is not None:
+        cp.sm_clock_load_mhz.append(sm)
+    if (pw := _f(r.get("power.draw"))) is not None:
+        cp.power_draw_w.append(pw)
+
+
+def _probe_clocks(ctx: ToolContext, args: ProbeInput, out: HardwareProbe, gpus: dict[int, dict[str, str | None]],
+                  bench: str | None) -> None:
+    """Clocks and power under load: one load (all-reduce over every GPU) read `samples` times while it keeps every
+    GPU busy, with the clock-event reasons read while it still runs (a clock or power limit shows only under load)."""
+    loaded: dict[int, ClockProbe] = {i: _idle_clock_probe(i, r) for i, r in gpus.items()}
+    load_gpus = ",".join(str(i) for i in sorted(gpus))
+    load = _load_command(ctx, args, bench, len(gpus), out.notes)
+    script = (f"CUDA_VISIBLE_DEVICES={load_gpus} {load} >/dev/null 2>&1 & LOAD=$!; "
+              f"sleep {args.load_warmup_s:g}; for i in $(seq {args.samples}); do "
+              "nvidia-smi --query-gpu=" + ",".join(_Q) + " --format=csv,noheader,nounits 2>&1; "
+              f"[ $i -lt {args.samples} ] && sleep 1; done; echo @@r; {_REASONS_CMD}; "
+              "kill $LOAD 2>/dev/null; wait $LOAD 2>/dev/null; true")  # reasons read while the load still runs
+    res = ctx.host.run(Raw(script), check="ignore", timeout=120 + args.load_warmup_s + 2 * args.samples)
+    loaded_out, _, reasons_out = res.stdout.partition("@@r")
+    for r in parse_query_csv(loaded_out.strip(), _Q):
+        _add_loaded_reading(loaded, r)
+    reasons = _parse_reasons(reasons_out)
+    for i, cp in loaded.items():
+        cp.reasons = reasons.get(i, [])
+        out.clocks.append(cp)
+    if not any(cp.sm_clock_load_mhz for cp in out.clocks):
+        out.notes.append("no nvidia-smi reading under load (utilisation below 50 %): clocks not judged")
+
+
+def _compute_apps(ctx: ToolContext) -> list[tuple[int, str, float | None, str]]:
+    """(pid, name, used MiB, bus id) of every compute process on the GPUs."""
+    res = ctx.host.run(Raw("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_bus_id "
+                           "--format=csv,noheader,nounits 2>&1; true"), check="ignore", timeout=60)
+    apps = []
+    for line in res.stdout.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) >= 4 and cells[0].isdigit():
+            apps.append((int(cells[0]), cells[1], _f(cells[2]), cells[3]))
+    return apps
+
+
+def _server_buses(args: ProbeInput, fp: dict[str, Any], gpus: dict[int, dict[str, str | None]],
+                  apps: list[tuple[int, str, float | None, str]], server_pids: set[int]) -> set[str]:
+    """The bus ids of the GPUs the server computes on: where its processes are, else (the server is stopped for the
+    trials) the ones it will come back on."""
+    server_bus = {b.lower()[-12:] for pid, _, _, b in apps if pid in server_pids}
+    if not server_bus and args.tp:
+        visible = (fp.get("worker_env") or {}).get("CUDA_VISIBLE_DEVICES") or ""
+        ids = [int(x) for x in visible.split(",") if x.strip().isdigit()] or list(range(int(args.tp)))
+        server_bus = {(gpus[i].get("pci.bus_id") or "").lower()[-12:] for i in ids[:int(args.tp)] if i in gpus}
+    return server_bus
+
+
+def _process_cause(pp: ProcessProbe) -> CauseFact:
+    """A foreign process measured computing on a GPU the server uses."""
+    return CauseFact(
+        name=f"other GPU process {pp.name} (pid {pp.pid}) computes on GPU {pp.gpu} beside the server", kind="hardware",
+        key="other-gpu-process", confirmed=True, method="targeted-measurement", evidence=["probe"],
+        detail=f"it uses {norm_value(pp.sm_pct)} % of the GPU's SMs and {norm_value(pp.used_mib)} MiB; a TP step "
+        "waits for the slowest rank", fix=f"move pid {pp.pid} to a GPU the server does not use (not ours to stop)")
+
+
+def _probe_processes(ctx: ToolContext, args: ProbeInput, out: HardwareProbe,
+                     gpus: dict[int, dict[str, str | None]]) -> None:
+    """Compute processes that are not the server, with their SM share; one computing beside the server is a cause."""
+    fp = args.fingerprint or {}
+    server_pids = {int(p["pid"]) for p in fp.get("gpu_processes") or [] if isinstance(p, dict) and p.get("server")}
+    apps = _compute_apps(ctx)
+    by_bus = {(r.get("pci.bus_id") or "").lower()[-12:]: i for i, r in gpus.items()}
+    server_bus = _server_buses(args, fp, gpus, apps, server_pids)
+    foreign = [a for a in apps if a[0] not in server_pids]
+    sm_by_pid = _pmon(ctx) if foreign else {}
+    for pid, name, mib, bus in foreign:
+        key = bus.lower()[-12:]
+        pp = ProcessProbe(pid=pid, name=name, gpu=by_bus.get(key), bus_id=bus, used_mib=mib, sm_pct=sm_by_pid.get(pid),
+                         shares_server_gpu=key in server_bus)
+        out.processes.append(pp)
+        if pp.shares_server_gpu and pp.sm_pct is not None and pp.sm_pct >= 5:
+            out.causes.append(_process_cause(pp))
+    if not server_pids:
+        out.notes.append("server GPU processes unknown (no fingerprint): every compute app counted as foreign")
 
 
 @tool(effect="read")
@@ -337,108 +499,16 @@ def probe_hardware(ctx: ToolContext, args: ProbeInput) -> HardwareProbe:
     compute processes that are not the server. A cause is confirmed only when the measurement shows it."""
     out = HardwareProbe()
     deltas = DeltaList.model_validate(args.deltas) if args.deltas else None
-    rows, reasons = _read_gpus(ctx)
+    rows, _reasons = _read_gpus(ctx)
     if not rows:
         out.notes.append("nvidia-smi gave no GPUs: nothing to probe")
         return out
     gpus = {int(r.get("index") or i): r for i, r in enumerate(rows) if (r.get("index") or str(i)).isdigit()}
-
-    def link(r: dict[str, str | None]) -> tuple[float, float]:
-        return (_f(r.get("pcie.link.gen.current")) or 0, _f(r.get("pcie.link.width.current")) or 0)
-
-    best = max((link(r) for r in gpus.values()), default=(0.0, 0.0))
-    slow = sorted(i for i, r in gpus.items() if link(r) < best)
-    if deltas is not None:
-        named = {d.source.split()[1] for d in deltas.deltas if d.name == "pcie-link" and d.source.startswith("GPU ")}
-        slow = sorted(set(slow) | {int(x) for x in named if x.isdigit() and int(x) in gpus})
-    healthy = [i for i in sorted(gpus) if i not in slow]
+    slow = _slow_links(gpus, deltas)
     bench = _bench(ctx, args.python)
-    for g in slow:
-        p = _link_probe(ctx, args, g, healthy, bench)
-        out.links.append(p)
-        r = gpus[g]
-        if p.outcome == "DIFFERENT" and p.verdict == "worse":
-            out.causes.append(CauseFact(
-                name=f"PCIe link of GPU {g} at Gen{norm_value(_f(r.get('pcie.link.gen.current')))} "
-                f"x{norm_value(_f(r.get('pcie.link.width.current')))} (max Gen{norm_value(_f(r.get('pcie.link.gen.max')))} "
-                f"x{norm_value(_f(r.get('pcie.link.width.max')))})",
-                kind="hardware", key="pcie-link", confirmed=True, method="targeted-measurement",
-                evidence=["probe"], detail=f"all-reduce bus bandwidth {p.ratio:.2f}x with GPU {g} "
-                f"({', '.join(map(str, p.gpus_with))}) vs without ({', '.join(map(str, p.gpus_without))}), "
-                f"p={p.p_value:.3g}", fix="reseat the GPU / check the slot and riser; `lspci -vv` LnkSta"))
-    # clocks and power under load: read while all_reduce_perf keeps every GPU busy
-    loaded: dict[int, ClockProbe] = {i: ClockProbe(gpu=i, max_sm_clock_mhz=_f(r.get("clocks.max.sm")),
-                                                  power_limit_w=_f(r.get("power.limit")),
-                                                  power_default_w=_f(r.get("power.default_limit")),
-                                                  app_sm_clock_mhz=_f(r.get("clocks.applications.graphics")),
-                                                  default_app_sm_clock_mhz=_f(
-                                                      r.get("clocks.default_applications.graphics")))
-                                     for i, r in gpus.items()}
-    load_gpus = ",".join(str(i) for i in sorted(gpus))
-    # one load (all-reduce over every GPU) read `samples` times: a clock or power limit shows only under load
-    if bench == "all_reduce_perf":  # -N 0: cycles until killed, so the load outlasts the readings on any box
-        load = f"all_reduce_perf -b 64M -e 64M -g {len(gpus)} -n 500 -w 5 -N 0"
-    elif bench == "allreduce_bench" and args.python:
-        load = (f"{shlex.quote(args.python)} -m torch.distributed.run --standalone --nproc-per-node {len(gpus)} "
-                f"{shlex.quote(ctx.remote_script('allreduce_bench.py'))} --sizes 64M -n 500 -w 5 -G 0")
-    else:
-        load = "true"
-        out.notes.append("no all-reduce benchmark to load the GPUs with: clocks read as the server leaves them")
-    script = (f"CUDA_VISIBLE_DEVICES={load_gpus} {load} >/dev/null 2>&1 & LOAD=$!; "
-              f"sleep {args.load_warmup_s:g}; for i in $(seq {args.samples}); do "
-              "nvidia-smi --query-gpu=" + ",".join(_Q) + " --format=csv,noheader,nounits 2>&1; "
-              f"[ $i -lt {args.samples} ] && sleep 1; done; echo @@r; {_REASONS_CMD}; "
-              "kill $LOAD 2>/dev/null; wait $LOAD 2>/dev/null; true")  # reasons read while the load still runs
-    res = ctx.host.run(Raw(script), check="ignore", timeout=120 + args.load_warmup_s + 2 * args.samples)
-    loaded_out, _, reasons_out = res.stdout.partition("@@r")
-    for r in parse_query_csv(loaded_out.strip(), _Q):
-        idx = int(r.get("index") or -1) if (r.get("index") or "").isdigit() else -1
-        cp = loaded.get(idx)
-        util = _f(r.get("utilization.gpu"))
-        if cp is None or util is None or util < 50:  # only readings under load say what load gets
-            continue
-        cp.utilization_pct.append(util)
-        if (sm := _f(r.get("clocks.sm"))) is not None:
-            cp.sm_clock_load_mhz.append(sm)
-        if (pw := _f(r.get("power.draw"))) is not None:
-            cp.power_draw_w.append(pw)
-    reasons = _parse_reasons(reasons_out)
-    for i, cp in loaded.items():
-        cp.reasons = reasons.get(i, [])
-        out.clocks.append(cp)
-    if not any(cp.sm_clock_load_mhz for cp in out.clocks):
-        out.notes.append("no nvidia-smi reading under load (utilisation below 50 %): clocks not judged")
+    _probe_links(ctx, args, out, gpus, slow, bench)
+    _probe_clocks(ctx, args, out, gpus, bench)
     ref_gpus = _reference_gpus(ctx, args.good_fingerprint, out.notes)
     out.causes += _clock_causes(out, ref_gpus)
-    # compute processes that are not the server
-    fp = args.fingerprint or {}
-    server_pids = {int(p["pid"]) for p in fp.get("gpu_processes") or [] if isinstance(p, dict) and p.get("server")}
-    res = ctx.host.run(Raw("nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_bus_id "
-                           "--format=csv,noheader,nounits 2>&1; true"), check="ignore", timeout=60)
-    apps = []
-    for line in res.stdout.splitlines():
-        cells = [c.strip() for c in line.split(",")]
-        if len(cells) >= 4 and cells[0].isdigit():
-            apps.append((int(cells[0]), cells[1], _f(cells[2]), cells[3]))
-    by_bus = {(r.get("pci.bus_id") or "").lower()[-12:]: i for i, r in gpus.items()}
-    server_bus = {b.lower()[-12:] for pid, _, _, b in apps if pid in server_pids}
-    if not server_bus and args.tp:  # the server is stopped for the trials: its GPUs are the ones it will come back on
-        visible = (fp.get("worker_env") or {}).get("CUDA_VISIBLE_DEVICES") or ""
-        ids = [int(x) for x in visible.split(",") if x.strip().isdigit()] or list(range(int(args.tp)))
-        server_bus = {(gpus[i].get("pci.bus_id") or "").lower()[-12:] for i in ids[:int(args.tp)] if i in gpus}
-    foreign = [a for a in apps if a[0] not in server_pids]
-    sm_by_pid = _pmon(ctx) if foreign else {}
-    for pid, name, mib, bus in foreign:
-        key = bus.lower()[-12:]
-        pp = ProcessProbe(pid=pid, name=name, gpu=by_bus.get(key), bus_id=bus, used_mib=mib, sm_pct=sm_by_pid.get(pid),
-                         shares_server_gpu=key in server_bus)
-        out.processes.append(pp)
-        if pp.shares_server_gpu and pp.sm_pct is not None and pp.sm_pct >= 5:
-            out.causes.append(CauseFact(
-                name=f"other GPU process {name} (pid {pid}) computes on GPU {pp.gpu} beside the server", kind="hardware",
-                key="other-gpu-process", confirmed=True, method="targeted-measurement", evidence=["probe"],
-                detail=f"it uses {norm_value(pp.sm_pct)} % of the GPU's SMs and {norm_value(mib)} MiB; a TP step "
-                "waits for the slowest rank", fix=f"move pid {pid} to a GPU the server does not use (not ours to stop)"))
-    if not server_pids:
-        out.notes.append("server GPU processes unknown (no fingerprint): every compute app counted as foreign")
+    _probe_processes(ctx, args, out, gpus)
     return out

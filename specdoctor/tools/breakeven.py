@@ -125,15 +125,18 @@ def _close(a: float, b: float) -> bool:
     return abs(a - b) <= _CONSISTENCY * max(abs(a), abs(b))
 
 
-def _resolve(run: BreakevenRun, notes: list[str], label: str = "") -> _Resolved:
-    """Turn any consistent subset of measurements into decode time, cycle time and τ; refuse contradictions."""
-    who = f"{label}: " if label else ""
+def _decode_ms(run: BreakevenRun, who: str) -> float:
+    """Plain-decode time per token, ms, from --decode-ms or --baseline-tps (both given: they must agree)."""
     if run.decode_ms is None and run.baseline_tps is None:
         raise UsageError(f"{who}need the plain-decode speed: --baseline-tps or --decode-ms")
     if run.decode_ms is not None and run.baseline_tps is not None and not _close(run.decode_ms, 1000.0 / run.baseline_tps):
         raise UsageError(f"{who}--decode-ms {run.decode_ms:g} and --baseline-tps {run.baseline_tps:g} disagree "
                          f"(1000/{run.baseline_tps:g} = {1000.0 / run.baseline_tps:.2f} ms)")
-    decode = run.decode_ms if run.decode_ms is not None else 1000.0 / run.baseline_tps  # type: ignore[operator]
+    return run.decode_ms if run.decode_ms is not None else 1000.0 / run.baseline_tps  # type: ignore[operator]
+
+
+def _draft_steps(run: BreakevenRun, who: str, notes: list[str]) -> int | None:
+    """Draft steps k: given, else draft tokens − 1 (chain drafting); refuses per-step inputs that lack it."""
     steps = run.steps
     if steps is None and run.draft_tokens is not None and run.draft_tokens >= 2:
         steps = run.draft_tokens - 1
@@ -142,7 +145,12 @@ def _resolve(run: BreakevenRun, notes: list[str], label: str = "") -> _Resolved:
         raise UsageError(f"{who}--draft-ms is per draft step: give --steps (or --draft-tokens)")
     if run.overhead_ms is not None and run.verify_ms is None:
         raise UsageError(f"{who}--overhead-ms is a cycle component: give --verify-ms too")
-    overhead = run.overhead_ms or 0.0
+    return steps
+
+
+def _cycles(run: BreakevenRun, steps: int | None, overhead: float, who: str,
+            notes: list[str]) -> tuple[float | None, float | None]:
+    """The cycle time from its components and from τ/spec_tps (either may be missing, not both)."""
     cyc_c = None
     if run.verify_ms is not None:
         if run.draft_ms is None:
@@ -159,6 +167,16 @@ def _resolve(run: BreakevenRun, notes: list[str], label: str = "") -> _Resolved:
     if cyc_c is not None and cyc_t is not None and not _close(cyc_c, cyc_t):
         notes.append(f"{who}cycle from components {cyc_c:.2f} ms differs from τ/spec_tps {cyc_t:.2f} ms: "
                      "unmeasured overhead or noise; τ* uses the components")
+    return cyc_c, cyc_t
+
+
+def _resolve(run: BreakevenRun, notes: list[str], label: str = "") -> _Resolved:
+    """Turn any consistent subset of measurements into decode time, cycle time and τ; refuse contradictions."""
+    who = f"{label}: " if label else ""
+    decode = _decode_ms(run, who)
+    steps = _draft_steps(run, who, notes)
+    overhead = run.overhead_ms or 0.0
+    cyc_c, cyc_t = _cycles(run, steps, overhead, who, notes)
     spec = run.spec_tps
     return _Resolved(decode_ms=decode, baseline_tps=1000.0 / decode, steps=steps, draft_ms=run.draft_ms,
                      verify_ms=run.verify_ms, overhead_ms=overhead, cycle_components=cyc_c, cycle_throughput=cyc_t,

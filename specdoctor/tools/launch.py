@@ -191,9 +191,8 @@ def launch_server(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
 _BIND_RACE = re.compile(r"address already in use|port \d+ is (?:already )?in use", re.IGNORECASE)
 
 
-def _launch(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
-    """One start of launch_server (see there)."""
-    engine = get_engine(args.engine)
+def _launch_argv(ctx: ToolContext, args: LaunchInput, engine: InferenceEngine) -> tuple[list[str], dict[str, str], int]:
+    """The argv to run (port 0: one free on the host), the environment it gets and its port; refuses a busy port."""
     want = args.port
     if want == 0:
         _, used = listening_ports(ctx.host)
@@ -205,30 +204,31 @@ def _launch(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     port = parsed.port
     if args.port != 0 and port_busy(ctx.host, port):
         raise ToolRetry(f"port {port} is busy on {ctx.host.name}: stop that server first or pass another port")
-    label = re.sub(r"[^A-Za-z0-9_.-]+", "-", args.label) or "server"
-    log = args.log_path or f"{ctx.run_dir}/{label}-{int(time.time())}-{port}.log"
-    offset = 0
-    if args.log_path:  # an existing log keeps its history: only what this start adds is read for failures
-        size = ctx.host.run(["wc", "-c", args.log_path], check="ignore").stdout.split()[:1]
-        offset = int(size[0]) if size and size[0].isdigit() else 0
+    return argv, env, port
+
+
+def _log_offset(ctx: ToolContext, args: LaunchInput) -> int:
+    """Where this start's output begins: an existing log keeps its history, only what this start adds is read
+    for failures."""
+    if not args.log_path:
+        return 0
+    size = ctx.host.run(["wc", "-c", args.log_path], check="ignore").stdout.split()[:1]
+    return int(size[0]) if size and size[0].isdigit() else 0
+
+
+def _env_words(args: LaunchInput, env: dict[str, str]) -> tuple[list[str], str]:
+    """The `env` command (-i, or -u for each variable removed) and the K=V words for the launch line."""
     env_part = " ".join(shlex.quote(f"{k}={v}") for k, v in env.items() if k not in args.unset)
     drop = [f"-u {shlex.quote(n)}" for n in args.unset if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", n)]
     env_cmd = ["env", "-i"] if args.replace_env else ["env", *drop] if env_part or drop else []
-    run = " ".join(["setsid", "nohup", *env_cmd, *([env_part] if env_part else []), shlex.join(argv)])
-    if args.session is not None:
-        log = args.log_path or ""  # no file: the output goes to the window, as it did before
-        ctx.say(f"launching {label} on port {port} in {args.session.where()}")
-        pid = _start_in_session(ctx, args, [*env_cmd, *([env_part] if env_part else [])], argv, log, label)
-    else:
-        pid = _start_detached(ctx, args, run, port, log, label)
-    # setsid (not a group leader in a non-interactive sh, so it does not fork) makes the pid its own group id;
-    # reading /proc/PID/stat right away could race the setsid() call and see the launching shell's group.
-    # tmux and screen make each window's process a session (and group) leader too.
-    pgid = pid
-    result = LaunchResult(pids=[pid], pgid=pgid, port=port, log_path=log, argv=argv, env=redact_env(env),
-                          label=label)
-    if args.own:
-        _record(ctx, {"pgid": pgid, "pids": [pid], "port": port, "log": log, "label": label, "time": time.time()})
+    return env_cmd, env_part
+
+
+def _wait_healthy(ctx: ToolContext, args: LaunchInput, engine: InferenceEngine, result: LaunchResult, pgid: int,
+                  offset: int) -> None:
+    """Poll until the server answers its health route; a dead group, a fatal log line or the timeout stop the
+    server and raise Unresolved with the log tail."""
+    label, port, log = result.label, result.port, result.log_path
     t0 = time.monotonic()
     last_say = t0
     while True:
@@ -255,6 +255,32 @@ def _launch(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
             ctx.say(f"waiting for {label} on port {port} ({time.monotonic() - t0:.0f}s)")
             last_say = time.monotonic()
         time.sleep(0.25)
+
+
+def _launch(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
+    """One start of launch_server (see there)."""
+    engine = get_engine(args.engine)
+    argv, env, port = _launch_argv(ctx, args, engine)
+    label = re.sub(r"[^A-Za-z0-9_.-]+", "-", args.label) or "server"
+    log = args.log_path or f"{ctx.run_dir}/{label}-{int(time.time())}-{port}.log"
+    offset = _log_offset(ctx, args)
+    env_cmd, env_part = _env_words(args, env)
+    run = " ".join(["setsid", "nohup", *env_cmd, *([env_part] if env_part else []), shlex.join(argv)])
+    if args.session is not None:
+        log = args.log_path or ""  # no file: the output goes to the window, as it did before
+        ctx.say(f"launching {label} on port {port} in {args.session.where()}")
+        pid = _start_in_session(ctx, args, [*env_cmd, *([env_part] if env_part else [])], argv, log, label)
+    else:
+        pid = _start_detached(ctx, args, run, port, log, label)
+    # setsid (not a group leader in a non-interactive sh, so it does not fork) makes the pid its own group id;
+    # reading /proc/PID/stat right away could race the setsid() call and see the launching shell's group.
+    # tmux and screen make each window's process a session (and group) leader too.
+    pgid = pid
+    result = LaunchResult(pids=[pid], pgid=pgid, port=port, log_path=log, argv=argv, env=redact_env(env),
+                          label=label)
+    if args.own:
+        _record(ctx, {"pgid": pgid, "pids": [pid], "port": port, "log": log, "label": label, "time": time.time()})
+    _wait_healthy(ctx, args, engine, result, pgid, offset)
     result.pids = sorted({pid, *_group_pids(ctx.host, pgid)})
     ctx.say(f"{label} ready on port {port} after {result.ready_seconds:.1f}s")
     return result

@@ -295,16 +295,8 @@ def _log_size(host: Host, path: str) -> int | None:
     return int(first[0]) if res.ok and first and first[0].isdigit() else None
 
 
-@tool(effect="read")
-def benchmark(ctx: ToolContext, args: BenchmarkInput) -> BenchmarkResult:
-    """Batch-1 decode throughput via /generate (temperature 0, ignore_eos, fixed prompts): one tok/s per run.
-
-    Warm-up runs are discarded; each run is several sequential requests (not independent samples on their own);
-    reports the median with a 95 % bootstrap CI, TPOT, accept length and findings from the server log, and each run
-    again with the prefill excluded (`decode_samples`: how a claim read from a server log or 1/TPOT is measured).
-    """
-    engine = get_engine(args.engine)
-    log_offset = _log_size(ctx.host, args.log_path) if args.log_path else None
+def _measure_runs(ctx: ToolContext, engine: InferenceEngine, args: BenchmarkInput) -> list[RunResult]:
+    """Warm-up runs (discarded), then the measured runs and their first-token times, over one forwarded port."""
     runs: list[RunResult] = []
     with ctx.host.forward(args.port) as local:
         with httpx.Client(base_url=f"http://127.0.0.1:{local}") as client:
@@ -319,6 +311,12 @@ def benchmark(ctx: ToolContext, args: BenchmarkInput) -> BenchmarkResult:
                 runs.append(_run(client, engine, args, i * args.requests_per_run))
                 ctx.say(f"{args.label}: run {i + 1}/{args.runs}: {runs[-1].tok_s:.1f} tok/s")
             _first_token_times(client, engine, runs, args)
+    return runs
+
+
+def _summarise_runs(args: BenchmarkInput, runs: list[RunResult]) -> BenchmarkResult:
+    """Median tok/s with its CI, spread, TPOT and accept length over the runs (decode-only samples when every run
+    has one)."""
     for run in runs:
         run.decode_tok_s = _decode_tok_s(run)
     decode = [r.decode_tok_s for r in runs if r.decode_tok_s is not None]
@@ -328,28 +326,48 @@ def benchmark(ctx: ToolContext, args: BenchmarkInput) -> BenchmarkResult:
     sd = statistics.stdev(samples) if len(samples) > 1 else 0.0
     tpots = [r.tpot_ms for r in runs if r.tpot_ms is not None]
     accepts = [r.accept_length for r in runs if r.accept_length is not None]
-    out = BenchmarkResult(label=args.label, port=args.port, samples=samples,
-                          decode_samples=decode if len(decode) == len(runs) else [], median=statistics.median(samples),
-                          ci_low=lo, ci_high=hi, mean=mean, stdev=sd, cv=sd / mean if mean else None,
-                          tpot_ms=statistics.median(tpots) if tpots else None,
-                          accept_length=statistics.median(accepts) if accepts else None,
-                          speculative=bool(accepts), runs=runs, max_new_tokens=args.max_new_tokens,
-                          requests_per_run=args.requests_per_run, warmup_runs=args.warmup_runs)
+    return BenchmarkResult(label=args.label, port=args.port, samples=samples,
+                           decode_samples=decode if len(decode) == len(runs) else [], median=statistics.median(samples),
+                           ci_low=lo, ci_high=hi, mean=mean, stdev=sd, cv=sd / mean if mean else None,
+                           tpot_ms=statistics.median(tpots) if tpots else None,
+                           accept_length=statistics.median(accepts) if accepts else None,
+                           speculative=bool(accepts), runs=runs, max_new_tokens=args.max_new_tokens,
+                           requests_per_run=args.requests_per_run, warmup_runs=args.warmup_runs)
+
+
+def _log_evidence(ctx: ToolContext, engine: InferenceEngine, args: BenchmarkInput, log_path: str,
+                  log_offset: int | None, out: BenchmarkResult) -> None:
+    """Findings, CUDA graph use, accept length and gen throughput from the decode lines this benchmark added to
+    the server log (the whole log when it added none)."""
+    text = _read_log_from(ctx.host, log_path, log_offset or 0)
+    lines = engine.decode_lines(text)
+    if not lines and log_offset:
+        lines = engine.decode_lines(_read_log_from(ctx.host, log_path, 0))
+    spec = out.speculative or any(ln.accept_len is not None for ln in lines)
+    out.speculative = spec
+    out.findings, out.cuda_graph = log_findings(lines, spec)
+    accs = [ln.accept_len for ln in lines if ln.accept_len is not None]
+    gens = [ln.gen_throughput for ln in lines if ln.gen_throughput]
+    out.log_accept_length = statistics.fmean(accs) if accs else None
+    out.log_gen_throughput = statistics.median(gens) if gens else None
+    if not lines:
+        out.findings.append(Finding(kind="no-decode-log", message=f"no 'Decode batch' lines in {log_path} "
+                                    "(decode_log_interval larger than the requests?)"))
+
+
+@tool(effect="read")
+def benchmark(ctx: ToolContext, args: BenchmarkInput) -> BenchmarkResult:
+    """Batch-1 decode throughput via /generate (temperature 0, ignore_eos, fixed prompts): one tok/s per run.
+
+    Warm-up runs are discarded; each run is several sequential requests (not independent samples on their own);
+    reports the median with a 95 % bootstrap CI, TPOT, accept length and findings from the server log, and each run
+    again with the prefill excluded (`decode_samples`: how a claim read from a server log or 1/TPOT is measured).
+    """
+    engine = get_engine(args.engine)
+    log_offset = _log_size(ctx.host, args.log_path) if args.log_path else None
+    out = _summarise_runs(args, _measure_runs(ctx, engine, args))
     if args.log_path:
-        text = _read_log_from(ctx.host, args.log_path, log_offset or 0)
-        lines = engine.decode_lines(text)
-        if not lines and log_offset:
-            lines = engine.decode_lines(_read_log_from(ctx.host, args.log_path, 0))
-        spec = out.speculative or any(ln.accept_len is not None for ln in lines)
-        out.speculative = spec
-        out.findings, out.cuda_graph = log_findings(lines, spec)
-        accs = [ln.accept_len for ln in lines if ln.accept_len is not None]
-        gens = [ln.gen_throughput for ln in lines if ln.gen_throughput]
-        out.log_accept_length = statistics.fmean(accs) if accs else None
-        out.log_gen_throughput = statistics.median(gens) if gens else None
-        if not lines:
-            out.findings.append(Finding(kind="no-decode-log", message=f"no 'Decode batch' lines in {args.log_path} "
-                                        "(decode_log_interval larger than the requests?)"))
+        _log_evidence(ctx, engine, args, args.log_path, log_offset, out)
     if out.cv is not None and out.cv > 0.05:
         out.findings.append(Finding(kind="noisy", message=f"run-to-run spread is high (cv {100 * out.cv:.1f} %): "
                                     "other load on the GPUs or clocks changing?"))

@@ -6,6 +6,8 @@ import json
 import math
 import shlex
 import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -14,7 +16,7 @@ from specdoctor.errors import NoData, ToolFailed, ToolRetry
 from specdoctor.host.base import Raw
 from specdoctor.inference import get_engine
 from specdoctor.parsers.nccl import latency_at, parse_all_reduce, parse_nccl_debug
-from specdoctor.parsers.nvidia_smi import parse_topo
+from specdoctor.parsers.nvidia_smi import Topology, parse_topo
 from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolContext, registry, tool
 from specdoctor.tools.nccl_grid import (
@@ -177,6 +179,89 @@ def _hidden(ctx: ToolContext, model_path: str, notes: list[str]) -> int | None:
     return None
 
 
+def _inventory_server(ctx: ToolContext, args: InventoryInput, inv: NcclInventory) -> dict[str, Any]:
+    """The server's args: the one on the given port, else the one the launch line names (never any other SGLang
+    that happens to run on the host); the launch line fills what the running server does not say."""
+    port = args.port
+    if port is None and args.launch:
+        port = get_engine().parse_launch(args.launch).port
+    server = _server_args(ctx, port)
+    if server:
+        _propagation(ctx, port, inv)
+    elif port is not None:
+        inv.notes.append(f"no SGLang server found on port {port}: TP and model read from the launch line")
+    if args.launch:  # the running server's own args win over the launch line
+        server = {**get_engine().parse_launch(args.launch).as_args(), **server}
+    return server
+
+
+def _links(inv: NcclInventory, topo: Topology, gpus: list[str]) -> dict[str, int]:
+    """Link kinds between the TP GPUs and the interconnect they make; the link counts."""
+    kinds: dict[str, int] = {}
+    for i, a in enumerate(gpus):
+        for b in gpus[i + 1:]:
+            k = topo.links.get(a, {}).get(b)
+            if k:
+                kinds[k] = kinds.get(k, 0) + 1
+    inv.link_kinds = kinds
+    if kinds:
+        nv = sum(v for k, v in kinds.items() if k.startswith("NV"))
+        inv.interconnect = "nvlink" if nv == sum(kinds.values()) else "pcie" if nv == 0 else "mixed"
+    elif len(gpus) == 1:
+        inv.notes.append("one GPU in scope: no all-reduce at TP 1")
+    else:
+        inv.notes.append("no `nvidia-smi topo -m` matrix: interconnect unknown (LL128 will not be tried)")
+    return kinds
+
+
+def _numa(inv: NcclInventory, topo: Topology, gpus: list[str], kinds: dict[str, int]) -> None:
+    """NUMA nodes of the TP GPUs, and the two layouts where NCCL's knobs matter most."""
+    numa = sorted({v for g in gpus if (v := topo.numa_affinity.get(g))})
+    inv.numa_nodes = numa
+    inv.crosses_numa = (len(numa) > 1 or "SYS" in kinds) if gpus else None
+    if inv.crosses_numa:
+        inv.notes.append("TP GPUs span NUMA nodes / the CPU interconnect (SYS): small all-reduces pay 100s of µs there")
+    if inv.interconnect == "pcie" and (inv.tp or 0) > 2:
+        inv.notes.append("PCIe-only with TP > 2: SGLang's custom all-reduce is disabled, so every TP all-reduce goes "
+                         "to NCCL and its knobs matter")
+
+
+def _conf_files(inv: NcclInventory, sec: dict[str, list[str]]) -> None:
+    """The NCCL_* that /etc/nccl.conf, ~/.nccl.conf and $NCCL_CONF_FILE set."""
+    for name, key in (("/etc/nccl.conf", "etc_nccl_conf"), ("~/.nccl.conf", "home_nccl_conf")):
+        if vals := _conf(sec.get(key, [])):
+            inv.nccl_conf[name] = vals
+    ncf = sec.get("nccl_conf_file", [])
+    if ncf and ncf[0].startswith("path=") and (vals := _conf(ncf[1:])):
+        inv.nccl_conf[ncf[0][5:]] = vals
+    if inv.nccl_conf:
+        inv.notes.append("NCCL config files set " + "; ".join(f"{p}: {', '.join(f'{k}={v}' for k, v in d.items())}"
+                                                              for p, d in inv.nccl_conf.items())
+                         + " — every NCCL process on the host reads them")
+
+
+def _read_versions(inv: NcclInventory, sec: dict[str, list[str]], package: str) -> None:
+    """torch, engine and NCCL versions, the variables that engine version forces, and the benchmark on the host."""
+    try:
+        ver = json.loads((sec.get("versions") or ["{}"])[-1] or "{}")
+    except json.JSONDecodeError:
+        ver = {}
+    inv.torch_version, inv.sglang_version, inv.nccl_version = ver.get("torch"), ver.get(package), ver.get("nccl")
+    inv.sglang_forced_env = sglang_forced_env(inv.sglang_version)
+    perf = [x.strip() for x in sec.get("all_reduce_perf", []) if x.strip()]
+    if perf:
+        inv.bench_tool, inv.all_reduce_perf = "all_reduce_perf", perf[0]
+
+
+def _size_all_reduces(ctx: ToolContext, args: InventoryInput, inv: NcclInventory) -> None:
+    """The hidden size (given, else the model's config.json) and the all-reduce sizes it gives."""
+    inv.hidden_size = args.hidden_size or (_hidden(ctx, inv.model_path, inv.notes) if inv.model_path else None)
+    if inv.hidden_size:
+        inv.sizes = message_sizes(inv.hidden_size, inv.draft_tokens, args.batches)
+    else:
+        inv.notes.append("hidden size unknown: give the model path or hidden_size to size the all-reduces")
+
+
 @tool(effect="read")
 def nccl_inventory(ctx: ToolContext, args: InventoryInput) -> NcclInventory:
     """NCCL inventory: NVLink or PCIe, NUMA, NCCL/torch/SGLang versions, nccl.conf files, TP, hidden size, sizes.
@@ -189,71 +274,18 @@ def nccl_inventory(ctx: ToolContext, args: InventoryInput) -> NcclInventory:
                        check="ignore", timeout=120)
     sec = _sections(res.stdout)
     inv = NcclInventory()
-    notes = inv.notes
     topo = parse_topo("\n".join(sec.get("topo", [])))
-    # The server to read is the one on the given port, else the one the launch line names (never any other
-    # SGLang that happens to run on the host).
-    port = args.port
-    if port is None and args.launch:
-        port = get_engine().parse_launch(args.launch).port
-    server = _server_args(ctx, port)
-    if server:
-        _propagation(ctx, port, inv)
-    elif port is not None:
-        notes.append(f"no SGLang server found on port {port}: TP and model read from the launch line")
-    if args.launch:  # the running server's own args win over the launch line
-        server = {**get_engine().parse_launch(args.launch).as_args(), **server}
+    server = _inventory_server(ctx, args, inv)
     inv.tp = args.tp or server.get("tp_size") or None
     inv.model_path = args.model_path or server.get("model_path")
     inv.draft_tokens = args.draft_tokens or server.get("speculative_num_draft_tokens")
     gpus = topo.gpus[: inv.tp] if inv.tp else topo.gpus
     inv.gpus = len(topo.gpus)
-    kinds: dict[str, int] = {}
-    for i, a in enumerate(gpus):
-        for b in gpus[i + 1:]:
-            k = topo.links.get(a, {}).get(b)
-            if k:
-                kinds[k] = kinds.get(k, 0) + 1
-    inv.link_kinds = kinds
-    if kinds:
-        nv = sum(v for k, v in kinds.items() if k.startswith("NV"))
-        inv.interconnect = "nvlink" if nv == sum(kinds.values()) else "pcie" if nv == 0 else "mixed"
-    elif len(gpus) == 1:
-        notes.append("one GPU in scope: no all-reduce at TP 1")
-    else:
-        notes.append("no `nvidia-smi topo -m` matrix: interconnect unknown (LL128 will not be tried)")
-    numa = sorted({v for g in gpus if (v := topo.numa_affinity.get(g))})
-    inv.numa_nodes = numa
-    inv.crosses_numa = (len(numa) > 1 or "SYS" in kinds) if gpus else None
-    if inv.crosses_numa:
-        notes.append("TP GPUs span NUMA nodes / the CPU interconnect (SYS): small all-reduces pay 100s of µs there")
-    if inv.interconnect == "pcie" and (inv.tp or 0) > 2:
-        notes.append("PCIe-only with TP > 2: SGLang's custom all-reduce is disabled, so every TP all-reduce goes to "
-                     "NCCL and its knobs matter")
-    for name, key in (("/etc/nccl.conf", "etc_nccl_conf"), ("~/.nccl.conf", "home_nccl_conf")):
-        if vals := _conf(sec.get(key, [])):
-            inv.nccl_conf[name] = vals
-    ncf = sec.get("nccl_conf_file", [])
-    if ncf and ncf[0].startswith("path=") and (vals := _conf(ncf[1:])):
-        inv.nccl_conf[ncf[0][5:]] = vals
-    if inv.nccl_conf:
-        notes.append("NCCL config files set " + "; ".join(f"{p}: {', '.join(f'{k}={v}' for k, v in d.items())}"
-                                                          for p, d in inv.nccl_conf.items())
-                     + " — every NCCL process on the host reads them")
-    try:
-        ver = json.loads((sec.get("versions") or ["{}"])[-1] or "{}")
-    except json.JSONDecodeError:
-        ver = {}
-    inv.torch_version, inv.sglang_version, inv.nccl_version = ver.get("torch"), ver.get(engine.package), ver.get("nccl")
-    inv.sglang_forced_env = sglang_forced_env(inv.sglang_version)
-    perf = [x.strip() for x in sec.get("all_reduce_perf", []) if x.strip()]
-    if perf:
-        inv.bench_tool, inv.all_reduce_perf = "all_reduce_perf", perf[0]
-    inv.hidden_size = args.hidden_size or (_hidden(ctx, inv.model_path, notes) if inv.model_path else None)
-    if inv.hidden_size:
-        inv.sizes = message_sizes(inv.hidden_size, inv.draft_tokens, args.batches)
-    else:
-        notes.append("hidden size unknown: give the model path or hidden_size to size the all-reduces")
+    kinds = _links(inv, topo, gpus)
+    _numa(inv, topo, gpus, kinds)
+    _conf_files(inv, sec)
+    _read_versions(inv, sec, engine.package)
+    _size_all_reduces(ctx, args, inv)
     return inv
 
 
@@ -499,28 +531,26 @@ def relative_configs(grid: list[NcclConfig], current: dict[str, str], good: dict
     return unique, unsets, reference
 
 
-@tool(effect="read")
-def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
-    """All-reduce micro-benchmark over an NCCL grid at the decode/verify sizes; the comparator picks what to promote.
+def _fill_from_inventory(ctx: ToolContext, args: SweepInput) -> list[dict[str, Any]]:
+    """What the caller left out (sizes, TP, interconnect, NCCL version, bench tool) from nccl_inventory; its
+    propagation rows."""
+    inv_res = registry.call(ctx, "nccl_inventory", {"port": args.port, "python": args.python})
+    inv = registry.typed_output(inv_res, NcclInventory, where="nccl_inventory", unresolved=True) or NcclInventory()
+    args.sizes = args.sizes or [s.bytes for s in inv.sizes]
+    args.tp = args.tp or inv.tp
+    args.interconnect = args.interconnect or inv.interconnect
+    args.nccl_version = args.nccl_version or inv.nccl_version
+    if args.tool == "auto":
+        args.tool = inv.bench_tool
+    return inv.propagation
 
-    Runs nccl-tests' all_reduce_perf (-G CUDA graphs, bf16, -g TP) when the host has it, else
-    tools/remote/allreduce_bench.py under torchrun. Every config runs `screen_repeats` times; the default and
-    the best `finalists` (by geometric-mean latency ratio) run up to `repeats` times, interleaved; a config
-    is promoted only when the comparator calls it DIFFERENT and faster at one size or more (slower sizes are
-    listed as a trade-off for the end-to-end A/B to settle). Runs only benchmarks.
-    """
-    notes: list[str] = []
+
+def _sweep_inputs(ctx: ToolContext, args: SweepInput) -> tuple[list[dict[str, Any]], int]:
+    """Complete `args` (inventory, the workers' current setting) and check there is something to sweep: the
+    workers' propagation rows and the TP size."""
     rows: list[dict[str, Any]] = []
     if not args.sizes or args.tp is None or args.interconnect is None:
-        inv_res = registry.call(ctx, "nccl_inventory", {"port": args.port, "python": args.python})
-        inv = registry.typed_output(inv_res, NcclInventory, where="nccl_inventory", unresolved=True) or NcclInventory()
-        rows = inv.propagation
-        args.sizes = args.sizes or [s.bytes for s in inv.sizes]
-        args.tp = args.tp or inv.tp
-        args.interconnect = args.interconnect or inv.interconnect
-        args.nccl_version = args.nccl_version or inv.nccl_version
-        if args.tool == "auto":
-            args.tool = inv.bench_tool
+        rows = _fill_from_inventory(ctx, args)
     if not args.sizes:
         raise ToolRetry("no message sizes: give sizes, or a model path / hidden size to the inventory")
     if not rows and args.port is not None and (args.current is None or args.not_removable is None
@@ -530,10 +560,35 @@ def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
         args.current = _workers_setting(rows)
     if not args.tp or args.tp < 2:
         raise NoData("TP size below 2: the server does no all-reduce, nothing to sweep")
-    tool_name = args.tool
-    if tool_name == "auto":
-        found = ctx.host.run(["sh", "-c", "command -v all_reduce_perf"], check="ignore")
-        tool_name = "all_reduce_perf" if found.ok and found.stdout.strip() else "allreduce_bench"
+    return rows, args.tp
+
+
+def _bench_tool_name(ctx: ToolContext, args: SweepInput) -> str:
+    """The benchmark to run: the one asked for, else all_reduce_perf when the host has it."""
+    if args.tool != "auto":
+        return args.tool
+    found = ctx.host.run(["sh", "-c", "command -v all_reduce_perf"], check="ignore")
+    return "all_reduce_perf" if found.ok and found.stdout.strip() else "allreduce_bench"
+
+
+@dataclass
+class _SweepPlan:
+    """What every benchmark run of one sweep shares: the tool, the configurations and their results."""
+
+    tool_name: str
+    tp: int
+    configs: list[NcclConfig]
+    results: dict[str, ConfigResult]
+    all_vars: set[str]
+    skipped: list[Skipped]
+    current: dict[str, str]
+    reference: str
+
+
+def _plan_sweep(ctx: ToolContext, args: SweepInput, rows: list[dict[str, Any]], tool_name: str, tp: int,
+                notes: list[str]) -> _SweepPlan:
+    """The configurations relative to the workers' current setting (plus 'remove' and the good run's), each with
+    an empty result at every size."""
     args.sizes = sorted(set(args.sizes))
     grid, skipped = expand_grid(args.grid, interconnect=args.interconnect or "unknown", nccl_version=args.nccl_version)
     current = dict(args.current or {})
@@ -545,52 +600,69 @@ def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
                                      points=[SizePoint(size=s, latency_us=None) for s in args.sizes],
                                      experiment_only=experiment_only(c.env)) for c in configs}
     all_vars = {k for c in grid for k in c.env} | set(current) | set(good or {})
+    return _SweepPlan(tool_name=tool_name, tp=tp, configs=configs, results=results, all_vars=all_vars,
+                      skipped=skipped, current=current, reference=reference)
+
+
+def _screen(ctx: ToolContext, args: SweepInput, plan: _SweepPlan) -> int:
+    """First pass: every configuration `screen_repeats` times (stopping at its first failure); the runs made."""
     runs = 0
-    for i, cfg in enumerate(configs):
-        ctx.say(f"nccl sweep: {cfg.label} ({i + 1}/{len(configs)})")
+    for i, cfg in enumerate(plan.configs):
+        ctx.say(f"nccl sweep: {cfg.label} ({i + 1}/{len(plan.configs)})")
         for n in range(args.screen_repeats):
-            _run_once(ctx, args, tool_name, args.tp, cfg, n, results[cfg.label], all_vars)
+            _run_once(ctx, args, plan.tool_name, plan.tp, cfg, n, plan.results[cfg.label], plan.all_vars)
             runs += 1
-            if results[cfg.label].failed:
+            if plan.results[cfg.label].failed:
                 break
-    default = results[configs[0].label]
-    if default.failed:
-        raise ToolFailed(f"the benchmark failed with {reference}: {default.failed}")
+    return runs
+
+
+def _ratio_to(default: ConfigResult) -> Callable[[ConfigResult], float]:
+    """Geometric mean over sizes of median latency / the reference's: every size weighs the same."""
     base_med = [statistics.median(p.samples) for p in default.points]
 
     def ratio(r: ConfigResult) -> float:
-        """Geometric mean over sizes of median latency / default's: every size weighs the same."""
         meds = [statistics.median(p.samples) for p in r.points]
         return math.exp(statistics.fmean(math.log(m / b) for m, b in zip(meds, base_med, strict=True)))
 
-    screened = sorted((r for r in results.values() if r is not default and r.scores and not r.failed), key=ratio)
-    finalists = [r for r in screened[: args.finalists] if ratio(r) < 1.0]
-    for n in range(args.screen_repeats, args.repeats):  # interleaved: default, f1, f2, default, f1, f2, ...
+    return ratio
+
+
+def _final_runs(ctx: ToolContext, args: SweepInput, plan: _SweepPlan, default: ConfigResult,
+                finalists: list[ConfigResult]) -> int:
+    """Second pass up to `repeats`, interleaved: default, f1, f2, default, f1, f2, ...; the runs made."""
+    runs = 0
+    for n in range(args.screen_repeats, args.repeats):
         for r in [default, *finalists]:
-            cfg = next(c for c in configs if c.label == r.label)
-            _run_once(ctx, args, tool_name, args.tp, cfg, n, r, all_vars)
+            cfg = next(c for c in plan.configs if c.label == r.label)
+            _run_once(ctx, args, plan.tool_name, plan.tp, cfg, n, r, plan.all_vars)
             runs += 1
-    for r in results.values():
-        _summarise(r)
-    for r in finalists:
-        if r.failed or len(r.scores) < 2 or len(default.scores) < 2:
-            continue
-        r.pct_change = round(100.0 * (ratio(r) - 1.0), 2)
-        better_p = []
-        for p, d in zip(r.points, default.points, strict=True):
-            c = compare(d.samples, p.samples, unit="µs", higher_is_better=False)
-            p.outcome, p.verdict, p.pct_change = c.outcome, c.verdict, round(c.pct_change, 2)
-            if c.outcome == "DIFFERENT" and c.verdict == "better":
-                better_p.append(c.p_value)
-        worse = [p.size for p in r.points if p.outcome == "DIFFERENT" and p.verdict == "worse"]
-        r.promote = bool(better_p)
-        r.outcome = "DIFFERENT" if better_p or worse else (
-            "SAME" if all(p.outcome == "SAME" for p in r.points) else "UNKNOWN")
-        r.verdict = ("better" if not worse else "trade-off") if better_p else ("worse" if worse else (
-            "no change" if r.outcome == "SAME" else "undecided"))
-        r.p_value = min(better_p) if better_p else None
-        r.worse_at = worse
-    promoted = sorted((r for r in results.values() if r.promote), key=lambda r: (bool(r.worse_at), ratio(r)))
+    return runs
+
+
+def _judge_finalist(r: ConfigResult, default: ConfigResult, ratio: Callable[[ConfigResult], float]) -> None:
+    """The comparator at every size vs the reference: promoted when DIFFERENT and faster at one size or more."""
+    if r.failed or len(r.scores) < 2 or len(default.scores) < 2:
+        return
+    r.pct_change = round(100.0 * (ratio(r) - 1.0), 2)
+    better_p = []
+    for p, d in zip(r.points, default.points, strict=True):
+        c = compare(d.samples, p.samples, unit="µs", higher_is_better=False)
+        p.outcome, p.verdict, p.pct_change = c.outcome, c.verdict, round(c.pct_change, 2)
+        if c.outcome == "DIFFERENT" and c.verdict == "better":
+            better_p.append(c.p_value)
+    worse = [p.size for p in r.points if p.outcome == "DIFFERENT" and p.verdict == "worse"]
+    r.promote = bool(better_p)
+    r.outcome = "DIFFERENT" if better_p or worse else (
+        "SAME" if all(p.outcome == "SAME" for p in r.points) else "UNKNOWN")
+    r.verdict = ("better" if not worse else "trade-off") if better_p else ("worse" if worse else (
+        "no change" if r.outcome == "SAME" else "undecided"))
+    r.p_value = min(better_p) if better_p else None
+    r.worse_at = worse
+
+
+def _promotion_notes(args: SweepInput, promoted: list[ConfigResult], notes: list[str]) -> None:
+    """Trade-offs for the end-to-end A/B, the experiment-only warning, and too few runs to promote anything."""
     for r in promoted:
         if r.worse_at:
             notes.append(f"{r.label}: faster at some sizes but slower at {', '.join(f'{s} B' for s in r.worse_at)}; "
@@ -599,11 +671,42 @@ def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
         notes.append(EXPERIMENT_NOTE)
     if args.repeats < 5:
         notes.append("fewer than 5 runs per side: the comparator cannot reach p ≤ 0.01, so nothing is promoted")
-    return NcclSweep(tool=tool_name, tp=args.tp, sizes=args.sizes, interconnect=args.interconnect or "unknown",
-                     nccl_version=args.nccl_version, results=list(results.values()), skipped=skipped,
+
+
+@tool(effect="read")
+def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
+    """All-reduce micro-benchmark over an NCCL grid at the decode/verify sizes; the comparator picks what to promote.
+
+    Runs nccl-tests' all_reduce_perf (-G CUDA graphs, bf16, -g TP) when the host has it, else
+    tools/remote/allreduce_bench.py under torchrun. Every config runs `screen_repeats` times; the default and
+    the best `finalists` (by geometric-mean latency ratio) run up to `repeats` times, interleaved; a config
+    is promoted only when the comparator calls it DIFFERENT and faster at one size or more (slower sizes are
+    listed as a trade-off for the end-to-end A/B to settle). Runs only benchmarks.
+    """
+    notes: list[str] = []
+    rows, tp = _sweep_inputs(ctx, args)
+    tool_name = _bench_tool_name(ctx, args)
+    plan = _plan_sweep(ctx, args, rows, tool_name, tp, notes)
+    results = plan.results
+    runs = _screen(ctx, args, plan)
+    default = results[plan.configs[0].label]
+    if default.failed:
+        raise ToolFailed(f"the benchmark failed with {plan.reference}: {default.failed}")
+    ratio = _ratio_to(default)
+    screened = sorted((r for r in results.values() if r is not default and r.scores and not r.failed), key=ratio)
+    finalists = [r for r in screened[: args.finalists] if ratio(r) < 1.0]
+    runs += _final_runs(ctx, args, plan, default, finalists)
+    for r in results.values():
+        _summarise(r)
+    for r in finalists:
+        _judge_finalist(r, default, ratio)
+    promoted = sorted((r for r in results.values() if r.promote), key=lambda r: (bool(r.worse_at), ratio(r)))
+    _promotion_notes(args, promoted, notes)
+    return NcclSweep(tool=tool_name, tp=tp, sizes=args.sizes, interconnect=args.interconnect or "unknown",
+                     nccl_version=args.nccl_version, results=list(results.values()), skipped=plan.skipped,
                      promoted=[r.label for r in promoted], best=promoted[0].label if promoted else None, runs=runs,
-                     reference=reference, reference_env=current,
-                     notes=notes + [f"command: {shlex.join(_argv(ctx, args, tool_name, args.tp, args.sizes, None))}"])
+                     reference=plan.reference, reference_env=plan.current,
+                     notes=notes + [f"command: {shlex.join(_argv(ctx, args, tool_name, tp, args.sizes, None))}"])
 
 
 # The disruptive end-to-end A/B lives in its own module and registers on import.

@@ -254,6 +254,100 @@ def _simplest_equivalent(best: PromotedResult, measured: list[PromotedResult],
     return choice
 
 
+def _measure_reference(ctx: ToolContext, args: PromoteInput, out: NcclPromotion) -> None:
+    """One launch under the workers' current setting: the reference samples."""
+    ctx.say("launching server (current setting)")
+    with trial(ctx, _config(args, "current", dict(args.current))) as handle:
+        out.baseline_samples = [float(x) for x in _bench(handle, args, "current").samples]
+
+
+def _measure_sequential(handle: TrialHandle, args: PromoteInput, res: PromotedResult, looks: list[int],
+                        out: NcclPromotion) -> None:
+    """Sequential: judge at each look and buy more runs while the comparator is undecided (capped)."""
+    for look in looks if out.baseline_samples else looks[:1]:
+        if look > len(res.samples):
+            b = _bench(handle, args, res.label, runs=look - len(res.samples), warm=not res.samples)
+            res.samples += [float(x) for x in b.samples]
+        if not out.baseline_samples or _judge(out.baseline_samples, res, looks).outcome != "UNKNOWN":
+            break
+    res.median = statistics.median(res.samples)
+    res.ci_low, res.ci_high = median_ci(res.samples)
+
+
+def _not_propagated(res: PromotedResult, out: NcclPromotion) -> None:
+    """Why the candidate is not measured; a variable that never reached the workers means the launcher drops it."""
+    lost = [f"{p.name} (workers: {', '.join(f'{k}={v}' for k, v in sorted(p.workers.items())) or 'none seen'}"
+            f"; parent: {p.parent})" for p in res.propagation if not p.ok]
+    if all(p.expected == UNSET for p in res.propagation if not p.ok):
+        # still there although the launch removed it: set inside the process (sitecustomize, engine)
+        res.skipped = "not measured: removing it from the launch env does not remove it: " + "; ".join(lost)
+    else:
+        res.skipped = "not measured: the variables did not reach every TP worker: " + "; ".join(lost)
+        out.launcher_drops = True
+        out.launcher_report = res.skipped
+
+
+def _try_candidate(ctx: ToolContext, args: PromoteInput, cand: PromoteCandidate, tp: int, looks: list[int],
+                   out: NcclPromotion) -> PromotedResult:
+    """Launch under the candidate, prove its variables reached every TP worker, and only then measure it."""
+    res = PromotedResult(label=cand.label, env=cand.env, unset=cand.unset, propagated=False,
+                         experiment_only=experiment_only(cand.env))
+    ctx.say(f"launching server ({cand.label})")
+    with trial(ctx, _config(args, cand.label, cand.env, cand.unset)) as handle:
+        res.propagation = _check(ctx, cand.env, handle.port, handle.log_path, tp, cand.unset)
+        res.propagated = all(p.ok for p in res.propagation)
+        if res.propagated:
+            _measure_sequential(handle, args, res, looks, out)
+        else:
+            _not_propagated(res, out)
+    return res
+
+
+def _measure_reference_again(ctx: ToolContext, args: PromoteInput, out: NcclPromotion,
+                             measured: list[PromotedResult], looks: list[int]) -> None:
+    """Nothing won yet and the reference is the imprecise side: measure it again (one launch), then judge the
+    undecided candidates' runs once more at the last look's level."""
+    undecided = [r for r in measured if r.outcome == "UNKNOWN"]
+    if not (undecided and not any(r.verdict == "better" for r in measured)
+            and len(out.baseline_samples) < looks[-1]):
+        return
+    ctx.say("launching server (current setting, more runs)")
+    with trial(ctx, _config(args, "current-again", dict(args.current))) as handle:
+        more = _bench(handle, args, "current-again", runs=looks[-1] - len(out.baseline_samples))
+    out.baseline_samples += [float(x) for x in more.samples]
+    out.notes.append(f"the reference was measured again ({len(out.baseline_samples)} runs): "
+                     f"{len(undecided)} candidate(s) were undecided against {looks[0]} runs")
+    for r in undecided:
+        _judge(out.baseline_samples, r, looks, last=True)
+
+
+def _best_winner(measured: list[PromotedResult], out: NcclPromotion) -> PromotedResult | None:
+    """The candidate the comparator calls DIFFERENT and better by the largest gain (None: nothing won)."""
+    best: PromotedResult | None = None
+    for res in measured:
+        if len(res.samples) < 2 or len(out.baseline_samples) < 2 or res.outcome is None:
+            continue
+        if res.outcome == "DIFFERENT" and res.verdict == "better" and (best is None or (res.pct_change or 0) > (best.pct_change or 0)):
+            best = res
+    return best
+
+
+def _recommend(args: PromoteInput, out: NcclPromotion, measured: list[PromotedResult],
+               best: PromotedResult | None) -> None:
+    """The simplest setting the comparator cannot tell from the best; none when that is the current setting."""
+    # Nothing beat the current setting: the best is the current setting itself, and a simpler one that the
+    # comparator cannot tell from it (e.g. removing the variable) is still the recommendation.
+    current = PromotedResult(label=out.reference, env=dict(args.current), propagated=True,
+                             samples=list(out.baseline_samples), median=out.baseline_median)
+    top = best or current
+    choice = _simplest_equivalent(top, [*measured, current], out)
+    if choice is not current:
+        out.best, out.best_env, out.best_unset = choice.label, dict(choice.env), list(choice.unset)
+        out.best_gain_pct, out.best_delta_ci = choice.pct_change, choice.delta_ci
+        if choice.experiment_only:
+            out.notes.append(f"{', '.join(choice.experiment_only)}: {EXPERIMENT_NOTE}")
+
+
 @tool(effect="disrupt")
 def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
     """End-to-end A/B of promoted NCCL settings: relaunch under each, prove every TP worker has it, then compare.
@@ -273,41 +367,10 @@ def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
     looks = midpoint_looks(args.runs, max(args.max_runs, args.runs))
     candidates = _expand(args)
     measured: list[PromotedResult] = []
-
-    def measure_reference() -> None:
-        ctx.say("launching server (current setting)")
-        with trial(ctx, _config(args, "current", dict(args.current))) as handle:
-            out.baseline_samples = [float(x) for x in _bench(handle, args, "current").samples]
-
     if candidates and args.reference_first:  # then every candidate's runs are judged against it as they come
-        measure_reference()
+        _measure_reference(ctx, args, out)
     for cand in candidates:
-        res = PromotedResult(label=cand.label, env=cand.env, unset=cand.unset, propagated=False,
-                             experiment_only=experiment_only(cand.env))
-        ctx.say(f"launching server ({cand.label})")
-        with trial(ctx, _config(args, cand.label, cand.env, cand.unset)) as handle:
-            res.propagation = _check(ctx, cand.env, handle.port, handle.log_path, tp, cand.unset)
-            res.propagated = all(p.ok for p in res.propagation)
-            if res.propagated:
-                # Sequential: judge at each look and buy more runs while the comparator is undecided (capped).
-                for look in looks if out.baseline_samples else looks[:1]:
-                    if look > len(res.samples):
-                        b = _bench(handle, args, cand.label, runs=look - len(res.samples), warm=not res.samples)
-                        res.samples += [float(x) for x in b.samples]
-                    if not out.baseline_samples or _judge(out.baseline_samples, res, looks).outcome != "UNKNOWN":
-                        break
-                res.median = statistics.median(res.samples)
-                res.ci_low, res.ci_high = median_ci(res.samples)
-            else:
-                lost = [f"{p.name} (workers: {', '.join(f'{k}={v}' for k, v in sorted(p.workers.items())) or 'none seen'}"
-                        f"; parent: {p.parent})" for p in res.propagation if not p.ok]
-                if all(p.expected == UNSET for p in res.propagation if not p.ok):
-                    # still there although the launch removed it: set inside the process (sitecustomize, engine)
-                    res.skipped = "not measured: removing it from the launch env does not remove it: " + "; ".join(lost)
-                else:
-                    res.skipped = "not measured: the variables did not reach every TP worker: " + "; ".join(lost)
-                    out.launcher_drops = True
-                    out.launcher_report = res.skipped
+        res = _try_candidate(ctx, args, cand, tp, looks, out)
         out.results.append(res)
         if res.propagated:
             measured.append(res)
@@ -318,39 +381,12 @@ def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
     if not measured or out.launcher_drops:
         return out
     if not out.baseline_samples:
-        measure_reference()
+        _measure_reference(ctx, args, out)
         for r in measured:
             _judge(out.baseline_samples, r, looks, first=True)
-    undecided = [r for r in measured if r.outcome == "UNKNOWN"]
-    if undecided and not any(r.verdict == "better" for r in measured) and len(out.baseline_samples) < looks[-1]:
-        # Nothing won yet and the reference is the imprecise side: measure it again (one launch), then judge the
-        # undecided candidates' runs once more at the last look's level.
-        ctx.say("launching server (current setting, more runs)")
-        with trial(ctx, _config(args, "current-again", dict(args.current))) as handle:
-            more = _bench(handle, args, "current-again", runs=looks[-1] - len(out.baseline_samples))
-        out.baseline_samples += [float(x) for x in more.samples]
-        out.notes.append(f"the reference was measured again ({len(out.baseline_samples)} runs): "
-                         f"{len(undecided)} candidate(s) were undecided against {looks[0]} runs")
-        for r in undecided:
-            _judge(out.baseline_samples, r, looks, last=True)
+    _measure_reference_again(ctx, args, out, measured, looks)
     out.baseline_median = statistics.median(out.baseline_samples)
     lo, hi = median_ci(out.baseline_samples)
     out.baseline_ci = (lo, hi)
-    best: PromotedResult | None = None
-    for res in measured:
-        if len(res.samples) < 2 or len(out.baseline_samples) < 2 or res.outcome is None:
-            continue
-        if res.outcome == "DIFFERENT" and res.verdict == "better" and (best is None or (res.pct_change or 0) > (best.pct_change or 0)):
-            best = res
-    # Nothing beat the current setting: the best is the current setting itself, and a simpler one that the
-    # comparator cannot tell from it (e.g. removing the variable) is still the recommendation.
-    current = PromotedResult(label=out.reference, env=dict(args.current), propagated=True,
-                             samples=list(out.baseline_samples), median=out.baseline_median)
-    top = best or current
-    choice = _simplest_equivalent(top, [*measured, current], out)
-    if choice is not current:
-        out.best, out.best_env, out.best_unset = choice.label, dict(choice.env), list(choice.unset)
-        out.best_gain_pct, out.best_delta_ci = choice.pct_change, choice.delta_ci
-        if choice.experiment_only:
-            out.notes.append(f"{', '.join(choice.experiment_only)}: {EXPERIMENT_NOTE}")
+    _recommend(args, out, measured, _best_winner(measured, out))
     return out

@@ -521,7 +521,7 @@ def _status(shell: str | None, parent: str | None, workers: dict[str, str | None
     if forced and (not present or any(v != upstream for v in present)):
         return "forced-by-sglang", "SGLang sets this itself before spawning workers"
     return (_unreached_status(shell, parent, workers, has_shell)
-            or _values_status(shell, parent, present, has_shell))
+            or _values_status(shell, parent, workers, has_shell))
 
 
 def _unreached_status(shell: str | None, parent: str | None, workers: dict[str, str | None],
@@ -542,9 +542,10 @@ def _unreached_status(shell: str | None, parent: str | None, workers: dict[str, 
     return None
 
 
-def _values_status(shell: str | None, parent: str | None, present: list[str],
+def _values_status(shell: str | None, parent: str | None, workers: dict[str, str | None],
                    has_shell: bool) -> tuple[Status, str]:
     """A variable every process has: do the values agree?"""
+    present = [v for v in workers.values() if v is not None]
     upstream = parent if parent is not None else shell
     if len(set(present)) > 1 or (upstream is not None and any(v != upstream for v in present)):
         return "differs", "values differ between processes"

@@ -156,18 +156,19 @@ def acquire_lock(ctx: ToolContext, repo: str, run_id: str | None = None, *,
 
 def heartbeat(ctx: ToolContext, repo: str, run_id: str | None = None) -> bool:
     """Refresh the lock's sign of life; False when this run no longer holds it."""
-    path = lock_path(ctx, repo)
-    needle = json.dumps(run_id or ctx.run_id)
-    res = ctx.host.run(["sh", "-c", 'grep -qF -- "$2" "$1" && touch -- "$1"', "beat", path, f'"run_id":{needle}'],
-                       check="ignore")
-    return res.ok
+    return _on_own_lock(ctx, repo, run_id, "touch", "beat")
 
 
 def release_lock(ctx: ToolContext, repo: str, run_id: str | None = None) -> bool:
     """Remove the lock if this run holds it (never another run's); True when removed."""
+    return _on_own_lock(ctx, repo, run_id, "rm -f", "release")
+
+
+def _on_own_lock(ctx: ToolContext, repo: str, run_id: str | None, command: str, label: str) -> bool:
+    """Run `command -- LOCK` only while the lock names this run (one host command, so no race); True when it ran."""
     path = lock_path(ctx, repo)
     needle = json.dumps(run_id or ctx.run_id)
-    res = ctx.host.run(["sh", "-c", 'grep -qF -- "$2" "$1" && rm -f -- "$1"', "release", path, f'"run_id":{needle}'],
+    res = ctx.host.run(["sh", "-c", f'grep -qF -- "$2" "$1" && {command} -- "$1"', label, path, f'"run_id":{needle}'],
                        check="ignore")
     return res.ok
 

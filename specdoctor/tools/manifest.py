@@ -114,49 +114,79 @@ class Manifest(BaseModel):
 
     def diff(self, after: Manifest, limit: int = 200) -> ManifestDiff:
         """Name every difference (path added/removed, kind, mode, size, content, target, status, git facts)."""
-        out: list[str] = []
-        a, b = {e.path: e for e in self.entries}, {e.path: e for e in after.entries}
-        for path in sorted(a.keys() | b.keys()):
-            x, y = a.get(path), b.get(path)
-            if x is None and y is not None:
-                out.append(f"added {y.kind} {path!r}")
-            elif y is None and x is not None:
-                out.append(f"removed {x.kind} {path!r}")
-            elif x is not None and y is not None and x != y:
-                fields = [f"{k} {getattr(x, k)!r} → {getattr(y, k)!r}" if k != "mode" else
-                          f"mode {x.mode:04o} → {y.mode:04o}" for k in ("kind", "mode", "size", "target", "status")
-                          if getattr(x, k) != getattr(y, k)]
-                if x.sha256 != y.sha256:
-                    fields.append("content")
-                out.append(f"{path!r}: {', '.join(fields)}")
-        ga, gb = {g.path: g for g in self.git}, {g.path: g for g in after.git}
-        for repo in sorted(ga.keys() | gb.keys()):
-            x2, y2 = ga.get(repo), gb.get(repo)
-            label = f"repo {repo!r}" if repo else "git"
-            if x2 is None or y2 is None:
-                out.append(f"{label}: {'appeared' if x2 is None else 'disappeared'}")
-                continue
-            for k in ("head", "branch", "stashes", "worktrees", "config_sha", "exclude_sha"):
-                if getattr(x2, k) != getattr(y2, k):
-                    out.append(f"{label} {k}: {getattr(x2, k)!r} → {getattr(y2, k)!r}")
-            for name in sorted(x2.refs.keys() | y2.refs.keys()):
-                if x2.refs.get(name) != y2.refs.get(name):
-                    out.append(f"{label} ref {name}: {x2.refs.get(name)} → {y2.refs.get(name)}")
-            ia = {(i.path, i.stage): i for i in x2.index}
-            ib = {(i.path, i.stage): i for i in y2.index}
-            for key in sorted(ia.keys() | ib.keys()):
-                i, j = ia.get(key), ib.get(key)
-                if i != j:
-                    what = ("added" if i is None else "removed" if j is None else
-                            ", ".join(f"{k} {getattr(i, k)} → {getattr(j, k)}" for k in ("mode", "sha", "flags")
-                                      if getattr(i, k) != getattr(j, k)))
-                    out.append(f"{label} index {key[0]!r}: {what}")
+        out = _entries_differences(self.entries, after.entries) + _git_differences(self.git, after.git)
         if self.problems != after.problems:
             out.append(f"unreadable paths: {self.problems[:5]} → {after.problems[:5]}")
         more = len(out) - limit
         out = out[:limit] + ([f"... {more} more"] if more > 0 else [])
         return ManifestDiff(same=self.digest == after.digest and not out, before=self.digest, after=after.digest,
                             differences=out)
+
+
+def _entry_change(path: str, x: ManifestEntry, y: ManifestEntry) -> str:
+    """One line naming what changed on a path present in both manifests (its fields, then 'content')."""
+    fields = [f"{k} {getattr(x, k)!r} → {getattr(y, k)!r}" if k != "mode" else
+              f"mode {x.mode:04o} → {y.mode:04o}" for k in ("kind", "mode", "size", "target", "status")
+              if getattr(x, k) != getattr(y, k)]
+    if x.sha256 != y.sha256:
+        fields.append("content")
+    return f"{path!r}: {', '.join(fields)}"
+
+
+def _entries_differences(before: list[ManifestEntry], after: list[ManifestEntry]) -> list[str]:
+    """Paths added, removed or changed, in path order."""
+    out: list[str] = []
+    a, b = {e.path: e for e in before}, {e.path: e for e in after}
+    for path in sorted(a.keys() | b.keys()):
+        x, y = a.get(path), b.get(path)
+        if x is None and y is not None:
+            out.append(f"added {y.kind} {path!r}")
+        elif y is None and x is not None:
+            out.append(f"removed {x.kind} {path!r}")
+        elif x is not None and y is not None and x != y:
+            out.append(_entry_change(path, x, y))
+    return out
+
+
+def _git_differences(before: list[GitFacts], after: list[GitFacts]) -> list[str]:
+    """Repositories appeared or disappeared, then each kept one's facts, refs and index, in repo order."""
+    out: list[str] = []
+    ga, gb = {g.path: g for g in before}, {g.path: g for g in after}
+    for repo in sorted(ga.keys() | gb.keys()):
+        x2, y2 = ga.get(repo), gb.get(repo)
+        label = f"repo {repo!r}" if repo else "git"
+        if x2 is None or y2 is None:
+            out.append(f"{label}: {'appeared' if x2 is None else 'disappeared'}")
+            continue
+        out += _repo_facts_differences(label, x2, y2) + _index_differences(label, x2, y2)
+    return out
+
+
+def _repo_facts_differences(label: str, x2: GitFacts, y2: GitFacts) -> list[str]:
+    """HEAD, branch, stashes, worktrees, config/exclude hashes, then each ref that moved."""
+    out: list[str] = []
+    for k in ("head", "branch", "stashes", "worktrees", "config_sha", "exclude_sha"):
+        if getattr(x2, k) != getattr(y2, k):
+            out.append(f"{label} {k}: {getattr(x2, k)!r} → {getattr(y2, k)!r}")
+    for name in sorted(x2.refs.keys() | y2.refs.keys()):
+        if x2.refs.get(name) != y2.refs.get(name):
+            out.append(f"{label} ref {name}: {x2.refs.get(name)} → {y2.refs.get(name)}")
+    return out
+
+
+def _index_differences(label: str, x2: GitFacts, y2: GitFacts) -> list[str]:
+    """Index entries added, removed or changed (mode, sha, flags), keyed by (path, stage)."""
+    out: list[str] = []
+    ia = {(i.path, i.stage): i for i in x2.index}
+    ib = {(i.path, i.stage): i for i in y2.index}
+    for key in sorted(ia.keys() | ib.keys()):
+        i, j = ia.get(key), ib.get(key)
+        if i != j:
+            what = ("added" if i is None else "removed" if j is None else
+                    ", ".join(f"{k} {getattr(i, k)} → {getattr(j, k)}" for k in ("mode", "sha", "flags")
+                              if getattr(i, k) != getattr(j, k)))
+            out.append(f"{label} index {key[0]!r}: {what}")
+    return out
 
 
 class ManifestInput(BaseModel):

@@ -371,31 +371,45 @@ def _read_architectures(ctx: ToolContext, model_path: str | None) -> list[str]:
 
 def resolve_served(ctx: ToolContext, port: int | None, launch: str | None) -> ServedConfig:
     """The live server's configuration: server_info, else find_server_processes, else the launch line."""
-    flat: dict[str, Any] = {}
-    source = "none"
     notes: list[str] = []
-    if port is not None:
-        for name in ("server_info", "find_server_processes"):
-            try:
-                res = registry.call(ctx, name, {"port": port})
-            except Exception as exc:  # a tool module that has not landed, or a host error: try the next source
-                notes.append(f"{name}: {type(exc).__name__}: {exc}")
-                continue
-            if res.ok and res.output:
-                flat = _flatten(res.output, {})
-                argv = flat.get("launch_command") or flat.get("argv")
-                if not flat.get("attention_backend") and isinstance(argv, str):
-                    flat = {**parse_launch_command(argv).model_dump(), **{k: v for k, v in flat.items() if v}}
-                source = name
-                break
-            notes.append(f"{name}: {res.status}: {res.summary}")
+    flat, source = _served_from_tools(ctx, port, notes) if port is not None else ({}, "none")
     if source == "none" and launch:
-        flat = parse_launch_command(launch).model_dump()
-        flat = {**flat, **flat.get("extra", {})}
-        source = "launch"
+        flat, source = _served_from_launch(launch), "launch"
     served = ServedConfig(source=source, notes=notes)
     if source == "none":
         return served
+    _set_served_args(served, flat)
+    _read_served_models(ctx, served)
+    return served
+
+
+def _served_from_tools(ctx: ToolContext, port: int, notes: list[str]) -> tuple[dict[str, Any], str]:
+    """The flattened output of the first of server_info / find_server_processes that answers, and its name;
+    ({}, "none") when neither does (each failure noted)."""
+    for name in ("server_info", "find_server_processes"):
+        try:
+            res = registry.call(ctx, name, {"port": port})
+        except Exception as exc:  # a tool module that has not landed, or a host error: try the next source
+            notes.append(f"{name}: {type(exc).__name__}: {exc}")
+            continue
+        if res.ok and res.output:
+            flat = _flatten(res.output, {})
+            argv = flat.get("launch_command") or flat.get("argv")
+            if not flat.get("attention_backend") and isinstance(argv, str):
+                flat = {**parse_launch_command(argv).model_dump(), **{k: v for k, v in flat.items() if v}}
+            return flat, name
+        notes.append(f"{name}: {res.status}: {res.summary}")
+    return {}, "none"
+
+
+def _served_from_launch(launch: str) -> dict[str, Any]:
+    """The launch line's arguments, its extra ones flattened in."""
+    flat = parse_launch_command(launch).model_dump()
+    return {**flat, **flat.get("extra", {})}
+
+
+def _set_served_args(served: ServedConfig, flat: dict[str, Any]) -> None:
+    """Attention backends, speculative algorithm, tp size and model paths from the flattened configuration."""
     backends = [flat.get(k) for k in ("attention_backend", "decode_attention_backend", "prefill_attention_backend",
                                       "speculative_draft_attention_backend")]
     served.attention_backends = sorted({str(b).lower() for b in backends if b})
@@ -405,6 +419,10 @@ def resolve_served(ctx: ToolContext, port: int | None, launch: str | None) -> Se
     served.tp_size = int(tp) if isinstance(tp, int | str) and str(tp).isdigit() else None
     served.model_path = flat.get("model_path")
     served.draft_model_path = flat.get("speculative_draft_model_path")
+
+
+def _read_served_models(ctx: ToolContext, served: ServedConfig) -> None:
+    """The target's and the draft's architectures, and whether the target has experts, from their config.json."""
     served.architectures = _read_architectures(ctx, served.model_path)
     served.draft_architectures = _read_architectures(ctx, served.draft_model_path)
     if served.model_path and not served.architectures:
@@ -413,7 +431,6 @@ def resolve_served(ctx: ToolContext, port: int | None, launch: str | None) -> Se
         if served.model_path else None
     if cfg is not None and cfg.ok:
         served.moe = bool(re.search(r'"(n_routed_experts|num_experts|num_local_experts)"\s*:\s*[1-9]', cfg.stdout))
-    return served
 
 
 def _entry_classes(ctx: ToolContext, repo: str, path: str, stem: str) -> list[str]:
@@ -424,43 +441,77 @@ def _entry_classes(ctx: ToolContext, repo: str, path: str, stem: str) -> list[st
     return KNOWN_ENTRY_CLASSES.get(stem, [])
 
 
-def _verdict(ctx: ToolContext, repo: str, f: DiffFile, served: ServedConfig) -> tuple[str, str | None, bool | None,
-                                                                                        str]:
+_Verdict = tuple[str, str | None, bool | None, str]
+"""(subsystem, detail, on the hot path (None: unknown), reason)."""
+
+
+def _verdict(ctx: ToolContext, repo: str, f: DiffFile, served: ServedConfig) -> _Verdict:
     sub, detail = classify_path(f.path)
-    known = served.source != "none"
     if sub == "attention-backend":
-        users = next((v[1] for k, v in _BACKEND_FILES.items() if v[0] == detail), {detail or ""})
-        if not served.attention_backends:
-            return sub, detail, None, f"{detail} attention backend; the server's --attention-backend is unknown"
-        on = bool(users & set(served.attention_backends))
-        return sub, detail, on, (f"{detail} backend file; server runs --attention-backend "
-                                 f"{','.join(served.attention_backends)} → {'on' if on else 'off'} the hot path")
+        return _backend_verdict(sub, detail, served)
     if sub == "model":
-        classes = _entry_classes(ctx, repo, f.path, detail or "")
-        detail = ",".join(classes) or detail
-        served_arch = set(served.architectures) | set(served.draft_architectures)
-        if not served_arch:
-            return sub, detail, None, f"model file ({detail}); served architectures unknown"
-        on = bool(set(classes) & served_arch)
-        return sub, detail, on, (f"model file for {detail or '?'}; served: {', '.join(sorted(served_arch))} → "
-                                 f"{'on' if on else 'off'} the hot path")
+        return _model_verdict(ctx, repo, f, detail, served)
     if sub == "communicator":
-        if served.tp_size is None:
-            return sub, detail, None if not known else True, "communicator/all-reduce; tp size unknown"
-        on = served.tp_size > 1
-        return sub, detail, on, f"communicator/all-reduce; tp_size={served.tp_size} → {'on' if on else 'off'} path"
+        return _communicator_verdict(sub, detail, served)
     if sub == "moe-routing":
-        if served.moe is False:
-            return sub, detail, False, "MoE routing, but the served model has no experts"
-        return sub, detail, True if known else None, "MoE routing runs on every decode step of an MoE model"
+        return _moe_verdict(sub, detail, served)
     if sub == "speculative":
-        algo = served.speculative_algorithm
-        if not known:
-            return sub, detail, None, "speculative worker; server config unknown"
-        if not algo:
-            return sub, detail, False, "speculative worker, but the server runs without speculation"
-        off = ("ngram" in (detail or "") and "EAGLE" in algo) or ("eagle" in (detail or "") and algo == "NGRAM")
-        return sub, detail, not off, f"speculative worker ({detail}); --speculative-algorithm {algo}"
+        return _speculative_verdict(sub, detail, served)
+    return _fixed_verdict(sub, detail, served.source != "none")
+
+
+def _backend_verdict(sub: str, detail: str | None, served: ServedConfig) -> _Verdict:
+    """An attention backend's file is on the hot path when the server runs that backend."""
+    users = next((v[1] for k, v in _BACKEND_FILES.items() if v[0] == detail), {detail or ""})
+    if not served.attention_backends:
+        return sub, detail, None, f"{detail} attention backend; the server's --attention-backend is unknown"
+    on = bool(users & set(served.attention_backends))
+    return sub, detail, on, (f"{detail} backend file; server runs --attention-backend "
+                             f"{','.join(served.attention_backends)} → {'on' if on else 'off'} the hot path")
+
+
+def _model_verdict(ctx: ToolContext, repo: str, f: DiffFile, detail: str | None, served: ServedConfig) -> _Verdict:
+    """A model file is on the hot path when one of its entry classes is a served (target or draft) architecture."""
+    sub = "model"
+    classes = _entry_classes(ctx, repo, f.path, detail or "")
+    detail = ",".join(classes) or detail
+    served_arch = set(served.architectures) | set(served.draft_architectures)
+    if not served_arch:
+        return sub, detail, None, f"model file ({detail}); served architectures unknown"
+    on = bool(set(classes) & served_arch)
+    return sub, detail, on, (f"model file for {detail or '?'}; served: {', '.join(sorted(served_arch))} → "
+                             f"{'on' if on else 'off'} the hot path")
+
+
+def _communicator_verdict(sub: str, detail: str | None, served: ServedConfig) -> _Verdict:
+    """All-reduce code runs only with more than one TP rank."""
+    if served.tp_size is None:
+        return sub, detail, None if served.source == "none" else True, "communicator/all-reduce; tp size unknown"
+    on = served.tp_size > 1
+    return sub, detail, on, f"communicator/all-reduce; tp_size={served.tp_size} → {'on' if on else 'off'} path"
+
+
+def _moe_verdict(sub: str, detail: str | None, served: ServedConfig) -> _Verdict:
+    """MoE routing runs unless the served model is known to have no experts."""
+    if served.moe is False:
+        return sub, detail, False, "MoE routing, but the served model has no experts"
+    on = True if served.source != "none" else None
+    return sub, detail, on, "MoE routing runs on every decode step of an MoE model"
+
+
+def _speculative_verdict(sub: str, detail: str | None, served: ServedConfig) -> _Verdict:
+    """A speculative worker is on the hot path unless the server runs no speculation or the other algorithm."""
+    algo = served.speculative_algorithm
+    if served.source == "none":
+        return sub, detail, None, "speculative worker; server config unknown"
+    if not algo:
+        return sub, detail, False, "speculative worker, but the server runs without speculation"
+    off = ("ngram" in (detail or "") and "EAGLE" in algo) or ("eagle" in (detail or "") and algo == "NGRAM")
+    return sub, detail, not off, f"speculative worker ({detail}); --speculative-algorithm {algo}"
+
+
+def _fixed_verdict(sub: str, detail: str | None, known: bool) -> _Verdict:
+    """Subsystems whose verdict the server's configuration does not change (only whether it is known at all)."""
     if sub in ("benchmarks", "tests", "docs"):
         return sub, detail, False, f"{sub}: not part of the serving process"
     if sub == "engine":

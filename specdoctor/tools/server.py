@@ -5,7 +5,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 from pydantic import BaseModel, Field
@@ -516,11 +516,20 @@ def _injected(host: Host, python: str, conf_file: str | None,
 
 def _status(shell: str | None, parent: str | None, workers: dict[str, str | None], forced: bool,
             has_shell: bool) -> tuple[Status, str]:
-    vals = list(workers.values())
-    present = [v for v in vals if v is not None]
+    present = [v for v in workers.values() if v is not None]
     upstream = parent if parent is not None else shell
     if forced and (not present or any(v != upstream for v in present)):
         return "forced-by-sglang", "SGLang sets this itself before spawning workers"
+    return (_unreached_status(shell, parent, workers, has_shell)
+            or _values_status(shell, parent, workers, has_shell))
+
+
+def _unreached_status(shell: str | None, parent: str | None, workers: dict[str, str | None],
+                      has_shell: bool) -> tuple[Status, str] | None:
+    """A variable missing somewhere down the shell -> parent -> workers chain (None: it reached every process)."""
+    vals = list(workers.values())
+    present = [v for v in vals if v is not None]
+    upstream = parent if parent is not None else shell
     if upstream is not None and workers and len(present) < len(vals):
         missing = [k for k, v in workers.items() if v is None]
         where = "parent" if parent is not None else "shell"
@@ -530,11 +539,35 @@ def _status(shell: str | None, parent: str | None, workers: dict[str, str | None
                 "set in the launch shell but not in the server's main process")
     if upstream is None and present:
         return "only-in-workers", "not in the shell or parent environment: injected at or after start-up"
+    return None
+
+
+def _values_status(shell: str | None, parent: str | None, workers: dict[str, str | None],
+                   has_shell: bool) -> tuple[Status, str]:
+    """A variable every process has: do the values agree?"""
+    present = [v for v in workers.values() if v is not None]
+    upstream = parent if parent is not None else shell
     if len(set(present)) > 1 or (upstream is not None and any(v != upstream for v in present)):
         return "differs", "values differ between processes"
     if has_shell and shell is not None and parent is not None and shell != parent:
         return "differs", "the parent's value differs from the shell's"
     return "propagated", ""
+
+
+class _EnvSources(NamedTuple):
+    """Where a variable can be seen: the launch shell, the main process, each worker, sitecustomize, nccl.conf."""
+
+    shell: dict[str, str]
+    parent: dict[str, str]
+    workers: dict[str, dict[str, str] | None]
+    site_path: str | None
+    site_vars: dict[str, str]
+    conf: dict[str, str]
+
+
+_STATUS_ORDER = {"dropped-for-workers": 0, "missing-in-parent": 1, "differs": 2, "only-in-workers": 3,
+                 "forced-by-sglang": 4, "only-in-shell": 5, "propagated": 6}
+"""Row order of the table: the worst propagation first."""
 
 
 @tool(effect="read")
@@ -556,49 +589,65 @@ def check_env_propagation(ctx: ToolContext, args: PropagationInput) -> Propagati
     if parent_env is None:
         problems.append(f"cannot read the environment of the main process {s.main.pid}")
         parent_env = {}
-    if args.shell_env is not None:
-        shell_env, source = dict(args.shell_env), "given"
-    elif use_parent_shell and envs.get(s.main.ppid) is not None:
-        shell_env, source = envs[s.main.ppid] or {}, f"parent-process {s.main.ppid} ({by_pid[s.main.ppid].title})"
-    else:
-        res = ctx.host.run(["env", "-0"], check="ignore")
-        shell_env, source = _parse_environ(res.stdout), "login env (env -0)"
+    shell_env, source = _shell_env(ctx.host, args.shell_env, parent_of_main if use_parent_shell else None, envs)
     worker_envs: dict[str, dict[str, str] | None] = dict(server_envs.workers)
-    for r, e in worker_envs.items():
-        if e is None and r not in server_envs.overwritten:  # an overwritten one has its own note
-            problems.append(f"cannot read the environment of worker {r} (pid {s.ranks[r]})")
+    problems += _unreadable_workers(worker_envs, server_envs.overwritten, s)
     python = args.python or _server_python(ctx.host, s.main)
     site_path, site_vars, conf, conf_files = _injected(ctx.host, python, parent_env.get("NCCL_CONF_FILE"),
                                                        parent_env.get("PATH"))
     engine = get_engine()
-    patterns = args.names or list(engine.env_patterns)
-    candidates: set[str] = set(shell_env) | set(parent_env) | set(site_vars) | set(conf)
-    for e in worker_envs.values():
-        candidates |= set(e or {})
-    names = sorted(n for n in candidates if any(fnmatch.fnmatchcase(n, pat) for pat in patterns))
-    if args.names:
-        names = sorted(set(names) | {n for n in args.names if not any(c in n for c in "*?[")})
-    rows = []
-    for name in names:
-        workers = {r: (e.get(name) if e is not None else None) for r, e in worker_envs.items() if e is not None}
-        forced = name in engine.forced_env_names
-        status, note = _status(shell_env.get(name), parent_env.get(name), workers, forced, has_shell=True)
-        if name in site_vars and status in ("only-in-workers", "differs"):
-            note = f"set by {site_path}"
-        row = EnvRow(name=name, shell=shell_env.get(name), parent=parent_env.get(name), workers=workers,
-                     forced_by_sglang=forced, from_sitecustomize=name in site_vars,
-                     from_nccl_conf=name in conf, nccl_conf_value=conf.get(name), status=status, note=note)
-        row.shell = redact_value(name, row.shell) if row.shell is not None else None
-        row.parent = redact_value(name, row.parent) if row.parent is not None else None
-        row.workers = {k: (redact_value(name, v) if v is not None else None) for k, v in row.workers.items()}
-        row.nccl_conf_value = redact_value(name, row.nccl_conf_value) if row.nccl_conf_value is not None else None
-        rows.append(row)
-    order = {"dropped-for-workers": 0, "missing-in-parent": 1, "differs": 2, "only-in-workers": 3,
-             "forced-by-sglang": 4, "only-in-shell": 5, "propagated": 6}
-    rows.sort(key=lambda r: (order.get(r.status, 9), r.name))
+    src = _EnvSources(shell_env, parent_env, worker_envs, site_path, site_vars, conf)
+    rows = [_env_row(name, src, forced=name in engine.forced_env_names)
+            for name in _variable_names(src, args.names, args.names or list(engine.env_patterns))]
+    rows.sort(key=lambda r: (_STATUS_ORDER.get(r.status, 9), r.name))
     return Propagation(port=s.port, main_pid=s.main.pid, worker_pids=dict(s.ranks), shell_source=source, rows=rows,
                        sitecustomize=site_path, sitecustomize_vars=redact_env(site_vars), nccl_conf=redact_env(conf),
                        nccl_conf_files=conf_files, problems=problems)
+
+
+def _shell_env(host: Host, given: dict[str, str] | None, shell_proc: Proc | None,
+               envs: dict[int, dict[str, str] | None]) -> tuple[dict[str, str], str]:
+    """The launch shell's environment and where it came from: given, the main's parent process, else `env -0`."""
+    if given is not None:
+        return dict(given), "given"
+    if shell_proc is not None and envs.get(shell_proc.pid) is not None:
+        return envs[shell_proc.pid] or {}, f"parent-process {shell_proc.pid} ({shell_proc.title})"
+    res = host.run(["env", "-0"], check="ignore")
+    return _parse_environ(res.stdout), "login env (env -0)"
+
+
+def _unreadable_workers(worker_envs: dict[str, dict[str, str] | None], overwritten_ranks: list[str],
+                        s: Server) -> list[str]:
+    """One problem per worker whose environment could not be read (an overwritten one has its own note)."""
+    return [f"cannot read the environment of worker {r} (pid {s.ranks[r]})" for r, e in worker_envs.items()
+            if e is None and r not in overwritten_ranks]
+
+
+def _variable_names(src: _EnvSources, asked: list[str] | None, patterns: list[str]) -> list[str]:
+    """The variables of the table: every name seen anywhere that matches a pattern, plus the literal names asked."""
+    candidates: set[str] = set(src.shell) | set(src.parent) | set(src.site_vars) | set(src.conf)
+    for e in src.workers.values():
+        candidates |= set(e or {})
+    names = sorted(n for n in candidates if any(fnmatch.fnmatchcase(n, pat) for pat in patterns))
+    if asked:
+        names = sorted(set(names) | {n for n in asked if not any(c in n for c in "*?[")})
+    return names
+
+
+def _env_row(name: str, src: _EnvSources, forced: bool) -> EnvRow:
+    """One variable's row: its value in each process, where it is injected, its status; values redacted."""
+    workers = {r: (e.get(name) if e is not None else None) for r, e in src.workers.items() if e is not None}
+    status, note = _status(src.shell.get(name), src.parent.get(name), workers, forced, has_shell=True)
+    if name in src.site_vars and status in ("only-in-workers", "differs"):
+        note = f"set by {src.site_path}"
+    row = EnvRow(name=name, shell=src.shell.get(name), parent=src.parent.get(name), workers=workers,
+                 forced_by_sglang=forced, from_sitecustomize=name in src.site_vars,
+                 from_nccl_conf=name in src.conf, nccl_conf_value=src.conf.get(name), status=status, note=note)
+    row.shell = redact_value(name, row.shell) if row.shell is not None else None
+    row.parent = redact_value(name, row.parent) if row.parent is not None else None
+    row.workers = {k: (redact_value(name, v) if v is not None else None) for k, v in row.workers.items()}
+    row.nccl_conf_value = redact_value(name, row.nccl_conf_value) if row.nccl_conf_value is not None else None
+    return row
 
 
 def _server_python(host: Host, main: Proc) -> str:

@@ -183,32 +183,16 @@ def build_tree(ctx: ToolContext, args: TreeInput) -> TrialTree:
     tree = f"{src.root}/{name}"
     if ctx.host.exists(tree):
         raise ToolRetry(f"trial tree {name} already exists at {tree}; remove it or pick another name")
-    wanted = list(dict.fromkeys([*src.changes_paths()] if args.all_changes else [*args.files]))
-    unknown = [p for p in [*wanted, *args.hunks] if src.status_of(p) is None]
-    if unknown:
-        raise ToolRetry(f"not changes of {args.repo}: {', '.join(map(repr, unknown[:5]))}")
-    gt = f"git -C {_q(tree)}"
-    setup = (f"set -e; git init -q {_q(tree)}; printf '%s\\n' {_q(src.objects)} > {_q(tree)}/.git/objects/info/alternates"
-             f"; {gt} read-tree {src.head}; {gt} checkout-index -a -f; {gt} update-ref --no-deref HEAD {src.head}")
-    ctx.host.run(Raw(setup), timeout=900)
-    for link in src.gitlinks:  # submodules: their files as the user has them (HEAD's gitlink has no files)
-        _extract(ctx, src, tree, [p for p in _tar_members(ctx, src) if p.startswith(decode_name(link) + b"/") and not p.endswith(b"/")])
+    wanted = _wanted_changes(src, args)
+    _init_tree(ctx, src, tree)
     whole = [p for p in wanted if p not in args.hunks]
-    _extract(ctx, src, tree, [decode_name(p) for p in whole if src.status_of(p) != "D"])
-    gone = [decode_name(p) for p in whole if src.status_of(p) == "D"]
-    if gone:
-        ctx.host.run(Raw(f"cd {_q(tree)} && xargs -0 rm -f --"), stdin=b"".join(p + b"\0" for p in gone))
-    for path, idx in args.hunks.items():
-        if idx:
-            _apply_hunks(ctx, src, tree, path, idx)
+    _apply_changes(ctx, src, tree, whole, args.hunks)
     out = TrialTree(name=name, path=tree, head=src.head, pythonpath=_pythonpath(ctx, tree), applied_files=whole,
                     applied_hunks={p: i for p, i in args.hunks.items() if i}, checkout_before=before.digest if before else None,
                     checkout_after=before.digest if before else None)
     if args.script:
         _run_script(ctx, src, tree, args, out)
-    out.differs_from_head = [encode_name(p) for p in _b64_lines(
-        ctx, f"git --no-optional-locks -C {_q(tree)} status --porcelain=v1 -z --untracked-files=all "
-             f"--ignore-submodules=all | cut -z -c4-")]
+    out.differs_from_head = _differs_from_head(ctx, tree)
     if before is None:
         return out
     after = take_manifest(ctx, src.top)
@@ -216,6 +200,44 @@ def build_tree(ctx: ToolContext, args: TreeInput) -> TrialTree:
     if after.digest != before.digest:
         out.outside_writes += [f"user checkout: {d}" for d in before.diff(after).differences]
     return out
+
+
+def _wanted_changes(src: TrialSource, args: TreeInput) -> list[str]:
+    """The changed paths the trial keeps whole or by hunks (every change with all_changes); refuses unknown ones."""
+    wanted = list(dict.fromkeys([*src.changes_paths()] if args.all_changes else [*args.files]))
+    unknown = [p for p in [*wanted, *args.hunks] if src.status_of(p) is None]
+    if unknown:
+        raise ToolRetry(f"not changes of {args.repo}: {', '.join(map(repr, unknown[:5]))}")
+    return wanted
+
+
+def _init_tree(ctx: ToolContext, src: TrialSource, tree: str) -> None:
+    """A fresh repository at HEAD borrowing the user's objects, with the submodules' files as the user has them."""
+    gt = f"git -C {_q(tree)}"
+    setup = (f"set -e; git init -q {_q(tree)}; printf '%s\\n' {_q(src.objects)} > {_q(tree)}/.git/objects/info/alternates"
+             f"; {gt} read-tree {src.head}; {gt} checkout-index -a -f; {gt} update-ref --no-deref HEAD {src.head}")
+    ctx.host.run(Raw(setup), timeout=900)
+    for link in src.gitlinks:  # submodules: their files as the user has them (HEAD's gitlink has no files)
+        _extract(ctx, src, tree, [p for p in _tar_members(ctx, src) if p.startswith(decode_name(link) + b"/") and not p.endswith(b"/")])
+
+
+def _apply_changes(ctx: ToolContext, src: TrialSource, tree: str, whole: list[str],
+                   hunks: dict[str, list[int]]) -> None:
+    """Whole files from the source snapshot (deleted ones removed), then the chosen hunks."""
+    _extract(ctx, src, tree, [decode_name(p) for p in whole if src.status_of(p) != "D"])
+    gone = [decode_name(p) for p in whole if src.status_of(p) == "D"]
+    if gone:
+        ctx.host.run(Raw(f"cd {_q(tree)} && xargs -0 rm -f --"), stdin=b"".join(p + b"\0" for p in gone))
+    for path, idx in hunks.items():
+        if idx:
+            _apply_hunks(ctx, src, tree, path, idx)
+
+
+def _differs_from_head(ctx: ToolContext, tree: str) -> list[str]:
+    """The tree's paths that differ from HEAD (submodules ignored), bytes-safe names."""
+    return [encode_name(p) for p in _b64_lines(
+        ctx, f"git --no-optional-locks -C {_q(tree)} status --porcelain=v1 -z --untracked-files=all "
+             f"--ignore-submodules=all | cut -z -c4-")]
 
 
 def trial_env(tree: TrialTree, env: dict[str, str]) -> dict[str, str]:

@@ -9,6 +9,7 @@ import re
 import secrets
 import shlex
 import time
+from typing import NamedTuple
 
 import unidiff
 from pydantic import BaseModel, Field
@@ -204,16 +205,36 @@ def _repair_from_manifest(ctx: ToolContext, top: str, gdir: str, bdir: str) -> t
 
     Returns (saved manifest, manifest after the repair, what was done).
     """
-    q = shlex.quote
     saved = Manifest.model_validate_json(ctx.host.read(f"{bdir}/manifest.json"))
     now = take_manifest(ctx, top, big_bytes=saved.big_bytes)
     done: list[str] = []
     if now.digest == saved.digest:
         return saved, now, done
+    plan = _plan_repair(saved, now)
+    done += plan.skipped
+    done += _remove_paths(ctx, top, plan.extra)
+    done += _extract_paths(ctx, top, bdir, plan.fetch)
+    done += _restore_modes(ctx, top, plan.chmod, saved, plan.fetch)
+    done += _restore_index(ctx, gdir, bdir, saved, now)
+    return saved, take_manifest(ctx, top, big_bytes=saved.big_bytes), done
+
+
+class _RepairPlan(NamedTuple):
+    """What a repair must do: paths to remove, paths to take from exact.tar, modes to set, what it cannot do."""
+
+    extra: list[str]
+    fetch: list[str]
+    chmod: list[tuple[str, int]]
+    skipped: list[str]
+
+
+def _plan_repair(saved: Manifest, now: Manifest) -> _RepairPlan:
+    """Compare the saved manifest with the checkout's: a path of another kind is removed, then fetched."""
     want, have = {e.path: e for e in saved.entries}, {e.path: e for e in now.entries}
     extra = [p for p in have if p not in want]
     fetch: list[str] = []
     chmod: list[tuple[str, int]] = []
+    skipped: list[str] = []
     for path, e in want.items():
         cur = have.get(path)
         if cur is not None and (cur.kind, cur.size, cur.sha256, cur.target) == (e.kind, e.size, e.sha256, e.target):
@@ -221,31 +242,54 @@ def _repair_from_manifest(ctx: ToolContext, top: str, gdir: str, bdir: str) -> t
                 chmod.append((path, e.mode))
             continue
         if e.hashed == "stat":
-            done.append(f"cannot restore large ignored {path!r} (hashed by size+mtime, not copied)")
+            skipped.append(f"cannot restore large ignored {path!r} (hashed by size+mtime, not copied)")
             continue
         if cur is not None and cur.kind != e.kind:
             extra.append(path)
         fetch.append(path)
-    if extra:  # deepest first, so a folder is empty (or gone) by the time it is removed
-        gone = sorted({decode_name(p) for p in extra}, key=lambda b: -b.count(b"/"))
-        ctx.host.run(Raw(f"cd {q(top)} && xargs -0 rm -rf --"), stdin=b"".join(p + b"\0" for p in gone))
-        done.append(f"removed {len(gone)} paths the backup did not have")
-    if fetch:
-        names = sorted((decode_name(p) for p in fetch), key=lambda b: b.count(b"/"))
-        ctx.host.run(Raw(f"tar -xpf {q(bdir + '/exact.tar')} -C {q(top)} --null --no-recursion -T -"),
-                     stdin=b"".join(n + b"\0" for n in names), timeout=1800)
-        done.append(f"rewrote {len(names)} paths from exact.tar")
+    return _RepairPlan(extra, fetch, chmod, skipped)
+
+
+def _remove_paths(ctx: ToolContext, top: str, extra: list[str]) -> list[str]:
+    """Remove the paths the backup did not have (or had as another kind), deepest first."""
+    if not extra:
+        return []
+    # deepest first, so a folder is empty (or gone) by the time it is removed
+    gone = sorted({decode_name(p) for p in extra}, key=lambda b: -b.count(b"/"))
+    ctx.host.run(Raw(f"cd {shlex.quote(top)} && xargs -0 rm -rf --"), stdin=b"".join(p + b"\0" for p in gone))
+    return [f"removed {len(gone)} paths the backup did not have"]
+
+
+def _extract_paths(ctx: ToolContext, top: str, bdir: str, fetch: list[str]) -> list[str]:
+    """Rewrite the changed or missing paths bytes-exact from exact.tar, shallowest first."""
+    if not fetch:
+        return []
+    q = shlex.quote
+    names = sorted((decode_name(p) for p in fetch), key=lambda b: b.count(b"/"))
+    ctx.host.run(Raw(f"tar -xpf {q(bdir + '/exact.tar')} -C {q(top)} --null --no-recursion -T -"),
+                 stdin=b"".join(n + b"\0" for n in names), timeout=1800)
+    return [f"rewrote {len(names)} paths from exact.tar"]
+
+
+def _restore_modes(ctx: ToolContext, top: str, chmod: list[tuple[str, int]], saved: Manifest,
+                   fetch: list[str]) -> list[str]:
+    """Set the modes that alone differ, then those of the folders extracted (extracting into one keeps its mode)."""
+    q = shlex.quote
     for path, mode in chmod:
         ctx.host.run(Raw(f"cd {q(top)} && xargs -0 chmod {mode:o} --"), stdin=decode_name(path) + b"\0")
-    if chmod:
-        done.append(f"modes of {len(chmod)} paths")
+    fetched = set(fetch)
     for d in [e for e in saved.entries if e.kind == "dir"]:  # extracting into a folder keeps its mode; check all
-        if d.path in {p for p in fetch}:
+        if d.path in fetched:
             ctx.host.run(Raw(f"cd {q(top)} && xargs -0 chmod {d.mode:o} --"), stdin=decode_name(d.path) + b"\0")
-    if [g.index for g in saved.git] != [g.index for g in now.git]:
-        ctx.host.run(["cp", "-p", "--", f"{bdir}/index.raw", f"{gdir}/index"])
-        done.append("index (with its assume-unchanged / skip-worktree / intent-to-add flags) from index.raw")
-    return saved, take_manifest(ctx, top, big_bytes=saved.big_bytes), done
+    return [f"modes of {len(chmod)} paths"] if chmod else []
+
+
+def _restore_index(ctx: ToolContext, gdir: str, bdir: str, saved: Manifest, now: Manifest) -> list[str]:
+    """Copy index.raw back when any repository's index differs from the saved one."""
+    if [g.index for g in saved.git] == [g.index for g in now.git]:
+        return []
+    ctx.host.run(["cp", "-p", "--", f"{bdir}/index.raw", f"{gdir}/index"])
+    return ["index (with its assume-unchanged / skip-worktree / intent-to-add flags) from index.raw"]
 
 
 def make_backup(ctx: ToolContext, args: BackupInput) -> Backup:
@@ -662,34 +706,63 @@ def apply_patches(ctx: ToolContext, args: ApplyInput) -> Applied:
                   applied=list(dict.fromkeys([*args.files, *args.hunks])))
     before = _tree_of_worktree(ctx, repo, gdir, False)
     if args.script:
-        res = ctx.host.run([args.python, args.script, *args.script_args], cwd=top, check="ignore",
-                           timeout=args.timeout_s)
-        text = res.stdout + ("\n" + res.stderr if res.stderr.strip() else "")
-        out.script_exit, out.script_output = res.exit, text[-4000:]
-        out.ambiguous = ambiguous_lines(text, res.exit)
-    out.tree = _tree_of_worktree(ctx, repo, gdir, False) if args.script else before
-    if args.script:
-        touched = [p for _s, p in _changed(ctx, repo, before, out.tree)]
-        differ = set(split_z(ctx.host.run(git(repo, "diff-tree", "-r", "-z", "--name-only", b.worktree_tree,
-                                              out.tree, "--", *touched)).stdout)) if touched else set()
-        out.script_changed = [ScriptChange(path=p, vs_backup="not-in-backup" if p not in b.changed else
-                                           "differs-from-backup" if p in differ else "matches-backup")
-                              for p in touched]
-    if args.files:
-        off = split_z(ctx.host.run(git(repo, "diff-tree", "-r", "-z", "--name-only", b.worktree_tree, before, "--",
-                                       *args.files)).stdout)
-        out.mismatches += [f"{p} differs from the backup's version" for p in off]
+        _run_script(ctx, args, args.script, top, out)
+        out.tree = _tree_of_worktree(ctx, repo, gdir, False)
+        out.script_changed = _script_changes(ctx, repo, b, before, out.tree)
+    else:
+        out.tree = before
+    out.mismatches += _files_mismatches(ctx, repo, b, before, args.files)
+    out.mismatches += _hunks_mismatches(ctx, repo, b, before, hunk_lines)
+    if args.from_clean:
+        out.mismatches += _unasked_changes(ctx, repo, b, before, set(args.files) | set(hunk_lines))
+    out.verified = not out.mismatches
+    return out
+
+
+def _run_script(ctx: ToolContext, args: ApplyInput, script: str, top: str, out: Applied) -> None:
+    """Run the user's patch script in the checkout; keep its exit, its output's tail and its ambiguous lines."""
+    res = ctx.host.run([args.python, script, *args.script_args], cwd=top, check="ignore",
+                       timeout=args.timeout_s)
+    text = res.stdout + ("\n" + res.stderr if res.stderr.strip() else "")
+    out.script_exit, out.script_output = res.exit, text[-4000:]
+    out.ambiguous = ambiguous_lines(text, res.exit)
+
+
+def _script_changes(ctx: ToolContext, repo: str, b: Backup, before: str, after: str) -> list[ScriptChange]:
+    """Each path the script changed, compared with the user's own version in the backup."""
+    touched = [p for _s, p in _changed(ctx, repo, before, after)]
+    differ = set(split_z(ctx.host.run(git(repo, "diff-tree", "-r", "-z", "--name-only", b.worktree_tree,
+                                          after, "--", *touched)).stdout)) if touched else set()
+    return [ScriptChange(path=p, vs_backup="not-in-backup" if p not in b.changed else
+                         "differs-from-backup" if p in differ else "matches-backup")
+            for p in touched]
+
+
+def _files_mismatches(ctx: ToolContext, repo: str, b: Backup, before: str, files: list[str]) -> list[str]:
+    """The whole files written that differ from the backup's version."""
+    if not files:
+        return []
+    off = split_z(ctx.host.run(git(repo, "diff-tree", "-r", "-z", "--name-only", b.worktree_tree, before, "--",
+                                   *files)).stdout)
+    return [f"{p} differs from the backup's version" for p in off]
+
+
+def _hunks_mismatches(ctx: ToolContext, repo: str, b: Backup, before: str,
+                      hunk_lines: dict[str, list[str]]) -> list[str]:
+    """The files whose changed lines against HEAD are not exactly those of the hunks asked for."""
+    out: list[str] = []
     for path, lines in hunk_lines.items():
         now = ctx.host.run(git(repo, "diff", "--no-color", "--no-renames", b.head, before, "--", path)).stdout
         got = [ln.value for pf in unidiff.PatchSet(now) for h in pf for ln in h if ln.is_added or ln.is_removed]
         if sorted(got) != sorted(lines):
-            out.mismatches.append(f"{path}: the applied hunks do not match the ones asked for")
-    if args.from_clean:
-        expect = set(args.files) | set(hunk_lines)
-        extra = [p for _s, p in _changed(ctx, repo, b.head, before) if p not in expect]
-        out.mismatches += [f"{p} changed although not asked for" for p in extra]
-    out.verified = not out.mismatches
+            out.append(f"{path}: the applied hunks do not match the ones asked for")
     return out
+
+
+def _unasked_changes(ctx: ToolContext, repo: str, b: Backup, before: str, expect: set[str]) -> list[str]:
+    """From a clean HEAD: the paths changed although not asked for."""
+    extra = [p for _s, p in _changed(ctx, repo, b.head, before) if p not in expect]
+    return [f"{p} changed although not asked for" for p in extra]
 
 
 # The checkout-safety families (manifest, trial trees, off-host mirror) register their tools with this

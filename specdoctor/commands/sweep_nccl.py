@@ -74,8 +74,8 @@ def run_sweep(host_spec: str, *, port: int | None, launch: str | None, python: s
     return result
 
 
-def _render(out: dict[str, Any], console: Console, yes: bool) -> None:
-    inv, sw, pr = out.get("inventory") or {}, out.get("sweep") or {}, out.get("promotion")
+def _render_inventory(inv: dict[str, Any], console: Console) -> None:
+    """The inventory table, then (before any latency or tuning claim) whether the launcher drops NCCL variables."""
     t = Table(title="NCCL inventory", show_header=False)
     for k in ("interconnect", "gpus", "tp", "nccl_version", "sglang_version", "hidden_size", "draft_tokens",
               "bench_tool"):
@@ -86,6 +86,10 @@ def _render(out: dict[str, Any], console: Console, yes: bool) -> None:
     console.print(t)
     if inv.get("launcher_drops"):  # before any latency or tuning claim
         console.print("[bold red]Propagation first:[/bold red] " + (inv.get("notes") or [""])[0], highlight=False)
+
+
+def _latency_table(sw: dict[str, Any]) -> Table:
+    """One row per swept configuration: latency per size, the score, the change vs the default, the verdict."""
     sizes = sw.get("sizes", [])
     lat = Table("config", *[f"{s} B (µs)" for s in sizes], "Σ µs", "vs default", "verdict",
                 title=f"all-reduce latency, TP {sw.get('tp')} ({sw.get('tool')})")
@@ -95,24 +99,30 @@ def _render(out: dict[str, Any], console: Console, yes: bool) -> None:
         name = r["label"] + (" ★" if r.get("promote") else "")
         lat.add_row(name, *[_fmt(pts.get(s)) for s in sizes], _fmt(r.get("score_median")),
                     "—" if r.get("pct_change") is None else f"{r['pct_change']:+.1f} %", verdict)
-    console.print(lat)
+    return lat
+
+
+def _render_sweep(sw: dict[str, Any], inv: dict[str, Any], console: Console) -> None:
+    """The latency table, the skipped configurations, and the notes (the inventory's first one, already shown
+    when the launcher drops variables, is left out)."""
+    console.print(_latency_table(sw))
     for s in sw.get("skipped", []):
         console.print(f"skipped {s['label']}: {s['reason']}", markup=False)
     for n in inv.get("notes", [])[1 if inv.get("launcher_drops") else 0:] + sw.get("notes", []):
         console.print(f"note: {n}", markup=False)
-    if pr is None:
-        if sw.get("promoted") and not yes:
-            console.print("Promoted: " + ", ".join(sw["promoted"]) + " — rerun with --yes to relaunch the server "
-                          "under each and confirm end to end (with proof the workers see the variables).")
-        elif not sw.get("promoted"):
-            console.print("No configuration beat NCCL's defaults by the comparator: keep the defaults.")
-        return
-    if pr.get("status"):
-        console.print(f"promotion {pr['status']}: {pr.get('summary')}", markup=False)
-        return
-    if pr.get("launcher_drops"):
-        console.print(f"[bold red]The launcher drops NCCL variables before the workers start[/bold red]: "
-                      f"{pr.get('launcher_report')}")
+
+
+def _render_unconfirmed(sw: dict[str, Any], console: Console, yes: bool) -> None:
+    """No end-to-end run: what was promoted (and how to confirm it), or that the defaults stay."""
+    if sw.get("promoted") and not yes:
+        console.print("Promoted: " + ", ".join(sw["promoted"]) + " — rerun with --yes to relaunch the server "
+                      "under each and confirm end to end (with proof the workers see the variables).")
+    elif not sw.get("promoted"):
+        console.print("No configuration beat NCCL's defaults by the comparator: keep the defaults.")
+
+
+def _e2e_table(pr: dict[str, Any]) -> Table:
+    """One row per relaunched configuration: propagated?, tok/s and its CI, the change vs the default, the outcome."""
     e2e = Table("config", "propagated", "tok/s", "95% CI", "vs default", "outcome",
                 title=f"end to end (default {_fmt(pr.get('baseline_median'))} tok/s)")
     for r in pr.get("results", []):
@@ -120,12 +130,28 @@ def _render(out: dict[str, Any], console: Console, yes: bool) -> None:
         e2e.add_row(r["label"], "yes" if r.get("propagated") else "NO", _fmt(r.get("median")), ci,
                     "—" if r.get("pct_change") is None else f"{r['pct_change']:+.1f} %",
                     r.get("skipped") or f"{r.get('outcome')} {r.get('verdict')}")
-    console.print(e2e)
+    return e2e
+
+
+def _render_propagation(pr: dict[str, Any], console: Console) -> None:
+    """Per configuration and variable: what the workers saw and in how many processes NCCL logged it."""
     for r in pr.get("results", []):
         for p in r.get("propagation", []):
             workers = ", ".join(f"{k}={v}" for k, v in sorted(p.get("workers", {}).items())) or "not read"
             console.print(f"  {r['label']}: {p['name']}={p['expected']} → workers {workers}; NCCL logged it in "
                           f"{len(p.get('logged_pids', []))} processes", markup=False)
+
+
+def _render_promotion(pr: dict[str, Any], console: Console) -> None:
+    """The end-to-end confirmation (or why it did not run), the best setting and where to set it."""
+    if pr.get("status"):
+        console.print(f"promotion {pr['status']}: {pr.get('summary')}", markup=False)
+        return
+    if pr.get("launcher_drops"):
+        console.print(f"[bold red]The launcher drops NCCL variables before the workers start[/bold red]: "
+                      f"{pr.get('launcher_report')}")
+    console.print(_e2e_table(pr))
+    _render_propagation(pr, console)
     if pr.get("best"):
         lo, hi = pr.get("best_delta_ci") or (None, None)
         console.print(f"[bold]best: {pr['best']}[/bold] {pr['best_gain_pct']:+.1f} % tok/s "
@@ -134,6 +160,16 @@ def _render(out: dict[str, Any], console: Console, yes: bool) -> None:
     console.print(pr.get("not_sitecustomize", ""), markup=False)
     for n in pr.get("notes", []):
         console.print(f"note: {n}", markup=False)
+
+
+def _render(out: dict[str, Any], console: Console, yes: bool) -> None:
+    inv, sw, pr = out.get("inventory") or {}, out.get("sweep") or {}, out.get("promotion")
+    _render_inventory(inv, console)
+    _render_sweep(sw, inv, console)
+    if pr is None:
+        _render_unconfirmed(sw, console, yes)
+    else:
+        _render_promotion(pr, console)
 
 
 def register(app: typer.Typer) -> None:

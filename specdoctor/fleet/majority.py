@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from specdoctor.fleet.models import FieldDeviation, HostSurvey
-from specdoctor.models import Fingerprint
+from specdoctor.models import Change, Fingerprint
 from specdoctor.tools.fingerprint import diff_fingerprints
 
 __all__ = ["vote", "majority_fingerprint", "majority_launch", "deviations"]
@@ -35,13 +35,8 @@ def vote(values: Iterable[Any]) -> tuple[Any, int, int, bool]:
     return json.loads(top), n, len(vals), strict
 
 
-def majority_fingerprint(fps: list[Fingerprint]) -> tuple[Fingerprint | None, list[str]]:
-    """Each field's most common value across the hosts (a strict majority), and the fields with none."""
-    if not fps:
-        return None, []
-    dumps = [fp.model_dump(mode="json") for fp in fps]
-    out: dict[str, Any] = {}
-    split: list[str] = []
+def _vote_fields(dumps: list[dict[str, Any]], out: dict[str, Any], split: list[str]) -> None:
+    """The scalar fields: the strict majority's value, else None (a non-None plurality names the field split)."""
     for field in Fingerprint.model_fields:
         if field in _UNVOTED:
             continue
@@ -49,6 +44,10 @@ def majority_fingerprint(fps: list[Fingerprint]) -> tuple[Fingerprint | None, li
         if not strict and value is not None:
             split.append(field)
         out[field] = value if strict else None
+
+
+def _vote_env_maps(dumps: list[dict[str, Any]], out: dict[str, Any], split: list[str]) -> None:
+    """The env maps, variable by variable (absent is a value; a majority for absent keeps it out)."""
     for field in _ENV_MAPS:
         env: dict[str, str] = {}
         for name in sorted(set().union(*(d.get(field) or {} for d in dumps))):
@@ -58,6 +57,10 @@ def majority_fingerprint(fps: list[Fingerprint]) -> tuple[Fingerprint | None, li
             elif not strict:
                 split.append(f"{field}.{name}")
         out[field] = env
+
+
+def _vote_gpus(dumps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The GPUs, when a strict majority agrees on their count: each GPU's fields voted over the hosts that have it."""
     count, _, _, strict = vote(len(d.get("gpus") or []) for d in dumps)
     gpus = []
     if strict:
@@ -70,8 +73,20 @@ def majority_fingerprint(fps: list[Fingerprint]) -> tuple[Fingerprint | None, li
                 value, _, _, ok = vote(r.get(field) for r in rows)
                 gpu[field] = value if ok else None
             gpus.append(gpu)
-    out["gpus"] = gpus
-    for field in ("topology", "gpu_processes"):
+    return gpus
+
+
+def majority_fingerprint(fps: list[Fingerprint]) -> tuple[Fingerprint | None, list[str]]:
+    """Each field's most common value across the hosts (a strict majority), and the fields with none."""
+    if not fps:
+        return None, []
+    dumps = [fp.model_dump(mode="json") for fp in fps]
+    out: dict[str, Any] = {}
+    split: list[str] = []
+    _vote_fields(dumps, out, split)
+    _vote_env_maps(dumps, out, split)
+    out["gpus"] = _vote_gpus(dumps)
+    for field in ("topology", "gpu_processes"):  # voted whole
         value, _, _, strict = vote(d.get(field) for d in dumps)
         out[field] = value if strict else ([] if field == "gpu_processes" else {})
     return Fingerprint.model_validate(out), split
@@ -92,6 +107,39 @@ def majority_launch(launches: list[dict[str, str]]) -> tuple[dict[str, str], lis
     return out, split
 
 
+_Changes = dict[str, dict[str, Change]]  # host -> fingerprint key -> its change from the majority
+
+
+def _field_deviations(row: HostSurvey, fps: list[HostSurvey], changes: _Changes,
+                      skip: set[str]) -> list[FieldDeviation]:
+    """The host's fingerprint fields that differ from the majority, with who agrees and who shares its value."""
+    devs: list[FieldDeviation] = []
+    for key, ch in changes[row.name].items():
+        if key in skip or key.split(".", 1)[0] in skip:
+            continue
+        agree = sum(1 for r in fps if key not in changes[r.name])
+        shared = [r.name for r in fps if r.name != row.name and key in changes[r.name]
+                  and changes[r.name][key].after == ch.after]
+        devs.append(FieldDeviation(key=key, value=ch.after, majority=ch.before, impact=ch.impact, rank=ch.rank,
+                                   agree=agree, of=len(fps), shared_with=shared, why=ch.why))
+    return devs
+
+
+def _launch_deviations(row: HostSurvey, measured: list[HostSurvey], launch: dict[str, str],
+                       skip: set[str]) -> list[FieldDeviation]:
+    """The host's launch flags that differ from the majority launch line (none when its launch is unknown)."""
+    devs: list[FieldDeviation] = []
+    for flag in sorted(set(row.launch) | set(launch)) if row.launch else []:
+        if flag in _NOT_COMPARED_FLAGS or f"launch.{flag}" in skip or row.launch.get(flag) == launch.get(flag):
+            continue
+        agree = sum(1 for r in measured if r.launch.get(flag) == launch.get(flag))
+        shared = [r.name for r in measured if r.name != row.name and r.launch.get(flag) == row.launch.get(flag)]
+        devs.append(FieldDeviation(key=f"launch.{flag}", value=row.launch.get(flag), majority=launch.get(flag),
+                                   impact="high", rank=_LAUNCH_RANK, agree=agree, of=len(measured),
+                                   shared_with=shared, why="launch flag differs from the fleet's"))
+    return devs
+
+
 def deviations(fleet: list[HostSurvey], majority: Fingerprint, launch: dict[str, str],
                split: list[str] | None = None) -> dict[str, list[FieldDeviation]]:
     """Each host's fields that differ from the majority, ranked as the fingerprint diff ranks them (worker NCCL
@@ -102,24 +150,5 @@ def deviations(fleet: list[HostSurvey], majority: Fingerprint, launch: dict[str,
     changes = {r.name: {c.key: c for c in diff_fingerprints(majority, r.fingerprint).changes}
                for r in fps if r.fingerprint is not None}
     measured = [r for r in fleet if r.launch]
-    out: dict[str, list[FieldDeviation]] = {}
-    for row in fps:
-        devs: list[FieldDeviation] = []
-        for key, ch in changes[row.name].items():
-            if key in skip or key.split(".", 1)[0] in skip:
-                continue
-            agree = sum(1 for r in fps if key not in changes[r.name])
-            shared = [r.name for r in fps if r.name != row.name and key in changes[r.name]
-                      and changes[r.name][key].after == ch.after]
-            devs.append(FieldDeviation(key=key, value=ch.after, majority=ch.before, impact=ch.impact, rank=ch.rank,
-                                       agree=agree, of=len(fps), shared_with=shared, why=ch.why))
-        for flag in sorted(set(row.launch) | set(launch)) if row.launch else []:
-            if flag in _NOT_COMPARED_FLAGS or f"launch.{flag}" in skip or row.launch.get(flag) == launch.get(flag):
-                continue
-            agree = sum(1 for r in measured if r.launch.get(flag) == launch.get(flag))
-            shared = [r.name for r in measured if r.name != row.name and r.launch.get(flag) == row.launch.get(flag)]
-            devs.append(FieldDeviation(key=f"launch.{flag}", value=row.launch.get(flag), majority=launch.get(flag),
-                                       impact="high", rank=_LAUNCH_RANK, agree=agree, of=len(measured),
-                                       shared_with=shared, why="launch flag differs from the fleet's"))
-        out[row.name] = devs
-    return out
+    return {row.name: _field_deviations(row, fps, changes, skip) + _launch_deviations(row, measured, launch, skip)
+            for row in fps}

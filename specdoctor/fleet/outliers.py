@@ -78,6 +78,26 @@ def _order(dev: FieldDeviation, outliers: set[str]) -> tuple[int, int, int, str]
     return (healthy_share, _IMPACT[dev.impact], dev.rank, dev.key)
 
 
+def _note_healthy_sharers(devs: list[FieldDeviation], name: str, outliers: set[str]) -> None:
+    """An outlier's departure that only healthy hosts share is unlikely its cause: say who they are."""
+    for d in devs:
+        if d.shared_with and all(h not in outliers for h in d.shared_with) and name in outliers:
+            d.why = (d.why + "; " if d.why else "") + f"also on {', '.join(d.shared_with)}, which are not outliers"
+
+
+def _host_verdict(r: HostSurvey, tests: dict[str, dict[str, MetricTest]], devs: dict[str, list[FieldDeviation]],
+                  outliers: set[str]) -> HostVerdict:
+    """One host's verdict: its metric tests, its direction, and its departures, most likely cause first."""
+    mts = [t[r.name] for t in tests.values() if r.name in t]
+    directions = {t.direction for t in mts if t.outlier}
+    hv = HostVerdict(name=r.name, status=r.status, error=r.error, outlier=r.name in outliers,
+                     direction="worse" if "worse" in directions else ("better" if directions else ""),
+                     metrics=mts, throughput=r.throughput, accept_length=r.accept_length)
+    _note_healthy_sharers(devs.get(r.name, []), r.name, outliers)
+    hv.deviations = sorted(devs.get(r.name, []), key=lambda d: _order(d, outliers))
+    return hv
+
+
 def analyse(rows: list[HostSurvey], min_effect_pct: float = 5.0) -> FleetAnalysis:
     """The fleet analysis: metric outliers, the majority fingerprint and launch line, departures per host."""
     fps = [r.fingerprint for r in rows if r.fingerprint is not None]
@@ -89,15 +109,7 @@ def analyse(rows: list[HostSurvey], min_effect_pct: float = 5.0) -> FleetAnalysi
     out = FleetAnalysis(majority_fingerprint=majority, majority_launch=launch, split_fields=split + launch_split,
                         min_effect_pct=min_effect_pct)
     for r in rows:
-        mts = [t[r.name] for t in tests.values() if r.name in t]
-        directions = {t.direction for t in mts if t.outlier}
-        hv = HostVerdict(name=r.name, status=r.status, error=r.error, outlier=r.name in outliers,
-                         direction="worse" if "worse" in directions else ("better" if directions else ""),
-                         metrics=mts, throughput=r.throughput, accept_length=r.accept_length)
-        for d in devs.get(r.name, []):
-            if d.shared_with and all(h not in outliers for h in d.shared_with) and r.name in outliers:
-                d.why = (d.why + "; " if d.why else "") + f"also on {', '.join(d.shared_with)}, which are not outliers"
-        hv.deviations = sorted(devs.get(r.name, []), key=lambda d: _order(d, outliers))
+        hv = _host_verdict(r, tests, devs, outliers)
         out.hosts.append(hv)
         if not r.measured:
             out.unreachable.append(r.name)

@@ -44,32 +44,56 @@ def parse_host_spec(spec: str) -> HostSpec:
     if spec == "local":
         return HostSpec(kind="local")
     if spec.startswith("sim:"):
-        name = spec[4:]
-        if not name:
-            raise UsageError("sim: needs a scenario name or a path to a scenario YAML (e.g. sim:seed)")
-        return HostSpec(kind="sim", scenario=name)
+        return _sim_spec(spec)
+    _check_brackets(spec)
+    if spec.startswith("ssh://"):
+        return _ssh_url_spec(spec)
+    return _user_at_host_spec(spec)
+
+
+def _sim_spec(spec: str) -> HostSpec:
+    name = spec[4:]
+    if not name:
+        raise UsageError("sim: needs a scenario name or a path to a scenario YAML (e.g. sim:seed)")
+    return HostSpec(kind="sim", scenario=name)
+
+
+def _check_brackets(spec: str) -> None:
+    """Brackets (an IPv6 host) come in '[...]' pairs."""
     if spec.count("[") != spec.count("]") or spec.find("]") < spec.find("["):
         shown = "the ssh URL" if "://" in spec else repr(spec)  # a URL is not echoed: it may hold a password
         raise UsageError(f"unbalanced brackets in {shown}: write an IPv6 host as user@[v6addr]:port")
-    if spec.startswith("ssh://"):
-        try:
-            parts = urlsplit(spec)
-        except ValueError as exc:  # e.g. an IPv6 address urllib cannot read
-            raise UsageError(f"invalid ssh URL: {exc}") from None
-        if not parts.hostname:
-            raise UsageError(f"invalid ssh URL: {spec!r}")
-        if parts.password is not None or parts.path not in ("", "/") or parts.query or parts.fragment:
-            # the spec is not echoed: it may hold a password
-            raise UsageError(f"ssh URL for {parts.hostname} may only hold user, host and port (no password or path)")
-        try:
-            port = parts.port
-        except ValueError:
-            raise UsageError(f"invalid port in {spec!r}") from None
-        return _checked(HostSpec(kind="ssh", host=parts.hostname, user=parts.username, port=port), spec)
+
+
+def _ssh_url_spec(spec: str) -> HostSpec:
+    """`ssh://user@host:port`: user, host and port only."""
+    try:
+        parts = urlsplit(spec)
+    except ValueError as exc:  # e.g. an IPv6 address urllib cannot read
+        raise UsageError(f"invalid ssh URL: {exc}") from None
+    if not parts.hostname:
+        raise UsageError(f"invalid ssh URL: {spec!r}")
+    if parts.password is not None or parts.path not in ("", "/") or parts.query or parts.fragment:
+        # the spec is not echoed: it may hold a password
+        raise UsageError(f"ssh URL for {parts.hostname} may only hold user, host and port (no password or path)")
+    try:
+        port = parts.port
+    except ValueError:
+        raise UsageError(f"invalid port in {spec!r}") from None
+    return _checked(HostSpec(kind="ssh", host=parts.hostname, user=parts.username, port=port), spec)
+
+
+def _user_at_host_spec(spec: str) -> HostSpec:
+    """`[user@]host[:port]`, the host an IPv6 address in brackets or a name/IPv4 address."""
     user, at, rest = spec.rpartition("@")
     if at and not user:
         raise UsageError(f"empty user name in {spec!r}")
-    host, port = rest, None
+    host, port = _host_and_port(rest, spec)
+    return _checked(HostSpec(kind="ssh", host=host, user=user or None, port=port), spec)
+
+
+def _host_and_port(rest: str, spec: str) -> tuple[str, int | None]:
+    """`host`, `host:port`, `[v6addr]` or `[v6addr]:port` (a bare IPv6 address, with several ':', has no port)."""
     bracketed = _BRACKETED.match(rest)
     if bracketed:
         host, port_s = bracketed["host"], bracketed["port"]
@@ -77,13 +101,13 @@ def parse_host_spec(spec: str) -> HostSpec:
             raise UsageError(f"only IPv6 addresses go in brackets: {spec!r}")
         if port_s is not None and not port_s.isdigit():
             raise UsageError(f"invalid port in {spec!r}")
-        port = int(port_s) if port_s is not None else None
-    elif rest.count(":") == 1:
+        return host, int(port_s) if port_s is not None else None
+    if rest.count(":") == 1:
         host, _, port_s = rest.partition(":")
         if not port_s.isdigit():
             raise UsageError(f"invalid port in {spec!r}")
-        port = int(port_s)
-    return _checked(HostSpec(kind="ssh", host=host, user=user or None, port=port), spec)
+        return host, int(port_s)
+    return rest, None
 
 
 def _checked(s: HostSpec, raw: str) -> HostSpec:

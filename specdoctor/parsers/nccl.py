@@ -6,6 +6,8 @@ import json
 import math
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -151,77 +153,112 @@ def _header_cut(tail: str) -> str | None:
     return None
 
 
+_Layout = tuple[bool, list[list[str]]]  # whether a root column exists, and each half's column names
+
+
+@dataclass
+class _Tables:
+    """The scan of nccl-tests text: the runs so far, the table being read and its layout, and what the lines
+    before the next table header said about it (`pending`)."""
+
+    runs: ParsedList[NcclTestsRun] = field(default_factory=ParsedList)
+    current: NcclTestsRun | None = None
+    layout: _Layout | None = None
+    pending: dict[str, Any] = field(default_factory=dict)
+
+    def close(self) -> None:
+        self.current, self.layout = None, None
+
+
+def _read_preamble(t: _Tables, line: str) -> None:
+    """The '# nThread', collective, and NCCL version lines that describe the next table."""
+    if m := _NTHREAD.search(line):
+        t.pending.update(nthreads=int(m.group(1)), ngpus=int(m.group(2)), graph=int(m.group(3)))
+        t.close()
+    elif re.match(r"^#\s*nThread \d", line.strip()) and not _NTHREAD_END.search(line):
+        t.pending["problems"] = [f"{TRUNCATED}: a '# nThread' line without its closing 'graph: N': "
+                                 f"{line.strip()[-50:]!r}"]
+        t.runs.problems.extend(t.pending["problems"])
+    if m := _COLLECTIVE.search(line):
+        t.pending["collective"], t.pending["tool"] = m.group(1), "nccl-tests"
+        t.close()
+    elif _BENCH.search(line) and "#" in line:
+        t.pending["collective"], t.pending["tool"] = "all_reduce", "allreduce_bench"
+    if m := _TESTS_VERSION.search(line):
+        t.pending["nccl_version"] = nccl_version_from_code(int(m.group(1)))
+    elif m := _INFO_VERSION.search(line):
+        t.pending["nccl_version"] = m.group(1)
+        if t.current is not None and t.current.nccl_version is None:
+            t.current.nccl_version = m.group(1)
+
+
+def _read_header(t: _Tables, line: str) -> bool:
+    """A table header opens a run (a cut one is flagged; one cut before 'type redop' closes the table);
+    whether the line was a header."""
+    if m := _HEADER.search(line):
+        t.layout = _columns(m.group(1))
+        t.current = NcclTestsRun(**{**t.pending, "problems": list(t.pending.get("problems", []))})
+        t.runs.append(t.current)
+        if why := _header_cut(m.group(1)):
+            _cut(t.runs, t.current, why)
+        return True
+    if re.match(r"^#\s+size\s+count\b", line.strip()):
+        t.runs.problems.append(f"{TRUNCATED}: a table header cut before its 'type redop' columns")
+        t.close()
+        return True
+    return False
+
+
+def _read_table_line(runs: ParsedList[NcclTestsRun], current: NcclTestsRun, layout: _Layout, line: str) -> None:
+    """A line inside a table: its summary (avg bus bandwidth, out-of-bounds count) or one of its rows."""
+    if m := _AVG.search(line):
+        current.avg_busbw = _num(m.group(1))
+        return
+    if m := _OOB.search(line):
+        current.out_of_bounds = int(m.group(1))
+        return
+    if line.lstrip().startswith("#"):
+        if _SUMMARY.match(line.strip()):
+            _cut(runs, current, f"a summary line short of its number: {line.strip()[-60:]!r}")
+        return
+    if m := _ROW.search(line):
+        current.rows.append(_table_row(runs, current, layout, m))
+
+
+def _table_row(runs: ParsedList[NcclTestsRun], current: NcclTestsRun, layout: _Layout,
+               m: re.Match[str]) -> NcclTestsRow:
+    """One row: size, count, type, redop, the root (when the header has it) and the two halves; a row with more
+    or fewer values than its header names was cut."""
+    has_root, halves = layout
+    rest = m.group(5).split()
+    want = int(has_root) + sum(len(h) for h in halves)
+    if len(rest) != want or rest[-1].endswith("."):
+        _cut(runs, current, f"a row of size {m.group(1)} with {len(rest)} of the header's {want} values")
+    root = None
+    if has_root and rest:
+        root = int(rest[0]) if re.fullmatch(r"-?\d+", rest[0]) else None
+        rest = rest[1:]
+    parts = []
+    for names in halves:
+        parts.append(_half(names, rest[: len(names)]))
+        rest = rest[len(names):]
+    return NcclTestsRow(size=int(m.group(1)), count=int(m.group(2)), dtype=m.group(3),
+                        redop=m.group(4), root=root, out_of_place=parts[0] if parts else None,
+                        in_place=parts[1] if len(parts) > 1 else None)
+
+
 @flag_clipped(no_cut_check)  # rows are checked against their own header's columns, in the body
 def parse_nccl_tests(text: str) -> list[NcclTestsRun]:
     """Every collective table in a text (prefixes like '0: ' or '[1,0]<stdout>:' and elided rows tolerated).
     A row with fewer or more values than its header names, or a summary line short of its number, was cut:
     the run's `problems` and the list's say 'truncated'."""
-    runs: ParsedList[NcclTestsRun] = ParsedList()
-    current: NcclTestsRun | None = None
-    layout: tuple[bool, list[list[str]]] | None = None
-    pending: dict = {}
+    t = _Tables()
     for line in clean_lines(text):
-        if m := _NTHREAD.search(line):
-            pending.update(nthreads=int(m.group(1)), ngpus=int(m.group(2)), graph=int(m.group(3)))
-            current, layout = None, None
-        elif re.match(r"^#\s*nThread \d", line.strip()) and not _NTHREAD_END.search(line):
-            pending["problems"] = [f"{TRUNCATED}: a '# nThread' line without its closing 'graph: N': "
-                                   f"{line.strip()[-50:]!r}"]
-            runs.problems.extend(pending["problems"])
-        if m := _COLLECTIVE.search(line):
-            pending["collective"], pending["tool"] = m.group(1), "nccl-tests"
-            current, layout = None, None
-        elif _BENCH.search(line) and "#" in line:
-            pending["collective"], pending["tool"] = "all_reduce", "allreduce_bench"
-        if m := _TESTS_VERSION.search(line):
-            pending["nccl_version"] = nccl_version_from_code(int(m.group(1)))
-        elif m := _INFO_VERSION.search(line):
-            pending["nccl_version"] = m.group(1)
-            if current is not None and current.nccl_version is None:
-                current.nccl_version = m.group(1)
-        if m := _HEADER.search(line):
-            layout = _columns(m.group(1))
-            current = NcclTestsRun(**{**pending, "problems": list(pending.get("problems", []))})
-            runs.append(current)
-            if why := _header_cut(m.group(1)):
-                _cut(runs, current, why)
+        _read_preamble(t, line)
+        if _read_header(t, line) or t.current is None or t.layout is None:
             continue
-        if re.match(r"^#\s+size\s+count\b", line.strip()):
-            runs.problems.append(f"{TRUNCATED}: a table header cut before its 'type redop' columns")
-            current, layout = None, None
-            continue
-        if current is None or layout is None:
-            continue
-        if m := _AVG.search(line):
-            current.avg_busbw = _num(m.group(1))
-            continue
-        if m := _OOB.search(line):
-            current.out_of_bounds = int(m.group(1))
-            continue
-        if line.lstrip().startswith("#"):
-            if _SUMMARY.match(line.strip()):
-                _cut(runs, current, f"a summary line short of its number: {line.strip()[-60:]!r}")
-            continue
-        m = _ROW.search(line)
-        if not m:
-            continue
-        has_root, halves = layout
-        rest = m.group(5).split()
-        want = int(has_root) + sum(len(h) for h in halves)
-        if len(rest) != want or rest[-1].endswith("."):
-            _cut(runs, current, f"a row of size {m.group(1)} with {len(rest)} of the header's {want} values")
-        root = None
-        if has_root and rest:
-            root = int(rest[0]) if re.fullmatch(r"-?\d+", rest[0]) else None
-            rest = rest[1:]
-        parts = []
-        for names in halves:
-            parts.append(_half(names, rest[: len(names)]))
-            rest = rest[len(names):]
-        current.rows.append(NcclTestsRow(size=int(m.group(1)), count=int(m.group(2)), dtype=m.group(3),
-                                         redop=m.group(4), root=root, out_of_place=parts[0] if parts else None,
-                                         in_place=parts[1] if len(parts) > 1 else None))
-    return runs
+        _read_table_line(t.runs, t.current, t.layout, line)
+    return t.runs
 
 
 def _cut(runs: ParsedList[NcclTestsRun], run: NcclTestsRun, reason: str) -> None:

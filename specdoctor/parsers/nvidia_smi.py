@@ -215,11 +215,13 @@ def _q_cuts(text: str, result: Any) -> Iterator[str]:
             yield f"{key} {value.strip()!r} is cut inside its number or unit"
 
 
-@flag_clipped(_q_cuts)
-def parse_q(text: str) -> QReport:
-    """Parse `nvidia-smi -q` (old 'Power Readings'/'Throttle' and new 'GPU Power Readings' layouts)."""
-    report = QReport()
-    blocks: list[tuple[str, list[tuple[int, str, str | None]]]] = []
+_QLine = tuple[int, str, str | None]  # one `-q` line inside a GPU block: indent, key, value
+
+
+def _q_blocks(text: str, report: QReport) -> list[tuple[str, list[_QLine]]]:
+    """Cut `-q` into one block of (indent, key, value) lines per 'GPU <bus id>' section; the header's driver and
+    CUDA versions go straight onto the report."""
+    blocks: list[tuple[str, list[_QLine]]] = []
     for raw in clean_lines(text):
         if not raw.strip():
             continue
@@ -237,34 +239,52 @@ def parse_q(text: str) -> QReport:
                 report.cuda = value
             continue
         blocks[-1][1].append((indent, key, value))
-    for bus, lines in blocks:
-        gpu = QGpu(bus_id=bus)
-        gpu.name = _first(lines, ["Product Name"])
-        gpu.uuid = _first(lines, ["GPU UUID"])
-        gpu.persistence_mode = _first(lines, ["Persistence Mode"])
-        gen_cur = _first(lines, ["GPU Link Info", "PCIe Generation", "Current"])
-        gen_max = _first(lines, ["GPU Link Info", "PCIe Generation", "Max"])
-        w_cur = _first(lines, ["GPU Link Info", "Link Width", "Current"])
-        w_max = _first(lines, ["GPU Link Info", "Link Width", "Max"])
-        gpu.pcie_gen_current = int(number(gen_cur) or 0) or None
-        gpu.pcie_gen_max = int(number(gen_max) or 0) or None
-        gpu.pcie_width_current = int(number(w_cur) or 0) or None
-        gpu.pcie_width_max = int(number(w_max) or 0) or None
-        gpu.sm_clock_mhz = number(_first(lines, ["Clocks", "SM"]))
-        gpu.mem_clock_mhz = number(_first(lines, ["Clocks", "Memory"]))
-        gpu.max_sm_clock_mhz = number(_first(lines, ["Max Clocks", "SM"]))
-        gpu.app_sm_clock_mhz = number(_first(lines, ["Applications Clocks", "Graphics"]))
-        gpu.power_limit_w = number(_first(lines, ["GPU Power Readings", "Current Power Limit"],
-                                          ["Power Readings", "Enforced Power Limit"],
-                                          ["Power Readings", "Power Limit"]))
-        gpu.default_power_limit_w = number(_first(lines, ["GPU Power Readings", "Default Power Limit"],
-                                                  ["Power Readings", "Default Power Limit"]))
-        for _, key, value in lines:
-            if key == "Process ID" and value and value.isdigit():
-                gpu.process_pids.append(int(value))
-            elif key == "Name" and value and gpu.process_pids and len(gpu.process_names) < len(gpu.process_pids):
-                gpu.process_names.append(value)
-        report.gpus.append(gpu)
+    return blocks
+
+
+def _link_int(lines: list[_QLine], *path: str) -> int | None:
+    """A PCIe link generation or width under 'GPU Link Info' (0 or unreadable -> None)."""
+    return int(number(_first(lines, ["GPU Link Info", *path])) or 0) or None
+
+
+def _q_processes(gpu: QGpu, lines: list[_QLine]) -> None:
+    """The block's 'Process ID' lines, each with the 'Name' that follows it."""
+    for _, key, value in lines:
+        if key == "Process ID" and value and value.isdigit():
+            gpu.process_pids.append(int(value))
+        elif key == "Name" and value and gpu.process_pids and len(gpu.process_names) < len(gpu.process_pids):
+            gpu.process_names.append(value)
+
+
+def _q_gpu(bus: str, lines: list[_QLine]) -> QGpu:
+    """One GPU section's fingerprinted fields."""
+    gpu = QGpu(bus_id=bus)
+    gpu.name = _first(lines, ["Product Name"])
+    gpu.uuid = _first(lines, ["GPU UUID"])
+    gpu.persistence_mode = _first(lines, ["Persistence Mode"])
+    gpu.pcie_gen_current = _link_int(lines, "PCIe Generation", "Current")
+    gpu.pcie_gen_max = _link_int(lines, "PCIe Generation", "Max")
+    gpu.pcie_width_current = _link_int(lines, "Link Width", "Current")
+    gpu.pcie_width_max = _link_int(lines, "Link Width", "Max")
+    gpu.sm_clock_mhz = number(_first(lines, ["Clocks", "SM"]))
+    gpu.mem_clock_mhz = number(_first(lines, ["Clocks", "Memory"]))
+    gpu.max_sm_clock_mhz = number(_first(lines, ["Max Clocks", "SM"]))
+    gpu.app_sm_clock_mhz = number(_first(lines, ["Applications Clocks", "Graphics"]))
+    gpu.power_limit_w = number(_first(lines, ["GPU Power Readings", "Current Power Limit"],
+                                      ["Power Readings", "Enforced Power Limit"],
+                                      ["Power Readings", "Power Limit"]))
+    gpu.default_power_limit_w = number(_first(lines, ["GPU Power Readings", "Default Power Limit"],
+                                              ["Power Readings", "Default Power Limit"]))
+    _q_processes(gpu, lines)
+    return gpu
+
+
+@flag_clipped(_q_cuts)
+def parse_q(text: str) -> QReport:
+    """Parse `nvidia-smi -q` (old 'Power Readings'/'Throttle' and new 'GPU Power Readings' layouts)."""
+    report = QReport()
+    for bus, lines in _q_blocks(text, report):
+        report.gpus.append(_q_gpu(bus, lines))
     return report
 
 
@@ -303,31 +323,46 @@ _LINK = re.compile(r"^(?:X|NV\d+|PIX|PXB|PHB|NODE|SYS|SOC|NS|OK|CNS|TNS|NA|N/A)$
 _CPU_LIST = re.compile(r"^\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*$")
 
 
-@flag_clipped(no_cut_check)  # the matrix checks its own rows against its header, in the body
-def parse_topo(text: str) -> Topology:
-    """Parse the first link matrix (tabs or spaces, prompts, fused affinity columns, clipped header or fields)."""
-    topo = Topology()
-    lines = clean_lines(text)
-    header_at = None
-    cols: list[str] = []
+_Row = tuple[str, list[str], list[str]]  # a matrix row: its name, its link cells, the affinity cells after them
+
+
+def _topo_header(lines: list[str]) -> tuple[int, list[str]] | None:
+    """The matrix's header line (it opens with GPU0, and is not GPU0's own row) and its columns, the affinity
+    phrases folded into one '@' token each."""
     for i, line in enumerate(lines):
         norm = line
         for phrase, token in _AFFINITY_COLS:
             norm = norm.replace(phrase, f" {token} ")
         toks = norm.split()
         if toks and toks[0] == "GPU0" and len(toks) > 1 and toks[1] != "X":
-            header_at, cols = i, toks
-            break
-    if header_at is None:
-        return topo
+            return i, toks
+    return None
+
+
+def _header_devices(topo: Topology, cols: list[str]) -> list[str]:
+    """The header's device columns; a clipped last one ('NI', 'CPU Aff') is flagged (the rows name it later)."""
     devices = [c for c in cols if not c.startswith("@") and _DEVICE.match(c)]
-    extra = [c for c in cols if c.startswith("@")]
     if len(devices) < len([c for c in cols if not c.startswith("@")]):
-        # a clipped last header column ('NI', 'CPU Aff'): the row names below tell the real columns
         topo.truncated = True
         topo.problems.append(f"{TRUNCATED}: header clipped after {devices[-1] if devices else 'GPU0'}: {_line_tail(cols)}")
-    rows: list[tuple[str, list[str], list[str]]] = []
-    for line in lines[header_at + 1:]:
+    return devices
+
+
+def _matrix_row(toks: list[str]) -> _Row:
+    """Split a row into its name, its link cells (up to the first token that is no link) and the rest."""
+    cells = []
+    for t in toks[1:]:
+        if not _LINK.match(t):
+            break
+        cells.append(t)
+    return toks[0], cells, toks[1 + len(cells):]
+
+
+def _matrix_rows(topo: Topology, body: list[str]) -> list[_Row]:
+    """The device rows below the header, up to a blank line or a non-device line; a wrapped row's tail on its own
+    line is flagged and skipped."""
+    rows: list[_Row] = []
+    for line in body:
         toks = line.split()
         if not toks:
             if rows:
@@ -339,16 +374,16 @@ def parse_topo(text: str) -> Topology:
                 topo.problems.append(f"{TRUNCATED}: row {rows[-1][0]} wrapped: {line.strip()[:60]!r} continues it")
                 continue
             break
-        cells = []
-        for t in toks[1:]:
-            if not _LINK.match(t):
-                break
-            cells.append(t)
-        rows.append((toks[0], cells, toks[1 + len(cells):]))
+        rows.append(_matrix_row(toks))
+    return rows
+
+
+def _matrix_columns(topo: Topology, devices: list[str], rows: list[_Row], cols: list[str]) -> list[str]:
+    """The matrix's columns: the header's devices, or, where rows hold more link cells than the header names,
+    the clipped columns named from the rows (the matrix is square and in column order) or as '?j'."""
     names = [r[0] for r in rows]
     width = max((len(r[1]) for r in rows), default=0)
     if width > len(devices):
-        # the matrix is square and rows come in column order: name the clipped columns from the rows
         if names[:len(devices)] == devices and len(names) >= width:
             devices = names[:width]
         else:
@@ -356,31 +391,58 @@ def parse_topo(text: str) -> Topology:
         if not topo.truncated:
             topo.truncated = True
             topo.problems.append(f"{TRUNCATED}: {width} matrix columns but {len(topo.devices or cols)} headers")
-    topo.devices = devices
-    short = [name for name, cells, _ in rows if len(cells) < min(len(devices), len(names))]
+    return devices
+
+
+def _flag_short_rows(topo: Topology, rows: list[_Row]) -> None:
+    """A row with fewer link cells than the matrix has columns was cut (flagged only if nothing was yet)."""
+    names = [r[0] for r in rows]
+    short = [name for name, cells, _ in rows if len(cells) < min(len(topo.devices), len(names))]
     if short and not topo.truncated:
         topo.truncated = True
-        topo.problems.append(f"{TRUNCATED}: row {short[0]} has fewer link cells than the {len(devices)} columns")
+        topo.problems.append(f"{TRUNCATED}: row {short[0]} has fewer link cells than the {len(topo.devices)} columns")
+
+
+def _gpu_affinity(topo: Topology, name: str, rest: list[str], extra: list[str]) -> None:
+    """One GPU row's CPU/NUMA affinity cells (unfused where pasted together); a count off the header's or a
+    clipped CPU list is flagged."""
+    if len(rest) < len(extra) and rest:
+        rest = _unfuse(rest, len(extra))
+    if len(rest) != len(extra) and not topo.truncated:
+        topo.truncated = True  # fewer: the row was cut; more: the header lost its last names
+        topo.problems.append(f"{TRUNCATED}: row {name} has {len(rest)} affinity cells, the header "
+                             f"names {len(extra)}")
+    values = dict(zip(extra, rest, strict=False))
+    cpu = _clean(values.get("@CPU", ""))
+    if cpu is not None and not _CPU_LIST.match(cpu):
+        topo.truncated = True
+        topo.problems.append(f"{TRUNCATED}: {name} CPU affinity {cpu!r} looks clipped; not used")
+        cpu = None
+    topo.cpu_affinity[name] = cpu
+    topo.numa_affinity[name] = _clean(values.get("@NUMA", ""))
+    if "@GNUMA" in extra:
+        topo.gpu_numa_id[name] = _clean(values.get("@GNUMA", ""))
+
+
+@flag_clipped(no_cut_check)  # the matrix checks its own rows against its header, in the body
+def parse_topo(text: str) -> Topology:
+    """Parse the first link matrix (tabs or spaces, prompts, fused affinity columns, clipped header or fields)."""
+    topo = Topology()
+    lines = clean_lines(text)
+    header = _topo_header(lines)
+    if header is None:
+        return topo
+    header_at, cols = header
+    extra = [c for c in cols if c.startswith("@")]
+    devices = _header_devices(topo, cols)
+    rows = _matrix_rows(topo, lines[header_at + 1:])
+    topo.devices = _matrix_columns(topo, devices, rows, cols)
+    _flag_short_rows(topo, rows)
     for name, cells, rest in rows:
-        topo.links[name] = {d: c for d, c in zip(devices, cells, strict=False)
+        topo.links[name] = {d: c for d, c in zip(topo.devices, cells, strict=False)
                             if d != name and c != "X" and not d.startswith("?")}
         if name.startswith("GPU") and extra:
-            if len(rest) < len(extra) and rest:
-                rest = _unfuse(rest, len(extra))
-            if len(rest) != len(extra) and not topo.truncated:
-                topo.truncated = True  # fewer: the row was cut; more: the header lost its last names
-                topo.problems.append(f"{TRUNCATED}: row {name} has {len(rest)} affinity cells, the header "
-                                     f"names {len(extra)}")
-            values = dict(zip(extra, rest, strict=False))
-            cpu = _clean(values.get("@CPU", ""))
-            if cpu is not None and not _CPU_LIST.match(cpu):
-                topo.truncated = True
-                topo.problems.append(f"{TRUNCATED}: {name} CPU affinity {cpu!r} looks clipped; not used")
-                cpu = None
-            topo.cpu_affinity[name] = cpu
-            topo.numa_affinity[name] = _clean(values.get("@NUMA", ""))
-            if "@GNUMA" in extra:
-                topo.gpu_numa_id[name] = _clean(values.get("@GNUMA", ""))
+            _gpu_affinity(topo, name, rest, extra)
     return topo
 
 

@@ -98,6 +98,43 @@ def _table_cuts(text: str, result: Any) -> Iterator[str]:
             return
 
 
+def _read_process(table: SmiTable, line: str, cells: list[str]) -> None:
+    """A line of the Processes table: one process, or the 'No running processes found' note."""
+    if "No running processes found" in line:
+        table.no_processes = True
+    elif len(cells) == 1 and (p := _PROC.match(cells[0])):
+        table.processes.append(SmiProcess(gpu=int(p["gpu"]), gi=p["gi"], ci=p["ci"], pid=int(p["pid"]),
+                                          type=p["type"], name=p["name"], memory_mib=_int(p["mem"])))
+
+
+def _open_gpu(table: SmiTable, cells: list[str], r1: re.Match[str], b: re.Match[str]) -> SmiTableGpu:
+    """A GPU block's first row (index, name, persistence | bus id, display | ECC) opens its entry; the first
+    one also tells the table's layout by its width."""
+    if table.layout is None:
+        table.layout = "new" if len(cells[0]) >= 40 else "old"
+    name = r1["name"].strip()
+    gpu = SmiTableGpu(index=int(r1["idx"]), name=name.removesuffix("...").strip(),
+                      name_clipped=name.endswith("..."), persistence=r1["pm"], bus_id=b["bus"],
+                      display_active=b["disp"], ecc_errors=cells[2].strip() or None)
+    table.gpus.append(gpu)
+    return gpu
+
+
+def _read_gpu_row(current: SmiTableGpu, cells: list[str]) -> None:
+    """A GPU block's later rows: fan, temperature, perf, power | memory | utilisation and compute mode (the
+    first such row), then the MIG mode row."""
+    if (r2 := _ROW2.match(cells[0])) and current.perf is None:
+        current.fan_pct, current.temp_c = _int(r2["fan"]), _int(r2["temp"])
+        current.perf = r2["perf"] if r2["perf"].startswith("P") else None
+        current.power_w, current.power_cap_w = _watts(r2["pw"]), _watts(r2["cap"])
+        if m := _MEM.search(cells[1]):
+            current.memory_used_mib, current.memory_total_mib = int(m["used"]), int(m["total"])
+        if u := _UTIL.match(cells[2]):
+            current.util_pct, current.compute_mode = _int(u["util"]), u["mode"]
+    elif not cells[0].strip() and cells[2].strip() and current.perf is not None:
+        current.mig_mode = cells[2].strip()
+
+
 @flag_clipped(_table_cuts)
 def parse_smi_table(text: str) -> SmiTable:
     """Every GPU row and process of the first table in `text` (prompts, srun labels, ANSI and CRs tolerated)."""
@@ -113,35 +150,14 @@ def parse_smi_table(text: str) -> SmiTable:
             continue
         cells = _cells(line)
         if in_procs:
-            if "No running processes found" in line:
-                table.no_processes = True
-            elif len(cells) == 1 and (p := _PROC.match(cells[0])):
-                table.processes.append(SmiProcess(gpu=int(p["gpu"]), gi=p["gi"], ci=p["ci"], pid=int(p["pid"]),
-                                                  type=p["type"], name=p["name"], memory_mib=_int(p["mem"])))
+            _read_process(table, line, cells)
             continue
         if len(cells) != 3:
             if line.strip().startswith("+") and current is not None:
                 current = None  # a block ends at its +----+ rule
             continue
         if (r1 := _ROW1.match(cells[0])) and (b := _BUS.match(cells[1])):
-            if table.layout is None:
-                table.layout = "new" if len(cells[0]) >= 40 else "old"
-            name = r1["name"].strip()
-            current = SmiTableGpu(index=int(r1["idx"]), name=name.removesuffix("...").strip(),
-                                  name_clipped=name.endswith("..."), persistence=r1["pm"], bus_id=b["bus"],
-                                  display_active=b["disp"], ecc_errors=cells[2].strip() or None)
-            table.gpus.append(current)
-            continue
-        if current is None:
-            continue
-        if (r2 := _ROW2.match(cells[0])) and current.perf is None:
-            current.fan_pct, current.temp_c = _int(r2["fan"]), _int(r2["temp"])
-            current.perf = r2["perf"] if r2["perf"].startswith("P") else None
-            current.power_w, current.power_cap_w = _watts(r2["pw"]), _watts(r2["cap"])
-            if m := _MEM.search(cells[1]):
-                current.memory_used_mib, current.memory_total_mib = int(m["used"]), int(m["total"])
-            if u := _UTIL.match(cells[2]):
-                current.util_pct, current.compute_mode = _int(u["util"]), u["mode"]
-        elif not cells[0].strip() and cells[2].strip() and current.perf is not None:
-            current.mig_mode = cells[2].strip()
+            current = _open_gpu(table, cells, r1, b)
+        elif current is not None:
+            _read_gpu_row(current, cells)
     return table

@@ -12,7 +12,8 @@ import re
 import shlex
 from collections.abc import Iterator
 from collections.abc import Set as AbstractSet
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -150,6 +151,20 @@ _ASSIGN_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _VAR = re.compile(r"\$(?:\{(?P<braced>[A-Za-z_]\w*)(?:(?P<op>:?[-=])(?P<default>[^}]*))?\}|(?P<plain>[A-Za-z_]\w*))")
 
 
+def _shell_step(ch: str, quote: str | None, depth: int) -> tuple[str | None, int, bool]:
+    """One character of a quote- and `$(...)`-aware scan: (quote after it, paren depth after it, whether it is a
+    bare character: outside quotes and neither a quote nor a paren, so it may separate)."""
+    if quote:
+        return (None if ch == quote else quote), depth, False
+    if ch in "'\"":
+        return ch, depth, False
+    if ch == "(":
+        return quote, depth + 1, False
+    if ch == ")":
+        return quote, max(0, depth - 1), False
+    return quote, depth, True
+
+
 def _segments(line: str) -> list[str]:
     """A logical line split at `&&`, `||` and `;` outside quotes."""
     out: list[str] = []
@@ -158,15 +173,8 @@ def _segments(line: str) -> list[str]:
     depth, i = 0, 0  # inside $(...) a separator belongs to the substitution
     while i < len(line):
         ch = line[i]
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth = max(0, depth - 1)
-        elif depth == 0 and (line.startswith(("&&", "||"), i) or ch == ";"):
+        quote, depth, bare = _shell_step(ch, quote, depth)
+        if bare and depth == 0 and (line.startswith(("&&", "||"), i) or ch == ";"):
             out.append("".join(buf))
             buf = []
             i += 1 if ch == ";" else 2
@@ -177,63 +185,84 @@ def _segments(line: str) -> list[str]:
     return [x.strip() for x in out if x.strip()]
 
 
+class _Expansion(NamedTuple):
+    """What one `_expand` call reads (the text, the variables) and records (`pending`, when given)."""
+
+    text: str
+    variables: dict[str, str]
+    pending: set[str] | None
+
+
+def _double_quoted(word: str) -> str:
+    """The word double-quoted, escaping what shlex unescapes there (it stays one token)."""
+    return '"' + word.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _next_quote(ch: str, quote: str | None) -> str | None:
+    """The quote state after `ch`, read inside single quotes or at a quote character."""
+    if quote == "'":
+        return None if ch == "'" else quote
+    return None if quote == ch else (ch if quote is None else quote)
+
+
+def _expand_substitution(x: _Expansion, i: int, quote: str | None) -> tuple[str, int]:
+    """A `$(...)`/backtick substitution at i: a pure `seq` is evaluated here (never run); any other stays as
+    written, one token (double-quoted unless already inside double quotes), and is recorded as pending."""
+    end = _subst_end(x.text, i)
+    sub = x.text[i:end]
+    pure = _pure_substitution(sub, x.variables)
+    if pure is not None:
+        return (pure if quote == '"' else " ".join(shlex.quote(w) for w in pure.split(" "))), end
+    if x.pending is not None:
+        x.pending.add(sub)
+    return (sub if quote == '"' else _double_quoted(sub)), end
+
+
+def _expand_variable(x: _Expansion, m: re.Match[str], quote: str | None) -> str:
+    """`$VAR`/`${VAR}`/`${VAR:-default}`: its value, else its default, else as written (and recorded as pending)."""
+    name = m["braced"] or m["plain"]
+    if name in x.variables:
+        value = x.variables[name]
+        if x.pending and quote != '"' and any(p in value for p in x.pending):
+            # a variable holding an unresolved $(...) stays one word, as the shell would keep it
+            value = _double_quoted(value)
+        return value
+    if m["op"] and "$" not in (m["default"] or ""):
+        return m["default"] or ""
+    if x.pending is not None:
+        x.pending.add(m.group(0))
+    return m.group(0)
+
+
+def _expand_at(x: _Expansion, i: int, quote: str | None) -> tuple[str, int]:
+    """What the text at i (outside single quotes, not a quote character) expands to, and where it ends."""
+    text, ch = x.text, x.text[i]
+    if ch == "\\" and i + 1 < len(text):
+        return text[i:i + 2], i + 2
+    if text.startswith("$(", i) or ch == "`":
+        return _expand_substitution(x, i, quote)
+    if ch == "{" and quote is None and (b := _BRACE.match(text, i)) and (i == 0 or text[i - 1].isspace()):
+        return " ".join(str(v) for v in _int_range(int(b[1]), int(b[2]), int(b[3] or 1))), b.end()
+    if ch == "$" and (m := _VAR.match(text, i)):
+        return _expand_variable(x, m, quote), m.end()
+    return ch, i + 1
+
+
 def _expand(text: str, variables: dict[str, str], pending: set[str] | None = None) -> str:
     """Shell-style `$VAR`/`${VAR}`/`${VAR:-default}` expansion from `variables` (not inside single quotes);
     what cannot be resolved stays as written, and `$(...)`/backticks are kept as one token."""
+    x = _Expansion(text, variables, pending)
     out: list[str] = []
     i, quote = 0, None
     while i < len(text):
         ch = text[i]
-        if quote == "'":
-            out.append(ch)
-            quote = None if ch == "'" else quote
-            i += 1
-            continue
-        if ch in "'\"":
-            quote = None if quote == ch else (ch if quote is None else quote)
+        if quote == "'" or ch in "'\"":
+            quote = _next_quote(ch, quote)
             out.append(ch)
             i += 1
             continue
-        if ch == "\\" and i + 1 < len(text):
-            out.append(text[i:i + 2])
-            i += 2
-            continue
-        if text.startswith("$(", i) or ch == "`":
-            end = _subst_end(text, i)
-            sub = text[i:end]
-            pure = _pure_substitution(sub, variables)
-            if pure is not None:  # `seq` alone: evaluated here, never run
-                out.append(pure if quote == '"' else " ".join(shlex.quote(w) for w in pure.split(" ")))
-                i = end
-                continue
-            if pending is not None:
-                pending.add(sub)
-            # keep it one token: double-quote it (escaping what shlex unescapes there) unless already quoted
-            out.append(sub if quote == '"' else '"' + sub.replace("\\", "\\\\").replace('"', '\\"') + '"')
-            i = end
-            continue
-        if ch == "{" and quote is None and (b := _BRACE.match(text, i)) and (i == 0 or text[i - 1].isspace()):
-            out.append(" ".join(str(v) for v in _int_range(int(b[1]), int(b[2]), int(b[3] or 1))))
-            i = b.end()
-            continue
-        if ch == "$" and (m := _VAR.match(text, i)):
-            name = m["braced"] or m["plain"]
-            if name in variables:
-                value = variables[name]
-                if pending and quote != '"' and any(p in value for p in pending):
-                    # a variable holding an unresolved $(...) stays one word, as the shell would keep it
-                    value = '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-                out.append(value)
-            elif m["op"] and "$" not in (m["default"] or ""):
-                out.append(m["default"] or "")
-            else:
-                out.append(m.group(0))
-                if pending is not None:
-                    pending.add(m.group(0))
-            i = m.end()
-            continue
-        out.append(ch)
-        i += 1
+        piece, i = _expand_at(x, i, quote)
+        out.append(piece)
     return "".join(out)
 
 
@@ -289,15 +318,8 @@ def _words(segment: str) -> list[str] | None:
     quote: str | None = None
     depth = 0
     for ch in segment:
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth = max(0, depth - 1)
-        elif ch.isspace() and depth == 0:
+        quote, depth, bare = _shell_step(ch, quote, depth)
+        if bare and ch.isspace() and depth == 0:
             if buf:
                 words.append("".join(buf))
                 buf = []
@@ -494,6 +516,104 @@ def _launch_cuts(cmd: str | list[str], result: Any) -> Iterator[str]:
             return
 
 
+@dataclass
+class _FlagReader:
+    """Reads the server flags of a token list into dest -> value (and the value as written, for `unresolved`)."""
+
+    tokens: list[str]
+    problems: list[str]
+    pending: set[str]
+    values: dict[str, Any] = field(default_factory=dict)
+    raw: dict[str, str] = field(default_factory=dict)
+
+    def read(self, i: int) -> None:
+        while i < len(self.tokens):
+            i = self._flag(i)
+
+    def _flag(self, i: int) -> int:
+        """The flag at i (with its value); returns the index after it."""
+        tok = self.tokens[i]
+        i += 1
+        if not tok.startswith("--"):
+            self.problems.append(f"stray argument {tok!r}")
+            return i
+        name, eq, inline = tok.partition("=")
+        flag, problem = _resolve_flag(name)
+        if problem:
+            self.problems.append(problem)
+        if flag in _STORE_TRUE:
+            self.values[_STORE_TRUE[flag]] = True
+            return i
+        dest = FLAG_DEST[flag] if flag else name[2:].replace("-", "_")
+        if flag and flag.startswith("--cuda-graph-max-bs-decode"):
+            self.values["cuda_graph_max_bs_decode"] = True  # marks the 0.5.23 spelling
+        if eq:
+            self.values[dest], self.raw[dest] = _convert(dest, inline, self.problems, self.pending), inline
+            return i
+        if dest in _NARGS_PLUS:
+            return self._list(i, dest)
+        return self._value(i, flag, dest)
+
+    def _list(self, i: int, dest: str) -> int:
+        """An nargs='+' flag: every token up to the next flag."""
+        items = []
+        while i < len(self.tokens) and not self.tokens[i].startswith("--"):
+            items.append(self.tokens[i])
+            i += 1
+        conv = [_convert("cuda_graph_max_bs", x, self.problems, self.pending) for x in items]
+        self.values[dest], self.raw[dest] = (_BAD if _BAD in conv else conv), " ".join(items)
+        return i
+
+    def _value(self, i: int, flag: str | None, dest: str) -> int:
+        """The next token as the flag's value; without one an unknown flag is a boolean, a known one a problem."""
+        if i < len(self.tokens) and not self.tokens[i].startswith("--"):
+            value = self.tokens[i]
+            self.values[dest], self.raw[dest] = _convert(dest, value, self.problems, self.pending), value
+            return i + 1
+        if flag is None:
+            self.values[dest] = True  # unknown boolean flag
+        else:
+            self.problems.append(f"{flag} expects a value")
+        return i
+
+
+def _set_aside_unresolved_env(out: LaunchArgs, pending: set[str]) -> None:
+    for k, v in list(out.env.items()):
+        if _unresolved(v, pending):  # never hand a literal '$(...)' to a process as its value
+            out.unresolved[f"env.{k}"] = out.env.pop(k)
+
+
+def _derive_flags(values: dict[str, Any], out: LaunchArgs) -> None:
+    """Which spelling set cuda_graph_max_bs, and the decode-graph switches that mean disable_cuda_graph."""
+    if values.pop("cuda_graph_max_bs_decode", None):
+        out.extra["cuda_graph_max_bs_flag"] = "--cuda-graph-max-bs-decode"
+    if values.get("cuda_graph_backend_decode") == "disabled" or values.get("disable_decode_cuda_graph"):
+        values["disable_cuda_graph"] = True
+
+
+def _set_aside_unresolved(values: dict[str, Any], raw: dict[str, str], out: LaunchArgs, pending: set[str]) -> None:
+    """Values of the wrong type or still holding an unresolved expansion go to `unresolved`, as written."""
+    for dest, value in list(values.items()):
+        if value is _BAD or (isinstance(value, str) and _unresolved(value, pending)):
+            out.unresolved[dest] = raw.get(dest, str(value))
+            del values[dest]
+    if out.unresolved:
+        out.problems.append("unresolved from the given lines: " + ", ".join(
+            f"{k}={v}" for k, v in list(out.unresolved.items())[:6]))
+
+
+def _assign_values(values: dict[str, Any], out: LaunchArgs) -> None:
+    """Typed fields for the dests LaunchArgs names, `extra` for the rest."""
+    known = set(LaunchArgs.model_fields)
+    for dest, value in values.items():
+        if dest in known and dest not in ("extra", "problems", "argv", "env", "prefix", "flags", "unresolved"):
+            setattr(out, dest, value)
+        else:
+            out.extra[dest] = value
+    if out.speculative_algorithm:
+        out.speculative_algorithm = out.speculative_algorithm.upper()
+
+
 @flag_clipped(_launch_cuts)
 def parse_launch_command(cmd: str | list[str]) -> LaunchArgs:
     """Parse `python -m sglang.launch_server ...`, `sglang serve ...` or a bare flag list into LaunchArgs."""
@@ -505,64 +625,12 @@ def parse_launch_command(cmd: str | list[str]) -> LaunchArgs:
     env, prefix, entry, python, i = _locate(tokens)
     out = LaunchArgs(argv=tokens, env={**exported, **env}, prefix=prefix, entry=entry, python=python,
                      flags=tokens[i:])
-    for k, v in list(out.env.items()):
-        if _unresolved(v, pending):  # never hand a literal '$(...)' to a process as its value
-            out.unresolved[f"env.{k}"] = out.env.pop(k)
-    values: dict[str, Any] = {}
-    raw: dict[str, str] = {}
-    while i < len(tokens):
-        tok = tokens[i]
-        i += 1
-        if not tok.startswith("--"):
-            out.problems.append(f"stray argument {tok!r}")
-            continue
-        name, eq, inline = tok.partition("=")
-        flag, problem = _resolve_flag(name)
-        if problem:
-            out.problems.append(problem)
-        if flag in _STORE_TRUE:
-            values[_STORE_TRUE[flag]] = True
-            continue
-        dest = FLAG_DEST[flag] if flag else name[2:].replace("-", "_")
-        if flag and flag.startswith("--cuda-graph-max-bs-decode"):
-            values["cuda_graph_max_bs_decode"] = True  # marks the 0.5.23 spelling
-        if eq:
-            values[dest], raw[dest] = _convert(dest, inline, out.problems, pending), inline
-            continue
-        if dest in _NARGS_PLUS:
-            items = []
-            while i < len(tokens) and not tokens[i].startswith("--"):
-                items.append(tokens[i])
-                i += 1
-            conv = [_convert("cuda_graph_max_bs", x, out.problems, pending) for x in items]
-            values[dest], raw[dest] = (_BAD if _BAD in conv else conv), " ".join(items)
-            continue
-        if i < len(tokens) and not tokens[i].startswith("--"):
-            values[dest], raw[dest] = _convert(dest, tokens[i], out.problems, pending), tokens[i]
-            i += 1
-        elif flag is None:
-            values[dest] = True  # unknown boolean flag
-        else:
-            out.problems.append(f"{flag} expects a value")
-    if values.pop("cuda_graph_max_bs_decode", None):
-        out.extra["cuda_graph_max_bs_flag"] = "--cuda-graph-max-bs-decode"
-    if values.get("cuda_graph_backend_decode") == "disabled" or values.get("disable_decode_cuda_graph"):
-        values["disable_cuda_graph"] = True
-    for dest, value in list(values.items()):
-        if value is _BAD or (isinstance(value, str) and _unresolved(value, pending)):
-            out.unresolved[dest] = raw.get(dest, str(value))
-            del values[dest]
-    if out.unresolved:
-        out.problems.append("unresolved from the given lines: " + ", ".join(
-            f"{k}={v}" for k, v in list(out.unresolved.items())[:6]))
-    known = set(LaunchArgs.model_fields)
-    for dest, value in values.items():
-        if dest in known and dest not in ("extra", "problems", "argv", "env", "prefix", "flags", "unresolved"):
-            setattr(out, dest, value)
-        else:
-            out.extra[dest] = value
-    if out.speculative_algorithm:
-        out.speculative_algorithm = out.speculative_algorithm.upper()
+    _set_aside_unresolved_env(out, pending)
+    reader = _FlagReader(tokens, out.problems, pending)
+    reader.read(i)
+    _derive_flags(reader.values, out)
+    _set_aside_unresolved(reader.values, reader.raw, out, pending)
+    _assign_values(reader.values, out)
     return out
 
 

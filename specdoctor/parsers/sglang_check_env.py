@@ -73,6 +73,47 @@ def _check_env_cuts(text: str, env: CheckEnv) -> Iterator[str]:
         yield f"the NVCC line cut: {nvcc[-40:]!r}"
 
 
+def _read_gpu(env: CheckEnv, g: re.Match[str], value: str) -> None:
+    """'GPU 0,1: NAME' / 'GPU 0,1 Compute Capability: 9.0': one entry per listed index."""
+    ids = [int(x) for x in re.findall(r"\d+", g["ids"])]
+    target = env.compute_capability if g["cc"] else env.gpus
+    for i in ids:
+        target[i] = value
+
+
+def _read_package(env: CheckEnv, key: str, low: str, value: str) -> None:
+    """A package line: its version (one starting with a digit or 'v<digit>'), or 'Module Not Found'."""
+    if _PKG.match(key) and low not in _NOT_PKG and value and re.match(r"^v?\d", value):
+        env.packages[low] = value
+    elif _PKG.match(key) and value.lower() == "module not found":
+        env.missing.append(low)
+
+
+def _read_field(env: CheckEnv, key: str, value: str) -> None:
+    """One 'Key: value' line onto the field it fills (GPU names, Python, CUDA, driver, ..., else a package)."""
+    env.fields[key] = value
+    low = key.lower()
+    if g := _GPU.match(key):
+        _read_gpu(env, g, value)
+    elif low == "python":
+        env.python = value.split()[0] if value else None
+    elif low in ("cuda available", "rocm available"):
+        env.cuda_available = value.lower() == "true"
+    elif low in ("cuda_home", "rocm_home"):
+        env.cuda_home = value or None
+    elif low in ("nvcc", "hipcc"):
+        r = re.search(r"release (\d+\.\d+)", value)
+        env.nvcc = r.group(1) if r else (value or None)
+    elif "driver version" in low:
+        env.driver = value or None
+    elif low == "hypervisor vendor":
+        env.hypervisor = value or None
+    elif low == "ulimit soft":
+        env.ulimit_soft = int(value) if value.isdigit() else None
+    else:
+        _read_package(env, key, low, value)
+
+
 @flag_clipped(_check_env_cuts)
 def parse_check_env(text: str) -> CheckEnv:
     """Parse check_env output (CUDA or ROCm; a topology matrix after 'NVIDIA/AMD Topology:' is read with
@@ -97,32 +138,7 @@ def parse_check_env(text: str) -> CheckEnv:
         if key.endswith("Topology") and not value:
             topo_lines = []
             continue
-        env.fields[key] = value
-        low = key.lower()
-        if g := _GPU.match(key):
-            ids = [int(x) for x in re.findall(r"\d+", g["ids"])]
-            target = env.compute_capability if g["cc"] else env.gpus
-            for i in ids:
-                target[i] = value
-        elif low == "python":
-            env.python = value.split()[0] if value else None
-        elif low in ("cuda available", "rocm available"):
-            env.cuda_available = value.lower() == "true"
-        elif low in ("cuda_home", "rocm_home"):
-            env.cuda_home = value or None
-        elif low in ("nvcc", "hipcc"):
-            r = re.search(r"release (\d+\.\d+)", value)
-            env.nvcc = r.group(1) if r else (value or None)
-        elif "driver version" in low:
-            env.driver = value or None
-        elif low == "hypervisor vendor":
-            env.hypervisor = value or None
-        elif low == "ulimit soft":
-            env.ulimit_soft = int(value) if value.isdigit() else None
-        elif _PKG.match(key) and low not in _NOT_PKG and value and re.match(r"^v?\d", value):
-            env.packages[low] = value
-        elif _PKG.match(key) and value.lower() == "module not found":
-            env.missing.append(low)
+        _read_field(env, key, value)
     if topo_lines:
         env.topology = parse_topo("\n".join(topo_lines))
     if not env.fields:

@@ -17,7 +17,7 @@ import gzip
 import json
 import re
 from collections import defaultdict
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -125,14 +125,33 @@ def parse_sglang_trace(data: bytes | str) -> SGLangTrace:
         raise ParseError(f"malformed trace event: {type(exc).__name__}: {str(exc)[:80]}") from None
 
 
-def _parse(data: bytes | str) -> SGLangTrace:
-    events = [e for e in _load(data)["traceEvents"] if isinstance(e, dict)]
+class _TraceIndex(NamedTuple):
+    """What timing a phase range looks up: GPU projections by External id, runtime launches in time order,
+    GPU work by correlation id, and the `scheduler.run_batch` cycles in time order."""
+
+    gua: dict[Any, dict[str, Any]]
+    launches: list[tuple[float, dict[str, Any]]]
+    launch_ts: list[float]
+    gpu_by_corr: dict[Any, list[dict[str, Any]]]
+    batches: list[tuple[float, float, Any]]
+
+
+def _categories(events: list[dict[str, Any]]) -> dict[str, int]:
     cats: dict[str, int] = defaultdict(int)
     for e in events:
         cats[str(e.get("cat"))] += 1
+    return cats
+
+
+def _phase_annotations(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The CPU `user_annotation` ranges; `ParseError` when none of them is an SGLang phase."""
     cpu = [e for e in events if e.get("cat") == "user_annotation" and e.get("ph") == "X"]
     if not any(_phase(str(e.get("name"))) for e in cpu):
         raise ParseError("no SGLang phase ranges (draft, draft_extend, step[…]) in the trace")
+    return cpu
+
+
+def _index(events: list[dict[str, Any]], cpu: list[dict[str, Any]]) -> _TraceIndex:
     gua = {_ext(e): e for e in events if e.get("cat") == "gpu_user_annotation" and _ext(e) is not None}
     launches = sorted(((_num(e, "ts"), e) for e in events if e.get("cat") in _LAUNCH_CATS and e.get("ph") == "X"),
                       key=lambda p: p[0])
@@ -143,30 +162,60 @@ def _parse(data: bytes | str) -> SGLangTrace:
             gpu_by_corr[e["args"].get("correlation")].append(e)
     batches = sorted(((_num(e, "ts"), _num(e, "ts") + _num(e, "dur"), e.get("tid")) for e in cpu
                       if e.get("name") == _CYCLE), key=lambda b: b[0])
-    ranges: list[PhaseRange] = []
-    for e in sorted(cpu, key=lambda x: _num(x, "ts")):
-        hit = _phase(str(e.get("name")))
-        if hit is None:
-            continue
-        ts, dur = _num(e, "ts"), _num(e, "dur")
-        lo, hi = bisect.bisect_left(launch_ts, ts), bisect.bisect_right(launch_ts, ts + dur)
-        work = [k for _, r in launches[lo:hi] if r.get("tid") == e.get("tid") and isinstance(r.get("args"), dict)
-                for k in gpu_by_corr.get(r["args"].get("correlation"), [])]
-        span = gua.get(_ext(e))
-        gpu_ms = _num(span, "dur") / 1000.0 if span is not None else (
-            (max(_num(k, "ts") + _num(k, "dur") for k in work) - min(_num(k, "ts") for k in work)) / 1000.0
-            if work else None)
-        cycle = next((i for i, (b0, b1, tid) in enumerate(batches) if b0 <= ts <= b1 and tid == e.get("tid")), None)
-        ranges.append(PhaseRange(name=str(e["name"]), phase=hit[0], batch_size=hit[1], cpu_ms=dur / 1000.0,
-                                 gpu_ms=gpu_ms, gpu_busy_ms=sum(_num(k, "dur") for k in work) / 1000.0 if work else None,
-                                 kernels=len(work), cycle=cycle))
+    return _TraceIndex(gua, launches, launch_ts, gpu_by_corr, batches)
+
+
+def _launched_work(e: dict[str, Any], ts: float, dur: float, idx: _TraceIndex) -> list[dict[str, Any]]:
+    """The GPU events launched, on the range's own thread, inside [ts, ts + dur]."""
+    lo, hi = bisect.bisect_left(idx.launch_ts, ts), bisect.bisect_right(idx.launch_ts, ts + dur)
+    return [k for _, r in idx.launches[lo:hi] if r.get("tid") == e.get("tid") and isinstance(r.get("args"), dict)
+            for k in idx.gpu_by_corr.get(r["args"].get("correlation"), [])]
+
+
+def _gpu_span_ms(span: dict[str, Any] | None, work: list[dict[str, Any]]) -> float | None:
+    """The profiler's GPU projection, else first kernel start to last kernel end, else None."""
+    if span is not None:
+        return _num(span, "dur") / 1000.0
+    if work:
+        return (max(_num(k, "ts") + _num(k, "dur") for k in work) - min(_num(k, "ts") for k in work)) / 1000.0
+    return None
+
+
+def _phase_range(e: dict[str, Any], hit: tuple[Phase, int | None], idx: _TraceIndex) -> PhaseRange:
+    ts, dur = _num(e, "ts"), _num(e, "dur")
+    work = _launched_work(e, ts, dur, idx)
+    gpu_ms = _gpu_span_ms(idx.gua.get(_ext(e)), work)
+    cycle = next((i for i, (b0, b1, tid) in enumerate(idx.batches) if b0 <= ts <= b1 and tid == e.get("tid")), None)
+    return PhaseRange(name=str(e["name"]), phase=hit[0], batch_size=hit[1], cpu_ms=dur / 1000.0,
+                      gpu_ms=gpu_ms, gpu_busy_ms=sum(_num(k, "dur") for k in work) / 1000.0 if work else None,
+                      kernels=len(work), cycle=cycle)
+
+
+def _mark_decode_cycles(ranges: list[PhaseRange]) -> None:
+    """A range is in a decode cycle when its run_batch holds a verify (outside any: when it is not an extend)."""
     verify_cycles = {r.cycle for r in ranges if r.phase == "verify"}
     for r in ranges:
         r.decode_cycle = r.cycle in verify_cycles if r.cycle is not None else r.phase != "extend"
-    name = next((str((e.get("args") or {}).get("name")) for e in events
+
+
+def _process_name(events: list[dict[str, Any]]) -> str | None:
+    return next((str((e.get("args") or {}).get("name")) for e in events
                  if e.get("ph") == "M" and e.get("name") == "process_name" and isinstance(e.get("args"), dict)), None)
-    return SGLangTrace(ranges=ranges, events=len(events), categories=dict(cats), gpu_annotations=bool(gua),
-                       process_name=name)
+
+
+def _parse(data: bytes | str) -> SGLangTrace:
+    events = [e for e in _load(data)["traceEvents"] if isinstance(e, dict)]
+    cats = _categories(events)
+    cpu = _phase_annotations(events)
+    idx = _index(events, cpu)
+    ranges: list[PhaseRange] = []
+    for e in sorted(cpu, key=lambda x: _num(x, "ts")):
+        hit = _phase(str(e.get("name")))
+        if hit is not None:
+            ranges.append(_phase_range(e, hit, idx))
+    _mark_decode_cycles(ranges)
+    return SGLangTrace(ranges=ranges, events=len(events), categories=dict(cats), gpu_annotations=bool(idx.gua),
+                       process_name=_process_name(events))
 
 
 def _ext(e: dict[str, Any]) -> Any:

@@ -146,13 +146,7 @@ def _literal(value: Any) -> tuple[bool, Any]:
 def _arg_problems(step: Step, known_tools: set[str], actions: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """Argument names against the tool's input model (or the action's declared arguments); literal values too."""
     if step.action:
-        spec = actions.get(step.action)
-        allowed = getattr(spec, "args", None)
-        if allowed is not None:
-            for key in step.args:
-                if key not in allowed:
-                    yield f"args.{key}", (f"action {step.action} takes no argument {key!r}"
-                                          + (f" (it takes: {', '.join(allowed)})" if allowed else ""))
+        yield from _action_arg_problems(step, actions)
         return
     if step.tool not in known_tools:
         return
@@ -167,6 +161,23 @@ def _arg_problems(step: Step, known_tools: set[str], actions: dict[str, Any]) ->
     for name, f in fields.items():
         if f.is_required() and name not in step.args and (f.alias or name) not in step.args:
             yield f"args.{name}", f"{step.tool} needs argument {name!r} and the step does not give it"
+    yield from _literal_problems(step, model, names)
+
+
+def _action_arg_problems(step: Step, actions: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """An argument the action does not declare (an action declaring none is not checked)."""
+    spec = actions.get(step.action or "")
+    allowed = getattr(spec, "args", None)
+    if allowed is None:
+        return
+    for key in step.args:
+        if key not in allowed:
+            yield f"args.{key}", (f"action {step.action} takes no argument {key!r}"
+                                  + (f" (it takes: {', '.join(allowed)})" if allowed else ""))
+
+
+def _literal_problems(step: Step, model: type[BaseModel], names: set[str]) -> Iterator[tuple[str, str]]:
+    """The literal values (no reference) validated against the tool's input model now, not when the step runs."""
     literals = {}
     for k, v in step.args.items():
         ok, value = _literal(v)

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import statistics
-from typing import Any
+from typing import Any, NamedTuple
 
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.actions.measure import good_run
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.models import Fingerprint
 from specdoctor.models.delta import CauseFact, norm_value
-from specdoctor.models.facts import Claims
+from specdoctor.models.facts import ClaimFact, Claims
 from specdoctor.stats.comparator import compare_to_claim
-from specdoctor.toolkit import registry
+from specdoctor.toolkit import ToolResult, registry
 from specdoctor.tools.nccl import NcclSweep
-from specdoctor.tools.nccl_promote import DEBUG_ENV, NcclPromotion
+from specdoctor.tools.nccl_promote import DEBUG_ENV, NcclPromotion, PromotedResult
 from specdoctor.tools.server import Propagation
 
 __all__ = ["promote_nccl", "nccl_cause"]
@@ -25,6 +25,37 @@ def promote_nccl(deps, view: StateView, step, args: dict[str, Any]) -> ActionOut
     """Relaunch under each configuration the comparator called better, prove the workers see it, compare."""
     out = ActionOutcome()
     sweep = view.result("nccl", NcclSweep)
+    candidates = _sweep_candidates(sweep)
+    launch = view.get("facts.launch")
+    current = _workers_nccl(view)
+    # A variable a sitecustomize.py sets inside every Python process overrides whatever a relaunch passes: a
+    # setting that changes it cannot be tried end to end (its fix is that file, named by the propagation step).
+    fixed = _set_by_sitecustomize(view)
+    held = [c for c in candidates if any(k in fixed and current.get(k) != v for k, v in c["env"].items())]
+    candidates = [c for c in candidates if c not in held]
+    good_fp = good_run(deps, view)
+    good = _good_nccl(view, good_fp)
+    # The workers' current setting is the reference; 'remove' and 'as in the good run' join a promotion that runs
+    # anyway, and a good run whose NCCL setting differs from today's is a reason to run one.
+    if not launch or not (candidates or (good is not None and good != current)):
+        return _nothing_to_promote(out, step, launch, held)
+    res = call_tool(deps, "nccl_promote", {
+        "command": launch, "candidates": candidates, "current": current, "good": good,
+        "not_removable": _not_removable(view), "reference_first": not _launcher_drops(view),
+        "python": view.params.get("python"),
+        "port": view.params.get("promote_port") or view.get("facts.trial_port"), "runs": view.params.get("runs", 5)}, out.results, key=step.id)
+    o = registry.typed_output(res, NcclPromotion, where=step.id)
+    out.status, out.summary = res.status, res.summary
+    out.facts["nccl"] = _promotion_fact(o)
+    cause = nccl_cause(view, o, current, good, good_fp) if o is not None else None
+    if cause is not None:
+        out.facts["nccl_cause"] = cause.model_dump()
+    out.decisions.append(_promotion_decision(step, res, o, candidates, cause))
+    return out
+
+
+def _sweep_candidates(sweep: NcclSweep | None) -> list[dict[str, Any]]:
+    """The sweep's promoted settings, then each single change of one of them that the sweep also ran alone."""
     results = sweep.results if sweep is not None else []
     candidates: list[dict[str, Any]] = [{"label": r.label, "env": r.env, "unset": r.unset}
                                         for r in results if r.promote]
@@ -43,50 +74,40 @@ def promote_nccl(deps, view: StateView, step, args: dict[str, Any]) -> ActionOut
             single = next((r for r in singles if changes(r) == {k: v}), None)
             if single and single.label not in {x["label"] for x in candidates}:
                 candidates.append({"label": single.label, "env": single.env, "unset": single.unset})
-    launch = view.get("facts.launch")
-    current = _workers_nccl(view)
-    # A variable a sitecustomize.py sets inside every Python process overrides whatever a relaunch passes: a
-    # setting that changes it cannot be tried end to end (its fix is that file, named by the propagation step).
-    fixed = _set_by_sitecustomize(view)
-    held = [c for c in candidates if any(k in fixed and current.get(k) != v for k, v in c["env"].items())]
-    candidates = [c for c in candidates if c not in held]
-    good_fp = good_run(deps, view)
-    good = _good_nccl(view, good_fp)
-    # The workers' current setting is the reference; 'remove' and 'as in the good run' join a promotion that runs
-    # anyway, and a good run whose NCCL setting differs from today's is a reason to run one.
-    if not launch or not (candidates or (good is not None and good != current)):
-        out.status = "skipped"
-        out.summary = ("no launch command to relaunch with" if not launch else
-                       "the sweep's winners change a variable sitecustomize.py sets in every process, so a relaunch "
-                       "cannot try them: " + ", ".join(c["label"] for c in held) if held else
-                       "no NCCL configuration was significantly better than the default")
-        out.decisions.append(Decision(step=step.id, title=step.title, status="skipped", checked="sweep winners",
-                                      found=out.summary, decided="no end-to-end A/B",
-                                      why="only comparator-DIFFERENT (better) settings are promoted"))
-        return out
-    res = call_tool(deps, "nccl_promote", {
-        "command": launch, "candidates": candidates, "current": current, "good": good,
-        "not_removable": _not_removable(view), "reference_first": not _launcher_drops(view),
-        "python": view.params.get("python"),
-        "port": view.params.get("promote_port") or view.get("facts.trial_port"), "runs": view.params.get("runs", 5)}, out.results, key=step.id)
-    o = registry.typed_output(res, NcclPromotion, where=step.id)
-    out.status, out.summary = res.status, res.summary
+    return candidates
+
+
+def _nothing_to_promote(out: ActionOutcome, step, launch: Any, held: list[dict[str, Any]]) -> ActionOutcome:
+    """Skipped: no launch line, only winners a sitecustomize.py overrides, or no winner at all."""
+    out.status = "skipped"
+    out.summary = ("no launch command to relaunch with" if not launch else
+                   "the sweep's winners change a variable sitecustomize.py sets in every process, so a relaunch "
+                   "cannot try them: " + ", ".join(c["label"] for c in held) if held else
+                   "no NCCL configuration was significantly better than the default")
+    out.decisions.append(Decision(step=step.id, title=step.title, status="skipped", checked="sweep winners",
+                                  found=out.summary, decided="no end-to-end A/B",
+                                  why="only comparator-DIFFERENT (better) settings are promoted"))
+    return out
+
+
+def _promotion_fact(o: NcclPromotion | None) -> dict[str, Any]:
+    """The `nccl` fact: the recommended setting and its gain (all None when the promotion returned nothing)."""
+    return {"best": o.best if o is not None else None, "best_gain_pct": o.best_gain_pct if o is not None else None,
+            "launcher_drops": o.launcher_drops if o is not None else None,
+            "env": o.best_env if o is not None else None, "unset": o.best_unset if o is not None else []}
+
+
+def _promotion_decision(step, res: ToolResult, o: NcclPromotion | None, candidates: list[dict[str, Any]],
+                        cause: CauseFact | None) -> Decision:
     best = o.best if o is not None else None
-    out.facts["nccl"] = {"best": best, "best_gain_pct": o.best_gain_pct if o is not None else None,
-                         "launcher_drops": o.launcher_drops if o is not None else None,
-                         "env": o.best_env if o is not None else None, "unset": o.best_unset if o is not None else []}
-    cause = nccl_cause(view, o, current, good, good_fp) if o is not None else None
-    if cause is not None:
-        out.facts["nccl_cause"] = cause.model_dump()
-    out.decisions.append(Decision(
+    return Decision(
         step=step.id, title=step.title, tool="nccl_promote", status=res.status,
         checked=f"end-to-end A/B of {', '.join(c['label'] for c in candidates)}", found=res.summary,
         decided=(f"recommend {best}" if best else "no recommendation")
         + (f"; cause of the gap: {cause.name} ({cause.effect_tps:+.1f} tok/s)" if cause is not None
            and cause.effect_tps is not None else ""),
         why=((o.launcher_report or "") + (" " + o.where_to_set if best else "")) if o is not None else "",
-        evidence=[e.command for e in res.evidence][:40]))
-    return out
+        evidence=[e.command for e in res.evidence][:40])
 
 
 def _claimed_figure(view: StateView, good: dict[str, Any] | None) -> tuple[float, str] | None:
@@ -105,6 +126,27 @@ def _good_nccl_version(good: dict[str, Any] | None) -> str | None:
         return None
     value = good.get("nccl_version", good.get("nccl"))
     return norm_value(value)
+
+
+class _Change(NamedTuple):
+    """What the winner changes against the workers' setting, in the words its cause is named with."""
+
+    changed: dict[str, str]
+    removed: list[str]
+    what: str
+    fix: str | None
+
+
+class _Basis(NamedTuple):
+    """What every cause the winner can be named as shares: the change, the settings compared, the evidence."""
+
+    change: _Change
+    current: dict[str, str]
+    good: dict[str, str] | None
+    label: str
+    versions: tuple[str | None, str | None]
+    effect: dict[str, float | None]
+    evidence: list[str]
 
 
 def nccl_cause(view: StateView, o: NcclPromotion, current: dict[str, str], good: dict[str, str] | None,
@@ -126,9 +168,25 @@ def nccl_cause(view: StateView, o: NcclPromotion, current: dict[str, str], good:
     gap = bool(slower) if claims else now.outcome == "DIFFERENT" and now.median < claimed
     if not gap:
         return None  # the claims are reproduced today: nothing for a setting to explain
+    closes, closing = _closes_gap(o, winner, claims.get("spec"), claimed)
+    if not closes:
+        return None  # the winner helps but does not close the gap: a tuning, not the cause
+    change = _winner_change(view, o, current)
+    fp = view.result("fingerprint", Fingerprint)
+    versions = _good_nccl_version(good_fp), norm_value(fp.nccl_version) if fp is not None else None
+    effect = _effect(winner)
+    evidence = [f"nccl_promote: {o.reference} {statistics.median(o.baseline_samples):.1f} tok/s vs {winner.label} "
+                f"{statistics.median(winner.samples):.1f} tok/s ({winner.outcome}, {winner.pct_change:+.1f} %)",
+                f"claimed spec {claimed:g} ({label}): {closing}"
+                + (f"; claims not reproduced today: {', '.join(slower)}" if slower else "")]
+    return _named_cause(_Basis(change, current, good, label, versions, effect, evidence))
+
+
+def _closes_gap(o: NcclPromotion, winner: PromotedResult, spec: ClaimFact | None,
+                claimed: float) -> tuple[bool, str]:
+    """Whether the winner closes the gap to the claim, and the sentence saying how that was read."""
     base = statistics.median(o.baseline_samples)
     hi_pct = 100.0 * (winner.delta_ci or (0.0, 0.0))[1] / base if base else 0.0
-    spec = claims.get("spec")
     if spec is not None and spec.pct_change is not None and spec.pct_change > -100:
         # Like with like: the gap is today's speculative figure (as the claims were checked) vs the claim, the
         # effect is the winner vs the workers' setting in the same kind of launch; ratios, so that a trial launch
@@ -136,32 +194,40 @@ def nccl_cause(view: StateView, o: NcclPromotion, current: dict[str, str], good:
         gap_pct = 100.0 * (1.0 / (1.0 + spec.pct_change / 100.0) - 1.0)
         # Today's figure has its own CI: the gap is as small as the claim over its upper end.
         gap_lo = 100.0 * (claimed / spec.ci_high - 1.0) if spec.ci_high else gap_pct
-        closes = hi_pct >= min(gap_pct, gap_lo)
-        closing = (f"the gap to the claim is {gap_pct:+.1f} % (at least {min(gap_pct, gap_lo):+.1f} % by today's "
-                   f"95 % CI), the winner's gain up to {hi_pct:+.1f} % (95 % CI)")
-    else:
-        fixed = compare_to_claim(winner.samples, claimed)
-        closes = fixed.outcome == "SAME" or fixed.median >= claimed
-        closing = f"with the winner the claim is {fixed.outcome} ({fixed.median:.1f} tok/s vs {claimed:g})"
-    if not closes:
-        return None  # the winner helps but does not close the gap: a tuning, not the cause
+        return hi_pct >= min(gap_pct, gap_lo), (
+            f"the gap to the claim is {gap_pct:+.1f} % (at least {min(gap_pct, gap_lo):+.1f} % by today's "
+            f"95 % CI), the winner's gain up to {hi_pct:+.1f} % (95 % CI)")
+    fixed = compare_to_claim(winner.samples, claimed)
+    return (fixed.outcome == "SAME" or fixed.median >= claimed,
+            f"with the winner the claim is {fixed.outcome} ({fixed.median:.1f} tok/s vs {claimed:g})")
+
+
+def _winner_change(view: StateView, o: NcclPromotion, current: dict[str, str]) -> _Change:
+    """The winner's variables set or removed against the workers' own, and the launch line that applies them."""
     changed = {k: v for k, v in (o.best_env or {}).items() if current.get(k) != v}
     removed = [n for n in o.best_unset if n in current]
     setting = " ".join([*(f"-u {n}" for n in removed), *(f"{k}={v}" for k, v in sorted(changed.items()))])
     launch = view.get("facts.launch")
     fix = (f"env {setting}" + (f" {launch}" if isinstance(launch, str) and launch else "")) if setting else None
     what = " ".join([*(f"{k}={v}" for k, v in sorted(changed.items())), *(f"{n} removed" for n in removed)])
+    return _Change(changed, removed, what, fix)
+
+
+def _effect(winner: PromotedResult) -> dict[str, float | None]:
+    """The cause's effect: what the winner's speed-up costs today (minus its delta and CI)."""
+    lo, hi = winner.delta_ci or (None, None)
+    return {"effect_tps": -(winner.delta or 0.0), "ci_low": -hi if hi is not None else None,
+            "ci_high": -lo if lo is not None else None}
+
+
+def _named_cause(b: _Basis) -> CauseFact | None:
+    """The cause in words: a workers' variable the winner replaces, else the NCCL version that moved, else a
+    variable the good run had; None when none of these names it."""
+    changed, removed, what, fix = b.change
+    current, good, label, effect, evidence = b.current, b.good, b.label, b.effect, b.evidence
     replaced = removed + [k for k in changed if k in current]
     restored = [k for k in changed if good is not None and good.get(k) == changed[k]]
-    fp = view.result("fingerprint", Fingerprint)
-    then, today = _good_nccl_version(good_fp), norm_value(fp.nccl_version) if fp is not None else None
-    lo, hi = winner.delta_ci or (None, None)
-    effect = {"effect_tps": -(winner.delta or 0.0), "ci_low": -hi if hi is not None else None,
-              "ci_high": -lo if lo is not None else None}
-    evidence = [f"nccl_promote: {o.reference} {statistics.median(o.baseline_samples):.1f} tok/s vs {winner.label} "
-                f"{statistics.median(winner.samples):.1f} tok/s ({winner.outcome}, {winner.pct_change:+.1f} %)",
-                f"claimed spec {claimed:g} ({label}): {closing}"
-                + (f"; claims not reproduced today: {', '.join(slower)}" if slower else "")]
+    then, today = b.versions
     if replaced:
         key = replaced[0]
         return CauseFact(name=f"{key}={current[key]} in the workers' environment; {what} restores", kind="env",

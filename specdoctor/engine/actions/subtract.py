@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+import dataclasses
+from typing import Any, NamedTuple
 
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.actions.measure import measure_config, same_within
@@ -12,6 +13,7 @@ from specdoctor.errors import ToolRetry, Unresolved
 from specdoctor.stats.comparator import GROWING_CAP
 from specdoctor.stats.comparator import GrowingArm as Looks
 from specdoctor.stats.summary import summarize
+from specdoctor.toolkit import ToolResult
 from specdoctor.tools.bisect import Essentials
 from specdoctor.tools.trial_code import tree_problem as untrusted_tree
 from specdoctor.tools.trial_code import trial_code
@@ -75,6 +77,29 @@ def _more_essentials(deps, view: StateView, out: ActionOutcome, ess_tree: Any, r
     return merged, looks.final(pooled)
 
 
+@dataclasses.dataclass
+class _Arms:
+    """What the subtraction learns while its trial trees exist: applied files, both arms, their comparison."""
+
+    ambiguous: list[str] = dataclasses.field(default_factory=list)
+    applied: list[str] = dataclasses.field(default_factory=list)
+    essentials_verified: bool = False
+    tree_problem: str | None = None
+    full: dict[str, Any] = dataclasses.field(default_factory=dict)
+    reduced: dict[str, Any] = dataclasses.field(default_factory=dict)
+    comparison: dict[str, Any] = dataclasses.field(default_factory=dict)
+    notes: list[str] = dataclasses.field(default_factory=list)
+
+
+class _Step(NamedTuple):
+    """The inputs every measurement of the subtraction shares."""
+
+    deps: Any
+    view: StateView
+    out: ActionOutcome
+    runs: int
+
+
 @action("disrupt")
 def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
     """Measure all patches vs only the essentials (+ the patch script), each in its own trial tree, and compare."""
@@ -87,102 +112,132 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
                                       found="no backup", decided="skipped the subtraction",
                                       why="every mutation is backed up first"))
         return out
-    ambiguous: list[str] = []
-    applied: list[str] = []
-    essentials_verified = False
-    tree_problem: str | None = None
+    arms = _Arms()
     essentials = essential_files(view)
     script = view.params.get("patch_script")
-    full: dict[str, Any] = {}
-    reduced: dict[str, Any] = {}
-    comparison: dict[str, Any] = {}
-    notes: list[str] = []
     reused = today_all_patches(view)
     runs = int(view.params.get("runs", 5))
     try:
         with contextlib.ExitStack() as trees:
             # Two trial trees (the user's checkout is only read): every change, and essentials (+ the patch script).
-            all_tree, ess_tree, tree_problem = _trees(deps, view, str(repo), essentials, script, trees, out)
+            all_tree, ess_tree, arms.tree_problem = _trees(deps, view, str(repo), essentials, script, trees, out)
             if ess_tree is not None:
-                applied += list(ess_tree.applied_files) + ([f"script {script}"] if script and
-                                                           ess_tree.script_exit == 0 else [])
-                ambiguous += [a.line for a in ess_tree.ambiguous]
-                if script and ess_tree.script_exit is None:
-                    ambiguous.append("patch script did not run")
-                essentials_verified = bool(essentials) and sorted(ess_tree.applied_files) == sorted(essentials)
+                _note_essentials_tree(arms, ess_tree, essentials, script)
             if all_tree is not None and ess_tree is not None:
-                # Every patch applied is today's configuration: its measurement (your running server, or the
-                # reproduce launch) is reused, so one launch decides unless the two differ.
-                if reused is not None:
-                    full = reused
-                    notes.append(f"all patches: today's measurement reused ({reused.get('label') or 'spec'}, "
-                                 f"{len(reused['samples'])} runs), no launch")
-                else:
-                    deps.view.progress("measuring with all patches applied")
-                    full = measure_config(deps, view, label="all-patches", speculative=True, results=out.results,
-                                          runs=runs, tree=all_tree)
-                if full.get("samples"):
-                    deps.view.progress("measuring with essential patches only (sequential looks on one server)")
-                    mag = same_within(view, "spec", full["samples"])
-                    looks = Looks(full["samples"], runs, magnitude=mag)
-                    reduced = measure_config(deps, view, label="essentials-only", speculative=True,
-                                             results=out.results, runs=runs, tree=ess_tree, more=looks.more)
-                    comparison = looks.final(reduced.get("samples") or [])
-                if reused is not None and reduced.get("samples") and comparison.get("outcome") in ("DIFFERENT", "UNKNOWN"):
-                    # A difference sends the run into bisection: confirm it trial against trial, so that nothing
-                    # the trial launch does differently from your server (its environment) is taken for a patch.
-                    # Undecided at the cap, today's reused runs are the short side: the same launch adds them.
-                    deps.view.progress("confirming with all patches in a trial tree")
-                    looks = Looks(reduced["samples"], runs, flip=True, magnitude=mag)
-                    confirm = measure_config(deps, view, label="all-patches", speculative=True,
-                                             results=out.results, runs=runs, tree=all_tree, more=looks.more)
-                    if confirm.get("samples"):
-                        first = comparison
-                        full, comparison = confirm, looks.final(confirm["samples"])
-                        notes.append(f"all patches in a trial tree {comparison.get('median_a', 0):.1f} tok/s "
-                                     f"(your server {first.get('median_a', 0):.1f}) vs essentials only: "
-                                     f"{comparison.get('outcome')}")
-                        if comparison.get("outcome") == "UNKNOWN":
-                            reduced, comparison = _more_essentials(deps, view, out, ess_tree, reduced,
-                                                                   confirm["samples"], runs, mag)
-                            notes.append(f"essentials only relaunched for more runs ({len(reduced['samples'])} "
-                                         f"in all): {comparison.get('outcome')}")
-                    else:
-                        comparison = {**comparison, "outcome": "UNRESOLVED"}
-                        notes.append("the confirming trial with all patches could not be measured: "
-                                     f"{confirm.get('error')}")
+                _measure_arms(_Step(deps, view, out, runs), arms, all_tree, ess_tree, reused)
     finally:
         # A safety net only: the trials ran in their own trees, so this finds nothing to put back.
         restored = call_tool(deps, "restore_worktree", {"repo": repo, "backup_id": backup_id}, out.results,
                              key="restore_after_subtract")
-    outcome = comparison.get("outcome", "UNRESOLVED" if (full.get("error") or reduced.get("error")) else "UNKNOWN")
+    _conclude(out, step, arms, restored)
+    return out
+
+
+def _note_essentials_tree(arms: _Arms, ess_tree: TrialTree, essentials: list[str], script: str | None) -> None:
+    """What the essentials tree really holds: the files applied, the script's doubtful lines, verified or not."""
+    arms.applied += list(ess_tree.applied_files) + ([f"script {script}"] if script and
+                                                    ess_tree.script_exit == 0 else [])
+    arms.ambiguous += [a.line for a in ess_tree.ambiguous]
+    if script and ess_tree.script_exit is None:
+        arms.ambiguous.append("patch script did not run")
+    arms.essentials_verified = bool(essentials) and sorted(ess_tree.applied_files) == sorted(essentials)
+
+
+def _measure_arms(s: _Step, arms: _Arms, all_tree: TrialTree, ess_tree: TrialTree,
+                  reused: dict[str, Any] | None) -> None:
+    """All patches (today's measurement reused, else launched), then essentials only in sequential looks; a
+    difference against the reused measurement is confirmed trial against trial."""
+    mag: float | None = None
+    # Every patch applied is today's configuration: its measurement (your running server, or the
+    # reproduce launch) is reused, so one launch decides unless the two differ.
+    if reused is not None:
+        arms.full = reused
+        arms.notes.append(f"all patches: today's measurement reused ({reused.get('label') or 'spec'}, "
+                          f"{len(reused['samples'])} runs), no launch")
+    else:
+        s.deps.view.progress("measuring with all patches applied")
+        arms.full = measure_config(s.deps, s.view, label="all-patches", speculative=True, results=s.out.results,
+                                   runs=s.runs, tree=all_tree)
+    if arms.full.get("samples"):
+        s.deps.view.progress("measuring with essential patches only (sequential looks on one server)")
+        mag = same_within(s.view, "spec", arms.full["samples"])
+        looks = Looks(arms.full["samples"], s.runs, magnitude=mag)
+        arms.reduced = measure_config(s.deps, s.view, label="essentials-only", speculative=True,
+                                      results=s.out.results, runs=s.runs, tree=ess_tree, more=looks.more)
+        arms.comparison = looks.final(arms.reduced.get("samples") or [])
+    if reused is not None and arms.reduced.get("samples") and \
+            arms.comparison.get("outcome") in ("DIFFERENT", "UNKNOWN"):
+        _confirm_in_trial(s, arms, all_tree, ess_tree, mag)
+
+
+def _confirm_in_trial(s: _Step, arms: _Arms, all_tree: TrialTree, ess_tree: TrialTree, mag: float | None) -> None:
+    """A difference sends the run into bisection: confirm it trial against trial, so that nothing the trial launch
+    does differently from your server (its environment) is taken for a patch. Undecided at the cap, today's reused
+    runs are the short side: the same launch adds them."""
+    s.deps.view.progress("confirming with all patches in a trial tree")
+    looks = Looks(arms.reduced["samples"], s.runs, flip=True, magnitude=mag)
+    confirm = measure_config(s.deps, s.view, label="all-patches", speculative=True,
+                             results=s.out.results, runs=s.runs, tree=all_tree, more=looks.more)
+    if not confirm.get("samples"):
+        arms.comparison = {**arms.comparison, "outcome": "UNRESOLVED"}
+        arms.notes.append("the confirming trial with all patches could not be measured: "
+                          f"{confirm.get('error')}")
+        return
+    first = arms.comparison
+    arms.full, arms.comparison = confirm, looks.final(confirm["samples"])
+    arms.notes.append(f"all patches in a trial tree {arms.comparison.get('median_a', 0):.1f} tok/s "
+                      f"(your server {first.get('median_a', 0):.1f}) vs essentials only: "
+                      f"{arms.comparison.get('outcome')}")
+    if arms.comparison.get("outcome") == "UNKNOWN":
+        arms.reduced, arms.comparison = _more_essentials(s.deps, s.view, s.out, ess_tree, arms.reduced,
+                                                         confirm["samples"], s.runs, mag)
+        arms.notes.append(f"essentials only relaunched for more runs ({len(arms.reduced['samples'])} "
+                          f"in all): {arms.comparison.get('outcome')}")
+
+
+def _outcome(arms: _Arms) -> tuple[str, bool]:
+    """The comparator's outcome, UNRESOLVED on a tree we cannot vouch for; and whether the tree is trusted."""
+    outcome = arms.comparison.get("outcome", "UNRESOLVED" if (arms.full.get("error") or arms.reduced.get("error"))
+                                  else "UNKNOWN")
     # A patch script that says SKIP/WARN leaves the trial's tree in doubt, unless the essentials were also
     # applied from the backup and verified file by file (then the script's output is evidence, not the tree).
-    trusted = not ambiguous or essentials_verified
-    if not trusted or tree_problem:
+    trusted = not arms.ambiguous or arms.essentials_verified
+    if not trusted or arms.tree_problem:
         outcome = "UNRESOLVED"  # a trial on a tree we cannot vouch for is never counted as good or bad
-    out.facts["subtraction"] = {"outcome": outcome, "comparison": comparison, "problem": tree_problem, "all_patches": full,
-                                "essentials_only": reduced, "applied": applied, "ambiguous": ambiguous,
-                                "notes": notes, "restored": restored.ok, "restore": restored.output}
+    return outcome, trusted
+
+
+def _conclude(out: ActionOutcome, step, arms: _Arms, restored: ToolResult) -> None:
+    """The subtraction fact, summary, status and decision, once the trees are gone and the worktree checked."""
+    outcome, trusted = _outcome(arms)
+    full, reduced, ambiguous = arms.full, arms.reduced, arms.ambiguous
+    out.facts["subtraction"] = {"outcome": outcome, "comparison": arms.comparison, "problem": arms.tree_problem,
+                                "all_patches": full, "essentials_only": reduced, "applied": arms.applied,
+                                "ambiguous": ambiguous, "notes": arms.notes, "restored": restored.ok,
+                                "restore": restored.output}
     out.summary = (f"all patches {full.get('median', float('nan')):.1f} vs essentials only "
                    f"{reduced.get('median', float('nan')):.1f} tok/s → {outcome}"
                    + (f"; {len(ambiguous)} ambiguous patch-script lines" if ambiguous else "")
-                   + "".join(f"; {n}" for n in notes))
+                   + "".join(f"; {n}" for n in arms.notes))
     out.status = "ok" if restored.ok and outcome != "UNRESOLVED" else ("error" if not restored.ok else "unresolved")
-    improved = comparison.get("verdict") == "better"  # removing the patches made it faster
-    decided = ("bisect the non-essential patches" if outcome == "DIFFERENT" and improved else
-               "the patches make it faster, not slower: nothing to bisect" if outcome == "DIFFERENT" else
-               f"trial unresolved: {tree_problem}" if tree_problem else
-               "trial unresolved: the patch script's output is ambiguous and the tree could not be verified"
-               if outcome == "UNRESOLVED" and not trusted else
-               "the local patches do not explain the numbers; do not bisect")
     out.decisions.append(Decision(
         step=step.id, title=step.title, status=out.status,
         checked="speculative tok/s with all patches vs with only the essential patches "
-                f"({', '.join(applied) or 'none'})", found=out.summary, decided=decided,
+                f"({', '.join(arms.applied) or 'none'})", found=out.summary,
+        decided=_decided(outcome, arms, trusted),
         why=("comparator DIFFERENT (p ≤ 0.01)" if outcome == "DIFFERENT" else f"comparator {outcome}")
         + ("; ambiguous patch-script output: " + " | ".join(ambiguous) if ambiguous else "")
         + ("; the essential patches were applied from the backup and verified, so the trial stands"
            if ambiguous and trusted else ""),
         evidence=out.commands(60)))
-    return out
+
+
+def _decided(outcome: str, arms: _Arms, trusted: bool) -> str:
+    """What the outcome decides: bisect only when removing the patches made it faster."""
+    improved = arms.comparison.get("verdict") == "better"  # removing the patches made it faster
+    return ("bisect the non-essential patches" if outcome == "DIFFERENT" and improved else
+            "the patches make it faster, not slower: nothing to bisect" if outcome == "DIFFERENT" else
+            f"trial unresolved: {arms.tree_problem}" if arms.tree_problem else
+            "trial unresolved: the patch script's output is ambiguous and the tree could not be verified"
+            if outcome == "UNRESOLVED" and not trusted else
+            "the local patches do not explain the numbers; do not bisect")

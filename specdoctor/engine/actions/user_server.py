@@ -20,7 +20,7 @@ from specdoctor.engine.runs import Relaunch, load_relaunch, relaunch_path, save_
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.inference import get_engine
 from specdoctor.models import UserServerFact
-from specdoctor.toolkit import ToolContext, registry
+from specdoctor.toolkit import ToolContext, ToolResult, registry
 from specdoctor.tools.launch import LaunchResult
 from specdoctor.tools.measure import BenchmarkResult
 from specdoctor.tools.port_hold import hold_port, release_port
@@ -152,58 +152,74 @@ def examine_user_server(deps, view: StateView, step, args: dict[str, Any]) -> Ac
         return out
     fact = UserServerFact(port=rec.port, pid_before=rec.pid, identity_before=rec.identity, supervisor=rec.supervisor)
     out.facts["user_server_record"] = rec.model_dump(mode="json")
-    # The first measurement, as it runs: what a restart is compared with, and the running server's throughput when
-    # the launching steps cannot run (no consent, a supervisor).
+    _bench_running(deps, view, out, rec, fact, server)
+    out.facts["user_server"] = fact.model_dump(mode="json")
+    out.decisions.append(_examined(step, rec, out))
+    repo = view.params.get("repo")
+    origin = call_tool(deps, "sglang_origin", {"pid": rec.pid, **({"expect_under": repo} if repo else {})},
+                       out.results, key=f"{step.id}_origin")
+    o = registry.typed_output(origin, SglangOrigin, where=f"{step.id}_origin")
+    if o is not None and repo:
+        _note_origin(out, step, o, repo)
+    out.summary = rec.summary_line()
+    return out
+
+
+def _bench_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRecord, fact: UserServerFact,
+                   server: dict[str, Any]) -> None:
+    """The first measurement, as it runs: what a restart is compared with, and the running server's throughput when
+    the launching steps cannot run (no consent, a supervisor); a speculative server's also checks the claim."""
     p = view.params
     deps.view.progress(f"benchmarking your running server on port {rec.port}")
     first = _bench(deps, out.results, "bench_spec_running", int(rec.port or 0),
                    max(int(p.get("runs", 5)), _BEFORE_RUNS), p, _file_target(rec.stdout))
-    if first is not None:
-        fact.tps_before = first.median
-        bench = dict(first.model_dump(mode="json"), label="spec (running server)")
-        out.facts["user_server_bench"] = bench
-        if any("speculative" in a for a in server.get("argv") or []):
-            from specdoctor.engine.actions.measure import claim_outcome
+    if first is None:
+        return
+    fact.tps_before = first.median
+    bench = dict(first.model_dump(mode="json"), label="spec (running server)")
+    out.facts["user_server_bench"] = bench
+    if any("speculative" in a for a in server.get("argv") or []):
+        from specdoctor.engine.actions.measure import claim_outcome
 
-            out.facts["measure"] = {"spec": bench}
-            claimed = (p.get("expect") or {}).get("spec")
-            if claimed is not None and first.samples:
-                out.facts["claims"] = {"spec": claim_outcome(list(first.samples), float(claimed),
-                                                                list(first.decode_samples))}
-    out.facts["user_server"] = fact.model_dump(mode="json")
+        out.facts["measure"] = {"spec": bench}
+        claimed = (p.get("expect") or {}).get("spec")
+        if claimed is not None and first.samples:
+            out.facts["claims"] = {"spec": claim_outcome(list(first.samples), float(claimed),
+                                                            list(first.decode_samples))}
+
+
+def _examined(step, rec: UserServerRecord, out: ActionOutcome) -> Decision:
+    """What was read of the user's server and what that decides: ask before stopping, a manual step, or leave it."""
     decided = ("will ask before stopping it (the launches need its GPUs)" if rec.holds_gpus and not rec.restarts_it
                else manual_step(rec.supervisor, rec.supervisor_detail, rec.port) if rec.holds_gpus
                else "leave it running (it holds no GPU memory a launch needs)")
-    out.decisions.append(Decision(
+    return Decision(
         step=step.id, title=step.title, status="ok", checked="your server's argv, cwd, environment, user, log "
         "targets (/proc), supervisor (/proc/PID/cgroup, parent chain), GPU memory (nvidia-smi)",
         found=rec.summary_line() + f"; supervisor: {rec.supervisor_detail}" + (
             f"; its {rec.supervisor} session was not read ({rec.session_note}): a restart would be detached"
             if rec.session_note else ""), decided=decided,
         why="the box belongs to the user: examine first, stop only with consent, bring it back exactly",
-        evidence=[e["command"] for r in out.results.values() for e in r.get("evidence", [])][:6]))
-    repo = view.params.get("repo")
-    origin = call_tool(deps, "sglang_origin", {"pid": rec.pid, **({"expect_under": repo} if repo else {})},
-                       out.results, key=f"{step.id}_origin")
-    o = registry.typed_output(origin, SglangOrigin, where=f"{step.id}_origin")
-    if o is not None and repo:
-        base = repo.rstrip("/")
-        editable = (o.editable_from or "").removeprefix("file://").rstrip("/")
-        from_checkout = bool(o.inside) or (bool(editable) and (editable == base or base.startswith(editable + "/")))
-        where = o.origin or (o.locations[0] if o.locations else "nowhere (not importable)")
-        out.facts["sglang_origin"] = {"from_checkout": from_checkout, "where": where, "repo": repo,
-                                      "editable_from": o.editable_from}
-        out.decisions.append(Decision(
-            step=step.id, title="Where the running server imports sglang from", status="ok",
-            checked="importlib.util.find_spec('sglang') and its PEP 610 install record, in the server's own "
-                    "interpreter, environment and cwd",
-            found=f"{where}" + (f" (editable install of {o.editable_from})" if o.editable_from else ""),
-            decided="the checkout's patches are what the server runs" if from_checkout else
-            "LOCAL PATCHES CANNOT EXPLAIN THIS SERVER: the patch steps (subtraction, bisection) are skipped",
-            why="only code the server imports can change its throughput",
-            evidence=[e["command"] for e in out.results[f"{step.id}_origin"].get("evidence", [])][:2]))
-    out.summary = rec.summary_line()
-    return out
+        evidence=[e["command"] for r in out.results.values() for e in r.get("evidence", [])][:6])
+
+
+def _note_origin(out: ActionOutcome, step, o: SglangOrigin, repo: str) -> None:
+    """Whether the server imports sglang from the --repo checkout (else its patches cannot explain it)."""
+    base = repo.rstrip("/")
+    editable = (o.editable_from or "").removeprefix("file://").rstrip("/")
+    from_checkout = bool(o.inside) or (bool(editable) and (editable == base or base.startswith(editable + "/")))
+    where = o.origin or (o.locations[0] if o.locations else "nowhere (not importable)")
+    out.facts["sglang_origin"] = {"from_checkout": from_checkout, "where": where, "repo": repo,
+                                  "editable_from": o.editable_from}
+    out.decisions.append(Decision(
+        step=step.id, title="Where the running server imports sglang from", status="ok",
+        checked="importlib.util.find_spec('sglang') and its PEP 610 install record, in the server's own "
+                "interpreter, environment and cwd",
+        found=f"{where}" + (f" (editable install of {o.editable_from})" if o.editable_from else ""),
+        decided="the checkout's patches are what the server runs" if from_checkout else
+        "LOCAL PATCHES CANNOT EXPLAIN THIS SERVER: the patch steps (subtraction, bisection) are skipped",
+        why="only code the server imports can change its throughput",
+        evidence=[e["command"] for e in out.results[f"{step.id}_origin"].get("evidence", [])][:2]))
 
 
 # -- stop (disrupt, with consent) ----------------------------------------------------------------------------------
@@ -324,21 +340,7 @@ def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None 
         return fact, [Decision(step="user_server", status="error", checked="the relaunch record", found=fact.note,
                                decided="not restarted", why="nothing recorded to start it from")]
     inner = dataclasses.replace(ctx, auto_approve=True)
-    session, where = _where_back(ctx, pending)
-    # A server that ran in a session: the new window's own $TMUX_PANE/$STY... replace the recorded ones, and a
-    # detached fallback carries none (it is in no session). Any other server gets its environment verbatim.
-    env = {k: v for k, v in rel.env.items() if k not in LOCATION_VARS} if pending.session else rel.env
-    args = {"command": rel.argv, "env": env, "replace_env": True, "cwd": rel.cwd, "own": False,
-            "label": "user-server", "timeout_s": timeout_s,
-            **({"log_path": pending.log_path} if pending.log_path else {})}
-    if session is not None:
-        launch = registry.call(inner, "launch_server", {**args, "session": session.model_dump(mode="json"),
-                                                        "new_session": where == "session-gone"})
-        if launch.status == "error":  # tmux/screen refused the window (the server itself never ran): detached
-            where = f"{session.kind} refused a new window: {launch.summary[:160]}"
-            session = None
-    if session is None:
-        launch = registry.call(inner, "launch_server", args)
+    launch, session, where = _relaunch(inner, ctx, pending, rel, timeout_s)
     results["restart_user_server"] = launch.model_dump(mode="json")
     started = registry.typed_output(launch, LaunchResult, where="restart_user_server")
     if started is None:
@@ -355,6 +357,37 @@ def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None 
         fact.identity_after = identity_hash(cap.argv, cap.env, cap.cwd, cap.user)
     except Exception as exc:  # noqa: BLE001 - reported; the server itself is up
         fact.note = f"identity not read: {exc}"
+    outcome, comparison = _bench_after(inner, pending, started, fact, results)
+    fact.outcome = outcome  # type: ignore[assignment]
+    return fact, [_restarted(fact, pending, started, comparison, session, where, launch)]
+
+
+def _relaunch(inner: ToolContext, ctx: ToolContext, pending: Pending, rel: Relaunch,
+              timeout_s: float) -> tuple[ToolResult, TerminalSession | None, str]:
+    """launch_server with the recorded argv, cwd, full env and log file: in a new window of its tmux/screen session
+    when it ran in one (detached when that is refused), else detached. The launch, the session used and why."""
+    session, where = _where_back(ctx, pending)
+    # A server that ran in a session: the new window's own $TMUX_PANE/$STY... replace the recorded ones, and a
+    # detached fallback carries none (it is in no session). Any other server gets its environment verbatim.
+    env = {k: v for k, v in rel.env.items() if k not in LOCATION_VARS} if pending.session else rel.env
+    args = {"command": rel.argv, "env": env, "replace_env": True, "cwd": rel.cwd, "own": False,
+            "label": "user-server", "timeout_s": timeout_s,
+            **({"log_path": pending.log_path} if pending.log_path else {})}
+    if session is not None:
+        launch = registry.call(inner, "launch_server", {**args, "session": session.model_dump(mode="json"),
+                                                        "new_session": where == "session-gone"})
+        if launch.status != "error":
+            return launch, session, where
+        # tmux/screen refused the window (the server itself never ran): detached
+        where = f"{session.kind} refused a new window: {launch.summary[:160]}"
+    return registry.call(inner, "launch_server", args), None, where
+
+
+def _bench_after(inner: ToolContext, pending: Pending, started: LaunchResult, fact: UserServerFact,
+                 results: dict[str, Any]) -> tuple[str, Any]:
+    """Benchmark the restarted server (one more batch while the comparator says UNKNOWN) against the runs taken
+    before stopping it: (outcome, comparison), and its tok/s (or the failure) in `fact`."""
+    before = pending.samples_before
     samples: list[float] = []
     outcome = "UNKNOWN"
     comparison = None
@@ -379,11 +412,16 @@ def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None 
         outcome = _as_found(comparison)
         if outcome != "UNKNOWN":
             break
-    fact.outcome = outcome  # type: ignore[assignment]
+    return outcome, comparison
+
+
+def _restarted(fact: UserServerFact, pending: Pending, started: LaunchResult, comparison: Any,
+               session: TerminalSession | None, where: str, launch: ToolResult) -> Decision:
+    """The restart's decision: where it is back, identity, throughput before → after; the session note in `fact`."""
     same_id = fact.identity_after == fact.identity_before
     found = (f"back on :{started.port} (pid {fact.pid_after}, ready in {started.ready_seconds or 0:.1f}s), identity "
              f"{'unchanged' if same_id else 'CHANGED'}, {fact.tps_before or 0:.1f} → {fact.tps_after or 0:.1f} tok/s "
-             f"({outcome}{f', {comparison.pct_change:+.1f} %' if comparison else ''})")
+             f"({fact.outcome}{f', {comparison.pct_change:+.1f} %' if comparison else ''})")
     if session is not None:
         back_in = f"back in a new window of its {session.kind} session {session.name!r}: " \
                   f"`{session.attach_hint()}` shows it"
@@ -392,11 +430,11 @@ def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None 
     elif pending.supervisor in ("tmux", "screen"):
         fact.note = (fact.note + "; " if fact.note else "") + f"restarted detached, not inside its " \
             f"{pending.supervisor} session ({where}; its output goes to the same file)"
-    return fact, [Decision(step="user_server", title="Your server, restarted as it was", status="ok",
-                           checked="argv, cwd, full environment and log file as recorded; health; a short benchmark "
-                                   "against the one before stopping",
-                           found=found, decided="box left as found" if fact.left_as_found else "see the note",
-                           why="the box belongs to the user", evidence=[e.command for e in launch.evidence][:2])]
+    return Decision(step="user_server", title="Your server, restarted as it was", status="ok",
+                    checked="argv, cwd, full environment and log file as recorded; health; a short benchmark "
+                            "against the one before stopping",
+                    found=found, decided="box left as found" if fact.left_as_found else "see the note",
+                    why="the box belongs to the user", evidence=[e.command for e in launch.evidence][:2])
 
 
 def _where_back(ctx: ToolContext, pending: Pending) -> tuple[TerminalSession | None, str]:

@@ -1,0 +1,39 @@
+"""The "Plan and cost" section: the launch plan, the launches made, and a dry run's commands."""
+
+from __future__ import annotations
+
+from specdoctor.report.blocks import Bullets, Code, Para, Section, Span
+from specdoctor.report.model import Report
+
+__all__ = ["plan_section"]
+
+
+def plan_section(r: Report) -> Section:
+    s = Section("plan", "Plan and cost")
+    spans: list[Span] = []
+    if r.plan is None:
+        spans.append("No launch plan was computed (no running server to time a launch from).")
+    else:
+        steps = ", ".join(f"{p.step} {p.launches}" + (f" ({p.condition})" if p.condition else "")
+                          for p in r.plan.phases)
+        spans.append(r.plan.text[:1].upper() + r.plan.text[1:] + "." + (f" At most, per step: {steps}." if steps
+                                                                         else ""))
+    made = r.launches_made
+    if made is not None and r.verdict != "plan-only":
+        spans.append(f" Actual: {made} launch{'es' if made != 1 else ''} made (every server this run started, a "
+                     "restart of yours included).")
+    s.blocks.append(Para(spans))
+    if r.dry_run:
+        s.blocks.append(Para(["Dry run: the steps below were not run; each lists the commands a real run would "
+                              "execute (PORT is picked at launch; a command marked 'after …' needs that result "
+                              "first)."], role="note"))
+        for p in r.dry_run:  # one list per step: its line first, then its commands (short report.md)
+            items: list[list[Span]] = [[Code(p.step), f" — {p.target} ({p.effect}); {p.condition or 'always runs'}; "
+                                        f"{p.why}"]]
+            for c in p.commands:
+                item: list[Span] = [Code(c.command)]
+                item += [f" (after {c.after})"] if not c.known and c.after else []
+                item += [f" — {c.note}"] if c.note else []
+                items.append(item)
+            s.blocks.append(Bullets(items))
+    return s

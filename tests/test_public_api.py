@@ -16,7 +16,7 @@ PUBLIC = {
         "registry", "tool",
     ],
     "specdoctor.errors": [
-        "SpecdoctorError", "UsageError", "HostError", "HostUnreachable", "HostAuthFailed", "HostKeyRejected",
+        "SpecdoctorError", "ResultShapeError", "UsageError", "HostError", "HostUnreachable", "HostAuthFailed", "HostKeyRejected",
         "ConnectionLost", "CommandFailed", "CommandTimedOut", "RepoRefused", "BackupError", "ScenarioError",
         "ToolRetry", "ToolFailed", "NoData", "Unresolved",
     ],

@@ -1,24 +1,37 @@
 #!/usr/bin/env bash
 # The remote runner (device tool `run`, cwd = this checkout, `.whl` carried):
-#   bash benchmarks/real_sglang/run_device.sh STORY...      e.g. no-regression launch-flag
-# Lays the box out (device_setup.sh, idempotent: a warm machine keeps it), runs the stories one at a time, and after
-# each packs what came back into $OUT/results.tar.gz (summary.json, per story report.json, report.md, run.log,
-# server.log, smi.csv, box.json; the claims and the good run's fingerprint), so a call cut at its limit still
-# returns every finished story. BUDGET_S (default 560): no story starts with less than MIN_STORY_S (240) left,
-# and a running investigate gets Ctrl-C (its safety net puts the box back) 40 s before the budget ends.
+#   bash benchmarks/real_sglang/run_device.sh STORY...      e.g. no-regression code-regression env-var launch-flag
+# Lays the box out (device_setup.sh, idempotent: a warm machine keeps it), then runs the stories one at a time in a
+# detached session (setsid: it outlives this call while the machine stays warm), and watches it for at most CALL_S
+# (560) seconds. Call it again right away (same arguments, or none) to keep watching: one device call is at most 10
+# minutes, a code-regression story alone takes longer. Each call ends by packing what has come back into $OUT:
+# results.tar.gz (summary.json, per story report.json, report.md, run.log, server.log, smi.csv, box.json; the
+# claims and the good run's fingerprint), stories.log, setup.log and each story's profiler trace (trace-STORY.json.gz).
+# DEVICE_LEFT_S: device seconds left when the stories start; a story starts only if its cost (STORY_COST_S) fits,
+# and a running investigate gets Ctrl-C (its safety net puts the box back) 60 s before that budget ends.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
-BUDGET_S=${BUDGET_S:-560}; MIN_STORY_S=${MIN_STORY_S:-240}
-bash "$HERE/device_setup.sh" 2>&1 | tee "$OUT/setup.log"; [ "${PIPESTATUS[0]}" -eq 0 ] || exit 1
-mkdir -p /root/results
-export STORIES_PY=$(command -v python3)  # the user's python: the image's, sglang installed into it
-for story in "$@"; do
-  left=$(( BUDGET_S - SECONDS ))
-  if [ "$left" -lt "$MIN_STORY_S" ]; then echo "skip $story: ${left}s left" | tee -a "$OUT/stories.log"; continue; fi
-  STORY_TIMEOUT_S=$(( left - 40 )) /root/sd/bin/python "$HERE/stories.py" /root/results "$story" 2>&1 | tee -a "$OUT/stories.log"
-  nvidia-smi > /root/results/nvidia-smi-end.txt 2>&1
-  tar -C /root -czf "$OUT/results.tar.gz" results state
-done
-cat /root/results/summary.json 2>/dev/null | head -c 3000
+CALL_S=${CALL_S:-560}
+RES=/root/results; PIDF=$RES/.runner.pid
+mkdir -p "$RES"
+running() { [ -f "$PIDF" ] && kill -0 "$(cat "$PIDF")" 2>/dev/null; }
+
+if ! running && [ $# -gt 0 ]; then
+  bash "$HERE/device_setup.sh" 2>&1 | tee "$RES/setup.log"; [ "${PIPESTATUS[0]}" -eq 0 ] || { cp "$RES/setup.log" "$OUT/"; exit 1; }
+  export STORIES_PY=$(command -v python3)  # the user's python: the image's, sglang installed into it
+  export DEVICE_LEFT_S=$(( ${DEVICE_LEFT_S:-1500} - SECONDS ))
+  setsid bash -c '/root/sd/bin/python "$0"/stories.py /root/results "$@"; nvidia-smi > /root/results/nvidia-smi-end.txt 2>&1' \
+    "$HERE" "$@" >> "$RES/stories.log" 2>&1 < /dev/null &
+  echo $! > "$PIDF"
+  echo "[run_device] stories started (pid $(cat "$PIDF")): $*, ${DEVICE_LEFT_S}s of device time for them"
+fi
+while running && [ "$SECONDS" -lt "$CALL_S" ]; do sleep 5; done
+running && echo "[run_device] still running after ${SECONDS}s: call again to keep watching" \
+        || echo "[run_device] stories finished"
+tar -C /root -czf "$OUT/results.tar.gz" --exclude='*.trace.json.gz' results state 2>/dev/null
+cp "$RES"/stories.log "$RES"/setup.log "$OUT"/ 2>/dev/null
+for t in "$RES"/*/trace.json.gz; do [ -f "$t" ] && cp "$t" "$OUT/trace-$(basename "$(dirname "$t")").json.gz"; done
+tail -n 15 "$RES/stories.log" 2>/dev/null
+python3 -c "import json;[print(r['story'],r['truth_verdict'],r['verdict'],r['launches'],r['wall_s'],r['box_left_as_found']) for r in json.load(open('$RES/summary.json'))]" 2>/dev/null

@@ -64,18 +64,19 @@ class Story:
     env: dict[str, str] = field(default_factory=dict)
     patch_script: bool = False
     use_good_fingerprint: bool = True
+    cost_s: int = 420  # device seconds it took (server start + investigate), to skip a story that cannot finish
 
 
 STORIES = {s.name: s for s in [
     Story("no-regression", "no-regression",
           "the clean checkout, served as measured a moment ago: the claims are that run's own numbers",
-          use_good_fingerprint=False),
+          use_good_fingerprint=False, cost_s=450),
     Story("launch-flag", "environment",
           "the same checkout relaunched with --disable-cuda-graph (the good run's fingerprint has graphs on)",
-          extra_flags=["--disable-cuda-graph"]),
+          extra_flags=["--disable-cuda-graph"], cost_s=430),
     Story("env-var", "environment",
           "SGLANG_SIMULATE_ACC_LEN=1.6 left in the launching shell (the good run had 3.0): the engine forces a "
-          "shorter accept length, a real variable it reads", env={"SGLANG_SIMULATE_ACC_LEN": "1.6"}),
+          "shorter accept length, a real variable it reads", env={"SGLANG_SIMULATE_ACC_LEN": "1.6"}, cost_s=340),
     Story("code-regression", "code-regression",
           "three local patches and a patch script: a host sync + 4 ms of extra work in every verify "
           "(eagle_worker_v2.py), a log line in the scheduler, a comment in an unused attention backend",
@@ -86,7 +87,7 @@ STORIES = {s.name: s for s in [
                     '        logger.info("local patch: init_model_worker")'),
               Patch("python/sglang/srt/layers/attention/flashinfer_backend.py", "class FlashInferAttnBackend(",
                     "    # local: tuned workspace size for our long prompts (flashinfer only)"),
-          ], patch_script=True),
+          ], patch_script=True, cost_s=900),
 ]}
 
 
@@ -289,6 +290,7 @@ def run_story(story: Story, out_root: Path, timeout: float) -> dict[str, object]
     log(f"[{story.name}] user's server healthy in {startup:.0f} s ({len(story.patches)} local patches)")
     claims = measure_claims() if story.name == "no-regression" else json.loads((STATE / "claims.json").read_text())
     before, tree_before = identity(), manifest()
+    started_at = time.time()
     rc, wall = investigate(story, out, claims, timeout)
     time.sleep(2)
     after, tree_after = identity(), manifest()
@@ -296,6 +298,9 @@ def run_story(story: Story, out_root: Path, timeout: float) -> dict[str, object]
         if (out / "run" / name).exists():
             shutil.copy(out / "run" / name, out / name)
     shutil.copy(WORK / "server.log", out / "server.log")
+    traces = sorted(Path(ENV["SGLANG_TORCH_PROFILER_DIR"]).glob("*.trace.json.gz"), key=lambda t: t.stat().st_mtime)
+    if traces and traces[-1].stat().st_mtime >= started_at:
+        shutil.copy(traces[-1], out / "trace.json.gz")
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
     if story.name == "no-regression":  # the good run's baseline, as measured by specdoctor, for the later claims
         base = next((m for m in report.get("measurements", []) if m.get("label") == "baseline"), None)
@@ -337,16 +342,18 @@ def _specdoctor_box_ok(box: dict) -> bool | None:
 def main() -> None:
     out_root = Path(sys.argv[1])
     names = sys.argv[2:] or list(STORIES)
-    deadline = float(os.environ.get("STORIES_DEADLINE_S", "1e9"))  # start no story after this
-    timeout = float(os.environ.get("STORY_TIMEOUT_S", "900"))  # one investigate at most
+    budget = float(os.environ.get("DEVICE_LEFT_S", "1e9"))  # device seconds left for every story together
     out_root.mkdir(parents=True, exist_ok=True)
     summary_path = out_root / "summary.json"
     rows = json.loads(summary_path.read_text()) if summary_path.exists() else []
     t0 = time.monotonic()
     for name in names:
-        if time.monotonic() - t0 > deadline:
-            log(f"skip {name}: past the deadline ({deadline:.0f} s)")
+        left = budget - (time.monotonic() - t0)
+        if left < STORIES[name].cost_s:
+            log(f"skip {name}: {left:.0f} s of device time left, it takes about {STORIES[name].cost_s} s")
             continue
+        # the investigate gets Ctrl-C a minute before the budget ends: its safety net restarts the user's server
+        timeout = min(float(os.environ.get("STORY_TIMEOUT_S", "1500")), left - 60)
         rows = [r for r in rows if r["story"] != name] + [run_story(STORIES[name], out_root, timeout)]
         summary_path.write_text(json.dumps(rows, indent=1))
 

@@ -12,6 +12,7 @@ plain decode).
 from __future__ import annotations
 
 import time
+import zlib
 
 import httpx
 from pydantic import BaseModel, Field
@@ -74,12 +75,39 @@ def _list(ctx: ToolContext, folder: str) -> set[str]:
     return {n for n in res.stdout.split() if TRACE_NAME.match(n)} if res.ok else set()
 
 
-def _post(port_url: str, path: str, body: dict | None) -> tuple[int, str]:
+def _post(port_url: str, path: str, body: dict | None, timeout: float = 60.0) -> tuple[int, str]:
     try:
-        r = httpx.post(port_url + path, json=body, timeout=60)
+        r = httpx.post(port_url + path, json=body, timeout=timeout)
     except httpx.HTTPError as exc:
         return 0, f"{type(exc).__name__}: {exc}"
     return r.status_code, r.text.strip()
+
+
+def _gzip_complete(data: bytes) -> bool:
+    """Whether a gzip stream reaches its end-of-stream marker (a file still being written does not)."""
+    d = zlib.decompressobj(wbits=31)
+    try:
+        while not d.eof:
+            out = d.decompress(data, 1 << 20)  # bounded: a whole trace decompressed is hundreds of MB
+            data = d.unconsumed_tail
+            if not data and not out:
+                break
+    except zlib.error:
+        return True  # not gzip, or corrupt: the parser says which, in one line
+    return d.eof
+
+
+def _finished_trace(ctx: ToolContext, path: str, deadline: float, wait_s: float) -> bytes:
+    """The trace's bytes once the server has finished writing it: torch's export streams into the final name, so a
+    file that has appeared may be half written (on the real 0.5.17 a reader got a truncated gzip); read it again
+    until its stream is whole, within the wait."""
+    while True:
+        data = ctx.host.read(path)
+        if not path.endswith(".gz") or _gzip_complete(data):
+            return data
+        if time.monotonic() >= deadline:
+            raise NoData(f"{path}: still being written after {wait_s:g} s ({len(data)} bytes, no end of stream)")
+        time.sleep(1.0)
 
 
 @tool(effect="read")
@@ -97,7 +125,10 @@ def phase_times(ctx: ToolContext, args: PhaseTimesInput) -> PhaseTimes:
     folder = env.get(PROFILER_DIR_ENV)
     # num_steps bounds the session (a cycle makes at least one token) so the server ends it even if we cannot; we
     # stop it right after the profiled runs, so every profiled sample is a profiled cycle and no other.
-    body: dict = {"num_steps": args.runs * args.requests_per_run * args.max_new_tokens + 8, "activities": ["CPU", "GPU"], "profile_prefix": "specdoctor"}
+    # with_stack off: SGLang's default (True) records every Python frame, which on the real 0.5.17 made a 60 MB trace
+    # that took over a minute to write; the phases need only the ranges and the GPU work they launch.
+    body: dict = {"num_steps": args.runs * args.requests_per_run * args.max_new_tokens + 8, "activities": ["CPU", "GPU"],
+                  "profile_prefix": "specdoctor", "with_stack": False, "record_shapes": False}
     notes = []
     if folder:
         notes.append(f"trace from the server's {PROFILER_DIR_ENV}={folder}")
@@ -117,7 +148,8 @@ def phase_times(ctx: ToolContext, args: PhaseTimesInput) -> PhaseTimes:
             raise NoData(f"/start_profile answered {code or 'nothing'}: {text[:200]}")
         profiled = benchmark(ctx, bench.model_copy(update={"label": f"{args.label} profiled"}))
         deadline = time.monotonic() + args.timeout_s
-        code, text = _post(url, "/stop_profile", None)
+        # /stop_profile answers once the trace is written; half the wait for it, the rest to find the file whole
+        code, text = _post(url, "/stop_profile", None, timeout=args.timeout_s / 2)
         if code != 200:
             notes.append(f"/stop_profile answered {code or 'nothing'}: {text[:120]} (the session had ended)")
         new: set[str] = set()
@@ -130,7 +162,7 @@ def phase_times(ctx: ToolContext, args: PhaseTimesInput) -> PhaseTimes:
         raise NoData(f"no trace appeared in {folder} within {args.timeout_s:g} s")
     path = f"{folder}/{sorted(new)[-1]}"
     try:
-        trace = parse_sglang_trace(ctx.host.read(path))
+        trace = parse_sglang_trace(_finished_trace(ctx, path, deadline, args.timeout_s))
     except ParseError as exc:
         raise NoData(f"{path}: {exc}") from None
     out = phases_from_trace(trace, int(steps) if steps else None, path)

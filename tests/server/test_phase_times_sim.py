@@ -32,3 +32,89 @@ def test_seed_verify_is_measured_from_the_profiler(seed):
     assert "TARGET_VERIFY" in out["verify_ms"]["source"] and out["decode_ms"]["source"].startswith("derived")
     assert out["overhead"]["tps_with"] < out["overhead"]["tps_without"]
     assert out["trace_path"].endswith("-TP-0.trace.json.gz") and "/profile/specdoctor-" in out["trace_path"]
+
+
+def test_a_trace_still_being_written_is_read_once_whole(tmp_path):
+    """Real 0.5.17: torch's export streams into the final name, and a reader that took the file as soon as it
+    appeared got a truncated gzip (both real phase runs ended no_data). The tool waits for the end of stream."""
+    import gzip
+    import threading
+    import time
+
+    from specdoctor.host.local import LocalHost
+    from specdoctor.tools.phase_times import _finished_trace
+
+    path = tmp_path / "specdoctor-1-TP-0.trace.json.gz"
+    text = '{"traceEvents": [' + ",".join(f'{{"ph": "X", "ts": {i}}}' for i in range(20000)) + "]}"
+
+    def export() -> None:
+        with gzip.open(path, "wt") as fh:
+            for i in range(6):
+                fh.write(text[len(text) * i // 6:len(text) * (i + 1) // 6])
+                fh.flush()
+                time.sleep(0.3)
+
+    writer = threading.Thread(target=export)
+    writer.start()
+    while not path.exists() or path.stat().st_size == 0:
+        time.sleep(0.01)
+    host = LocalHost()
+    with pytest.raises(EOFError):  # what the first real reader met
+        gzip.decompress(host.read(str(path)))
+    data = _finished_trace(ToolContext(host=host, run_id="t"), str(path), time.monotonic() + 30, 30)
+    writer.join()
+    assert gzip.decompress(data).decode() == text
+
+
+def test_a_trace_never_finished_is_no_data_in_one_line(tmp_path):
+    import gzip
+    import time
+
+    from specdoctor.errors import NoData
+    from specdoctor.host.local import LocalHost
+    from specdoctor.tools.phase_times import _finished_trace
+
+    path = tmp_path / "x-TP-0.trace.json.gz"
+    path.write_bytes(gzip.compress(b'{"traceEvents": []}' * 1000)[:-20])
+    with pytest.raises(NoData, match="still being written after 1 s") as err:
+        _finished_trace(ToolContext(host=LocalHost(), run_id="t"), str(path), time.monotonic() + 1, 1)
+    assert "\n" not in str(err.value)
+
+
+def test_the_twin_writes_its_trace_into_the_final_name_as_it_goes(tmp_path, monkeypatch):
+    """Conformance with torch's export (what broke the first real reader): no temporary name, the stream grows."""
+    import gzip
+    import threading
+
+    from specdoctor.sim.standin.sglang._twin import profiler
+
+    monkeypatch.setenv("SGLANG_TORCH_PROFILER_DIR", str(tmp_path))
+    perf = {"speculative": True, "k": 2, "t_draft_ms": 3.0, "t_verify_ms": 20.0}
+    state: dict = {"engine": type("E", (), {"perf": perf, "running": 1})()}
+    assert profiler.start_profile(state, {"num_steps": 1000})[0] == 200
+    prof = state["profiler"]
+    assert prof.with_stack  # SGLang's default
+    for _ in range(100):
+        prof.on_step(state, 25.0)
+    seen: list[bool] = []
+
+    def watch() -> None:
+        while not seen or not seen[-1]:
+            names = [p for p in tmp_path.iterdir()]
+            if names:
+                seen.append(len(names) == 1 and names[0].name.endswith("-TP-0.trace.json.gz")
+                            and _complete(names[0].read_bytes()))
+
+    def _complete(data: bytes) -> bool:
+        try:
+            gzip.decompress(data)
+            return True
+        except EOFError:
+            return False
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    assert profiler.stop_profile(state)[0] == 200
+    t.join(timeout=10)
+    assert False in seen and seen[-1] is True  # seen half written under its final name, then whole
+    assert not any(p.name.endswith(".part") for p in tmp_path.iterdir())

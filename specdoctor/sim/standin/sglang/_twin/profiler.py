@@ -6,8 +6,9 @@ The trace has the real 0.5.17 trace's shape (tests/fixtures/sglang-0.5.17-h200/t
 `cuda_runtime`) whose kernels (`kernel`, GPU pid 0) carry the launch's `correlation`, an `ac2g` flow pair and a
 `gpu_user_annotation` with the range's `External id` spanning them. The GPU spans are the scenario's phase
 times for that cycle (its noisy step split as k·t_draft : t_verify); the CPU ranges are shorter (launch time),
-as on the real box. Simplifications: only TP-0's file; no Python frames or cpu_ops; the scenarios fold
-draft-extend into the draft steps, so its span is a fixed sliver outside the cycle time. Profiling costs
+as on the real box. The trace is written into its final name over a time that grows with the cycles (much longer
+with Python stacks, SGLang's default), as torch's export does. Simplifications: only TP-0's file; no Python frames
+or cpu_ops; the scenarios fold draft-extend into the draft steps, so its span is a fixed sliver outside the cycle time. Profiling costs
 CPU time between phases (`OVERHEAD` of each profiled cycle), which the wall clock and tok/s see.
 """
 
@@ -24,6 +25,9 @@ from .config import log
 __all__ = ["OVERHEAD", "Profiler", "start_profile", "stop_profile"]
 
 OVERHEAD = 0.10  # extra CPU time per profiled cycle, as a fraction of the cycle
+# Writing the trace takes time, and much more with Python stacks (SGLang's default, with_stack=True): on the real
+# 0.5.17 ~260 cycles with stacks made 60 MB and took over a minute. Seconds per profiled cycle, scaled down:
+EXPORT_S_PER_CYCLE = {True: 0.02, False: 0.001}
 _DRAFT_EXTEND_MS = 0.02
 _LAUNCH_FRACTION = 0.55  # a CPU range closes after launching, before its graph finishes on the GPU
 
@@ -38,6 +42,7 @@ class Profiler:
         self.prefix = str(req.get("profile_prefix") or "")
         self.profile_id = str(time.time())
         self.gpu = "GPU" in [str(a).upper() for a in (req.get("activities") or ["CPU", "GPU"])]
+        self.with_stack = req.get("with_stack") is not False  # SGLang's default is True
         self.perf = state["engine"].perf
         self.cycles: list[tuple[float, int]] = []  # (step ms, batch size)
         self.lock = threading.Lock()
@@ -61,9 +66,15 @@ class Profiler:
         name = f"{self.prefix + '-' if self.prefix else ''}{self.profile_id}-TP-0.trace.json.gz"
         os.makedirs(self.output_dir, exist_ok=True)
         path = os.path.join(self.output_dir, name)
-        with gzip.open(path + ".part", "wt") as fh:
-            json.dump(self.trace(), fh)
-        os.replace(path + ".part", path)
+        # as torch's export does: the final name is written as it goes, so a reader can find it half written
+        text = json.dumps(self.trace())
+        chunks = 8
+        pause = EXPORT_S_PER_CYCLE[self.with_stack] * len(self.cycles) / chunks
+        with gzip.open(path, "wt") as fh:
+            for i in range(chunks):
+                fh.write(text[len(text) * i // chunks:len(text) * (i + 1) // chunks])
+                fh.flush()
+                time.sleep(pause)
         log(f"Profiling done. Traces are saved to: {self.output_dir}")
         return path
 

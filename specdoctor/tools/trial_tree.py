@@ -22,6 +22,7 @@ from specdoctor.host.base import Raw
 from specdoctor.parsers.git import Ambiguous, ambiguous_lines, select_hunks
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.manifest import decode_name, encode_name, take_manifest
+from specdoctor.tools.patch_script import script_command
 from specdoctor.tools.server import resolve_origin
 
 __all__ = ["SourceChange", "TrialSource", "TreeInput", "TrialTree", "RemoveInput", "Removed", "OriginInput",
@@ -303,7 +304,8 @@ def _run_script(ctx: ToolContext, src: TrialSource, tree: str, args: TreeInput, 
     ctx.host.run(["touch", marker])
     tops = {args.repo.rstrip("/"), src.top.rstrip("/")}
     argv = [tree if a.rstrip("/") in tops else a for a in args.script_args]
-    res = ctx.host.run([args.python, args.script, *argv], cwd=tree, check="ignore", timeout=args.timeout_s)
+    res = ctx.host.run(script_command(ctx, args.script, args.python, argv), cwd=tree, check="ignore",
+                       timeout=args.timeout_s)
     text = res.stdout + ("\n" + res.stderr if res.stderr.strip() else "")
     out.script_exit, out.script_output = res.exit, text[-4000:]
     out.ambiguous = ambiguous_lines(text, res.exit)

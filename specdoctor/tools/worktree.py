@@ -29,6 +29,7 @@ from specdoctor.parsers.git import (
 )
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.manifest import Manifest, decode_name, take_manifest
+from specdoctor.tools.patch_script import script_command
 from specdoctor.tools.repo import git, repo_state
 
 __all__ = ["Snapshot", "BackupInput", "Backup", "RestoreInput", "Restored", "BackupInfo", "snapshot",
@@ -721,7 +722,7 @@ def apply_patches(ctx: ToolContext, args: ApplyInput) -> Applied:
 
 def _run_script(ctx: ToolContext, args: ApplyInput, script: str, top: str, out: Applied) -> None:
     """Run the user's patch script in the checkout; keep its exit, its output's tail and its ambiguous lines."""
-    res = ctx.host.run([args.python, script, *args.script_args], cwd=top, check="ignore",
+    res = ctx.host.run(script_command(ctx, script, args.python, args.script_args), cwd=top, check="ignore",
                        timeout=args.timeout_s)
     text = res.stdout + ("\n" + res.stderr if res.stderr.strip() else "")
     out.script_exit, out.script_output = res.exit, text[-4000:]

@@ -50,3 +50,18 @@ def test_script_warnings_do_not_void_a_trial_whose_essentials_were_verified(tmp_
     assert decision["status"] == "ok"
     assert "applied from the backup and verified" in decision["why"]
     assert any("WARN" in f["title"] for f in report["findings"])
+
+
+def test_a_warning_cannot_void_a_trial_when_the_search_found_no_essential_patch(tmp_path):
+    """The real H200 code-regression story, on another box (L40S, 0.5.9): a bash patch script warns about a patch the
+    essentials-only tree lacks, and the essentials search launched the server with no patch at all, so no essential
+    can be missing — the trial stands and the culprit is found (it ended inconclusive on the real box)."""
+    with open_sim_host("shell-script-warn") as host:
+        out = investigate(InvestigateOptions(host="sim:shell-script-warn", yes=True, out=str(tmp_path / "o")),
+                          host=host)
+    report = json.loads(Path(out.files["json"]).read_text())
+    (decision,) = [d for d in report["decisions"] if d["step"] == "subtract"]
+    assert decision["status"] == "ok" and "the essentials search found none" in decision["why"]
+    assert "WARN rope experiment not present" in decision["why"]  # quoted, and ran under bash (no SyntaxError)
+    assert report["verdict"] == "code-regression"
+    assert [s["path"] for s in report["suspects"] if s.get("bisection") == "culprit"] == ["python/sglang/srt/models/llama.py"]

@@ -84,6 +84,7 @@ class _Arms:
     ambiguous: list[str] = dataclasses.field(default_factory=list)
     applied: list[str] = dataclasses.field(default_factory=list)
     essentials_verified: bool = False
+    searched_none: bool = False
     tree_problem: str | None = None
     full: dict[str, Any] = dataclasses.field(default_factory=dict)
     reduced: dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -114,6 +115,8 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         return out
     arms = _Arms()
     essentials = essential_files(view)
+    # a search that found no essential patch launched the server without any: none can be missing from a tree
+    searched_none = (found := view.result("essentials", Essentials)) is not None and not found.essential
     script = view.params.get("patch_script")
     reused = today_all_patches(view)
     runs = int(view.params.get("runs", 5))
@@ -122,7 +125,7 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
             # Two trial trees (the user's checkout is only read): every change, and essentials (+ the patch script).
             all_tree, ess_tree, arms.tree_problem = _trees(deps, view, str(repo), essentials, script, trees, out)
             if ess_tree is not None:
-                _note_essentials_tree(arms, ess_tree, essentials, script)
+                _note_essentials_tree(arms, ess_tree, essentials, script, searched_none)
             if all_tree is not None and ess_tree is not None:
                 _measure_arms(_Step(deps, view, out, runs), arms, all_tree, ess_tree, reused)
     finally:
@@ -133,14 +136,19 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     return out
 
 
-def _note_essentials_tree(arms: _Arms, ess_tree: TrialTree, essentials: list[str], script: str | None) -> None:
-    """What the essentials tree really holds: the files applied, the script's doubtful lines, verified or not."""
+def _note_essentials_tree(arms: _Arms, ess_tree: TrialTree, essentials: list[str], script: str | None,
+                          searched_none: bool = False) -> None:
+    """What the essentials tree really holds: the files applied, the script's doubtful lines, verified or not.
+    Verified: every essential patch applied from the backup — or none needed, as measured by the essentials search
+    (the server started without any), so a doubtful script line cannot have left one out."""
     arms.applied += list(ess_tree.applied_files) + ([f"script {script}"] if script and
                                                     ess_tree.script_exit == 0 else [])
     arms.ambiguous += [a.line for a in ess_tree.ambiguous]
     if script and ess_tree.script_exit is None:
         arms.ambiguous.append("patch script did not run")
-    arms.essentials_verified = bool(essentials) and sorted(ess_tree.applied_files) == sorted(essentials)
+    arms.essentials_verified = (bool(essentials) or searched_none) and \
+        sorted(ess_tree.applied_files) == sorted(essentials)
+    arms.searched_none = searched_none
 
 
 def _measure_arms(s: _Step, arms: _Arms, all_tree: TrialTree, ess_tree: TrialTree,
@@ -227,7 +235,9 @@ def _conclude(out: ActionOutcome, step, arms: _Arms, restored: ToolResult) -> No
         decided=_decided(outcome, arms, trusted),
         why=("comparator DIFFERENT (p ≤ 0.01)" if outcome == "DIFFERENT" else f"comparator {outcome}")
         + ("; ambiguous patch-script output: " + " | ".join(ambiguous) if ambiguous else "")
-        + ("; the essential patches were applied from the backup and verified, so the trial stands"
+        + (("; the essentials search found none (the server started without any patch), so the trial stands"
+            if arms.searched_none else
+            "; the essential patches were applied from the backup and verified, so the trial stands")
            if ambiguous and trusted else ""),
         evidence=out.commands(60)))
 

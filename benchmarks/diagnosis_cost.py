@@ -1,4 +1,11 @@
-"""Server launches used by bisect_patches' search vs one-at-a-time, over random culprits and a noisy simulated server."""
+"""Server launches used by bisect_patches' search vs one-at-a-time, over random culprits and a noisy simulated server.
+
+Two counts per case. `search`: the search as the investigation runs it — its slow and fast references are the
+subtraction's two arms (all patches, essentials only), measured before it and handed over (`reference_slow`,
+`reference_fast`), so only the bisection's own trials and its both-ways confirmation are launches; the goal
+⌈log2 P⌉ + 2 is for this count. `alone`: bisect_patches called without references (a user's direct call), which
+measures the slow reference itself (one more launch) and takes its first fast trial as the fast one.
+"""
 
 from __future__ import annotations
 
@@ -18,13 +25,15 @@ FAST, SLOW, NOISE = 82.0, 60.0, 2.0
 
 
 def noisy_oracle(guilty: Callable[[frozenset[int]], bool], rng: random.Random, runs: int = 5,
-                 cap: int = 15) -> Callable[[frozenset[int]], Outcome]:
-    """A simulated server: slow when `guilty(subset)`; outcome by the comparator vs the slow reference."""
-    ref: list[float] = []
-    fast: list[float] = []
+                 cap: int = 15, refs_given: bool = False) -> Callable[[frozenset[int]], Outcome]:
+    """A simulated server: slow when `guilty(subset)`; outcome by the comparator vs the slow reference (and the
+    fast one once known). `refs_given`: both references were measured before the search (the subtraction)."""
 
     def draw(slow: bool, n: int) -> list[float]:
         return [rng.gauss(SLOW if slow else FAST, NOISE) for _ in range(n)]
+
+    ref: list[float] = draw(True, runs) if refs_given else []
+    fast: list[float] = draw(False, runs) if refs_given else []
 
     def test(subset: frozenset[int]) -> Outcome:
         slow = guilty(subset)
@@ -54,35 +63,52 @@ class Row(BaseModel):
     mean: float
     max: int
     correct: float
+    alone_mean: float
+    alone_max: int
+    alone_correct: float
     goal: int
     naive: int
 
 
+def _search(p: int, truth: frozenset[int], rng: random.Random, refs_given: bool) -> tuple[int, bool]:
+    """Launches and rightness of one search, configured as bisect_patches configures it."""
+    oracle = CachedOracle(noisy_oracle(truth.issubset, rng, refs_given=refs_given))
+    if refs_given:
+        oracle.seed(frozenset(range(p)), "regressed")
+        oracle.seed(frozenset(), "same")
+    res = isolate(list(range(p)), oracle, confirm=True, replicate=True)
+    return res.tests, {int(c) for c in res.culprits} == set(truth)
+
+
 def run_case(p: int, culprits: int, seeds: int) -> Row:
-    """Mean/max launches and correctness over `seeds` random culprit positions."""
-    used: list[int] = []
-    right = 0
+    """Mean/max launches and correctness over `seeds` random culprit positions, with and without references."""
+    counts: dict[bool, list[int]] = {True: [], False: []}
+    right: dict[bool, int] = {True: 0, False: 0}
     for seed in range(seeds):
-        rng = random.Random(seed * 1000 + p * 10 + culprits)
-        truth = frozenset(rng.sample(range(p), culprits))
-        oracle = CachedOracle(noisy_oracle(truth.issubset, rng))
-        res = isolate(list(range(p)), oracle)
-        used.append(res.tests)
-        right += {int(c) for c in res.culprits} == set(truth)
+        for given in (True, False):
+            rng = random.Random(seed * 1000 + p * 10 + culprits)
+            truth = frozenset(rng.sample(range(p), culprits))
+            n, ok = _search(p, truth, rng, given)
+            counts[given].append(n)
+            right[given] += ok
     goal = math.ceil(math.log2(p)) + 2
     return Row(case="single culprit" if culprits == 1 else f"{culprits} interacting", patches=p, seeds=seeds,
-               mean=statistics.mean(used), max=max(used), correct=right / seeds, goal=goal, naive=p + 1)
+               mean=statistics.mean(counts[True]), max=max(counts[True]), correct=right[True] / seeds,
+               alone_mean=statistics.mean(counts[False]), alone_max=max(counts[False]),
+               alone_correct=right[False] / seeds, goal=goal, naive=p + 1)
 
 
 def table(rows: list[Row]) -> str:
     """The rows as a fixed-width text table."""
-    head = f"{'case':<16} {'P':>3} {'seeds':>5} {'mean':>6} {'max':>4} {'goal':>5} {'one-at-a-time':>14} {'correct':>8}"
+    head = (f"{'case':<16} {'P':>3} {'seeds':>5} {'search mean':>11} {'max':>4} {'goal':>5} {'right':>6}   "
+            f"{'alone mean':>10} {'max':>4} {'right':>6}   {'one-at-a-time':>14}")
     lines = [head, "-" * len(head)]
     for r in rows:
         goal = str(r.goal) if r.case == "single culprit" else "-"
         naive = str(r.naive) if r.case == "single culprit" else f"{r.naive} (misses)"
-        lines.append(f"{r.case:<16} {r.patches:>3} {r.seeds:>5} {r.mean:>6.2f} {r.max:>4} {goal:>5} "
-                     f"{naive:>14} {100 * r.correct:>7.0f}%")
+        lines.append(f"{r.case:<16} {r.patches:>3} {r.seeds:>5} {r.mean:>11.2f} {r.max:>4} {goal:>5} "
+                     f"{100 * r.correct:>5.0f}%   {r.alone_mean:>10.2f} {r.alone_max:>4} {100 * r.alone_correct:>5.0f}%"
+                     f"   {naive:>14}")
     return "\n".join(lines)
 
 

@@ -10,13 +10,14 @@ import base64
 import io
 from pathlib import PurePosixPath
 
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.figure import Figure
 
 from specdoctor.report import derive, fmt
 from specdoctor.report.breakeven_view import curve_points, spec_tps
-from specdoctor.report.model import Report
+from specdoctor.report.model import NcclRow, Report
 
 __all__ = ["render_plots", "render_plot_pngs", "throughput_plot", "breakeven_plot", "nccl_plot", "waterfall_plot",
            "bisection_plot", "PLOT_KEYS"]
@@ -183,6 +184,42 @@ def breakeven_plot(report: Report) -> bytes | None:
     return _png(fig)
 
 
+_Cells = list[tuple[NcclRow, list[float]]]
+
+
+def _nccl_matrix(rows_in: list[NcclRow], ref_row: NcclRow) -> tuple[_Cells, list[int]]:
+    """(row, % latency change per size) sorted by mean change, and the message sizes."""
+    sizes = sorted({p.size_bytes for r in rows_in for p in r.points})
+    ref = {p.size_bytes: p.latency_us for p in ref_row.points}
+    rows: _Cells = []
+    for row in rows_in:
+        lat = {p.size_bytes: p.latency_us for p in row.points}
+        rows.append((row, [100.0 * (lat[s] - ref[s]) / ref[s] if s in lat and ref.get(s) else float("nan")
+                           for s in sizes]))
+    rows.sort(key=lambda rv: sum(v for v in rv[1] if v == v) / max(1, sum(1 for v in rv[1] if v == v)))
+    return rows, sizes
+
+
+def _nccl_cells(ax: Axes, rows: _Cells, ref_row: NcclRow, lim: float) -> None:
+    """Each cell's text: 'now' on the workers' row, '—' where unmeasured, else the signed % change."""
+    for i, (row, vs) in enumerate(rows):
+        for j, v in enumerate(vs):
+            text = "now" if row is ref_row else ("—" if v != v else f"{v:+.0f}%")
+            ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                    color="white" if v == v and abs(v) > 0.6 * lim else "black")
+
+
+def _nccl_ylabels(ax: Axes, rows: _Cells, ref_row: NcclRow, all_rows: list[NcclRow]) -> None:
+    """Row labels: the workers' setting marked and bold, promoted settings named."""
+    ylabels = [("▶ " if row is ref_row else "") + derive.nccl_label(row, all_rows)
+               + (" (workers now)" if row is ref_row else "") + (" (promoted)" if row.promoted else "")
+               for row, _ in rows]
+    ax.set_yticks(range(len(rows)), ylabels, fontsize=7)
+    for lbl, (row, _) in zip(ax.get_yticklabels(), rows, strict=True):
+        if row is ref_row:
+            lbl.set_fontweight("bold")
+
+
 def nccl_plot(report: Report) -> bytes | None:
     """A heatmap: each setting × message size, latency change in % against the workers' current setting."""
     n = report.nccl
@@ -190,31 +227,15 @@ def nccl_plot(report: Report) -> bytes | None:
     if n is None or cur is None or not any(r.points for r in n.rows):
         return None
     ref_row = cur[0]
-    sizes = sorted({p.size_bytes for r in n.rows for p in r.points})
-    ref = {p.size_bytes: p.latency_us for p in ref_row.points}
-    rows = []
-    for row in n.rows:
-        lat = {p.size_bytes: p.latency_us for p in row.points}
-        rows.append((row, [100.0 * (lat[s] - ref[s]) / ref[s] if s in lat and ref.get(s) else float("nan")
-                           for s in sizes]))
-    rows.sort(key=lambda rv: sum(v for v in rv[1] if v == v) / max(1, sum(1 for v in rv[1] if v == v)))
+    rows, sizes = _nccl_matrix(n.rows, ref_row)
     vals = [v for _, vs in rows for v in vs if v == v]
     lim = max(5.0, max((abs(v) for v in vals), default=5.0))
     fig = Figure(figsize=(7.5, 1.6 + 0.24 * len(rows)))
     ax = fig.add_subplot()
     img = ax.imshow([vs for _, vs in rows], aspect="auto", cmap="RdBu_r",
                     norm=TwoSlopeNorm(vcenter=0.0, vmin=-lim, vmax=lim))
-    for i, (row, vs) in enumerate(rows):
-        for j, v in enumerate(vs):
-            text = "now" if row is ref_row else ("—" if v != v else f"{v:+.0f}%")
-            ax.text(j, i, text, ha="center", va="center", fontsize=7,
-                    color="white" if v == v and abs(v) > 0.6 * lim else "black")
-    ylabels = [("▶ " if row is ref_row else "") + derive.nccl_label(row, n.rows) + (" (workers now)" if row is ref_row else "")
-               + (" (promoted)" if row.promoted else "") for row, _ in rows]
-    ax.set_yticks(range(len(rows)), ylabels, fontsize=7)
-    for lbl, (row, _) in zip(ax.get_yticklabels(), rows, strict=True):
-        if row is ref_row:
-            lbl.set_fontweight("bold")
+    _nccl_cells(ax, rows, ref_row, lim)
+    _nccl_ylabels(ax, rows, ref_row, n.rows)
     ax.set_xticks(range(len(sizes)), [fmt.size(s) for s in sizes], fontsize=8)
     ax.xaxis.tick_top()
     ax.set_xlabel("all-reduce message size; cells: latency vs the workers' setting (negative = faster)", fontsize=8)

@@ -8,7 +8,7 @@ from typing import Any
 
 from specdoctor.report import fmt
 from specdoctor.report.blocks import Block, Code, Details, Para, Section, Table
-from specdoctor.report.model import Report
+from specdoctor.report.model import FingerprintSection, Report
 from specdoctor.report.sections.cells import NOT_RUN, ev_link, table_row
 
 __all__ = ["fingerprint_section", "records_table"]
@@ -97,42 +97,59 @@ def _fp_blocks(name: str, value: Any) -> list[Block]:
     return []
 
 
+def _flat_table(fp: FingerprintSection) -> Table | None:
+    """The scalar keys (and lists of scalars) as one key/value table; two pairs a row when it is long."""
+    flat = [(k, v) for k, v in sorted(fp.current.items()) if _scalar(v) or (isinstance(v, (list, dict)) and not v)
+            or (isinstance(v, list) and all(_scalar(x) for x in v))]
+    if not flat:
+        return None
+    pairs = [table_row([Code(k)], _fp_value(", ".join(map(str, v)) if isinstance(v, list) and v else v))
+             for k, v in flat]
+    if len(pairs) <= 8:
+        return Table(["key", "value"], pairs)
+    half = (len(pairs) + 1) // 2  # two key/value pairs per row: the same table at half the length
+    rows = [pairs[i] + (pairs[i + half] if i + half < len(pairs) else table_row("", "")) for i in range(half)]
+    return Table(["key", "value", "key", "value"], rows)
+
+
+def _nested_blocks(fp: FingerprintSection) -> list[Block]:
+    """Maps and lists of records, each as its tables; maps (topology, env) one click away in HTML."""
+    out: list[Block] = []
+    for k, v in sorted(fp.current.items()):
+        sub = _fp_blocks(k, v)
+        if isinstance(v, dict) and sub:
+            out.append(Details(f"{k} ({len(sub)} table{'s' if len(sub) > 1 else ''})", sub,
+                               md_short=[Para([Code(k), ": in report.html and report.json."])]))
+        else:
+            out += sub
+    return out
+
+
+def _comparison(fp: FingerprintSection, n_commands: int) -> tuple[list[Block], FingerprintSection]:
+    """Against the previous run: none, identical, or its changes (the evidence then said once, at the end)."""
+    if fp.previous_run is None:
+        para = Para(["No previous run to compare with." + (" Recorded by " if fp.evidence else ""),
+                     *(ev_link(fp.evidence, n_commands) if fp.evidence else [])])
+        return [para], fp.model_copy(update={"evidence": None})
+    if not fp.changes:
+        return [Para([f"Identical to run {fp.previous_run}."])], fp
+    return [Table(["key", "before", "after", "impact"],
+                  [table_row([Code(c.key)], fmt.value(c.before), fmt.value(c.after), c.impact) for c in fp.changes],
+                  caption=f"Changes since run {fp.previous_run}")], fp
+
+
 def fingerprint_section(r: Report) -> Section:
     s = Section("fingerprint", "Fingerprint")
     fp = r.fingerprint
     if fp is None:
         s.blocks.append(NOT_RUN)
         return s
-    flat = [(k, v) for k, v in sorted(fp.current.items()) if _scalar(v) or (isinstance(v, (list, dict)) and not v)
-            or (isinstance(v, list) and all(_scalar(x) for x in v))]
-    if flat:
-        pairs = [table_row([Code(k)], _fp_value(", ".join(map(str, v)) if isinstance(v, list) and v else v))
-                 for k, v in flat]
-        if len(pairs) > 8:  # two key/value pairs per row: the same table at half the length
-            half = (len(pairs) + 1) // 2
-            rows = [pairs[i] + (pairs[i + half] if i + half < len(pairs) else table_row("", ""))
-                    for i in range(half)]
-            s.blocks.append(Table(["key", "value", "key", "value"], rows))
-        else:
-            s.blocks.append(Table(["key", "value"], pairs))
-    for k, v in sorted(fp.current.items()):
-        sub = _fp_blocks(k, v)
-        if isinstance(v, dict) and sub:    # maps (topology, env) are long: one click away in HTML
-            s.blocks.append(Details(f"{k} ({len(sub)} table{'s' if len(sub) > 1 else ''})", sub,
-                                    md_short=[Para([Code(k), ": in report.html and report.json."])]))
-        else:
-            s.blocks += sub
-    if fp.previous_run is None:
-        s.blocks.append(Para(["No previous run to compare with."
-                              + (" Recorded by " if fp.evidence else ""), *(ev_link(fp.evidence, len(r.commands))
-                                                                            if fp.evidence else [])]))
-        fp = fp.model_copy(update={"evidence": None})
-    elif not fp.changes:
-        s.blocks.append(Para([f"Identical to run {fp.previous_run}."]))
-    else:
-        s.blocks.append(Table(["key", "before", "after", "impact"],
-                              [table_row([Code(c.key)], fmt.value(c.before), fmt.value(c.after), c.impact)
-                               for c in fp.changes], caption=f"Changes since run {fp.previous_run}"))
+    flat = _flat_table(fp)
+    if flat is not None:
+        s.blocks.append(flat)
+    s.blocks += _nested_blocks(fp)
+    blocks, fp = _comparison(fp, len(r.commands))
+    s.blocks += blocks
     if fp.evidence:
         s.blocks.append(Para(["Recorded by ", *ev_link(fp.evidence, len(r.commands))]))
     return s

@@ -4,13 +4,45 @@ from __future__ import annotations
 
 from specdoctor.report import derive, fmt
 from specdoctor.report.blocks import Code, Details, Figure, Para, Section, Span, Table
-from specdoctor.report.model import NcclRow, Report
+from specdoctor.report.model import NcclRow, NcclSection, Report
 from specdoctor.report.sections.cells import NOT_RUN, ci_text, ev_link, table_row
 
 __all__ = ["nccl_section"]
 
 
 _NCCL_MD_ROWS = 6
+
+
+def _row_cells(row: NcclRow, rows: list[NcclRow], sizes: list[int], cur_row: NcclRow | None,
+               ref: dict[int, float]) -> list[list[Span]]:
+    """One configuration's latencies per size, each with its change against the workers' row."""
+    lat = {p.size_bytes: p.latency_us for p in row.points}
+    label = (derive.nccl_label(row, rows) + (" (promoted)" if row.promoted else "")
+             + (" ← workers now" if row is cur_row else ""))
+    cells = []
+    for sz in sizes:
+        v, base = lat.get(sz), ref.get(sz)
+        rel = f" ({100 * (v - base) / base:+.0f}%)" if v is not None and base and row is not cur_row else ""
+        cells.append(fmt.num(v) + rel)
+    return table_row(label, *cells)
+
+
+def _ab_table(n: NcclSection, n_commands: int) -> Table:
+    return Table(["config", "median", "95% CI", "change", "outcome", "p", "evidence"],
+                 [table_row(c.metric, fmt.num(c.median, unit=c.unit), ci_text(c.ci_low, c.ci_high),
+                            fmt.pct(c.pct_change), c.outcome or fmt.DASH, fmt.pval(c.p_value),
+                            ev_link(c.evidence, n_commands))
+                  for c in n.ab], caption="Promoted configurations, end-to-end A/B")
+
+
+def _propagation(n: NcclSection) -> Para:
+    if n.propagated is True:
+        return Para(["Propagation checked: the promoted variables reached every TP worker."])
+    if n.propagated is False:
+        return Para(["Propagation checked: the variables did NOT reach every TP worker."])
+    if not n.ab:
+        return Para(["Propagation to the workers was not checked: no setting was promoted to an end-to-end A/B."])
+    return Para(["Propagation to the workers was not recorded for the A/B."])
 
 
 def nccl_section(r: Report) -> Section:
@@ -25,15 +57,7 @@ def nccl_section(r: Report) -> Section:
     ref = {p.size_bytes: p.latency_us for p in cur_row.points} if cur_row else {}
 
     def row_cells(row: NcclRow) -> list[list[Span]]:
-        lat = {p.size_bytes: p.latency_us for p in row.points}
-        label = (derive.nccl_label(row, n.rows) + (" (promoted)" if row.promoted else "")
-                 + (" ← workers now" if row is cur_row else ""))
-        cells = []
-        for sz in sizes:
-            v, base = lat.get(sz), ref.get(sz)
-            rel = f" ({100 * (v - base) / base:+.0f}%)" if v is not None and base and row is not cur_row else ""
-            cells.append(fmt.num(v) + rel)
-        return table_row(label, *cells)
+        return _row_cells(row, n.rows, sizes, cur_row, ref)
 
     tp = f" on TP={n.tp}" if n.tp else ""
     if cur_row is not None:
@@ -55,18 +79,6 @@ def nccl_section(r: Report) -> Section:
                                             caption=f"Fastest {_NCCL_MD_ROWS} of {len(n.rows)} by total latency, "
                                                     "and the workers' setting (all in report.html)")]))
     if n.ab:
-        s.blocks.append(Table(["config", "median", "95% CI", "change", "outcome", "p", "evidence"],
-                              [table_row(c.metric, fmt.num(c.median, unit=c.unit), ci_text(c.ci_low, c.ci_high),
-                                         fmt.pct(c.pct_change), c.outcome or fmt.DASH, fmt.pval(c.p_value),
-                                         ev_link(c.evidence, len(r.commands)))
-                               for c in n.ab], caption="Promoted configurations, end-to-end A/B"))
-    if n.propagated is True:
-        s.blocks.append(Para(["Propagation checked: the promoted variables reached every TP worker."]))
-    elif n.propagated is False:
-        s.blocks.append(Para(["Propagation checked: the variables did NOT reach every TP worker."]))
-    elif not n.ab:
-        s.blocks.append(Para(["Propagation to the workers was not checked: no setting was promoted to an "
-                              "end-to-end A/B."]))
-    else:
-        s.blocks.append(Para(["Propagation to the workers was not recorded for the A/B."]))
+        s.blocks.append(_ab_table(n, len(r.commands)))
+    s.blocks.append(_propagation(n))
     return s

@@ -14,7 +14,8 @@ from pydantic import BaseModel, Field
 from specdoctor.engine.checkout_guard import CheckoutGuard
 from specdoctor.engine.context import NullView, RunDeps
 from specdoctor.engine.graph import compile_playbook
-from specdoctor.engine.playbook import Playbook, load_playbook
+from specdoctor.engine.playbook import Playbook
+from specdoctor.engine.playbook_check import check_references, load_playbook
 from specdoctor.engine.predicates import evaluate, explain
 from specdoctor.engine.runs import RunRecord, new_run_id, open_checkpointer, save_record
 from specdoctor.engine.state import Decision, StateView
@@ -244,7 +245,7 @@ def investigate(options: InvestigateOptions, *, view: Any = None, approver: Appr
     out_dir.mkdir(parents=True, exist_ok=True)
     audit = AuditLog(out_dir / "audit.jsonl")
     playbook = load_playbook(options.playbook)
-    playbook.check_references()
+    check_references(playbook)
     own_host = host is None
     if host is None:
         host = open_host(options.host, audit=audit, **_host_options(options))
@@ -284,7 +285,7 @@ def resume(run_id: str, *, view: Any = None, approver: Approver | None = None, y
     try:
         with open_checkpointer(rec.checkpoint or None) as saver:
             playbook = load_playbook(rec.playbook)
-            playbook.check_references()
+            check_references(playbook)
             app = compile_playbook(playbook, checkpointer=saver)
             snapshot = app.get_state({"configurable": {"thread_id": run_id}})
         values = snapshot.values

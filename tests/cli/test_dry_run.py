@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from specdoctor.cli import app
 from specdoctor.engine.dry_run import CHEAP_READS, plan_step, runs_in_dry_run
-from specdoctor.engine.playbook import Step, load_playbook
+from specdoctor.engine.playbook import Step
+from specdoctor.engine.playbook_check import load_playbook
 from specdoctor.engine.state import StateView
 from specdoctor.host import open_host
 from specdoctor.report.writer import load_report

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from specdoctor.engine.playbook import list_playbooks, load_playbook
+from specdoctor.engine.playbook import list_playbooks
+from specdoctor.engine.playbook_check import check_references, load_playbook
 from specdoctor.engine.refs import resolve_args
 from specdoctor.engine.state import StateView
 from specdoctor.errors import UsageError
@@ -47,7 +48,7 @@ def test_unknown_predicate_is_reported_before_running(tmp_path):
     p = tmp_path / "p.yaml"
     p.write_text("name: p\nsteps:\n  - {id: a, tool: host_facts, when: moon_is_full}\n")
     with pytest.raises(UsageError, match="unknown predicate 'moon_is_full'"):
-        load_playbook(str(p)).check_references()
+        check_references(load_playbook(str(p)))
 
 
 def test_references_resolve_without_evaluation():
@@ -136,3 +137,24 @@ def test_a_declared_parameter_earlier_steps_and_literals_load(tmp_path):
                  "  - {id: triage, tool: triage_diffs, args: {repo: $state.catalog.repo, port: 30000}}\n"
                  "  - {id: conclude, action: conclude}\n")
     assert [s.id for s in load_playbook(str(p)).steps] == ["catalog", "triage", "conclude"]
+
+
+def test_a_fact_saved_under_an_undeclared_name_fails_at_load_in_one_line(tmp_path):
+    """`save:` names are run facts (diagnosis/facts.py RunFacts): a typo fails before any step runs, not at the write."""
+    p = tmp_path / "pb.yaml"
+    p.write_text("name: t\nsteps:\n  - {id: catalog, tool: catalog_diffs, args: {repo: $params.repo},"
+                 " save: {backup_idd: repo}}\n  - {id: conclude, action: conclude}\n")
+    with pytest.raises(UsageError, match=r"step catalog, key save.backup_idd: no run fact 'backup_idd'") as err:
+        load_playbook(str(p))
+    assert "\n" not in str(err.value)
+
+
+def test_the_playbook_models_import_no_action():
+    """The circle playbook → actions → conclude → context → playbook is gone: the models import no engine part."""
+    import grimp
+
+    graph = grimp.build_graph("specdoctor")
+    engine = {m for m in graph.modules if m.startswith("specdoctor.engine")}
+    assert not (graph.find_upstream_modules("specdoctor.engine.playbook") & engine)
+    assert graph.find_shortest_chain(importer="specdoctor.engine.actions.conclude",
+                                     imported="specdoctor.engine.playbook_check") is None

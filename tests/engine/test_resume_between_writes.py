@@ -43,7 +43,7 @@ def test_resume_after_a_kill_between_a_steps_writes_and_the_next_checkpoint(tmp_
 
     monkeypatch.setenv("SPECDOCTOR_HOME", str(home))
     from specdoctor.engine.graph import compile_playbook
-    from specdoctor.engine.playbook import load_playbook
+    from specdoctor.engine.playbook_check import load_playbook
     from specdoctor.engine.runner import resume
     from specdoctor.engine.runs import load_record, open_checkpointer
     from specdoctor.sim.host import SimHost

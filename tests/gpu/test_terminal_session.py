@@ -52,7 +52,7 @@ def _investigate(box: Sandbox, tmp_path: Path) -> tuple[dict[str, Any], UserServ
 
 def _last_values() -> dict[str, Any]:
     from specdoctor.engine.graph import compile_playbook
-    from specdoctor.engine.playbook import load_playbook
+    from specdoctor.engine.playbook_check import load_playbook
     from specdoctor.engine.runs import list_records, open_checkpointer
 
     rec = list_records()[-1]

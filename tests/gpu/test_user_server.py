@@ -114,7 +114,7 @@ def _user_server_fact(tmp_path: Path) -> dict[str, Any]:
 def _values() -> dict[str, Any]:
     """The last run's state as its last checkpoint holds it."""
     from specdoctor.engine.graph import compile_playbook
-    from specdoctor.engine.playbook import load_playbook
+    from specdoctor.engine.playbook_check import load_playbook
     from specdoctor.engine.runs import list_records, open_checkpointer
 
     rec = list_records()[-1]

@@ -73,10 +73,10 @@ STORIES = {s.name: s for s in [
           use_good_fingerprint=False, cost_s=450),
     Story("launch-flag", "environment",
           "the same checkout relaunched with --disable-cuda-graph (the good run's fingerprint has graphs on)",
-          extra_flags=["--disable-cuda-graph"], cost_s=430),
+          extra_flags=["--disable-cuda-graph"], cost_s=450),
     Story("env-var", "environment",
           "SGLANG_SIMULATE_ACC_LEN=1.6 left in the launching shell (the good run had 3.0): the engine forces a "
-          "shorter accept length, a real variable it reads", env={"SGLANG_SIMULATE_ACC_LEN": "1.6"}, cost_s=340),
+          "shorter accept length, a real variable it reads", env={"SGLANG_SIMULATE_ACC_LEN": "1.6"}, cost_s=520),
     Story("code-regression", "code-regression",
           "three local patches and a patch script: a host sync + 4 ms of extra work in every verify "
           "(eagle_worker_v2.py), a log line in the scheduler, a comment in an unused attention backend",
@@ -87,7 +87,7 @@ STORIES = {s.name: s for s in [
                     '        logger.info("local patch: init_model_worker")'),
               Patch("python/sglang/srt/layers/attention/flashinfer_backend.py", "class FlashInferAttnBackend(",
                     "    # local: tuned workspace size for our long prompts (flashinfer only)"),
-          ], patch_script=True, cost_s=900),
+          ], patch_script=True, cost_s=1000),  # 6 launches to inconclusive; + bisect and phase profile: ~11
 ]}
 
 

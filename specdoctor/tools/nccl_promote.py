@@ -16,8 +16,9 @@ from specdoctor.stats.summary import median_ci
 from specdoctor.stats.thresholds import LOW_THRESHOLD
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.breakeven_empirical import call_tool
+from specdoctor.tools.measure import BenchmarkResult
 from specdoctor.tools.nccl_grid import EXPERIMENT_NOTE, experiment_only
-from specdoctor.tools.trial import LaunchConfig, Measurement, TrialHandle, measure, trial
+from specdoctor.tools.trial import LaunchConfig, TrialHandle, measure, trial
 
 __all__ = ["PromoteCandidate", "PromoteInput", "Propagation", "PromotedResult", "NcclPromotion", "nccl_promote",
            "WHERE_TO_SET", "NOT_SITECUSTOMIZE"]
@@ -214,7 +215,7 @@ def _config(args: PromoteInput, label: str, env: dict[str, str], unset: list[str
 
 
 def _bench(handle: TrialHandle, args: PromoteInput, label: str, runs: int | None = None,
-           warm: bool = True) -> Measurement:
+           warm: bool = True) -> BenchmarkResult:
     """Benchmark runs on a launched server (`warm`: its first benchmark, which warms it up first)."""
     return measure(handle, runs=runs or args.runs, requests_per_run=args.requests_per_run,
                    max_new_tokens=args.max_new_tokens, warmup_runs=args.warmup_runs if warm else 0, label=label)

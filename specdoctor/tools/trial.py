@@ -2,7 +2,7 @@
 
     config = LaunchConfig(command=launch, speculative=False, env={"NCCL_PROTO": "LL"}, label="baseline")
     with trial(ctx, config) as handle:            # launch_server → healthy (or LaunchFailed)
-        m = measure(handle, runs=5)               # benchmark → Measurement (or MeasureFailed)
+        m = measure(handle, runs=5)               # benchmark → BenchmarkResult (or MeasureFailed)
     # stop_server ran here, also on an exception or Ctrl-C
 
 Every step is a registered tool call (launch_server, benchmark, stop_server), so each command is evidence;
@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeAlias
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -25,13 +25,12 @@ from specdoctor.toolkit import ToolContext, ToolResult, registry
 from specdoctor.tools.launch import LaunchResult
 from specdoctor.tools.measure import BenchmarkResult
 
-__all__ = ["LaunchConfig", "TrialHandle", "Measurement", "LaunchFailed", "MeasureFailed", "Recorder", "trial",
+__all__ = ["LaunchConfig", "TrialHandle", "LaunchFailed", "MeasureFailed", "Recorder", "trial",
            "measure", "profile", "AUTO_PORT", "PROFILE_RUNS"]
 
 PROFILE_RUNS = 2
 """Benchmark runs a trial's phase profile takes with the profiler on (and as many without, for its overhead)."""
 
-Measurement: TypeAlias = BenchmarkResult
 """What `measure` returns: per-run tok/s samples, median with CI, TPOT, accept length, log findings."""
 
 Recorder = Callable[[str, ToolResult], None]
@@ -173,7 +172,7 @@ def trial(ctx: ToolContext, config: LaunchConfig, *, record: Recorder | None = N
 
 def measure(handle: TrialHandle, *, runs: int = 5, requests_per_run: int = 3, max_new_tokens: int = 128,
             warmup_runs: int = 1, label: str | None = None, key: str | None = None,
-            prompts: list[str] | None = None, temperature: float = 0.0) -> Measurement:
+            prompts: list[str] | None = None, temperature: float = 0.0) -> BenchmarkResult:
     """Benchmark the trial's server (batch-1 decode, one tok/s per run); MeasureFailed when it cannot.
     `prompts`/`temperature`: a recorded workload's (default: the benchmark's fixed chat prompts, greedy)."""
     label = label or handle.config.label
@@ -184,7 +183,7 @@ def measure(handle: TrialHandle, *, runs: int = 5, requests_per_run: int = 3, ma
         "port": handle.port, "runs": runs, "requests_per_run": requests_per_run, "max_new_tokens": max_new_tokens,
         "warmup_runs": warmup_runs, "log_path": handle.log_path, "label": label, **extra},
         handle.record, key or f"bench_{handle.config.label}")
-    out = registry.typed_output(res, Measurement, where=key or f"bench_{handle.config.label}")
+    out = registry.typed_output(res, BenchmarkResult, where=key or f"bench_{handle.config.label}")
     if out is None:
         raise MeasureFailed(res)
     return out

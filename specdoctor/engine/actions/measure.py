@@ -19,14 +19,13 @@ from specdoctor.models.delta import CauseFact
 from specdoctor.models.facts import MeasureFacts
 from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolResult, registry
-from specdoctor.tools.measure import Workload, default_workload
+from specdoctor.tools.measure import BenchmarkResult, Workload, default_workload
 from specdoctor.tools.server import ProcessEnv, ServerList
 from specdoctor.tools.trial import (
     AUTO_PORT,
     LaunchConfig,
     LaunchFailed,
     MeasureFailed,
-    Measurement,
     measure,
     trial,
 )
@@ -177,7 +176,7 @@ def measure_config(deps, view: StateView, *, label: str, speculative: bool, resu
     return data
 
 
-def pooled(first: Measurement, later: Measurement) -> Measurement:
+def pooled(first: BenchmarkResult, later: BenchmarkResult) -> BenchmarkResult:
     """Two looks at one server as one measurement: runs pooled, median and CI recomputed, newest other fields."""
     from specdoctor.stats.summary import summarize
 
@@ -236,7 +235,7 @@ def _bench_running(deps, view: StateView, server: dict[str, Any], results: dict[
         if workload.output_tokens:
             args["max_new_tokens"] = workload.output_tokens
     bench = call_tool(deps, "benchmark", args, results, key=f"bench_{key}")
-    bres = registry.typed_output(bench, Measurement, where=f"bench_{key}")
+    bres = registry.typed_output(bench, BenchmarkResult, where=f"bench_{key}")
     return dict(bres.model_dump(mode="json"), label=label) if bres is not None else {"error": bench.summary}
 
 

@@ -134,3 +134,18 @@ def test_claims_that_hold_are_not_unsettled_by_a_subtraction_no_bisection_confir
     assert v.verdict == "no-regression" and any("no patch was confirmed by the bisection" in r for r in v.reasons)
     # must not fire: claims not reproduced and the same unconfirmed subtraction difference stays inconclusive
     assert decide_verdict(Case.of(_view(_att(), NOT_REPRODUCED, subtraction=faster))).verdict == "inconclusive"
+
+
+def test_a_cause_larger_than_the_gap_says_so_instead_of_x_of_y():
+    """Real H200 (env-var story): a revert trial ran faster than the claim, and the line read '−351.0 tok/s of −181.0'."""
+    from specdoctor.diagnosis.attribution import cause_line
+    from specdoctor.diagnosis.facts import AttributionFact, CauseFact
+
+    att = AttributionFact.model_validate({"metric": "spec", "reference_tps": 662.2, "measured_tps": 481.2})
+    big = CauseFact.model_validate({"name": "SGLANG_SIMULATE_ACC_LEN=1.6 set by launcher", "kind": "env",
+                                    "key": "SGLANG_SIMULATE_ACC_LEN", "confirmed": True, "method": "revert-trial", "metric": "spec", "effect_tps": -351.0,
+                                    "ci_low": -393.0, "ci_high": -331.9})
+    line = cause_line(big, att)
+    assert "more than the whole gap (−181.0)" in line and " of −181.0" not in line
+    small = big.model_copy(update={"effect_tps": -170.0, "ci_low": -190.0, "ci_high": -150.0})
+    assert cause_line(small, att).endswith("tok/s [−190.0, −150.0] of −181.0")

@@ -75,6 +75,8 @@ class LocalHost(Host):
             raise UsageError(f"no such file on {self.name}: {path}") from None
         except OSError as exc:  # a directory, no permission, a name too long: one-line error, not a crash
             raise UsageError(f"cannot read {path[:200]} on {self.name}: {exc.strerror or exc}") from None
+        except ValueError as exc:  # a NUL in the name: no file can have it
+            raise UsageError(f"cannot read {path[:200]!r} on {self.name}: {exc}") from None
 
     def put(self, data: bytes | Path, remote_path: str, *, mode: int | None = None) -> None:
         payload = data.read_bytes() if isinstance(data, Path) else data

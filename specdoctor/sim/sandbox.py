@@ -439,6 +439,7 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
     repo = Path(_subst(sc.sglang.dir, ctx))
     ctx["repo"] = str(repo)
     python, _site = _layout_python(root, sc, str(root))
+    ctx["site"] = str(_site)  # the interpreter's site-packages: a scenario's start-up hooks (.pth files) go there
     if sc.sglang.install == "editable":  # pip's PEP 610 record of `pip install -e <repo>`: where sglang comes from
         (_site / f"sglang-{sc.sglang.version}.dist-info" / "direct_url.json").write_text(
             json.dumps({"url": repo.as_uri(), "dir_info": {"editable": True}}))

@@ -247,8 +247,8 @@ def _env_source(row: Any, prop: Propagation, profiles: dict[str, str], launch_en
         return "engine-forced"
     if row.name in forced and row.parent is None and _first_worker(row) is not None and not row.from_sitecustomize:
         return "engine-forced"
-    if row.from_sitecustomize and row.parent is None:
-        return prop.sitecustomize or "sitecustomize.py"
+    if row.from_sitecustomize and row.parent is None:  # a start-up hook: the one observed setting it, by name
+        return prop.startup_hooks.get(row.name) or prop.sitecustomize or "sitecustomize.py"
     if not in_env and row.from_nccl_conf:
         return ", ".join(prop.nccl_conf_files) or "nccl.conf"
     if row.name in launch_env:

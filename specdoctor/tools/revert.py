@@ -97,15 +97,22 @@ def set_flags(command: str | list[str], values: dict[str, str | None]) -> list[s
     return head + kept
 
 
-_SHADOW = '''"""specdoctor revert trial (removed after the trial): run the original sitecustomize, then restore {names}."""
+_SHADOW = '''"""specdoctor revert trial (removed after the trial): run the original sitecustomize (and usercustomize), then give {names} their launch values."""
 import importlib.machinery as _sd_m
 import os as _sd_os
 import sys as _sd_sys
 
 _sd_names = {names_json}
 _sd_before = {{_n: _sd_os.environ.get(_n) for _n in _sd_names}}
+try:  # the values the process was started with (the trial's launch): a .pth hook ran before this module
+    with open("/proc/self/environ", "rb") as _sd_fh:
+        _sd_start = dict(_kv.split(b"=", 1) for _kv in _sd_fh.read().split(b"\\0") if b"=" in _kv)
+    _sd_before = {{_n: (_sd_start[_n.encode()].decode("utf-8", "surrogateescape") if _n.encode() in _sd_start else None)
+                  for _n in _sd_names}}
+except OSError:
+    pass
 _sd_here = _sd_os.path.dirname(_sd_os.path.abspath(__file__))
-_sd_path = {hint_json}
+_sd_path = {hint}
 if not (_sd_path and _sd_os.path.isfile(_sd_path)
         and _sd_os.path.dirname(_sd_os.path.abspath(_sd_path)) != _sd_here):
     _sd_spec = _sd_m.PathFinder.find_spec(
@@ -114,6 +121,12 @@ if not (_sd_path and _sd_os.path.isfile(_sd_path)
 if _sd_path:
     with open(_sd_path, encoding="utf-8") as _sd_fh:
         exec(compile(_sd_fh.read(), _sd_path, "exec"))
+try:  # usercustomize runs next in site's order: run it now (site's own import is then a no-op), then restore
+    import site as _sd_site
+    if _sd_site.ENABLE_USER_SITE:
+        import usercustomize  # noqa: F401
+except ImportError:
+    pass
 for _sd_n, _sd_v in _sd_before.items():
     if _sd_v is None:
         _sd_os.environ.pop(_sd_n, None)
@@ -125,7 +138,7 @@ for _sd_n, _sd_v in _sd_before.items():
 def shadow_sitecustomize(names: list[str], original: str | None) -> str:
     """The shadow module's text: it runs `original` (else the next sitecustomize on sys.path) and then gives
     each of `names` back the value it had before (removed when it had none)."""
-    return _SHADOW.format(names=", ".join(names), names_json=json.dumps(list(names)), hint_json=json.dumps(original))
+    return _SHADOW.format(names=", ".join(names), names_json=json.dumps(list(names)), hint=repr(original))
 
 
 def _original_sitecustomize(ctx: ToolContext, cfg: LaunchConfig) -> str | None:

@@ -18,6 +18,7 @@ from specdoctor.models import EnvRow as SharedEnvRow
 from specdoctor.models import EnvStatus
 from specdoctor.parsers.sglang import BodyError, ServerInfo, parse_body
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.startup_hooks import PROBE, PROBE_SH, parse_hooks
 
 __all__ = [
     "Proc", "Server", "FindServersInput", "ServerList", "find_server_processes", "list_processes", "find_servers",
@@ -442,7 +443,10 @@ class Propagation(BaseModel):
     shell_source: str = Field(description="'given', 'parent-process PID' or 'login env' (env -0).")
     rows: list[EnvRow] = Field(default_factory=list)
     sitecustomize: str | None = Field(default=None, description="Path of the sitecustomize.py the server imports.")
-    sitecustomize_vars: dict[str, str] = Field(default_factory=dict)
+    sitecustomize_vars: dict[str, str] = Field(default_factory=dict, description="Variables the interpreter's "
+                                               "start-up hooks set (sitecustomize, .pth files, usercustomize).")
+    startup_hooks: dict[str, str] = Field(default_factory=dict, description="Variable -> the start-up hook file "
+                                          "that set it, observed by running the hooks one at a time.")
     nccl_conf: dict[str, str] = Field(default_factory=dict)
     nccl_conf_files: list[str] = Field(default_factory=list)
     problems: list[str] = Field(default_factory=list)
@@ -477,17 +481,29 @@ def _sections(text: str) -> dict[str, str]:
     return out
 
 
-def _injected(host: Host, python: str, conf_file: str | None,
-              path: str | None = None) -> tuple[str | None, dict[str, str], dict[str, str], list[str]]:
-    """(sitecustomize path, vars it sets, nccl.conf values, conf files read) in one command."""
+class _Injected(NamedTuple):
+    """What the box adds to a process's environment outside the launch line: start-up hooks and nccl.conf."""
+
+    site_path: str | None
+    site_vars: dict[str, str]
+    conf: dict[str, str]
+    conf_files: list[str]
+    hook_sources: dict[str, str]  # variable -> the start-up hook file that set it (observed)
+    problems: list[str]
+
+
+def _injected(host: Host, python: str, conf_file: str | None, path: str | None = None) -> _Injected:
+    """The sitecustomize path, the variables the interpreter's start-up hooks set (observed stage by stage:
+    tools/startup_hooks.py; the sitecustomize text read too), nccl.conf values and the files read — one command."""
     script = (
         'echo @@site; "$SD_PY" -c "import sitecustomize, sys; print(sitecustomize.__file__)" 2>/dev/null; '
         # NCCL's order (src/misc/param.cc): the NCCL_CONF_FILE file, else ~/.nccl.conf, then /etc/nccl.conf; the
         # first file to set a name wins (setenv without overwrite), so the first value read here is the effective one
         'echo @@conf; for f in "${SD_NCCL_CONF:-$HOME/.nccl.conf}" /etc/nccl.conf; do '
-        'if [ -r "$f" ]; then echo "##file $f"; cat "$f"; echo; fi; done; true'
+        'if [ -r "$f" ]; then echo "##file $f"; cat "$f"; echo; fi; done; '
+        f'echo @@hooks; {PROBE_SH}'
     )
-    env = {"SD_PY": python}
+    env = {"SD_PY": python, "SD_PROBE": PROBE, **({"SD_PATH": path} if path else {})}
     if path and "/" not in python:
         env["PATH"] = path  # resolve a bare `python` the way the server's own environment did
     if conf_file:
@@ -495,12 +511,16 @@ def _injected(host: Host, python: str, conf_file: str | None,
     res = host.run(Raw(script), env=env, check="ignore", timeout=60)
     sec = _sections(res.stdout)
     site_path = next((ln.strip() for ln in sec.get("site", "").splitlines() if ln.strip().endswith(".py")), None)
-    site_vars: dict[str, str] = {}
-    if site_path:
+    hooks = parse_hooks(sec.get("hooks", ""))
+    observed = {n: h for n, h in hooks.by_name().items() if h.value is not None}
+    site_vars = {n: h.value for n, h in observed.items() if h.value is not None}
+    sources = {n: h.source for n, h in observed.items()}
+    if site_path:  # what the file's text says, for a hook the probe could not run (its value observed wins)
         src = host.run(["cat", site_path], check="ignore").stdout
         for rx in _SITE_RE:
             for m in rx.finditer(src):
                 site_vars.setdefault(m.group(1), m.group(2))
+                sources.setdefault(m.group(1), site_path)
     conf: dict[str, str] = {}
     files: list[str] = []
     for line in sec.get("conf", "").splitlines():
@@ -511,7 +531,7 @@ def _injected(host: Host, python: str, conf_file: str | None,
         if "=" in line:
             k, _, v = line.partition("=")
             conf.setdefault(k.strip(), v.strip())
-    return site_path, site_vars, conf, files
+    return _Injected(site_path, site_vars, conf, files, sources, hooks.problems if "hooks" in sec else [])
 
 
 def _status(shell: str | None, parent: str | None, workers: dict[str, str | None], forced: bool,
@@ -563,6 +583,7 @@ class _EnvSources(NamedTuple):
     site_path: str | None
     site_vars: dict[str, str]
     conf: dict[str, str]
+    hook_sources: dict[str, str] = {}
 
 
 _STATUS_ORDER = {"dropped-for-workers": 0, "missing-in-parent": 1, "differs": 2, "only-in-workers": 3,
@@ -593,16 +614,17 @@ def check_env_propagation(ctx: ToolContext, args: PropagationInput) -> Propagati
     worker_envs: dict[str, dict[str, str] | None] = dict(server_envs.workers)
     problems += _unreadable_workers(worker_envs, server_envs.overwritten, s)
     python = args.python or _server_python(ctx.host, s.main)
-    site_path, site_vars, conf, conf_files = _injected(ctx.host, python, parent_env.get("NCCL_CONF_FILE"),
-                                                       parent_env.get("PATH"))
+    inj = _injected(ctx.host, python, parent_env.get("NCCL_CONF_FILE"), parent_env.get("PATH"))
+    problems += inj.problems
+    site_path, site_vars, conf, conf_files = inj.site_path, inj.site_vars, inj.conf, inj.conf_files
     engine = get_engine()
-    src = _EnvSources(shell_env, parent_env, worker_envs, site_path, site_vars, conf)
+    src = _EnvSources(shell_env, parent_env, worker_envs, site_path, site_vars, conf, inj.hook_sources)
     rows = [_env_row(name, src, forced=name in engine.forced_env_names)
             for name in _variable_names(src, args.names, args.names or list(engine.env_patterns))]
     rows.sort(key=lambda r: (_STATUS_ORDER.get(r.status, 9), r.name))
     return Propagation(port=s.port, main_pid=s.main.pid, worker_pids=dict(s.ranks), shell_source=source, rows=rows,
                        sitecustomize=site_path, sitecustomize_vars=redact_env(site_vars), nccl_conf=redact_env(conf),
-                       nccl_conf_files=conf_files, problems=problems)
+                       nccl_conf_files=conf_files, startup_hooks=dict(inj.hook_sources), problems=problems)
 
 
 def _shell_env(host: Host, given: dict[str, str] | None, shell_proc: Proc | None,
@@ -639,7 +661,7 @@ def _env_row(name: str, src: _EnvSources, forced: bool) -> EnvRow:
     workers = {r: (e.get(name) if e is not None else None) for r, e in src.workers.items() if e is not None}
     status, note = _status(src.shell.get(name), src.parent.get(name), workers, forced, has_shell=True)
     if name in src.site_vars and status in ("only-in-workers", "differs"):
-        note = f"set by {src.site_path}"
+        note = f"set by {src.hook_sources.get(name) or src.site_path}"
     row = EnvRow(name=name, shell=src.shell.get(name), parent=src.parent.get(name), workers=workers,
                  forced_by_sglang=forced, from_sitecustomize=name in src.site_vars,
                  from_nccl_conf=name in src.conf, nccl_conf_value=src.conf.get(name), status=status, note=note)

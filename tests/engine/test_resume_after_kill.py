@@ -31,6 +31,19 @@ def _alive(pid: int) -> bool:
     stat = Path(f"/proc/{pid}/stat")
     return stat.exists() and stat.read_text().split(")")[-1].split()[0] != "Z"
 
+def _trial_server_started(tmp: Path) -> bool:
+    """The run has recorded a server it started (a slow box can be between a trial's tree and its launch)."""
+    for rec_path in (tmp / "home" / "runs").glob("*.json"):
+        try:
+            rec = json.loads(rec_path.read_text())
+            box = Sandbox.attach(Path(rec["reopen"].split("attach=", 1)[1]))
+        except Exception:  # noqa: BLE001 - the record is still being written: look again
+            return False
+        started = Path(box.base_env["HOME"]) / ".specdoctor" / "runs" / rec["run_id"] / "started.json"
+        return started.exists() and bool(started.read_text().strip())
+    return False
+
+
 
 def test_sigkill_mid_bisection_then_resume(tmp_path, monkeypatch):
     env = {**os.environ, "SPECDOCTOR_HOME": str(tmp_path / "home"), "LANGGRAPH_STRICT_MSGPACK": "true"}
@@ -47,8 +60,8 @@ def test_sigkill_mid_bisection_then_resume(tmp_path, monkeypatch):
     deadline = time.monotonic() + 240
     killed = False
     while time.monotonic() < deadline and proc.poll() is None:
-        if audit.exists() and "trial-" in audit.read_text(errors="replace"):
-            time.sleep(0.3)  # inside a trial: patches applied, a server starting
+        if audit.exists() and "trial-" in audit.read_text(errors="replace") and _trial_server_started(tmp_path):
+            time.sleep(0.3)  # inside a trial: patches applied, its server recorded as started (started.json)
             proc.send_signal(signal.SIGKILL)
             killed = True
             break

@@ -234,6 +234,9 @@ def _fix(d: Delta, view: StateView) -> str:
     src = d.source or ""
     if r.drop_patches:
         return " && ".join(revert_patch_command(view.params.get("repo"), p) for p in r.drop_patches)
+    if r.undo_sitecustomize and src.endswith(".pth"):  # a .pth start-up hook: its `import` line is the code
+        return "; ".join(f"remove the line setting {n} from {src} (a .pth start-up hook: every Python process of "
+                         "that interpreter runs it), then relaunch" for n in r.undo_sitecustomize)
     if r.undo_sitecustomize:
         path = src if src.endswith(".py") and "/" in src else "sitecustomize.py"
         return "; ".join(f'remove `os.environ["{n}"] = ...` from {path}' for n in r.undo_sitecustomize)

@@ -26,6 +26,7 @@ from specdoctor.tools.measure import BenchmarkResult
 from specdoctor.tools.port_hold import hold_port, release_port
 from specdoctor.tools.server import ServerList
 from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, session_state
+from specdoctor.tools.trial import LaunchConfig
 from specdoctor.tools.trial_tree import SglangOrigin
 from specdoctor.tools.user_server import UserServerRecord, capture, identity_hash, manual_step
 
@@ -370,9 +371,10 @@ def _relaunch(inner: ToolContext, ctx: ToolContext, pending: Pending, rel: Relau
     # A server that ran in a session: the new window's own $TMUX_PANE/$STY... replace the recorded ones, and a
     # detached fallback carries none (it is in no session). Any other server gets its environment verbatim.
     env = {k: v for k, v in rel.env.items() if k not in LOCATION_VARS} if pending.session else rel.env
-    args = {"command": rel.argv, "env": env, "replace_env": True, "cwd": rel.cwd, "own": False,
-            "label": "user-server", "timeout_s": timeout_s,
-            **({"log_path": pending.log_path} if pending.log_path else {})}
+    # the one description of a server to start (tools/trial.py): the user's as it ran; own=False, it stays up
+    config = LaunchConfig.from_running(rel.argv, env=env, cwd=rel.cwd, log_path=pending.log_path or None,
+                                       label="user-server", timeout_s=timeout_s)
+    args = {**config.launch_args(), "own": False}
     if session is not None:
         launch = registry.call(inner, "launch_server", {**args, "session": session.model_dump(mode="json"),
                                                         "new_session": where == "session-gone"})

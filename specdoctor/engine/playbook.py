@@ -9,7 +9,6 @@ step and the key.
 
 from __future__ import annotations
 
-import re
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -25,8 +24,6 @@ __all__ = ["Param", "Step", "Playbook", "STANDARD_PARAMS", "read_playbook", "lis
 # any other parameter it references under `parameters:`.
 STANDARD_PARAMS = frozenset({"repo", "python", "launch", "expect", "essential", "patch_script",
                              "good_fingerprint", "port"})
-
-_SEGMENT = re.compile(r"^(\*|\d+|[A-Za-z_][A-Za-z0-9_-]*)$")
 
 
 class _Yaml(BaseModel):

@@ -8,6 +8,7 @@ use the models: kept in one module, that was the import circle playbook → acti
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,12 +16,14 @@ from pydantic import BaseModel, ValidationError
 
 from specdoctor.diagnosis.facts import RunFacts
 from specdoctor.engine.actions import ACTIONS
-from specdoctor.engine.playbook import _SEGMENT, STANDARD_PARAMS, Playbook, Step, read_playbook
+from specdoctor.engine.playbook import STANDARD_PARAMS, Playbook, Step, read_playbook
 from specdoctor.engine.predicates import PREDICATES
 from specdoctor.errors import UsageError
 from specdoctor.toolkit import registry
 
 __all__ = ["check_references", "load_playbook", "problems"]
+
+_SEGMENT = re.compile(r"^(\*|\d+|[A-Za-z_][A-Za-z0-9_-]*)$")  # one part of a $ref
 
 
 def load_playbook(name_or_path: str) -> Playbook:

@@ -18,7 +18,7 @@ from specdoctor.models import EnvRow as SharedEnvRow
 from specdoctor.models import EnvStatus
 from specdoctor.parsers.sglang import BodyError, ServerInfo, parse_body
 from specdoctor.toolkit import ToolContext, tool
-from specdoctor.tools.startup_hooks import PROBE, PROBE_SH, parse_hooks
+from specdoctor.tools.startup_hooks import PROBE_SH, parse_hooks, probe_env
 
 __all__ = [
     "Proc", "Server", "FindServersInput", "ServerList", "find_server_processes", "list_processes", "find_servers",
@@ -503,7 +503,7 @@ def _injected(host: Host, python: str, conf_file: str | None, path: str | None =
         'if [ -r "$f" ]; then echo "##file $f"; cat "$f"; echo; fi; done; '
         f'echo @@hooks; {PROBE_SH}'
     )
-    env = {"SD_PY": python, "SD_PROBE": PROBE, **({"SD_PATH": path} if path else {})}
+    env = probe_env(python, path)
     if path and "/" not in python:
         env["PATH"] = path  # resolve a bare `python` the way the server's own environment did
     if conf_file:
@@ -512,9 +512,9 @@ def _injected(host: Host, python: str, conf_file: str | None, path: str | None =
     sec = _sections(res.stdout)
     site_path = next((ln.strip() for ln in sec.get("site", "").splitlines() if ln.strip().endswith(".py")), None)
     hooks = parse_hooks(sec.get("hooks", ""))
-    observed = {n: h for n, h in hooks.by_name().items() if h.value is not None}
-    site_vars = {n: h.value for n, h in observed.items() if h.value is not None}
-    sources = {n: h.source for n, h in observed.items()}
+    observed = [h for h in hooks.by_name().values() if h.value is not None]
+    site_vars = {h.name: h.value for h in observed if h.value is not None}
+    sources = {h.name: h.source for h in observed}
     if site_path:  # what the file's text says, for a hook the probe could not run (its value observed wins)
         src = host.run(["cat", site_path], check="ignore").stdout
         for rx in _SITE_RE:
@@ -583,7 +583,7 @@ class _EnvSources(NamedTuple):
     site_path: str | None
     site_vars: dict[str, str]
     conf: dict[str, str]
-    hook_sources: dict[str, str] = {}
+    hook_sources: dict[str, str]  # variable -> the start-up hook file that set it
 
 
 _STATUS_ORDER = {"dropped-for-workers": 0, "missing-in-parent": 1, "differs": 2, "only-in-workers": 3,
@@ -616,15 +616,15 @@ def check_env_propagation(ctx: ToolContext, args: PropagationInput) -> Propagati
     python = args.python or _server_python(ctx.host, s.main)
     inj = _injected(ctx.host, python, parent_env.get("NCCL_CONF_FILE"), parent_env.get("PATH"))
     problems += inj.problems
-    site_path, site_vars, conf, conf_files = inj.site_path, inj.site_vars, inj.conf, inj.conf_files
     engine = get_engine()
-    src = _EnvSources(shell_env, parent_env, worker_envs, site_path, site_vars, conf, inj.hook_sources)
+    src = _EnvSources(shell_env, parent_env, worker_envs, inj.site_path, inj.site_vars, inj.conf, inj.hook_sources)
     rows = [_env_row(name, src, forced=name in engine.forced_env_names)
             for name in _variable_names(src, args.names, args.names or list(engine.env_patterns))]
     rows.sort(key=lambda r: (_STATUS_ORDER.get(r.status, 9), r.name))
     return Propagation(port=s.port, main_pid=s.main.pid, worker_pids=dict(s.ranks), shell_source=source, rows=rows,
-                       sitecustomize=site_path, sitecustomize_vars=redact_env(site_vars), nccl_conf=redact_env(conf),
-                       nccl_conf_files=conf_files, startup_hooks=dict(inj.hook_sources), problems=problems)
+                       sitecustomize=inj.site_path, sitecustomize_vars=redact_env(inj.site_vars),
+                       nccl_conf=redact_env(inj.conf), nccl_conf_files=inj.conf_files,
+                       startup_hooks=dict(inj.hook_sources), problems=problems)
 
 
 def _shell_env(host: Host, given: dict[str, str] | None, shell_proc: Proc | None,

@@ -17,9 +17,9 @@ from pydantic import BaseModel, Field
 
 from specdoctor.host.base import Host
 
-__all__ = ["HookSet", "PROBE", "PROBE_SH", "StartupHooks", "observe_startup_hooks", "parse_hooks"]
+__all__ = ["HookSet", "PROBE", "PROBE_SH", "StartupHooks", "observe_startup_hooks", "parse_hooks", "probe_env"]
 
-_PROBE = r'''
+PROBE = r'''
 import importlib.util, json, os, site, sys
 out = []
 def stage(where, fn):
@@ -79,9 +79,13 @@ class StartupHooks(BaseModel):
         return {s.name: s for s in self.sets}
 
 
-# A shell snippet for a host script that has SD_PY (the interpreter) and SD_PROBE (PROBE) in its environment.
+# A shell snippet for a host script whose environment holds probe_env(...) (the interpreter, PROBE, its PATH).
 PROBE_SH = 'env -i PATH="${SD_PATH:-/usr/local/bin:/usr/bin:/bin}" HOME="$HOME" "$SD_PY" -S -c "$SD_PROBE" 2>&1; true'
-PROBE = _PROBE
+
+
+def probe_env(python: str, path: str | None = None) -> dict[str, str]:
+    """The variables PROBE_SH reads: the interpreter, the probe, and the PATH its hooks run with."""
+    return {"SD_PY": python, "SD_PROBE": PROBE, **({"SD_PATH": path} if path else {})}
 
 
 def parse_hooks(text: str) -> StartupHooks:
@@ -105,6 +109,5 @@ def parse_hooks(text: str) -> StartupHooks:
 
 def observe_startup_hooks(host: Host, python: str, path: str | None = None) -> StartupHooks:
     """Run the interpreter's start-up hooks one at a time (see the module) and say which set what."""
-    env = {"SD_PY": python, "SD_PROBE": _PROBE, **({"SD_PATH": path} if path else {})}
-    res = host.run(["sh", "-c", PROBE_SH], env=env, check="ignore", timeout=60)
+    res = host.run(["sh", "-c", PROBE_SH], env=probe_env(python, path), check="ignore", timeout=60)
     return parse_hooks(res.stdout)

@@ -113,10 +113,10 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
                                       found="no backup", decided="skipped the subtraction",
                                       why="every mutation is backed up first"))
         return out
-    arms = _Arms()
-    essentials = essential_files(view)
     # a search that found no essential patch launched the server without any: none can be missing from a tree
-    searched_none = (found := view.result("essentials", Essentials)) is not None and not found.essential
+    found = view.result("essentials", Essentials)
+    arms = _Arms(searched_none=found is not None and not found.essential)
+    essentials = essential_files(view)
     script = view.params.get("patch_script")
     reused = today_all_patches(view)
     runs = int(view.params.get("runs", 5))
@@ -125,7 +125,7 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
             # Two trial trees (the user's checkout is only read): every change, and essentials (+ the patch script).
             all_tree, ess_tree, arms.tree_problem = _trees(deps, view, str(repo), essentials, script, trees, out)
             if ess_tree is not None:
-                _note_essentials_tree(arms, ess_tree, essentials, script, searched_none)
+                _note_essentials_tree(arms, ess_tree, essentials, script)
             if all_tree is not None and ess_tree is not None:
                 _measure_arms(_Step(deps, view, out, runs), arms, all_tree, ess_tree, reused)
     finally:
@@ -136,8 +136,7 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     return out
 
 
-def _note_essentials_tree(arms: _Arms, ess_tree: TrialTree, essentials: list[str], script: str | None,
-                          searched_none: bool = False) -> None:
+def _note_essentials_tree(arms: _Arms, ess_tree: TrialTree, essentials: list[str], script: str | None) -> None:
     """What the essentials tree really holds: the files applied, the script's doubtful lines, verified or not.
     Verified: every essential patch applied from the backup — or none needed, as measured by the essentials search
     (the server started without any), so a doubtful script line cannot have left one out."""
@@ -146,9 +145,8 @@ def _note_essentials_tree(arms: _Arms, ess_tree: TrialTree, essentials: list[str
     arms.ambiguous += [a.line for a in ess_tree.ambiguous]
     if script and ess_tree.script_exit is None:
         arms.ambiguous.append("patch script did not run")
-    arms.essentials_verified = (bool(essentials) or searched_none) and \
+    arms.essentials_verified = (bool(essentials) or arms.searched_none) and \
         sorted(ess_tree.applied_files) == sorted(essentials)
-    arms.searched_none = searched_none
 
 
 def _measure_arms(s: _Step, arms: _Arms, all_tree: TrialTree, ess_tree: TrialTree,

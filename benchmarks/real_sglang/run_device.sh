@@ -20,6 +20,7 @@ running() { [ -f "$PIDF" ] && kill -0 "$(cat "$PIDF")" 2>/dev/null; }
 
 if ! running && [ $# -gt 0 ]; then
   bash "$HERE/device_setup.sh" 2>&1 | tee "$RES/setup.log"; [ "${PIPESTATUS[0]}" -eq 0 ] || { cp "$RES/setup.log" "$OUT/"; exit 1; }
+  export STORIES_SEED_STATE=${STORIES_SEED_STATE:-$(cd "$HERE/../results/real-sglang" && pwd)}  # claims if none measured yet
   export STORIES_PY=$(command -v python3)  # the user's python: the image's, sglang installed into it
   export DEVICE_LEFT_S=$(( ${DEVICE_LEFT_S:-1500} - SECONDS ))
   setsid bash -c '/root/sd/bin/python "$0"/stories.py /root/results "$@"; nvidia-smi > /root/results/nvidia-smi-end.txt 2>&1' \

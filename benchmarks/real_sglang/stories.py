@@ -34,6 +34,7 @@ STATE = Path(os.environ.get("STORIES_STATE", "/root/state"))  # what a story lea
 # no-regression story first costs ~400 of the session's ~1800 device seconds. The folder holds an earlier lease's
 # claims.json and good_fingerprint.json (benchmarks/results/real-sglang/); each row says which claims it used.
 SEED_STATE = os.environ.get("STORIES_SEED_STATE", "")
+MEASURED_HERE = "measured on this lease (story no-regression)"
 PY = os.environ.get("STORIES_PY") or shutil.which("python3") or "python3"
 SPECDOCTOR = os.environ.get("STORIES_SPECDOCTOR", "/root/sd/bin/specdoctor")
 PORT = int(os.environ.get("STORIES_PORT", "30000"))
@@ -351,7 +352,7 @@ def main() -> None:
     out_root.mkdir(parents=True, exist_ok=True)
     summary_path = out_root / "summary.json"
     rows = json.loads(summary_path.read_text()) if summary_path.exists() else []
-    claims_from = "measured on this lease (story no-regression)"
+    claims_from = MEASURED_HERE
     if not (STATE / "claims.json").exists() and names[0] != "no-regression" and SEED_STATE:
         STATE.mkdir(parents=True, exist_ok=True)
         for f in ("claims.json", "good_fingerprint.json"):
@@ -368,7 +369,7 @@ def main() -> None:
         timeout = min(float(os.environ.get("STORY_TIMEOUT_S", "1500")), left - 60)
         row = run_story(STORIES[name], out_root, timeout)
         if name == "no-regression":  # it measures its own claims, and the later stories use them
-            claims_from = "measured on this lease (story no-regression)"
+            claims_from = MEASURED_HERE
         row["claims_from"] = claims_from
         rows = [r for r in rows if r["story"] != name] + [row]
         summary_path.write_text(json.dumps(rows, indent=1))

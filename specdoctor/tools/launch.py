@@ -55,7 +55,8 @@ class LaunchInput(BaseModel):
 class LaunchResult(BaseModel):
     """A server specdoctor started: its process group, pids, port and log."""
 
-    pids: list[int] = Field(default_factory=list)
+    pids: list[int] = Field(default_factory=list,
+                            description="The launched (main) process first, then the rest of its group.")
     pgid: int | None = None
     port: int
     log_path: str
@@ -281,7 +282,8 @@ def _launch(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     if args.own:
         _record(ctx, {"pgid": pgid, "pids": [pid], "port": port, "log": log, "label": label, "time": time.time()})
     _wait_healthy(ctx, args, engine, result, pgid, offset)
-    result.pids = sorted({pid, *_group_pids(ctx.host, pgid)})
+    # the main process first, whatever its number: pids wrap, so a worker may have a smaller one than its parent
+    result.pids = [pid, *sorted(set(_group_pids(ctx.host, pgid)) - {pid})]
     ctx.say(f"{label} ready on port {port} after {result.ready_seconds:.1f}s")
     return result
 

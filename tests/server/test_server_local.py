@@ -139,3 +139,20 @@ def test_a_just_started_server_is_alive_before_its_setsid_has_run():
     assert launch._members(after, child) == [child, child + 1]
     gone = f"{child} (python3) Z 1 {child} {child} 0\n"
     assert launch._members(gone, child) == [] and launch._members(before_setsid, 9999) == []
+
+
+def test_the_launched_process_comes_first_when_a_worker_has_the_smaller_pid(local_ctx, monkeypatch):
+    """pids wrap at pid_max: a worker forked after the wrap has a smaller number than its parent. Sorted, the
+    worker came first and was taken for the server (a CI run restarted the user's server and reported a scheduler
+    as its main pid)."""
+    from specdoctor.tools import launch
+
+    real = launch._group_pids
+    monkeypatch.setattr(launch, "_group_pids", lambda host, pgid: [*real(host, pgid), 1])  # a wrapped pid
+    r = _launch(local_ctx, free_port(), tp=1, spec=False)
+    assert r.ok, r.summary
+    try:
+        assert r.output["pids"][0] == r.output["pgid"] and 1 in r.output["pids"]
+    finally:
+        monkeypatch.undo()  # stop_server reads the group too
+        assert registry.call(local_ctx, "stop_server", {"pgid": r.output["pgid"]}).ok

@@ -25,7 +25,8 @@ pytestmark = pytest.mark.skipif(not (INSPECTOR and os.access(INSPECTOR, os.X_OK)
 
 
 def _inspect(home: Path, cwd: Path, *method: str) -> dict:
-    proc = subprocess.run([INSPECTOR, "--cli", SPECDOCTOR, "mcp", "--host", "sim:seed", "--method", *method],
+    # the Inspector's 15 s connect default is shorter than sim:seed's start on a loaded CI box (seen there)
+    proc = subprocess.run([INSPECTOR, "--cli", "--connect-timeout", "180000", SPECDOCTOR, "mcp", "--host", "sim:seed", "--method", *method],
                           capture_output=True, text=True, timeout=240, env=child_env(home), cwd=cwd)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout)

@@ -51,6 +51,42 @@ if os.environ.get("PYTEST_XDIST_WORKER", "").startswith("gw"):
 atexit.register(shutil.rmtree, os.environ["XDG_CONFIG_HOME"], True)
 
 
+@pytest.fixture
+def trial_envs_reached():
+    """Call after an investigation (SPECDOCTOR_HOME per test): asserts every revert trial's environment reached
+    its workers at the reference value; returns how many trials were checked."""
+    return _trial_envs_reached_the_workers
+
+
+def _trial_envs_reached_the_workers() -> int:
+    """The last run's revert trials: their workers had each reverted variable at its reference value, read in
+    /proc (one the good run lacked: absent; one nccl.conf sets: NCCL's documented default, set at launch)."""
+    from specdoctor.engine.graph import compile_playbook
+    from specdoctor.engine.playbook_check import load_playbook
+    from specdoctor.engine.runs import list_records, open_checkpointer
+
+    rec = list_records()[-1]
+    with open_checkpointer(rec.checkpoint or None) as saver:
+        app = compile_playbook(load_playbook(rec.playbook), checkpointer=saver)
+        values = dict(app.get_state({"configurable": {"thread_id": rec.run_id}}).values)
+    lists = [r["output"]["deltas"] for r in (values.get("results") or {}).values()
+             if isinstance(r.get("output"), dict) and isinstance(r["output"].get("deltas"), list)]
+    deltas = {d["name"]: d for d in (lists[-1] if lists else []) if d["kind"] == "env"}
+    checked = 0
+    for key, res in (values.get("results") or {}).items():
+        if not key.startswith("env_attr"):
+            continue
+        checked += 1
+        assert res["status"] == "ok" and res["output"]["reached"], (key, res["summary"])
+        assert not res["output"]["unreadable"], key
+        for row in res["output"]["rows"]:
+            d = deltas[row["name"]]
+            set_at_launch = ((d.get("revert") or {}).get("env") or {}).get(row["name"])
+            assert row["expected"] == d["reference"] or (d["reference"] is None and row["expected"] == set_at_launch)
+            assert row["workers"] and set(row["workers"].values()) == {row["expected"]}, (key, row)
+    return checked
+
+
 @pytest.fixture(scope="session")
 def sshd() -> Iterator[SSHServer]:
     """A real `sshd -D -e` on 127.0.0.1:<free port>, key-only auth, stopped by PID at the end of the session."""

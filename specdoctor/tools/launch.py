@@ -235,6 +235,11 @@ def _wait_healthy(ctx: ToolContext, args: LaunchInput, engine: InferenceEngine, 
     while True:
         alive, tail = _probe(ctx.host, pgid, log, offset)
         fatal = engine.fatal_log.search(tail)
+        if alive and fatal and _health(ctx.host, port, engine.health_path):
+            # it answers: the line was not fatal (a request handler's traceback, e.g. a health probe that gave
+            # up under load and closed its connection mid-reply)
+            result.ready_seconds = round(time.monotonic() - t0, 2)
+            break
         if not alive or fatal:
             result.log_tail = redact_text(tail[-4000:])
             if alive:

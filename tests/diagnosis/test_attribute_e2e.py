@@ -44,8 +44,10 @@ def _revert_leftovers(root: Path) -> list[Path]:
     return [p for p in root.rglob("revert") if p.is_dir() and ".specdoctor" in p.parts and any(p.iterdir())]
 
 
-def test_a_variable_forced_by_sitecustomize_is_named_with_its_share_and_nothing_is_left_behind(tmp_path):
+def test_a_variable_forced_by_sitecustomize_is_named_with_its_share_and_nothing_is_left_behind(tmp_path,
+                                                                                             trial_envs_reached):
     report, after = _run("sitecustomize-foreign", tmp_path)
+    assert trial_envs_reached() >= 2  # the shadow sitecustomize took both variables out of every worker
     assert report["verdict"] == "environment", report["summary"]
     assert "NCCL_P2P_DISABLE=1 set by" in report["summary"] and " tok/s [" in report["summary"]
     assert "NCCL_IB_DISABLE" not in report["summary"]  # reverted too, changed nothing: not a cause

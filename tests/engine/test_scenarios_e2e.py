@@ -31,7 +31,7 @@ def _home(tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("kind", ["local", "ssh"])
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_scenario_reaches_its_truth(name, kind, request, tmp_path):
+def test_scenario_reaches_its_truth(name, kind, request, tmp_path, trial_envs_reached):
     truth = load_scenario(name).truth
     root = Path(tempfile.mkdtemp(prefix=f"e2e-{name}-"))
     os.chmod(root, 0o777)
@@ -56,6 +56,7 @@ def test_scenario_reaches_its_truth(name, kind, request, tmp_path):
             assert launches <= 5, bisect["found"]
         assert _tree_state(host, sb.repo) == before
         assert report["meta"]["status"] == "complete"
+        trial_envs_reached()
     finally:
         host.close()
         sb.remove()

@@ -102,6 +102,14 @@ def test_failed_start_is_unresolved_with_log_tail(local_ctx):
     assert "Traceback" in r.output["log_tail"]
 
 
+def test_a_request_handlers_traceback_in_a_server_that_answers_is_not_a_failed_start(local_ctx):
+    """Under load a health probe gives up and closes its connection; the server logs the handler's traceback and
+    goes on serving. Read as a fatal start-up line, that killed a healthy trial server (seen in a test run)."""
+    r = _launch(local_ctx, free_port(), tp=1, spec=False, env={"FAKE_HANDLER_TRACEBACK": "1"})
+    assert r.ok, r.summary
+    assert registry.call(local_ctx, "stop_server", {"pgid": r.output["pgid"]}).ok
+
+
 def test_a_picked_port_taken_before_the_bind_is_picked_again(local_ctx, monkeypatch):
     """Port 0: our pick is checked, then the server binds it; a process taking it in between costs one retry,
     not the trial (and a port the user named is never swapped for another)."""

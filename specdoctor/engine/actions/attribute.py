@@ -38,6 +38,7 @@ from specdoctor.stats.comparator import compare, compare_to_claim
 from specdoctor.stats.ddmin import CachedOracle, Outcome, classify, isolate
 from specdoctor.stats.sequential import nominal_levels
 from specdoctor.stats.summary import median_ci
+from specdoctor.toolkit import registry
 from specdoctor.tools.bisect import BisectResult, arms_phase_effect
 from specdoctor.tools.revert import describe, merge_reverts, reverted, set_flags
 from specdoctor.tools.trial import (
@@ -49,6 +50,7 @@ from specdoctor.tools.trial import (
     profile,
     trial,
 )
+from specdoctor.tools.trial_env import TrialEnvCheck
 
 __all__ = ["attribute", "TrialRun", "SearchOutcome", "search_deltas"]
 
@@ -356,13 +358,30 @@ class _RevertTrials:
         try:
             with reverted(self.deps.tool_ctx, self.base, revert, repo=self.p.get("repo"), label=label) as cfg:
                 with trial(self.deps.tool_ctx, cfg, record=self.record) as h:
-                    self._measure_until_judged(h, t, judge, label)
+                    missed = self._env_missed(h, rev, revert, label)
+                    if missed is None:
+                        self._measure_until_judged(h, t, judge, label)
+                    else:  # measured, it would read as "this revert changes nothing"
+                        t.cause = missed[:300]
         except (LaunchFailed, MeasureFailed) as exc:
             t.cause = f"{type(exc).__name__}: {exc.result.summary}"[:300]
         except (ToolRetry, Unresolved) as exc:
             t.cause = f"revert could not be applied: {exc}"[:300]
         self.out.decisions.append(self._decision(t, rev, revert, purpose, first_cmd))
         return t
+
+    def _env_missed(self, h: Any, rev: list[Delta], revert: Revert, label: str) -> str | None:
+        """Why the trial's workers do not have the environment it means to test (None: they have it, or there is
+        nothing to check, or /proc could not be read: the check never blocks a trial it cannot judge)."""
+        intended = _intended_env(rev, revert)
+        if not intended:
+            return None
+        res = registry.call(h.ctx, "check_trial_env", {
+            "port": h.port, "values": {k: v for k, v in intended.items() if v is not None},
+            "absent": [k for k, v in intended.items() if v is None]})
+        self.record(f"env_{label}", res)
+        check = registry.typed_output(res, TrialEnvCheck, where=f"env_{label}")
+        return check.summary() if check is not None and not check.reached else None
 
     def _measure_until_judged(self, h: Any, t: TrialRun, judge: Judge, label: str) -> None:
         """Runs in looks (the first `runs`, then 3 more) until the comparator decides or MAX_RUNS is reached."""
@@ -501,6 +520,12 @@ def _in_the_causes_unit(view: StateView, measure: MeasureFacts, fact: Attributio
     fact.measured_tps = statistics.median(today.samples)
     fact.measured_ci_low, fact.measured_ci_high = median_ci(today.samples)
     fact.restored = None  # the revert trials measured the other figure
+
+
+def _intended_env(rev: list[Delta], revert: Revert) -> dict[str, str | None]:
+    """What a trial means its workers to have for each environment delta it reverts: the value it sets, else the
+    variable absent (an unset, or a start-up hook shadowed where the reference lacked it)."""
+    return {d.name: revert.env.get(d.name) for d in rev if d.kind == "env" and d.revert is not None}
 
 
 def _cause_name(d: Delta) -> str:

@@ -92,6 +92,10 @@ def main() -> None:
 
     srv = ThreadingHTTPServer((args.host, args.port), Handler)
     print("The server is fired up and ready to roll!", flush=True)
+    if os.environ.get("FAKE_HANDLER_TRACEBACK"):  # what socketserver prints when a client hangs up mid-reply
+        print("Exception occurred during processing of request from ('127.0.0.1', 43090)\n"
+              "Traceback (most recent call last):\n  File \"socketserver.py\", line 691\n"
+              "BrokenPipeError: [Errno 32] Broken pipe", flush=True)
     srv.serve_forever()
 
 

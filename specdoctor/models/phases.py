@@ -19,6 +19,9 @@ class PhaseStat(BaseModel):
     ci: tuple[float, float] | None = None
     source: str = Field(description="e.g. 'profiler trace, GPU time of step[TARGET_VERIFY …]' or 'derived: …'.")
     cpu_ms: float | None = Field(default=None, description="Median CPU (launch) time of the same ranges.")
+    host_samples: list[float] = Field(default_factory=list, description="Host-only ms per sample: how long each "
+                                      "range stayed open after its GPU work ended. A host stall (a sync, then a "
+                                      "sleep or Python work) grows these, not the GPU time.")
 
 
 class ProfilerOverhead(BaseModel):
@@ -64,6 +67,9 @@ class PhaseDelta(BaseModel):
 
     phase: PhaseName
     per: Literal["step", "cycle"] = "cycle"
+    basis: Literal["gpu", "host"] = Field(default="gpu", description="'gpu': the phase's GPU time (or, on a trace "
+                                          "without GPU events, its range); 'host': the host-only time in its range "
+                                          "(after its GPU work ended), read when no phase's GPU time moved.")
     delta_ms: float
     ci: tuple[float, float]
     slow_ms: float
@@ -72,7 +78,8 @@ class PhaseDelta(BaseModel):
 
     def line(self) -> str:
         name = self.phase.replace("_", "-")
-        return f"{name} {self.delta_ms:+.1f} ms [{self.ci[0]:.1f}, {self.ci[1]:.1f}] per {self.per}"
+        host = " (host time: its GPU work did not move)" if self.basis == "host" else ""
+        return f"{name} {self.delta_ms:+.1f} ms [{self.ci[0]:.1f}, {self.ci[1]:.1f}] per {self.per}{host}"
 
 
 class PhaseEffect(PhaseDelta):

@@ -7,7 +7,9 @@ end when the phase's work is *launched*: CUDA graphs replay asynchronously (the 
 range 1.03 ms, its GPU work 1.83 ms). The profiler projects each range onto the GPU as a `gpu_user_annotation`
 with the same `External id`, spanning the kernels launched inside it; when that projection is missing we
 rebuild it from the kernels whose `correlation` matches a runtime launch (`cudaGraphLaunch`, …) inside the
-range. A phase's time is that GPU span; the kernels' summed duration (`gpu_busy_ms`) says how busy it was.
+range. A phase's time is that GPU span; the kernels' summed duration (`gpu_busy_ms`) says how busy it was. A host
+stall inside a phase (a sync, then host-only work) does not lengthen the GPU span; it keeps the CPU range open after
+the GPU work ended (`host_after_gpu_ms`), which is how the real H200 trace of a sync + sleep patch shows it.
 """
 
 from __future__ import annotations
@@ -48,6 +50,9 @@ class PhaseRange(BaseModel):
     gpu_ms: float | None = Field(default=None, description="GPU span of its work: first kernel start to last "
                                  "kernel end (the profiler's `gpu_user_annotation`, else rebuilt from kernels).")
     gpu_busy_ms: float | None = Field(default=None, description="Summed duration of the kernels it launched.")
+    host_after_gpu_ms: float | None = Field(default=None, description="How long the CPU range stayed open after "
+                                            "its GPU work ended (0 when it closed first, as graphs replay after "
+                                            "launch): host-only time in the phase, e.g. a sync then a sleep.")
     kernels: int = 0
     cycle: int | None = Field(default=None, description="Index of the enclosing `scheduler.run_batch`.")
     decode_cycle: bool = Field(default=False, description="Its run_batch is a speculative decode cycle "
@@ -78,6 +83,11 @@ class SGLangTrace(BaseModel):
 
     def cpu_samples(self, phase: Phase) -> list[float]:
         return [r.cpu_ms for r in self.ranges if r.phase == phase and (phase != "draft_extend" or r.decode_cycle)]
+
+    def host_samples(self, phase: Phase) -> list[float]:
+        """Host-only time per cycle: how long each range stayed open after its GPU work ended (GPU traces only)."""
+        return [r.host_after_gpu_ms for r in self.ranges if r.host_after_gpu_ms is not None and r.phase == phase
+                and (phase != "draft_extend" or r.decode_cycle)]
 
     def cycles(self) -> int:
         return len({r.cycle for r in self.ranges if r.decode_cycle})
@@ -172,22 +182,24 @@ def _launched_work(e: dict[str, Any], ts: float, dur: float, idx: _TraceIndex) -
             for k in idx.gpu_by_corr.get(r["args"].get("correlation"), [])]
 
 
-def _gpu_span_ms(span: dict[str, Any] | None, work: list[dict[str, Any]]) -> float | None:
-    """The profiler's GPU projection, else first kernel start to last kernel end, else None."""
+def _gpu_span(span: dict[str, Any] | None, work: list[dict[str, Any]]) -> tuple[float, float] | None:
+    """(start, end) in µs: the profiler's GPU projection, else first kernel start to last kernel end, else None."""
     if span is not None:
-        return _num(span, "dur") / 1000.0
+        return _num(span, "ts"), _num(span, "ts") + _num(span, "dur")
     if work:
-        return (max(_num(k, "ts") + _num(k, "dur") for k in work) - min(_num(k, "ts") for k in work)) / 1000.0
+        return min(_num(k, "ts") for k in work), max(_num(k, "ts") + _num(k, "dur") for k in work)
     return None
 
 
 def _phase_range(e: dict[str, Any], hit: tuple[Phase, int | None], idx: _TraceIndex) -> PhaseRange:
     ts, dur = _num(e, "ts"), _num(e, "dur")
     work = _launched_work(e, ts, dur, idx)
-    gpu_ms = _gpu_span_ms(idx.gua.get(_ext(e)), work)
+    span = _gpu_span(idx.gua.get(_ext(e)), work)
     cycle = next((i for i, (b0, b1, tid) in enumerate(idx.batches) if b0 <= ts <= b1 and tid == e.get("tid")), None)
     return PhaseRange(name=str(e["name"]), phase=hit[0], batch_size=hit[1], cpu_ms=dur / 1000.0,
-                      gpu_ms=gpu_ms, gpu_busy_ms=sum(_num(k, "dur") for k in work) / 1000.0 if work else None,
+                      gpu_ms=None if span is None else (span[1] - span[0]) / 1000.0,
+                      host_after_gpu_ms=None if span is None else max(ts + dur - span[1], 0.0) / 1000.0,
+                      gpu_busy_ms=sum(_num(k, "dur") for k in work) / 1000.0 if work else None,
                       kernels=len(work), cycle=cycle)
 
 

@@ -14,24 +14,39 @@ MATERIAL_PCT = 5.0
 """A phase moved only when its delta's CI excludes zero and the delta is at least this % of the fast arm's time."""
 
 
-def phase_stat(samples: list[float], source: str, cpu: list[float] | None = None) -> PhaseStat | None:
+def phase_stat(samples: list[float], source: str, cpu: list[float] | None = None,
+               host: list[float] | None = None) -> PhaseStat | None:
     if not samples:
         return None
     ci = median_ci(samples) if len(samples) > 1 else None
     return PhaseStat(ms=round(statistics.median(samples), 4), samples=[round(s, 4) for s in samples],
                      ci=None if ci is None else (round(ci[0], 4), round(ci[1], 4)), source=source,
-                     cpu_ms=round(statistics.median(cpu), 4) if cpu else None)
+                     cpu_ms=round(statistics.median(cpu), 4) if cpu else None,
+                     host_samples=[round(h, 4) for h in host or []])
 
 
-def _delta(phase: PhaseName, slow: PhaseStat | None, fast: PhaseStat | None, per: Literal["step", "cycle"]
-           ) -> PhaseDelta | None:
+Basis = Literal["gpu", "host"]
+
+
+def _on(s: PhaseStat | None, basis: Basis) -> PhaseStat | None:
+    """The stat as read on `basis`: its own samples, or its ranges' host-only time (None when it has none)."""
+    if s is None or basis == "gpu":
+        return s
+    if not s.host_samples:
+        return None
+    return PhaseStat(ms=statistics.median(s.host_samples), samples=s.host_samples, source=s.source)
+
+
+def _delta(phase: PhaseName, slow: PhaseStat | None, fast: PhaseStat | None, per: Literal["step", "cycle"],
+           basis: Basis = "gpu") -> PhaseDelta | None:
+    slow, fast = _on(slow, basis), _on(fast, basis)
     if slow is None or fast is None or len(slow.samples) < 2 or len(fast.samples) < 2:
         return None
     lo, hi = diff_of_medians_ci(fast.samples, slow.samples)
     d = statistics.median(slow.samples) - statistics.median(fast.samples)
     moved = (lo > 0 or hi < 0) and abs(d) >= MATERIAL_PCT / 100 * max(abs(fast.ms), 1e-9)
     return PhaseDelta(phase=phase, per=per, delta_ms=round(d, 3), ci=(round(lo, 3), round(hi, 3)),
-                      slow_ms=slow.ms, fast_ms=fast.ms, moved=moved)
+                      slow_ms=slow.ms, fast_ms=fast.ms, moved=moved, basis=basis)
 
 
 def _measured(s: PhaseStat | None) -> PhaseStat | None:
@@ -39,28 +54,37 @@ def _measured(s: PhaseStat | None) -> PhaseStat | None:
     return s if s is not None and not s.source.startswith("derived") else None
 
 
-def phase_deltas(slow: PhaseTimes, fast: PhaseTimes) -> list[PhaseDelta]:
-    """Every phase both arms measured: slow minus fast, with its CI and whether it moved."""
+def phase_deltas(slow: PhaseTimes, fast: PhaseTimes, basis: Basis = "gpu") -> list[PhaseDelta]:
+    """Every phase both arms measured: slow minus fast, with its CI and whether it moved (`basis` 'host': the
+    ranges' CPU durations instead of their GPU time)."""
     per: Literal["step", "cycle"] = "step" if slow.draft_ms and fast.draft_ms else "cycle"
     pairs: list[tuple[PhaseName, PhaseStat | None, PhaseStat | None, Literal["step", "cycle"]]] = [
         ("draft", slow.draft_ms or slow.draft_cycle_ms, fast.draft_ms or fast.draft_cycle_ms, per),
         ("verify", slow.verify_ms, fast.verify_ms, "cycle"),
         ("draft_extend", slow.draft_extend_ms, fast.draft_extend_ms, "cycle"),
         ("decode", _measured(slow.decode_ms), _measured(fast.decode_ms), "step")]
-    return [d for d in (_delta(*p) for p in pairs) if d is not None]
+    return [d for d in (_delta(*p, basis=basis) for p in pairs) if d is not None]
 
 
 def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "") -> PhaseEffect | None:
     """The phase a cause touches, from the phase times of the slow and the fast arm of its confirming comparison:
     of the phases that moved (CI excludes 0, material), the one with the largest change per cycle (a draft step
-    counts k times). None when neither arm was profiled, or when no phase moved (no phase effect is claimed)."""
+    counts k times). None when neither arm was profiled, or when no phase moved (no phase effect is claimed).
+
+    GPU time first; the host-only time of the ranges (open after their GPU work ended) only when no phase's GPU time
+    moved — then the host held the phase (a sync and host-only work, invisible to the GPU projection: seen on the
+    real H200). A range's whole CPU duration would also count the GPU wait a new sync moves into it."""
     if slow is None or fast is None:
         return None
     steps = slow.steps or fast.steps or 1
     deltas = phase_deltas(slow, fast)
     moved = [d for d in deltas if d.moved]
+    source = slow.source if slow.source == fast.source else f"{slow.source} / {fast.source}"
+    if not moved and slow.source == fast.source == "profiler-gpu":
+        host = phase_deltas(slow, fast, "host")
+        moved, deltas = [d for d in host if d.moved], deltas + host
+        source += " (host time after each range's GPU work: no phase's GPU time moved)"
     if not moved:
         return None
     top = max(moved, key=lambda d: abs(d.delta_ms) * (steps if d.phase == "draft" and d.per == "step" else 1))
-    source = slow.source if slow.source == fast.source else f"{slow.source} / {fast.source}"
     return PhaseEffect(**top.model_dump(), source=source + (f": {arms}" if arms else ""), phases=deltas)

@@ -41,7 +41,7 @@ def phases_from_trace(trace: SGLangTrace, steps: int | None, path: str = "") -> 
     def stat(phase: Phase, scale: float = 1.0) -> PhaseStat | None:
         return phase_stat([s / scale for s in trace.samples(phase)], f"profiler trace, {basis} of "
                           f"{names.get(phase, phase)}" + (f" / k={int(scale)}" if scale != 1.0 else ""),
-                          [s / scale for s in trace.cpu_samples(phase)])
+                          [s / scale for s in trace.cpu_samples(phase)], [s / scale for s in trace.host_samples(phase)])
 
     out = PhaseTimes(source="profiler-gpu" if gpu else "profiler-cpu", steps=steps, trace_path=path or None,
                      cycles=trace.cycles(), draft_cycle_ms=stat("draft"), verify_ms=stat("verify"),

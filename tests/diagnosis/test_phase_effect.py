@@ -79,3 +79,32 @@ def test_plain_servers_phase_is_their_decode_step_and_a_derived_decode_is_never_
     eff = phase_effect(plain(40.5), plain(36.0))
     assert eff is not None and eff.phase == "decode" and eff.per == "step" and 4.2 < eff.delta_ms < 4.8
     assert phase_effect(plain(40.5, "derived: 1000 / baseline tok/s"), plain(36.0, "derived: …")) is None
+
+
+def _host(t: PhaseTimes, verify_host: float, seed: int) -> PhaseTimes:
+    """The same arm with each range's host-only time (after its GPU work): verify's `verify_host`, the rest 0."""
+    rng = random.Random(seed)
+    for name in ("draft_ms", "verify_ms", "draft_extend_ms"):
+        s = getattr(t, name)
+        base = verify_host if name == "verify_ms" else 0.0
+        s.host_samples = [max(base * (1 + rng.gauss(0, 0.02)), 0.0) for _ in s.samples]
+    return t
+
+
+def test_a_host_stall_in_verify_is_verify_on_the_host_basis_when_no_gpu_time_moved():
+    """The real H200 code-regression patch (a sync and a sleep in verify): the GPU projection showed no phase
+    moving. Its host-only time in verify says +4 ms per cycle."""
+    eff = phase_effect(_host(_times(1.1, 42.8, 11), 4.0, 1), _host(_times(1.1, 42.8, 12), 0.0, 2), "patch vs rest")
+    assert eff is not None and eff.phase == "verify" and eff.basis == "host" and 3.8 < eff.delta_ms < 4.2
+    assert "host time" in eff.line() and "no phase's GPU time moved" in eff.source
+    assert {(d.phase, d.basis): d.moved for d in eff.phases}[("verify", "gpu")] is False
+
+
+def test_gpu_time_decides_first_and_the_host_basis_never_reads_a_cpu_only_trace():
+    # a GPU slowdown moves the host time of the phase that waits for it too: the GPU phase is the one named
+    eff = phase_effect(_host(_times(1.1, 48.8, 13), 3.0, 3), _host(_times(1.1, 42.8, 14), 0.0, 4))
+    assert eff is not None and eff.basis == "gpu" and 5.7 < eff.delta_ms < 6.3
+    slow, fast = _host(_times(1.1, 42.8, 15), 4.0, 5), _host(_times(1.1, 42.8, 16), 0.0, 6)
+    slow.source = fast.source = "profiler-cpu"  # no GPU events: the samples are already CPU ranges
+    assert phase_effect(slow, fast) is None
+    assert phase_effect(_host(_times(1.1, 42.8, 17), 0.0, 7), _host(_times(1.1, 42.8, 18), 0.0, 8)) is None

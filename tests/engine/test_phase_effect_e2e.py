@@ -28,7 +28,7 @@ def _investigate(name: str, tmp_path: Path) -> tuple[dict, str]:
         sb.remove()
 
 
-@pytest.mark.parametrize("name", ["verify-only-slowdown", "draft-only-slowdown"])
+@pytest.mark.parametrize("name", ["verify-only-slowdown", "draft-only-slowdown", "verify-host-stall"])
 def test_the_culprit_s_phase_is_the_one_its_patch_slows(name, tmp_path):
     truth = load_scenario(name).truth
     assert truth.phase_effect is not None
@@ -43,7 +43,12 @@ def test_the_culprit_s_phase_is_the_one_its_patch_slows(name, tmp_path):
     assert 0 < lo <= eff["delta_ms"] <= hi
     assert eff["delta_ms"] == pytest.approx(truth.phase_effect.delta_ms, rel=0.25)
     deltas = {d["phase"]: d for d in eff["phases"]}
-    assert deltas[want]["moved"] and not deltas[other]["moved"]  # must not fire on the phase the patch leaves alone
+    basis = "host" if any(e.verify_host_ms for e in load_scenario(name).perf.effects) else "gpu"
+    assert eff["basis"] == basis  # a host stall leaves the GPU time as it was: read where it shows
+    deltas = {(d["phase"], d["basis"]): d for d in eff["phases"]}
+    assert deltas[(want, basis)]["moved"] and not deltas[(other, basis)]["moved"]  # never the phase left alone
+    if basis == "host":
+        assert not any(d["moved"] for (_, b), d in deltas.items() if b == "gpu")
     # The report's attribution line states it beside the tok/s effect.
     per = "step" if want == "draft" else "cycle"
-    assert f"({want} +" in md and f"per {per}, profiler-gpu)" in md
+    assert f"({want} +" in md and f"per {per}" in md and "profiler-gpu" in md

@@ -63,3 +63,30 @@ def test_both_parse_alike_and_the_twin_holds_the_scenarios_phases(twin):
         assert [r.phase for r in t.ranges if r.decode_cycle][:3] == ["draft", "verify", "draft_extend"]
         assert all(r.cpu_ms < r.ms for r in t.ranges if r.phase == "verify")  # graph replays after the range
     assert sim.samples("verify") == pytest.approx([1.8] * 12) and sim.samples("draft") == pytest.approx([1.8] * 12)
+
+
+def _twin_trace(tmp_path: Path, perf: dict) -> Path:
+    tmp_path.mkdir()
+    state: dict = {"engine": SimpleNamespace(perf=perf, running=1)}
+    profiler.start_profile(state, {"output_dir": str(tmp_path), "num_steps": 12, "activities": ["CPU", "GPU"]})
+    step = perf["k"] * perf["t_draft_ms"] + perf["t_verify_ms"]
+    for _ in range(12):
+        profiler.Profiler.on_step(state["profiler"], state, step)
+    (path,) = tmp_path.iterdir()
+    return path
+
+
+def test_host_time_after_the_gpu_work_reads_alike_and_a_host_stall_shows_only_there(tmp_path):
+    """The real H200 trace: verify's range closes before its graph has run (host-only time 0), the draft's stays
+    open a sliver after (its host work). A host stall in verify (the real code-regression patch: a sync, then a
+    sleep) left verify's GPU time as it was; the twin's stalled verify keeps its range open by the stall instead."""
+    real = parse_sglang_trace(REAL.read_bytes())
+    assert real.host_samples("verify") == [0.0] * 12
+    assert all(0 < h < 0.2 for h in real.host_samples("draft"))
+    clean = parse_sglang_trace(_twin_trace(tmp_path / "clean", PERF).read_bytes())
+    assert clean.host_samples("verify") == [0.0] * 12
+    stalled_perf = {**PERF, "t_verify_ms": 1.8 + 4.0, "t_verify_host_ms": 4.0}  # as the twin's perf model gives it
+    stalled = parse_sglang_trace(_twin_trace(tmp_path / "stalled", stalled_perf).read_bytes())
+    assert stalled.samples("verify") == pytest.approx(clean.samples("verify"))  # the GPU work is unchanged
+    assert stalled.host_samples("verify") == pytest.approx([4.0] * 12, abs=0.01)
+    assert stalled.host_samples("draft") == clean.host_samples("draft")

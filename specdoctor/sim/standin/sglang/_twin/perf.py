@@ -353,6 +353,7 @@ def evaluate(twin: dict, environ: dict[str, str], args: dict, present: set[str],
     t_draft = float(perf["draft_ms_per_step"]) * hw_factor
     alpha = _draft_alpha(twin, args.get("speculative_draft_model_path"), float(perf["alpha"]))
     applied = []
+    t_verify_host = 0.0
     cond_env = dict(environ)
     cond_env.update(env)
     versions = _versions(twin)
@@ -364,6 +365,7 @@ def evaluate(twin: dict, environ: dict[str, str], args: dict, present: set[str],
         t_decode = (t_decode + float(eff.get("decode_ms", 0.0))) * scale
         t_verify = (t_verify + float(eff.get("verify_ms", 0.0))) * scale
         t_draft = t_draft + float(eff.get("draft_ms", 0.0))
+        t_verify_host += float(eff.get("verify_host_ms", 0.0))
         alpha = min(max(alpha + float(eff.get("alpha_delta", 0.0)), 0.0), 0.999)
         if eff.get("verify_cuda_graph") is False and verify_graph:
             verify_graph = False  # this tree's verify runs eager: the graph's launch savings are lost
@@ -385,7 +387,8 @@ def evaluate(twin: dict, environ: dict[str, str], args: dict, present: set[str],
     return {
         "speculative": spec,
         "t_decode_ms": t_decode,
-        "t_verify_ms": t_verify,
+        "t_verify_ms": t_verify + t_verify_host,  # the cycle's wall time: the host stall is part of it
+        "t_verify_host_ms": t_verify_host,  # of which host-only (the profiler's GPU projection does not see it)
         "t_draft_ms": t_draft,
         "k": k,
         "draft_tokens": ndraft,

@@ -6,7 +6,8 @@ The trace has the real 0.5.17 trace's shape (tests/fixtures/sglang-0.5.17-h200/t
 `cuda_runtime`) whose kernels (`kernel`, GPU pid 0) carry the launch's `correlation`, an `ac2g` flow pair and a
 `gpu_user_annotation` with the range's `External id` spanning them. The GPU spans are the scenario's phase
 times for that cycle (its noisy step split as k·t_draft : t_verify); the CPU ranges are shorter (launch time),
-as on the real box. The trace is written into its final name over a time that grows with the cycles (much longer
+as on the real box — except where a scenario stalls the host in verify (`verify_host_ms`: a sync, then host-only
+work): that range waits for its GPU work and then holds the host, so it outlasts its unchanged GPU span. The trace is written into its final name over a time that grows with the cycles (much longer
 with Python stacks, SGLang's default), as torch's export does. Simplifications: only TP-0's file; no Python frames
 or cpu_ops; the scenarios fold draft-extend into the draft steps, so its span is a fixed sliver outside the cycle time. Profiling costs
 CPU time between phases (`OVERHEAD` of each profiled cycle), which the wall clock and tok/s see.
@@ -78,15 +79,18 @@ class Profiler:
         log(f"Profiling done. Traces are saved to: {self.output_dir}")
         return path
 
-    def _phases(self, ms: float) -> list[tuple[str, float]]:
+    def _phases(self, ms: float) -> list[tuple[str, float, float]]:
+        """(range name, GPU ms, host-only ms) of one cycle of `ms`: the noisy step split as k·t_draft : t_verify;
+        verify's host-only part (a sync, a sleep) lengthens its CPU range, never its GPU work."""
         p = self.perf
         if not p["speculative"]:
-            return [("step[DECODE bs={bs}]", ms)]
+            return [("step[DECODE bs={bs}]", ms, 0.0)]
         draft = p["k"] * p["t_draft_ms"]
         base = draft + p["t_verify_ms"]
-        share = draft / base if base > 0 else 0.0
-        return [("draft", ms * share), ("step[TARGET_VERIFY bs={bs}]", ms * (1 - share)),
-                ("draft_extend", _DRAFT_EXTEND_MS)]
+        scale = ms / base if base > 0 else 0.0
+        host = float(p.get("t_verify_host_ms", 0.0)) * scale
+        return [("draft", draft * scale, 0.0), ("step[TARGET_VERIFY bs={bs}]", p["t_verify_ms"] * scale - host, host),
+                ("draft_extend", _DRAFT_EXTEND_MS, 0.0)]
 
     def trace(self) -> dict:
         """The chrome-trace document, timestamps in µs of model time."""
@@ -100,17 +104,19 @@ class Profiler:
         ids = iter(range(1, 10**9))
         for ms, bs in self.cycles:
             gpu_t = t + 40.0
-            phases = [(n.format(bs=bs), d * 1000.0) for n, d in self._phases(ms)]
+            phases = [(n.format(bs=bs), d * 1000.0, h * 1000.0) for n, d, h in self._phases(ms)]
             gap = OVERHEAD * ms * 1000.0 / max(len(phases), 1)
             batch_id = next(ids)
             start, gpu_start = t, None
-            for name, dur in phases:
+            for name, dur, host in phases:
                 ext, corr = next(ids), next(ids)
-                cpu_dur = max(dur * _LAUNCH_FRACTION, 5.0)
+                launch = max(dur * _LAUNCH_FRACTION, 5.0)
+                # a host stall waits for the phase's GPU work (a sync), then holds the host: the range closes after
+                cpu_dur = launch if host <= 0 else max(launch, max(gpu_t, t + 14.0) + dur - t - 10.0) + host
                 ev.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": pid, "tid": pid, "ts": t + 10.0,
                            "dur": cpu_dur, "args": {"External id": ext, "Record function id": 0, "Ev Idx": ext - 1}})
                 ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": pid, "tid": pid,
-                           "ts": t + 12.0, "dur": max(cpu_dur - 4.0, 1.0), "args": {"cbid": 311, "correlation": corr}})
+                           "ts": t + 12.0, "dur": max(launch - 4.0, 1.0), "args": {"cbid": 311, "correlation": corr}})
                 ev.append({"ph": "s", "id": corr, "pid": pid, "tid": pid, "ts": t + 12.0, "cat": "ac2g", "name": "ac2g"})
                 if self.gpu:
                     g0 = max(gpu_t, t + 14.0)

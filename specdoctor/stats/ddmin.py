@@ -239,14 +239,16 @@ def _confirmed(items: list[T], cand: list[T], oracle: CachedOracle[T], *,
 
 
 def classify(trial: Sequence[float], slow: Sequence[float], fast: Sequence[float] | None = None,
-             magnitude: float | None = None) -> Outcome | None:
+             magnitude: float | None = None, part: float | None = None) -> Outcome | None:
     """A trial's tok/s samples vs the references: 'same' (fast), 'regressed' (slow), None (need more runs).
 
     `magnitude` is the smallest speed difference that matters (default 10 % of the slow median). Fast:
     significantly faster than the slow reference, by more than `magnitude` (95 % CI of the difference),
     and not clearly slower than the fast reference. Slow: clearly slower than the fast reference, or no
     speed-up as large as `magnitude` over the slow one. Small but significant differences (a patch with
-    a minor effect) therefore do not flip a verdict.
+    a minor effect) therefore do not flip a verdict. `part` (default `magnitude`): how much slower than the
+    fast reference (CI) makes a trial slow — smaller where a set may hold one of several independent causes, each
+    a part of the gap: such a trial sits part way, faster than the slow reference too, and is slow, not fast.
     """
     mag = abs(magnitude) if magnitude is not None else 0.1 * statistics.median(slow)
     c_slow = compare(slow, trial, magnitude=mag)
@@ -254,7 +256,7 @@ def classify(trial: Sequence[float], slow: Sequence[float], fast: Sequence[float
     faster = c_slow.outcome == "DIFFERENT" and lo > mag
     if fast:
         c_fast = compare(fast, trial, magnitude=mag)
-        if c_fast.outcome == "DIFFERENT" and c_fast.delta_ci[1] < -mag:
+        if c_fast.outcome == "DIFFERENT" and c_fast.delta_ci[1] < -(abs(part) if part is not None else mag):
             return "regressed"
         if faster:
             return "same"

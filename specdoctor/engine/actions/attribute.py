@@ -162,10 +162,13 @@ class _Search:
         out, trials = self.out, self.trials
         gain = statistics.median(allrev.samples) - statistics.median(slow_ref)
         mag = max(0.3 * gain, 0.02 * statistics.median(slow_ref))
+        # slow once it keeps a fifth of the gap: a set holding one of two independent causes sits half way, where
+        # noise chose its side (two causes from two sources, each half the gap, seen in the corpus)
+        part = max(0.2 * gain, 0.02 * statistics.median(slow_ref))
         ref = list(slow_ref)
 
         def judge(samples: list[float]) -> Outcome | None:
-            return classify(samples, ref, allrev.samples, magnitude=mag)
+            return classify(samples, ref, allrev.samples, magnitude=mag, part=part)
 
         seeded = {frozenset(remaining), frozenset()}
 
@@ -186,11 +189,12 @@ class _Search:
             if t is not None and not t.purpose:
                 t.purpose = rec.purpose
         out.notes += found.notes
-        if not (found.confirmed and found.culprits):
+        culprits = found.culprits if found.confirmed else self.part_of_the_gap(found.culprits or found.candidates,
+                                                                                remaining, ref, allrev, part)
+        if not culprits:
             out.candidates += [c for c in (found.candidates or ([] if found.verdict == "no-regression" else remaining))
                                if c not in out.candidates]
             return None
-        culprits = found.culprits
         rest = [n for n in remaining if n not in culprits]
         rev_c = trials.get(frozenset(rest)) if rest else allrev
         samples = rev_c.samples if rev_c is not None else allrev.samples
@@ -203,6 +207,35 @@ class _Search:
         if not rest or left.outcome != "DIFFERENT" or left.delta <= 0:
             return None
         return rest, list(samples)
+
+
+    def part_of_the_gap(self, cands: list[str], remaining: list[str], slow_ref: list[float], allrev: TrialRun,
+                        part: float) -> list[str]:
+        """A set no search could confirm as the whole slowdown, confirmed as a part of it, both ways measured:
+        kept alone (every other delta reverted) it is slower than everything reverted, and reverted alone it is
+        faster than `slow_ref` — each by more than `part`. Independent causes, each a share of the gap, end here
+        (the rest is searched next round). [] when either trial is missing, unresolved or short of `part`."""
+        rest = [n for n in remaining if n not in cands]
+        if not cands or not rest:
+            return []
+        def slower(s: list[float]) -> Outcome | None:  # than everything reverted, by more than `part`
+            c = compare(allrev.samples, s, magnitude=part)
+            return "regressed" if c.outcome == "DIFFERENT" and c.delta_ci[1] < -part else \
+                "same" if len(s) >= 8 else None
+
+        def faster(s: list[float]) -> Outcome | None:  # than today, by more than `part`
+            c = compare(slow_ref, s, magnitude=part)
+            return "same" if c.outcome == "DIFFERENT" and c.delta_ci[0] > part else "regressed" if len(s) >= 8 else None
+
+        only = self.measured(frozenset(cands), "confirm a part: the candidates alone, every other delta reverted",
+                             slower)
+        without = self.measured(frozenset(rest), "confirm a part: exactly the candidates reverted", faster)
+        if only.cause or without.cause or slower(only.samples) != "regressed" or faster(without.samples) != "same":
+            return []
+        self.out.notes.append(f"{', '.join(cands)}: a part of the gap, confirmed both ways (alone slower than "
+                              "everything reverted, reverted alone faster than today)")
+        return list(cands)
+        return []
 
 
 def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs: int = 5, step: int = 3,

@@ -1,6 +1,6 @@
 """Each source of an environment cause, reverted in a trial the way that source needs, and the trial's workers
 checked in /proc: nccl.conf (NCCL's default set at launch over the file), a login profile's export (unset at
-launch), two causes from two sources. The sitecustomize and .pth sources are checked where their stories run
+launch). The sitecustomize and .pth sources are checked where their stories run
 (tests/diagnosis/test_attribute_e2e.py, tests/engine/test_startup_hook_stories.py); a launcher that drops a
 variable and an engine-forced one in tests/server/test_trial_env.py."""
 
@@ -20,7 +20,7 @@ def _home(tmp_path, monkeypatch):
     monkeypatch.setenv("SPECDOCTOR_HOME", str(tmp_path / "home"))
 
 
-@pytest.mark.parametrize("name", ["nccl-conf-simple", "bashrc-launch-blocking", "two-sources-a100"])
+@pytest.mark.parametrize("name", ["nccl-conf-simple", "bashrc-launch-blocking"])
 def test_the_trial_env_in_every_worker_is_the_reference(name, tmp_path, trial_envs_reached):
     with open_sim_host(name) as host:
         out = investigate(InvestigateOptions(host=f"sim:{name}", yes=True, out=str(tmp_path / "o")), host=host)

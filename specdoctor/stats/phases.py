@@ -55,8 +55,8 @@ def _measured(s: PhaseStat | None) -> PhaseStat | None:
 
 
 def phase_deltas(slow: PhaseTimes, fast: PhaseTimes, basis: Basis = "gpu") -> list[PhaseDelta]:
-    """Every phase both arms measured: slow minus fast, with its CI and whether it moved (`basis` 'host': the
-    ranges' CPU durations instead of their GPU time)."""
+    """Every phase both arms measured: slow minus fast, with its CI and whether it moved (`basis` 'host': each
+    range's host-only time, open after its GPU work ended, instead of its GPU time)."""
     per: Literal["step", "cycle"] = "step" if slow.draft_ms and fast.draft_ms else "cycle"
     pairs: list[tuple[PhaseName, PhaseStat | None, PhaseStat | None, Literal["step", "cycle"]]] = [
         ("draft", slow.draft_ms or slow.draft_cycle_ms, fast.draft_ms or fast.draft_cycle_ms, per),

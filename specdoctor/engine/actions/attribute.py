@@ -208,7 +208,6 @@ class _Search:
             return None
         return rest, list(samples)
 
-
     def part_of_the_gap(self, cands: list[str], remaining: list[str], slow_ref: list[float], allrev: TrialRun,
                         part: float) -> list[str]:
         """A set no search could confirm as the whole slowdown, confirmed as a part of it, both ways measured:
@@ -218,6 +217,7 @@ class _Search:
         rest = [n for n in remaining if n not in cands]
         if not cands or not rest:
             return []
+
         def slower(s: list[float]) -> Outcome | None:  # than everything reverted, by more than `part`
             c = compare(allrev.samples, s, magnitude=part)
             return "regressed" if c.outcome == "DIFFERENT" and c.delta_ci[1] < -part else \
@@ -235,7 +235,6 @@ class _Search:
         self.out.notes.append(f"{', '.join(cands)}: a part of the gap, confirmed both ways (alone slower than "
                               "everything reverted, reverted alone faster than today)")
         return list(cands)
-        return []
 
 
 def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs: int = 5, step: int = 3,

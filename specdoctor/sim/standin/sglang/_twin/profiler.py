@@ -7,8 +7,9 @@ The trace has the real 0.5.17 trace's shape (tests/fixtures/sglang-0.5.17-h200/t
 `gpu_user_annotation` with the range's `External id` spanning them. The GPU spans are the scenario's phase
 times for that cycle (its noisy step split as k·t_draft : t_verify); the CPU ranges are shorter (launch time),
 as on the real box — except where a scenario stalls the host in verify (`verify_host_ms`: a sync, then host-only
-work): that range waits for its GPU work and then holds the host, so it outlasts its unchanged GPU span. The trace is written into its final name over a time that grows with the cycles (much longer
-with Python stacks, SGLang's default), as torch's export does. Simplifications: only TP-0's file; no Python frames
+work): that range waits for its GPU work and then holds the host, so it outlasts its unchanged GPU span. The
+trace is written into its final name over a time that grows with the cycles (much longer with Python stacks,
+SGLang's default), as torch's export does. Simplifications: only TP-0's file; no Python frames
 or cpu_ops; the scenarios fold draft-extend into the draft steps, so its span is a fixed sliver outside the cycle time. Profiling costs
 CPU time between phases (`OVERHEAD` of each profiled cycle), which the wall clock and tok/s see.
 """

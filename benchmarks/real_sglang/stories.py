@@ -336,6 +336,38 @@ def run_story(story: Story, out_root: Path, timeout: float) -> dict[str, object]
     return row
 
 
+def phases_only(story: Story, out_root: Path) -> dict[str, object]:
+    """The story's server laid out as for an investigate, profiled by specdoctor's own read-only `phase_times` tool
+    (what the investigate's `phases` step runs), the trace kept: a real figure for the twin to be held to, at a
+    fraction of an investigate's device time. The server is stopped afterwards (the next story lays out its own)."""
+    import specdoctor
+
+    out = out_root / story.name
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    stop_user_server()
+    reset_checkout()
+    (WORK / "server.log").unlink(missing_ok=True)
+    for p in story.patches:
+        apply(p)
+    startup = start_user_server(story)
+    log(f"[{story.name}] phases only: server healthy in {startup:.0f} s ({len(story.patches)} local patches)")
+    started_at = time.time()
+    with specdoctor.connect("local") as client:
+        res = client.call("phase_times", port=PORT, runs=3, requests_per_run=2, label=f"{story.name} phases")
+    shutil.copy(WORK / "server.log", out / "server.log")
+    traces = sorted(Path(ENV["SGLANG_TORCH_PROFILER_DIR"]).glob("*.trace.json.gz"), key=lambda t: t.stat().st_mtime)
+    if traces and traces[-1].stat().st_mtime >= started_at:
+        shutil.copy(traces[-1], out / "trace.json.gz")
+    row = {"story": story.name, "about": story.about, "mode": "phases-only", "status": res.status,
+           "summary": res.summary, "phase_times": res.output, "user_server_startup_s": round(startup, 1)}
+    (out / "phases.json").write_text(json.dumps(row, indent=1, default=str))
+    log(f"[{story.name}] phases: {res.status}: {res.summary}")
+    stop_user_server()
+    reset_checkout()
+    return row
+
+
 def _specdoctor_box_ok(box: dict) -> bool | None:
     """What specdoctor's own report says: server healthy with the same identity, checkout identical."""
     server, checkout = box.get("server") or {}, box.get("checkout") or {}
@@ -348,6 +380,11 @@ def _specdoctor_box_ok(box: dict) -> bool | None:
 def main() -> None:
     out_root = Path(sys.argv[1])
     names = sys.argv[2:] or list(STORIES)
+    if names[0] == "--phases-only":  # `stories.py OUT --phases-only STORY…`: profile each story's server, no investigate
+        out_root.mkdir(parents=True, exist_ok=True)
+        rows = [phases_only(STORIES[n], out_root) for n in names[1:]]
+        (out_root / "phases.json").write_text(json.dumps(rows, indent=1, default=str))
+        return
     budget = float(os.environ.get("DEVICE_LEFT_S", "1e9"))  # device seconds left for every story together
     out_root.mkdir(parents=True, exist_ok=True)
     summary_path = out_root / "summary.json"

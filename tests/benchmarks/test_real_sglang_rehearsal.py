@@ -36,3 +36,28 @@ def test_the_no_regression_story_runs_on_the_twin(tmp_path):
         assert box["server_after"]["running"] and box["env_differences"] == [] and box["checkout_identical"]
     finally:
         sb.stop_all()
+
+
+def test_the_phases_only_mode_profiles_a_story_server_on_the_twin(tmp_path):
+    """`stories.py OUT --phases-only STORY`: the server laid out, profiled by the read-only phase_times tool, the
+    trace kept beside the figures, the server stopped afterwards."""
+    sb = build_sandbox("no-regression", root=tmp_path / "box", start_server=False)
+    try:
+        flags = sb.launch.split(" ", 3)[3]
+        prof = tmp_path / "prof"
+        prof.mkdir()
+        env = {**os.environ, **sb.base_env, "STORIES_REPO": sb.repo, "STORIES_PY": sb.python,
+               "STORIES_FLAGS": flags, "STORIES_PORT": str(sb.port), "STORIES_WORK": str(tmp_path / "work"),
+               "STORIES_STATE": str(tmp_path / "state"),
+               "STORIES_ENV": json.dumps({"SGLANG_TORCH_PROFILER_DIR": str(prof)})}
+        env.pop("PYTHONPATH", None)
+        res = subprocess.run([sys.executable, str(ROOT / "benchmarks/real_sglang/stories.py"), str(tmp_path / "out"),
+                              "--phases-only", "no-regression"], env=env, capture_output=True, text=True, timeout=400)
+        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+        (row,) = json.loads((tmp_path / "out" / "phases.json").read_text())
+        assert row["status"] == "ok", row
+        pt = row["phase_times"]
+        assert pt["source"] == "profiler-gpu" and pt["verify_ms"]["ms"] > 0 and pt["verify_ms"]["host_samples"] and pt["overhead"]["tps_with"] > 0
+        assert (tmp_path / "out" / "no-regression" / "trace.json.gz").stat().st_size > 0
+    finally:
+        sb.stop_all()

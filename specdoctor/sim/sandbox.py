@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from specdoctor.errors import ScenarioError
 from specdoctor.host.base import Host, HostHints, Raw
+from specdoctor.sim.model_size import GIB, weights_bytes, write_safetensors_index
 from specdoctor.sim.ports import free_port
 from specdoctor.sim.scenario import Patch, Scenario, base_tree, load_scenario
 
@@ -468,17 +469,12 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
                                                                        "add": p.add}))
         target.write_text(content)
         target.chmod(f.mode)
-    model_path = Path(_subst(sc.server.model_path, ctx))
-    model_path.mkdir(parents=True, exist_ok=True)
-    (model_path / "config.json").write_text(json.dumps(sc.server.model_config_json, indent=2))
+    _layout_model(Path(_subst(sc.server.model_path, ctx)), sc.server.model_config_json, sc.gpu_memory.weights_gb)
     if sc.server.draft_model_path:
-        draft = Path(_subst(sc.server.draft_model_path, ctx))
-        draft.mkdir(parents=True, exist_ok=True)
-        (draft / "config.json").write_text(json.dumps(sc.server.draft_config or {}, indent=2))
+        _layout_model(Path(_subst(sc.server.draft_model_path, ctx)), sc.server.draft_config or {},
+                      sc.gpu_memory.draft_gb)
     for extra in sc.server.extra_models:
-        mdir = Path(_subst(extra.path, ctx))
-        mdir.mkdir(parents=True, exist_ok=True)
-        (mdir / "config.json").write_text(json.dumps(extra.config, indent=2))
+        _layout_model(Path(_subst(extra.path, ctx)), extra.config, None)
     for other in sc.other_servers:
         _layout_tree(Path(_subst(other.dir, ctx)), other.base, {}, git_env, f"{other.user}'s sglang")
     good = None
@@ -530,6 +526,18 @@ def _profile_exports(text: str) -> dict[str, str]:
                 key, _, value = word.partition("=")
                 out[key] = value
     return out
+
+
+def _layout_model(mdir: Path, config: dict, weights_gb: float | None) -> None:
+    """A model directory as on disk: its config and a safetensors index whose total size is the weights' (the
+    scenario's figure, else the config's parameter count × dtype), which the stand-in's GPU memory loads."""
+    mdir.mkdir(parents=True, exist_ok=True)
+    (mdir / "config.json").write_text(json.dumps(config, indent=2))
+    try:
+        size = int(weights_gb * GIB) if weights_gb is not None else weights_bytes(config)
+    except (KeyError, TypeError, ValueError):  # a config without hidden_size: no index, the stand-in's default
+        return
+    write_safetensors_index(mdir, size)
 
 
 def _layout_tree(repo: Path, base: str, extra: dict[str, str], env: dict[str, str], message: str) -> str:

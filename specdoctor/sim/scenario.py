@@ -244,8 +244,10 @@ class GpuMemory(_Strict):
     """
 
     enforce: bool = True
-    weights_gb: float = Field(default=16.0, gt=0, description="Target weights over all ranks (sharded by TP).")
-    draft_gb: float = Field(default=1.0, ge=0, description="EAGLE draft weights per rank.")
+    weights_gb: float | None = Field(default=None, gt=0, description="Target weights (GiB) over all ranks (sharded by "
+                                     "TP); unset: from the model config (parameter count × dtype), as on disk.")
+    draft_gb: float | None = Field(default=None, ge=0, description="EAGLE draft weights (GiB) per rank; unset: from "
+                                   "the draft's config.")
     cuda_graph_gb: float = Field(default=1.2, ge=0, description="Held per rank outside the static pool.")
 
 

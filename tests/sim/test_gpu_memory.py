@@ -85,7 +85,7 @@ def test_a_live_server_in_the_sandbox_holds_its_gpus_until_it_exits(tmp_path):
     assert after is not None and after.ok  # the holder is gone: its pidfile no longer counts
 
 
-def _beside(enforce: bool, weights_gb: float):
+def _beside(enforce: bool, weights_gb: float | None):
     """The seed box with its user's server running, then a second launch on another port: its log and exit."""
     import re
     import time
@@ -125,3 +125,13 @@ def test_launching_beside_the_users_server_fails_the_real_way_when_enforced():
 def test_launching_beside_still_starts_when_memory_is_not_enforced():
     res, log, _ = _beside(False, 8 * 17.5)
     assert res.healthy and "The server is fired up" in log
+
+
+def test_the_models_own_size_decides_whether_a_second_server_fits():
+    """No figure in the scenario: the seed's model directory says ~478 GiB (Kimi K2.5, 1T parameters at 4 bits),
+    ~60 GiB a rank, and a second server beside the user's has no room to load it; the 16 GiB the twin used to
+    assume would have fitted (the previous test's must-not-fire twin: a small model still starts beside)."""
+    res, log, _ = _beside(True, None)
+    assert not res.healthy and "torch.OutOfMemoryError: CUDA out of memory." in log
+    small, small_log, _ = _beside(True, 16.0)
+    assert small.healthy and "The server is fired up" in small_log

@@ -6,7 +6,9 @@ refuses unequal ranks, loads the weights (a CUDA OOM if they do not fit), then s
 "Not enough memory. Please try to increase --mem-fraction-static." — after 'Load weight end'. A server that
 starts holds `mem_fraction_static` of what was free, weights included, plus its CUDA graphs. Messages are
 SGLang's (model_runner.py / pool_configurator.py) and PyTorch's caching allocator's. Standard library only:
-the stand-in server imports it.
+the stand-in server imports it. The weights come from the model directories the launch names, as SGLang loads
+them: `model.safetensors.index.json`'s `metadata.total_size` (the sandbox writes it from the config's parameter
+count × dtype, or from a scenario's explicit `gpu_memory.weights_gb`); a directory without one keeps the default.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import os
 from dataclasses import dataclass, field
 
 __all__ = ["MemoryConfig", "LaunchMemory", "launch_memory", "UNBALANCED", "NOT_ENOUGH", "cuda_oom", "held_on_gpus",
-           "check_launch", "DEFAULT_SERVER_SHARE", "LaunchSeconds", "launch_seconds"]
+           "check_launch", "DEFAULT_SERVER_SHARE", "LaunchSeconds", "launch_seconds", "memory_config",
+           "model_weights_gb"]
 
 DEFAULT_SERVER_SHARE = 0.92  # what nvidia-smi shows for a server that recorded no holding (started unenforced)
 
@@ -44,6 +47,32 @@ class MemoryConfig:
     weights_gb: float = 16.0
     draft_gb: float = 1.0
     cuda_graph_gb: float = 1.2
+
+
+def model_weights_gb(model_dir: str | None) -> float | None:
+    """GiB of weights in a model directory (its safetensors index), None when it has none."""
+    if not model_dir:
+        return None
+    try:
+        with open(os.path.join(model_dir, "model.safetensors.index.json"), encoding="utf-8") as fh:
+            return float(json.load(fh)["metadata"]["total_size"]) / (1 << 30)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def memory_config(twin: dict, args: dict | None = None) -> MemoryConfig:
+    """The scenario's `gpu_memory` block with the weights of the models this launch names (`--model-path`,
+    `--speculative-draft-model-path`) where their directories say how large they are."""
+    raw = {k: v for k, v in (twin.get("gpu_memory") or {}).items()
+           if k in MemoryConfig.__dataclass_fields__ and v is not None}
+    args = args or {}
+    weights = model_weights_gb(args.get("model_path"))
+    draft = model_weights_gb(args.get("speculative_draft_model_path"))
+    if weights is not None:
+        raw["weights_gb"] = weights
+    if draft is not None:
+        raw["draft_gb"] = draft
+    return MemoryConfig(**raw)
 
 
 @dataclass
@@ -125,10 +154,9 @@ def held_on_gpus(root: str, twin: dict, total_mib: float, exclude_pid: int | Non
 
 
 def check_launch(root: str, twin: dict, gpus: list[int], mem_fraction_static: float, *, speculative: bool,
-                 own_pid: int) -> LaunchMemory | None:
+                 own_pid: int, args: dict | None = None) -> LaunchMemory | None:
     """The launch's memory outcome when the scenario enforces GPU memory (`gpu_memory: {enforce: true}`), else None."""
-    raw = twin.get("gpu_memory") or {}
-    config = MemoryConfig(**{k: v for k, v in raw.items() if k in MemoryConfig.__dataclass_fields__})
+    config = memory_config(twin, args)
     if not config.enforce:
         return None
     total = float(twin["hardware"].get("memory_gb", 96.0)) * 1024
@@ -150,11 +178,10 @@ class LaunchSeconds:
         return self.load_s + self.draft_load_s + self.graph_s + self.draft_graph_s
 
 
-def launch_seconds(twin: dict, *, speculative: bool, cuda_graph: bool) -> LaunchSeconds:
-    """The scenario's `server.launch_time` (disk speed, capture times) and `gpu_memory` (weights) for one launch."""
+def launch_seconds(twin: dict, *, speculative: bool, cuda_graph: bool, args: dict | None = None) -> LaunchSeconds:
+    """The scenario's `server.launch_time` (disk speed, capture times) and the launch's weights, for one launch."""
     lt = twin.get("launch_time") or {}
-    mem = MemoryConfig(**{k: v for k, v in (twin.get("gpu_memory") or {}).items()
-                          if k in MemoryConfig.__dataclass_fields__})
+    mem = memory_config(twin, args)
     disk = float(lt.get("disk_gb_s", 2.0))
     return LaunchSeconds(load_s=mem.weights_gb / disk,
                          draft_load_s=mem.draft_gb / disk if speculative else 0.0,

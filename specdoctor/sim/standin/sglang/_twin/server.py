@@ -14,7 +14,7 @@ from http.server import ThreadingHTTPServer
 from .args import parse_server_args, resolve
 from .config import load_twin, log, sandbox_root
 from .engine import Engine
-from .gpumem import launch_seconds
+from .gpumem import launch_seconds, memory_config
 from .http import make_handler
 from .startup0517 import log_startup_0517
 from .versions import measured_0517
@@ -185,7 +185,7 @@ def main(argv: list[str], prog: str, entry: str) -> int:
     from .gpumem import check_launch
 
     memory = check_launch(root, twin, gpus[:tp], float(args.get("mem_fraction_static") or 0.88),
-                          speculative=bool(perf["speculative"]), own_pid=os.getpid())
+                          speculative=bool(perf["speculative"]), own_pid=os.getpid(), args=args)
     if memory is not None and not memory.ok:
         if memory.stage != "init":  # the TP balance check fails before loading; the others after it began
             log(f"Load weight begin. avail mem={memory.avail_gb:.2f} GB", tag)
@@ -203,16 +203,17 @@ def main(argv: list[str], prog: str, entry: str) -> int:
         with open(pidfile, "w", encoding="utf-8") as fh:
             json.dump({"port": args["port"], "procs": procs}, fh)
     mem = float(hw.get("memory_gb", 96.0))
-    lt = launch_seconds(twin, speculative=bool(perf["speculative"]), cuda_graph=not args.get("disable_cuda_graph"))
+    lt = launch_seconds(twin, speculative=bool(perf["speculative"]), cuda_graph=not args.get("disable_cuda_graph"),
+                        args=args)
     max_total = int(twin["server"].get("max_total_num_tokens", 400000))
     if measured_0517(version):
         darch = None
         if perf["speculative"]:
             with open(os.path.join(args["speculative_draft_model_path"], "config.json"), encoding="utf-8") as fh:
                 darch = (json.load(fh).get("architectures") or ["LlamaForCausalLMEagle3"])[0]
-        gm = twin.get("gpu_memory") or {}
-        log_startup_0517(lambda m: log(m, tag), args=args, lt=lt, mem_gb=mem, weights_gb=float(gm.get("weights_gb", 16)),
-                         draft_gb=float(gm.get("draft_gb", 1.0)), arch=arch, darch=darch, max_total=max_total)
+        gm = memory_config(twin, args)
+        log_startup_0517(lambda m: log(m, tag), args=args, lt=lt, mem_gb=mem, weights_gb=gm.weights_gb / max(tp, 1),
+                         draft_gb=gm.draft_gb, arch=arch, darch=darch, max_total=max_total)
     else:
         _log_startup(args, lt, perf, mem, arch, max_total, tag)
     seed = int(twin.get("seed", 0)) * 1000003 + _launch_counter(root)

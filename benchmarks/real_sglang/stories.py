@@ -279,7 +279,9 @@ def investigate(story: Story, out: Path, claims: dict[str, object], timeout: flo
     return rc, time.monotonic() - t0
 
 
-def run_story(story: Story, out_root: Path, timeout: float) -> dict[str, object]:
+def lay_out(story: Story, out_root: Path) -> Path:
+    """The box as the story's user has it before their server starts: a clean checkout with the story's patches,
+    no server, no old log; returns the story's (emptied) output folder."""
     out = out_root / story.name
     shutil.rmtree(out, ignore_errors=True)
     WORK.mkdir(parents=True, exist_ok=True)
@@ -289,6 +291,18 @@ def run_story(story: Story, out_root: Path, timeout: float) -> dict[str, object]
     (WORK / "server.log").unlink(missing_ok=True)
     for p in story.patches:
         apply(p)
+    return out
+
+
+def keep_trace(out: Path, started_at: float) -> None:
+    """The newest profiler trace written since `started_at`, copied beside the story's results."""
+    traces = sorted(Path(ENV["SGLANG_TORCH_PROFILER_DIR"]).glob("*.trace.json.gz"), key=lambda t: t.stat().st_mtime)
+    if traces and traces[-1].stat().st_mtime >= started_at:
+        shutil.copy(traces[-1], out / "trace.json.gz")
+
+
+def run_story(story: Story, out_root: Path, timeout: float) -> dict[str, object]:
+    out = lay_out(story, out_root)
     if story.patch_script:
         (WORK / "apply_local_patches.sh").write_text(PATCH_SCRIPT)
         os.chmod(WORK / "apply_local_patches.sh", 0o755)
@@ -304,9 +318,7 @@ def run_story(story: Story, out_root: Path, timeout: float) -> dict[str, object]
         if (out / "run" / name).exists():
             shutil.copy(out / "run" / name, out / name)
     shutil.copy(WORK / "server.log", out / "server.log")
-    traces = sorted(Path(ENV["SGLANG_TORCH_PROFILER_DIR"]).glob("*.trace.json.gz"), key=lambda t: t.stat().st_mtime)
-    if traces and traces[-1].stat().st_mtime >= started_at:
-        shutil.copy(traces[-1], out / "trace.json.gz")
+    keep_trace(out, started_at)
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
     if story.name == "no-regression":  # the good run's baseline, as measured by specdoctor, for the later claims
         base = next((m for m in report.get("measurements", []) if m.get("label") == "baseline"), None)
@@ -342,23 +354,14 @@ def phases_only(story: Story, out_root: Path) -> dict[str, object]:
     fraction of an investigate's device time. The server is stopped afterwards (the next story lays out its own)."""
     import specdoctor
 
-    out = out_root / story.name
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
-    stop_user_server()
-    reset_checkout()
-    (WORK / "server.log").unlink(missing_ok=True)
-    for p in story.patches:
-        apply(p)
+    out = lay_out(story, out_root)
     startup = start_user_server(story)
     log(f"[{story.name}] phases only: server healthy in {startup:.0f} s ({len(story.patches)} local patches)")
     started_at = time.time()
     with specdoctor.connect("local") as client:
         res = client.call("phase_times", port=PORT, runs=3, requests_per_run=2, label=f"{story.name} phases")
     shutil.copy(WORK / "server.log", out / "server.log")
-    traces = sorted(Path(ENV["SGLANG_TORCH_PROFILER_DIR"]).glob("*.trace.json.gz"), key=lambda t: t.stat().st_mtime)
-    if traces and traces[-1].stat().st_mtime >= started_at:
-        shutil.copy(traces[-1], out / "trace.json.gz")
+    keep_trace(out, started_at)
     row = {"story": story.name, "about": story.about, "mode": "phases-only", "status": res.status,
            "summary": res.summary, "phase_times": res.output, "user_server_startup_s": round(startup, 1)}
     (out / "phases.json").write_text(json.dumps(row, indent=1, default=str))

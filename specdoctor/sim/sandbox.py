@@ -532,6 +532,7 @@ def _layout_model(mdir: Path, config: dict, weights_gb: float | None) -> None:
     """A model directory as on disk: its config and a safetensors index whose total size is the weights' (the
     scenario's figure, else the config's parameter count × dtype), which the stand-in's GPU memory loads."""
     mdir.mkdir(parents=True, exist_ok=True)
+    config = {k: v for k, v in config.items() if v is not None}  # a fleet override's null: the key is absent
     (mdir / "config.json").write_text(json.dumps(config, indent=2))
     try:
         size = int(weights_gb * GIB) if weights_gb is not None else weights_bytes(config)

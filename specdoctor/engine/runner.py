@@ -271,6 +271,21 @@ def investigate(options: InvestigateOptions, *, view: Any = None, approver: Appr
             host.close()
 
 
+def _retake_gpus(rec: RunRecord, playbook: Playbook, deps: RunDeps, values: dict[str, Any]) -> None:
+    """The interruption's cleanup restarted the user's server: stop it again before the remaining launches, written
+    into the checkpoint as if the last finished step had recorded it (the interrupted step re-runs next)."""
+    from specdoctor.engine.actions.user_server import retake_on_resume
+
+    retaken = retake_on_resume(deps, values)
+    if retaken is None or not values.get("done"):
+        return
+    with open_checkpointer(rec.checkpoint or None) as saver:
+        app = compile_playbook(playbook, checkpointer=saver)
+        app.update_state({"configurable": {"thread_id": rec.run_id}},
+                         {"results": retaken.results, "facts": retaken.facts,
+                          "decisions": [d.model_dump() for d in retaken.decisions]}, as_node=values["done"][-1])
+
+
 def resume(run_id: str, *, view: Any = None, approver: Approver | None = None, yes: bool | None = None) -> RunOutcome:
     """Continue a run after a crash, SIGINT or dropped connection: clean up, then finish the remaining steps."""
     from specdoctor.engine.runs import load_record
@@ -302,6 +317,7 @@ def resume(run_id: str, *, view: Any = None, approver: Approver | None = None, y
             cleanup = _safety_net(RunDeps(host=host, tool_ctx=ctx), values)
             if any(d.tool == "restore_worktree" and d.status == "error" for d in cleanup):
                 raise BackupError(f"run {run_id}: could not put the tree back before resuming: {cleanup[-1].found}")
+            _retake_gpus(rec, playbook, RunDeps(host=host, tool_ctx=ctx, view=view, yes=rec.yes), values)
         except BaseException:
             if guard is not None:
                 guard.release()

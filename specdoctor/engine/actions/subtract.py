@@ -170,7 +170,11 @@ def _measure_arms(s: _Step, arms: _Arms, all_tree: TrialTree, ess_tree: TrialTre
         looks = Looks(arms.full["samples"], s.runs, magnitude=mag)
         arms.reduced = measure_config(s.deps, s.view, label="essentials-only", speculative=True,
                                       results=s.out.results, runs=s.runs, tree=ess_tree, more=looks.more)
-        arms.comparison = looks.final(arms.reduced.get("samples") or [])
+        if arms.reduced.get("samples"):
+            arms.comparison = looks.final(arms.reduced["samples"])
+        else:  # it did not start or serve (a launch beside a server that fills the cards): nothing to compare
+            arms.comparison = {"outcome": "UNRESOLVED"}
+            arms.notes.append(f"essentials only could not be measured: {arms.reduced.get('error')}")
     if reused is not None and arms.reduced.get("samples") and \
             arms.comparison.get("outcome") in ("DIFFERENT", "UNKNOWN"):
         _confirm_in_trial(s, arms, all_tree, ess_tree, mag)

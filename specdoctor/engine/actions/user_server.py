@@ -32,7 +32,7 @@ from specdoctor.tools.user_server import UserServerRecord, capture, identity_has
 
 __all__ = ["examine_user_server", "take_gpus", "give_back_gpus", "bring_back", "blocked_by_user_server",
            "OWN_ACTIONS", "Pending", "pending_path", "pending_for_host", "origin_outside_checkout", "host_key",
-           "bring_back_pending", "cleanup_user_server"]
+           "bring_back_pending", "cleanup_user_server", "retake_on_resume"]
 
 OWN_ACTIONS = frozenset({"take_gpus", "give_back_gpus"})
 _RECHECK_ROUNDS = 1  # one more benchmark batch after the restart while the comparator says UNKNOWN
@@ -516,6 +516,48 @@ def cleanup_user_server(ctx: ToolContext, values: dict[str, Any], timeout_s: flo
     values["decisions"] = list(values.get("decisions", [])) + [
         dict(d.model_dump(), step="cleanup") for d in decisions]
     return values
+
+
+def retake_on_resume(deps, values: dict[str, Any]) -> ActionOutcome | None:
+    """Resume after an interruption whose cleanup restarted the user's server, with launching steps still to run:
+    stop it again (the run's consent stands) exactly as the first time, else the launches would fail beside it on
+    its cards. It came back changed: not stopped, and the launching steps are skipped. None: nothing to take."""
+    view = StateView(values)
+    fact, old = view.fact("user_server", UserServerFact), _record(view)
+    done = set(values.get("done") or [])
+    pending = _load_pending(deps.tool_ctx.run_id)
+    if (fact is None or old is None or not fact.stopped or not old.port or "give_back" in done or pending is None
+            or not pending.restarted):
+        return None  # never stopped, already given back, or still down (nothing restarted it)
+    out = ActionOutcome()
+    step = _RetakeStep()
+    found = registry.typed_output(call_tool(deps, "find_server_processes", {"port": old.port}, out.results,
+                                            key="retake_find"), ServerList, where="retake_find")
+    server = next((s for s in (found.servers if found else []) if s.port == old.port), None)
+    if server is None:
+        return None  # not serving on its port: nothing holds its cards
+    res = call_tool(deps, "inspect_user_server", {"pid": server.main.pid, "pids": [w.pid for w in server.workers],
+                                                  "port": old.port}, out.results, key="retake_inspect")
+    rec = registry.typed_output(res, UserServerRecord, where="retake_inspect")
+    if rec is None or rec.identity != old.identity:
+        fact = fact.model_copy(update={"stopped": False, "note": "it came back from the interruption's restart "
+                                       "changed, or could not be read: not stopped again"})
+        out.facts["user_server"] = fact.model_dump(mode="json")
+        out.status, out.summary = "error", fact.note
+        out.decisions.append(Decision(step=step.id, title=step.title, status="error", checked="identity", found=fact.note,
+                                      decided="launching steps skipped", why="never stop a stranger"))
+        return out
+    taken = take_gpus(deps, StateView({**values, "facts": {**(values.get("facts") or {}),
+                                                            "user_server_record": rec.model_dump(mode="json")}}),
+                      step, {})
+    taken.results = {**out.results, **taken.results}
+    taken.facts["user_server_record"] = rec.model_dump(mode="json")
+    return taken
+
+
+class _RetakeStep(BaseModel):
+    id: str = "free_gpus"
+    title: str = "Stop your server again on resume (the interruption's cleanup had restarted it)"
 
 
 

@@ -99,3 +99,33 @@ def sshd() -> Iterator[SSHServer]:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "packaging: builds the wheel and runs its CLI from a fresh venv (~30 s)")
+
+
+@pytest.fixture
+def free_gpus():
+    """Call with a host before a tool launches a server: stops the user's running server through the tools, the way
+    an embedding agent must on a box whose cards that server fills (a second one does not fit beside it)."""
+    return _free_gpus
+
+
+def _free_gpus(host) -> list[int]:
+    from specdoctor.parsers.sglang import parse_launch_command
+    from specdoctor.toolkit import ToolContext, registry
+
+    ctx = ToolContext(host=host, run_id="free-gpus", auto_approve=True)
+    port = parse_launch_command(host.hints.launch).port
+    found = registry.call(ctx, "find_server_processes", {"port": port})
+    assert found.ok, found.summary
+    stopped: list[int] = []
+    for s in found.output["servers"]:
+        if s["port"] != port:
+            continue
+        pids = [w["pid"] for w in s["workers"]]
+        rec = registry.call(ctx, "inspect_user_server", {"pid": s["main"]["pid"], "pids": pids, "port": port})
+        assert rec.ok, rec.summary
+        stop = registry.call(ctx, "stop_user_server", {"pid": rec.output["pid"], "starttime": rec.output["starttime"],
+                                                       "pids": rec.output["pids"], "grace_s": 5})
+        assert stop.ok, stop.summary
+        stopped.append(rec.output["pid"])
+    assert stopped, f"no server of the user's on port {port}"
+    return stopped

@@ -15,8 +15,9 @@ def test_crossing_interpolates():
     assert crossing([1.0, 2.0], [60.0, 70.0], 50.0) is None
 
 
-def test_seed_measured_breakeven_matches_the_story(tmp_path):
+def test_seed_measured_breakeven_matches_the_story(tmp_path, free_gpus):
     with open_sim_host("seed", root=tmp_path) as host:
+        free_gpus(host)  # the user's Kimi K2.5 fills the eight cards
         ctx = ToolContext(host=host, run_id="t-empirical", auto_approve=True)
         res = registry.call(ctx, "breakeven_empirical", {
             "command": host.hints.launch, "python": host.hints.python, "port": 30111,

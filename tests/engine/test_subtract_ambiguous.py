@@ -14,9 +14,12 @@ PLAYBOOK = """
 name: subtract-only
 steps:
   - {id: locate, action: locate_server}
+  - {id: user_server, action: examine_user_server, when: server_running}
+  - {id: free_gpus, action: take_gpus, when: user_server_holds_gpus}
   - {id: catalog, tool: catalog_diffs, args: {repo: $params.repo}}
   - {id: backup, tool: backup_worktree, args: {repo: $params.repo}, save: {backup_id: backup_id}}
   - {id: subtract, action: subtract, when: has_backup}
+  - {id: give_back, action: give_back_gpus, approval: never}
   - {id: conclude, action: conclude}
 """
 

@@ -24,10 +24,11 @@ def _promote(host, current: dict[str, str], good: dict[str, str] | None, runs: i
     return res.output
 
 
-def test_reference_is_the_workers_setting_and_the_good_run_is_a_candidate():
+def test_reference_is_the_workers_setting_and_the_good_run_is_a_candidate(free_gpus):
     # the workers run a forced NCCL_PROTO=Simple; the good run had LL: the old promotion compared with "unset"
     # only and never tried the good run's setting
     with open_host("sim:single-culprit") as host:
+        free_gpus(host)  # the user's Kimi K2.5 fills the eight cards
         out = _promote(host, {"NCCL_PROTO": "Simple"}, {"NCCL_PROTO": "LL"})
     assert "NCCL_PROTO=Simple" in out["reference"] and out["reference_env"] == {"NCCL_PROTO": "Simple"}
     by_label = {r["label"]: r for r in out["results"]}
@@ -43,9 +44,10 @@ def test_reference_is_the_workers_setting_and_the_good_run_is_a_candidate():
     assert out["best_gain_pct"] > 3
 
 
-def test_removing_a_variable_that_helps_is_not_recommended():
+def test_removing_a_variable_that_helps_is_not_recommended(free_gpus):
     # must not fire: on this box NCCL left alone picks Simple; the workers' LL is what makes them fast
     with open_host("sim:nccl-win") as host:
+        free_gpus(host)
         helps = _promote(host, {"NCCL_PROTO": "LL"}, None)
     removed = next(r for r in helps["results"] if r["label"] == "remove NCCL_PROTO")
     assert removed["pct_change"] < -5

@@ -65,8 +65,9 @@ def test_seed_essentials_from_user_list_cost_no_launch(seed):
     assert res.ok and res.output["essential"] == [KIMI] and res.output["launches"] == 0
 
 
-def test_single_culprit_isolated_in_at_most_5_launches():
+def test_single_culprit_isolated_in_at_most_5_launches(free_gpus):
     with open_host("sim:single-culprit") as host:
+        free_gpus(host)  # the user's Kimi K2.5 fills the eight cards
         ctx, repo = _ctx(host, "bisect"), host.hints.repo
         before = registry.call(ctx, "backup_worktree", {"repo": repo}).output["hash"]
         order = [r["path"] for r in registry.call(ctx, "triage_diffs", {"repo": repo, "launch": host.hints.launch})

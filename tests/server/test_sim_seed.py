@@ -36,12 +36,13 @@ def test_seed_processes_and_propagation(seed):
     assert not [r for r in prop.output["rows"] if r["status"] == "dropped-for-workers"]  # seed loses nothing
 
 
-def test_seed_numbers_reproduce_and_claims_are_different(seed):
+def test_seed_numbers_reproduce_and_claims_are_different(seed, free_gpus):
     ctx = ToolContext(host=seed, run_id="sim-measure", auto_approve=True)
     bench = {"runs": 5, "requests_per_run": 3, "max_new_tokens": 64, "warmup_runs": 1}
     port = parse_launch_command(seed.hints.launch).port
     spec = registry.call(ctx, "benchmark", {"port": port, "label": "spec", **bench})
     assert spec.ok, spec.summary
+    free_gpus(seed)  # a second Kimi K2.5 does not fit beside the user's on the eight cards
     launched = registry.call(ctx, "launch_server", {"command": seed.hints.launch, "python": seed.hints.python,
                                                    "drop_speculative": True, "port": free_port(), "timeout_s": 60,
                                                    "label": "baseline"})

@@ -19,9 +19,10 @@ class PhaseStat(BaseModel):
     ci: tuple[float, float] | None = None
     source: str = Field(description="e.g. 'profiler trace, GPU time of step[TARGET_VERIFY …]' or 'derived: …'.")
     cpu_ms: float | None = Field(default=None, description="Median CPU (launch) time of the same ranges.")
-    host_samples: list[float] = Field(default_factory=list, description="Host-only ms per sample: how long each "
-                                      "range stayed open after its GPU work ended. A host stall (a sync, then a "
-                                      "sleep or Python work) grows these, not the GPU time.")
+    host_samples: list[float] = Field(default_factory=list, description="Host ms per sample: the gap before each "
+                                      "range opened (since the cycle's previous phase range closed) plus how long it "
+                                      "stayed open after its GPU work ended. A host stall (a sync, then a sleep or "
+                                      "Python work) grows these, not the GPU time.")
 
 
 class ProfilerOverhead(BaseModel):

@@ -149,9 +149,10 @@ class Effect(_Strict):
     when: EffectWhen = Field(default_factory=EffectWhen)
     decode_ms: float = 0.0
     verify_ms: float = 0.0
-    verify_host_ms: float = Field(default=0.0, ge=0, description="Host time added inside verify that the GPU does "
-                                  "not see (a sync, a sleep, Python work): the cycle and verify's CPU range grow, "
-                                  "its GPU work does not (what the real H200 showed for a sync + sleep patch).")
+    verify_host_ms: float = Field(default=0.0, ge=0, description="Host time added to verify that the GPU does not "
+                                  "see (a sync, a sleep, Python work): the cycle grows, verify's GPU work and CPU "
+                                  "range do not; the stall sits before the range opens (what the real H200 showed "
+                                  "for a sync + sleep patch: the gap after the draft's range, +4.4 ms).")
     draft_ms: float = 0.0
     scale: float = 1.0
     alpha_delta: float = 0.0

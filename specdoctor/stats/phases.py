@@ -56,7 +56,7 @@ def _measured(s: PhaseStat | None) -> PhaseStat | None:
 
 def phase_deltas(slow: PhaseTimes, fast: PhaseTimes, basis: Basis = "gpu") -> list[PhaseDelta]:
     """Every phase both arms measured: slow minus fast, with its CI and whether it moved (`basis` 'host': each
-    range's host-only time, open after its GPU work ended, instead of its GPU time)."""
+    range's host time — the gap before it plus the time it stays open after its GPU work — instead of its GPU time)."""
     per: Literal["step", "cycle"] = "step" if slow.draft_ms and fast.draft_ms else "cycle"
     pairs: list[tuple[PhaseName, PhaseStat | None, PhaseStat | None, Literal["step", "cycle"]]] = [
         ("draft", slow.draft_ms or slow.draft_cycle_ms, fast.draft_ms or fast.draft_cycle_ms, per),
@@ -71,9 +71,10 @@ def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "
     of the phases that moved (CI excludes 0, material), the one with the largest change per cycle (a draft step
     counts k times). None when neither arm was profiled, or when no phase moved (no phase effect is claimed).
 
-    GPU time first; the host-only time of the ranges (open after their GPU work ended) only when no phase's GPU time
-    moved — then the host held the phase (a sync and host-only work, invisible to the GPU projection: seen on the
-    real H200). A range's whole CPU duration would also count the GPU wait a new sync moves into it."""
+    GPU time first; the host time of the ranges (the gap before each, and how long it stays open after its GPU work)
+    only when no phase's GPU time moved — then the host held the phase (a sync and host-only work, invisible to the
+    GPU projection: on the real H200 it sat in the gap before verify's range). A range's whole CPU duration would
+    also count the GPU wait a new sync moves into it."""
     if slow is None or fast is None:
         return None
     steps = slow.steps or fast.steps or 1
@@ -83,7 +84,7 @@ def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "
     if not moved and slow.source == fast.source == "profiler-gpu":
         host = phase_deltas(slow, fast, "host")
         moved, deltas = [d for d in host if d.moved], deltas + host
-        source += " (host time after each range's GPU work: no phase's GPU time moved)"
+        source += " (host time around each range's GPU work: no phase's GPU time moved)"
     if not moved:
         return None
     top = max(moved, key=lambda d: abs(d.delta_ms) * (steps if d.phase == "draft" and d.per == "step" else 1))

@@ -6,8 +6,9 @@ The trace has the real 0.5.17 trace's shape (tests/fixtures/sglang-0.5.17-h200/t
 `cuda_runtime`) whose kernels (`kernel`, GPU pid 0) carry the launch's `correlation`, an `ac2g` flow pair and a
 `gpu_user_annotation` with the range's `External id` spanning them. The GPU spans are the scenario's phase
 times for that cycle (its noisy step split as k·t_draft : t_verify); the CPU ranges are shorter (launch time),
-as on the real box — except where a scenario stalls the host in verify (`verify_host_ms`: a sync, then host-only
-work): that range waits for its GPU work and then holds the host, so it outlasts its unchanged GPU span. The
+as on the real box. A scenario's host stall in verify (`verify_host_ms`: a sync, then host-only work) sits where the
+real H200 trace of such a patch put it: before verify's range opens (a wider gap after the draft's range), the
+range itself and verify's GPU work unchanged, the GPU idle meanwhile. The
 trace is written into its final name over a time that grows with the cycles (much longer with Python stacks,
 SGLang's default), as torch's export does. Simplifications: only TP-0's file; no Python frames
 or cpu_ops; the scenarios fold draft-extend into the draft steps, so its span is a fixed sliver outside the cycle time. Profiling costs
@@ -81,8 +82,8 @@ class Profiler:
         return path
 
     def _phases(self, ms: float) -> list[tuple[str, float, float]]:
-        """(range name, GPU ms, host-only ms) of one cycle of `ms`: the noisy step split as k·t_draft : t_verify;
-        verify's host-only part (a sync, a sleep) lengthens its CPU range, never its GPU work."""
+        """(range name, GPU ms, host ms before it) of one cycle of `ms`: the noisy step split as k·t_draft :
+        t_verify; verify's host-only part (a sync, a sleep) delays its range, never lengthens its GPU work."""
         p = self.perf
         if not p["speculative"]:
             return [("step[DECODE bs={bs}]", ms, 0.0)]
@@ -106,14 +107,15 @@ class Profiler:
         for ms, bs in self.cycles:
             gpu_t = t + 40.0
             phases = [(n.format(bs=bs), d * 1000.0, h * 1000.0) for n, d, h in self._phases(ms)]
-            gap = OVERHEAD * ms * 1000.0 / max(len(phases), 1)
+            # the profiler's own CPU cost between ranges grows with the cycle's work, not with a host stall's sleep
+            gap = OVERHEAD * (ms * 1000.0 - sum(h for _, _, h in phases)) / max(len(phases), 1)
             batch_id = next(ids)
             start, gpu_start = t, None
             for name, dur, host in phases:
                 ext, corr = next(ids), next(ids)
                 launch = max(dur * _LAUNCH_FRACTION, 5.0)
-                # a host stall waits for the phase's GPU work (a sync), then holds the host: the range closes after
-                cpu_dur = launch if host <= 0 else max(launch, max(gpu_t, t + 14.0) + dur - t - 10.0) + host
+                t += host  # a host stall before the phase: the host is busy, its range opens after
+                cpu_dur = launch
                 ev.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": pid, "tid": pid, "ts": t + 10.0,
                            "dur": cpu_dur, "args": {"External id": ext, "Record function id": 0, "Ev Idx": ext - 1}})
                 ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": pid, "tid": pid,

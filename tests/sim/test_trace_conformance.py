@@ -14,6 +14,7 @@ from specdoctor.sim.standin.sglang._twin import profiler
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-0.5.17-h200" / "trace" / \
     "spec-1796176826.4640355-TP-0.trace.json.gz"
+STALLED = REAL.parent / "stalled-1796415895.358067-TP-0.trace.json.gz"  # the real code-regression server
 PERF = {"speculative": True, "k": 3, "t_draft_ms": 0.6, "t_verify_ms": 1.8}
 
 
@@ -98,3 +99,30 @@ def test_host_time_reads_alike_and_a_host_stall_before_verify_shows_only_in_the_
     assert grown == pytest.approx([4.0] * 12, abs=0.01)  # the stall, all of it in the gap before verify
     assert stalled.host_samples("draft") == clean.host_samples("draft")
     assert stalled.host_samples("draft_extend") == pytest.approx(clean.host_samples("draft_extend"))
+
+
+def _median(xs: list[float]) -> float:
+    return sorted(xs)[len(xs) // 2]
+
+
+def test_the_real_stalled_verify_holds_its_stall_in_the_gap_before_verify_and_the_twin_puts_it_there_too(tmp_path):
+    """The real server with a sync + 4 ms sleep before every verify's forward against the real clean one: verify's
+    GPU work and CPU range are a clean verify's, nothing is left open after its GPU work, the gap before its range
+    holds the stall; the other phases' host time is not larger. The twin's stalled verify reads the same way."""
+    real, stalled = parse_sglang_trace(REAL.read_bytes()), parse_sglang_trace(STALLED.read_bytes())
+    assert stalled.time_basis == "gpu" and stalled.cycles() == 12
+    assert _median(stalled.samples("verify")) < 1.5 * _median(real.samples("verify"))  # not +4 ms of GPU time
+    assert _median(stalled.cpu_samples("verify")) < _median(stalled.samples("verify"))  # the graph replays after
+    verify = [r for r in stalled.ranges if r.phase == "verify"]
+    assert [r.host_after_gpu_ms for r in verify] == [0.0] * 12
+    gap = _median(stalled.host_samples("verify")) - _median(real.host_samples("verify"))
+    assert gap > 2.5, gap  # the 4 ms sleep (the clean trace's gap has Python stacks on: ~1 ms more overhead)
+    for phase in ("draft", "draft_extend"):
+        assert _median(stalled.host_samples(phase)) <= _median(real.host_samples(phase))
+    twin_clean = parse_sglang_trace(_twin_trace(tmp_path / "clean", PERF).read_bytes())
+    twin = parse_sglang_trace(_twin_trace(tmp_path / "stalled", {**PERF, "t_verify_ms": 1.8 + 4.0,
+                                                                "t_verify_host_ms": 4.0}).read_bytes())
+    for t, clean in ((stalled, real), (twin, twin_clean)):  # the same reading, real and twin
+        host = {ph: _median(t.host_samples(ph)) - _median(clean.host_samples(ph)) for ph in ("draft", "verify")}
+        assert max(host, key=lambda ph: host[ph]) == "verify"
+        assert _median(t.samples("verify")) < 1.5 * _median(clean.samples("verify"))

@@ -228,17 +228,17 @@ def _findings(report: m.Report, r: _Reader, verdict: Verdict | None, measure: Me
                                          detail="a SKIP/WARN line means the patch may not be what you think",
                                          evidence=[r.evidence("subtract")]))
     triage = r.v.latest(Triage)
-    essential = _essential(r)
+    ess = r.v.latest(Essentials)  # the one source of "essential" when the step ran; triage only guesses
     for s in triage.rows if triage else []:
         ev = [r.evidence("triage", r.v.latest_key(Triage))]
         if s.logging_only:
             report.findings.append(m.Finding(title=f"{s.path} only adds logging: {s.reason}", evidence=ev))
-        elif essential is not None and s.essential and s.path not in essential:
+        elif ess is not None and s.essential and s.path not in ess.essential:
             report.findings.append(m.Finding(
                 title=f"{s.path} looked essential to triage, but the essentials step does not need it",
                 detail=f"triage: {s.reason}", evidence=ev + [r.evidence("essentials", r.v.latest_key(Essentials))]))
-        elif s.path in (essential or set()) or (essential is None and s.essential):
-            why = s.reason if essential is None else f"the essentials step needs it ({r.v.latest(Essentials).summary_line()})"  # type: ignore[union-attr]
+        elif (s.path in ess.essential) if ess is not None else s.essential:
+            why = s.reason if ess is None else f"the essentials step needs it ({ess.summary_line()})"
             report.findings.append(m.Finding(title=f"{s.path} is essential: {why}", evidence=ev))
         elif s.on_hot_path is False:
             report.findings.append(m.Finding(title=f"{s.path} is off the hot path: {s.reason}", evidence=ev))
@@ -256,25 +256,18 @@ def _tried_culprits(r: _Reader) -> list[str]:
     return [c.key for c in att.confirmed() if c.kind == "code" and c.method == "revert-trial"] if att else []
 
 
-def _essential(r: _Reader) -> set[str] | None:
-    """The essential patches: the essentials step's list when it ran (the one source of truth: measured, or the
-    user's), else None — then only triage's prediction is known."""
-    essentials = r.v.latest(Essentials)
-    return set(essentials.essential) if essentials is not None else None
-
-
 def _suspects(report: m.Report, r: _Reader) -> None:
     bisect = r.v.latest(BisectResult)
     culprits = set(_isolated(r))
     candidates = set(bisect.culprits if bisect else []) - culprits
-    measured = _essential(r)
+    ess = r.v.latest(Essentials)  # the step's list (measured, or the user's) overrules triage's guess
     scan = r.v.latest(GateScan)
     gated = {g.file: g.name for g in scan.gates} if scan else {}
     triage = r.v.latest(Triage)
     for s in triage.rows if triage else []:
         outcome: Literal["culprit", "cleared", "untested", "unresolved", "essential"] = (
             "culprit" if s.path in culprits else
-            "essential" if (s.path in measured if measured is not None else s.essential) else
+            "essential" if (s.path in ess.essential if ess is not None else s.essential) else
             "unresolved" if s.path in candidates else "cleared" if bisect is not None else "untested")
         report.suspects.append(m.Suspect(
             path=s.path, subsystem=" / ".join(x for x in (s.subsystem, s.detail) if x) or None,

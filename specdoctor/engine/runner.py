@@ -277,7 +277,7 @@ def _retake_gpus(rec: RunRecord, playbook: Playbook, deps: RunDeps, values: dict
     from specdoctor.engine.actions.user_server import retake_on_resume
 
     retaken = retake_on_resume(deps, values)
-    if retaken is None or not values.get("done"):
+    if retaken is None:
         return
     with open_checkpointer(rec.checkpoint or None) as saver:
         app = compile_playbook(playbook, checkpointer=saver)
@@ -317,7 +317,8 @@ def resume(run_id: str, *, view: Any = None, approver: Approver | None = None, y
             cleanup = _safety_net(RunDeps(host=host, tool_ctx=ctx), values)
             if any(d.tool == "restore_worktree" and d.status == "error" for d in cleanup):
                 raise BackupError(f"run {run_id}: could not put the tree back before resuming: {cleanup[-1].found}")
-            _retake_gpus(rec, playbook, RunDeps(host=host, tool_ctx=ctx, view=view, yes=rec.yes), values)
+            _retake_gpus(rec, playbook, RunDeps(host=host, tool_ctx=ctx, view=view, yes=rec.yes, playbook=playbook),
+                         values)
         except BaseException:
             if guard is not None:
                 guard.release()

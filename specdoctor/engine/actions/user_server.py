@@ -526,11 +526,11 @@ def retake_on_resume(deps, values: dict[str, Any]) -> ActionOutcome | None:
     fact, old = view.fact("user_server", UserServerFact), _record(view)
     done = set(values.get("done") or [])
     pending = _load_pending(deps.tool_ctx.run_id)
-    if (fact is None or old is None or not fact.stopped or not old.port or "give_back" in done or pending is None
-            or not pending.restarted):
+    step = next((st for st in deps.playbook.steps if st.action == "take_gpus"), None) if deps.playbook else None
+    if (step is None or step.id not in done or fact is None or old is None or not fact.stopped or not old.port
+            or "give_back" in done or pending is None or not pending.restarted):
         return None  # never stopped, already given back, or still down (nothing restarted it)
     out = ActionOutcome()
-    step = _RetakeStep()
     found = registry.typed_output(call_tool(deps, "find_server_processes", {"port": old.port}, out.results,
                                             key="retake_find"), ServerList, where="retake_find")
     server = next((s for s in (found.servers if found else []) if s.port == old.port), None)
@@ -553,12 +553,6 @@ def retake_on_resume(deps, values: dict[str, Any]) -> ActionOutcome | None:
     taken.results = {**out.results, **taken.results}
     taken.facts["user_server_record"] = rec.model_dump(mode="json")
     return taken
-
-
-class _RetakeStep(BaseModel):
-    id: str = "free_gpus"
-    title: str = "Stop your server again on resume (the interruption's cleanup had restarted it)"
-
 
 
 def bring_back_pending(ctx: ToolContext) -> list[str]:

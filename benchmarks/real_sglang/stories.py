@@ -78,7 +78,7 @@ STORIES = {s.name: s for s in [
           use_good_fingerprint=False, cost_s=450),
     Story("launch-flag", "environment",
           "the same checkout relaunched with --disable-cuda-graph (the good run's fingerprint has graphs on)",
-          extra_flags=["--disable-cuda-graph"], cost_s=450),
+          extra_flags=["--disable-cuda-graph"], cost_s=700),  # reached its attribute step in 530 s (3rd contact)
     Story("env-var", "environment",
           "SGLANG_SIMULATE_ACC_LEN=1.6 left in the launching shell (the good run had 3.0): the engine forces a "
           "shorter accept length, a real variable it reads", env={"SGLANG_SIMULATE_ACC_LEN": "1.6"}, cost_s=520),
@@ -92,7 +92,7 @@ STORIES = {s.name: s for s in [
                     '        logger.info("local patch: init_model_worker")'),
               Patch("python/sglang/srt/layers/attention/flashinfer_backend.py", "class FlashInferAttnBackend(",
                     "    # local: tuned workspace size for our long prompts (flashinfer only)"),
-          ], patch_script=True, cost_s=1000),  # 6 launches to inconclusive; + bisect and phase profile: ~11
+          ], patch_script=True, cost_s=1200),  # reached the bisection in ~480 s (3rd contact); + bisect, phases, restart
 ]}
 
 
@@ -301,7 +301,9 @@ def keep_trace(out: Path, started_at: float) -> None:
         shutil.copy(traces[-1], out / "trace.json.gz")
 
 
-def run_story(story: Story, out_root: Path, timeout: float) -> dict[str, object]:
+def run_story(story: Story, out_root: Path, deadline: float) -> dict[str, object]:
+    """`deadline` (time.monotonic()) is when the investigate gets its Ctrl-C: the user's server start counts against
+    the device budget too, so the investigate's own timeout is what is left of it once the server is healthy."""
     out = lay_out(story, out_root)
     if story.patch_script:
         (WORK / "apply_local_patches.sh").write_text(PATCH_SCRIPT)
@@ -311,7 +313,7 @@ def run_story(story: Story, out_root: Path, timeout: float) -> dict[str, object]
     claims = measure_claims() if story.name == "no-regression" else json.loads((STATE / "claims.json").read_text())
     before, tree_before = identity(), manifest()
     started_at = time.time()
-    rc, wall = investigate(story, out, claims, timeout)
+    rc, wall = investigate(story, out, claims, max(60.0, deadline - time.monotonic()))
     time.sleep(2)
     after, tree_after = identity(), manifest()
     for name in ("report.json", "report.md"):
@@ -405,9 +407,10 @@ def main() -> None:
         if left < STORIES[name].cost_s:
             log(f"skip {name}: {left:.0f} s of device time left, it takes about {STORIES[name].cost_s} s")
             continue
-        # the investigate gets Ctrl-C a minute before the budget ends: its safety net restarts the user's server
-        timeout = min(float(os.environ.get("STORY_TIMEOUT_S", "1500")), left - 60)
-        row = run_story(STORIES[name], out_root, timeout)
+        # the investigate gets Ctrl-C two minutes before the budget ends: its safety net restarts the user's server
+        # (a real restart takes ~60-100 s)
+        deadline = time.monotonic() + min(float(os.environ.get("STORY_TIMEOUT_S", "1500")), left - 120)
+        row = run_story(STORIES[name], out_root, deadline)
         if name == "no-regression":  # it measures its own claims, and the later stories use them
             claims_from = MEASURED_HERE
         row["claims_from"] = claims_from

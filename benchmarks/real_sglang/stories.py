@@ -48,6 +48,7 @@ FLAGS = os.environ.get("STORIES_FLAGS", "").split() or ("--model-path /root/mode
          "--speculative-draft-load-format dummy --speculative-num-steps 3 --speculative-eagle-topk 1 "
          "--speculative-num-draft-tokens 4").split()
 WORKER = "python/sglang/srt/speculative/eagle_worker_v2.py"
+PHASES_COST_S = 300  # a phases-only run: a warm server start (~60 s), 2x3 profiled runs, the trace written (~2 min)
 
 
 @dataclass
@@ -385,7 +386,9 @@ def _specdoctor_box_ok(box: dict) -> bool | None:
 def main() -> None:
     out_root = Path(sys.argv[1])
     names = sys.argv[2:] or list(STORIES)
-    if names[0] == "--phases-only":  # `stories.py OUT --phases-only STORY…`: profile each story's server, no investigate
+    # `stories.py OUT --phases-only STORY…`: profile each story's server, no investigate; `phases:STORY` among the
+    # stories does the same after the investigates before it (one device session for both)
+    if names[0] == "--phases-only":
         out_root.mkdir(parents=True, exist_ok=True)
         rows = [phases_only(STORIES[n], out_root) for n in names[1:]]
         (out_root / "phases.json").write_text(json.dumps(rows, indent=1, default=str))
@@ -402,8 +405,17 @@ def main() -> None:
         claims_from = f"an earlier lease's good run ({json.loads((STATE / 'claims.json').read_text()).get('good_run')})"
         log(f"claims and good fingerprint from {SEED_STATE}: {claims_from}")
     t0 = time.monotonic()
+    phase_rows: list[dict[str, object]] = []
     for name in names:
         left = budget - (time.monotonic() - t0)
+        if name.startswith("phases:"):  # `phases:STORY` after investigates: that story's server profiled only
+            story = STORIES[name.split(":", 1)[1]]
+            if left < PHASES_COST_S:
+                log(f"skip {name}: {left:.0f} s of device time left, it takes about {PHASES_COST_S} s")
+                continue
+            phase_rows.append(phases_only(story, out_root))
+            (out_root / "phases.json").write_text(json.dumps(phase_rows, indent=1, default=str))
+            continue
         if left < STORIES[name].cost_s:
             log(f"skip {name}: {left:.0f} s of device time left, it takes about {STORIES[name].cost_s} s")
             continue

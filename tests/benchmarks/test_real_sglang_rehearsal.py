@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from specdoctor.sim.sandbox import build_sandbox
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,9 +40,10 @@ def test_the_no_regression_story_runs_on_the_twin(tmp_path):
         sb.stop_all()
 
 
-def test_the_phases_only_mode_profiles_a_story_server_on_the_twin(tmp_path):
-    """`stories.py OUT --phases-only STORY`: the server laid out, profiled by the read-only phase_times tool, the
-    trace kept beside the figures, the server stopped afterwards."""
+@pytest.mark.parametrize("mode", [["--phases-only", "no-regression"], ["phases:no-regression"]])
+def test_the_phases_only_mode_profiles_a_story_server_on_the_twin(tmp_path, mode):
+    """`stories.py OUT --phases-only STORY` (or `phases:STORY` among the stories): the server laid out, profiled by
+    the read-only phase_times tool, the trace kept beside the figures, the server stopped afterwards."""
     sb = build_sandbox("no-regression", root=tmp_path / "box", start_server=False)
     try:
         flags = sb.launch.split(" ", 3)[3]
@@ -52,7 +55,7 @@ def test_the_phases_only_mode_profiles_a_story_server_on_the_twin(tmp_path):
                "STORIES_ENV": json.dumps({"SGLANG_TORCH_PROFILER_DIR": str(prof)})}
         env.pop("PYTHONPATH", None)
         res = subprocess.run([sys.executable, str(ROOT / "benchmarks/real_sglang/stories.py"), str(tmp_path / "out"),
-                              "--phases-only", "no-regression"], env=env, capture_output=True, text=True, timeout=400)
+                              *mode], env=env, capture_output=True, text=True, timeout=400)
         assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
         (row,) = json.loads((tmp_path / "out" / "phases.json").read_text())
         assert row["status"] == "ok", row

@@ -48,6 +48,9 @@ FLAGS = os.environ.get("STORIES_FLAGS", "").split() or ("--model-path /root/mode
          "--speculative-draft-load-format dummy --speculative-num-steps 3 --speculative-eagle-topk 1 "
          "--speculative-num-draft-tokens 4").split()
 WORKER = "python/sglang/srt/speculative/eagle_worker_v2.py"
+SMI_VIEWS = {"nvidia-smi.txt": ["nvidia-smi"], "nvidia-smi-q.txt": ["nvidia-smi", "-q"],
+             "nvidia-smi-apps.csv": ["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory",
+                                     "--format=csv"]}
 GOOD_RUN = "good-run"  # among the stories: measure the claims on this lease (no investigate)
 PHASES_COST_S = 300  # a phases-only run: a warm server start (~60 s), 2x3 profiled runs, the trace written (~2 min)
 
@@ -366,6 +369,8 @@ def phases_only(story: Story, out_root: Path) -> dict[str, object]:
         res = client.call("phase_times", port=PORT, runs=3, requests_per_run=2, label=f"{story.name} phases")
     shutil.copy(WORK / "server.log", out / "server.log")
     keep_trace(out, started_at)
+    for name, argv in SMI_VIEWS.items():  # the GPU as the server holds it: fixtures for the nvidia-smi parsers
+        (out / name).write_text(sh(argv, check=False).stdout)
     row = {"story": story.name, "about": story.about, "mode": "phases-only", "status": res.status,
            "summary": res.summary, "phase_times": res.output, "user_server_startup_s": round(startup, 1)}
     (out / "phases.json").write_text(json.dumps(row, indent=1, default=str))

@@ -70,7 +70,8 @@ class PhaseDelta(BaseModel):
     per: Literal["step", "cycle"] = "cycle"
     basis: Literal["gpu", "host"] = Field(default="gpu", description="'gpu': the phase's GPU time (or, on a trace "
                                           "without GPU events, its range); 'host': the host-only time in its range "
-                                          "(after its GPU work ended), read when no phase's GPU time moved.")
+                                          "(the gap before its range and the time it stays open after its GPU work), read when no phase's GPU "
+                                          "time moved longer or the host moved far more (stats.phases.phase_effect).")
     delta_ms: float
     ci: tuple[float, float]
     slow_ms: float
@@ -79,7 +80,7 @@ class PhaseDelta(BaseModel):
 
     def line(self) -> str:
         name = self.phase.replace("_", "-")
-        host = " (host time: its GPU work did not move)" if self.basis == "host" else ""
+        host = " (host time: the host held it, not its GPU work)" if self.basis == "host" else ""
         return f"{name} {self.delta_ms:+.1f} ms [{self.ci[0]:.1f}, {self.ci[1]:.1f}] per {self.per}{host}"
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from typing import Literal
 
 from specdoctor.models.phases import PhaseDelta, PhaseEffect, PhaseName, PhaseStat, PhaseTimes
 from specdoctor.stats.summary import diff_of_medians_ci, median_ci
 
-__all__ = ["MATERIAL_PCT", "phase_stat", "phase_deltas", "phase_effect"]
+__all__ = ["HOST_DOMINANCE", "MATERIAL_PCT", "phase_stat", "phase_deltas", "phase_effect"]
 
 MATERIAL_PCT = 5.0
 """A phase moved only when its delta's CI excludes zero and the delta is at least this % of the fast arm's time."""
@@ -66,26 +67,55 @@ def phase_deltas(slow: PhaseTimes, fast: PhaseTimes, basis: Basis = "gpu") -> li
     return [d for d in (_delta(*p, basis=basis) for p in pairs) if d is not None]
 
 
+HOST_DOMINANCE = 2.0
+"""The host basis is read over a GPU phase that moved only when the host moved this many times more (CI-wise): a GPU
+slowdown of X makes the host wait at most about X, so a host move well beyond every GPU move is the host's own."""
+
+
+def _weight(steps: int) -> Callable[[PhaseDelta], float]:
+    """A delta's change per cycle (a draft step counts k times)."""
+    return lambda d: d.delta_ms * (steps if d.phase == "draft" and d.per == "step" else 1)
+
+
 def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "") -> PhaseEffect | None:
     """The phase a cause touches, from the phase times of the slow and the fast arm of its confirming comparison:
-    of the phases that moved (CI excludes 0, material), the one with the largest change per cycle (a draft step
-    counts k times). None when neither arm was profiled, or when no phase moved (no phase effect is claimed).
+    of the phases that moved longer in the slow arm (CI excludes 0, material), the one with the largest change per
+    cycle (a draft step counts k times). A phase that got shorter cannot explain a slowdown: it is a side effect (or
+    another launch's drift), kept in `phases` but never named. None when neither arm was profiled, or when no phase
+    moved longer (no phase effect is claimed).
 
     GPU time first; the host time of the ranges (the gap before each, and how long it stays open after its GPU work)
-    only when no phase's GPU time moved — then the host held the phase (a sync and host-only work, invisible to the
-    GPU projection: on the real H200 it sat in the gap before verify's range). A range's whole CPU duration would
-    also count the GPU wait a new sync moves into it."""
+    when no phase's GPU time moved longer, or when the host moved more than HOST_DOMINANCE times the largest GPU move
+    (CI bounds). A host stall leaves the GPU idle, and the GPU's other phases then move a little too: on the real
+    H100, a sync + 4 ms sleep before verify's range read +4.6 ms of host time before verify and +0.5 ms of GPU time
+    in draft-extend (clocks and caches cool while the GPU idles); on the real H200, the same patch moved no GPU time.
+    A GPU slowdown also moves the host time of whichever range waits for it, by about as much: the GPU phase stays
+    the one named. A range's whole CPU duration would also count the GPU wait a new sync moves into it."""
     if slow is None or fast is None:
         return None
-    steps = slow.steps or fast.steps or 1
+    per_cycle = _weight(slow.steps or fast.steps or 1)
     deltas = phase_deltas(slow, fast)
-    moved = [d for d in deltas if d.moved]
     source = slow.source if slow.source == fast.source else f"{slow.source} / {fast.source}"
-    if not moved and slow.source == fast.source == "profiler-gpu":
-        host = phase_deltas(slow, fast, "host")
-        moved, deltas = [d for d in host if d.moved], deltas + host
-        source += " (host time around each range's GPU work: no phase's GPU time moved)"
-    if not moved:
+    gpu = max((d for d in deltas if d.moved and d.delta_ms > 0), key=per_cycle, default=None)
+    top = gpu
+    if slow.source == fast.source == "profiler-gpu":
+        host_deltas = phase_deltas(slow, fast, "host")
+        deltas = deltas + host_deltas
+        host = max((d for d in host_deltas if d.moved and d.delta_ms > 0), key=per_cycle, default=None)
+        if host is not None and (gpu is None or _low(host, per_cycle) > HOST_DOMINANCE * _high(gpu, per_cycle)):
+            top = host
+            source += (" (host time around each range's GPU work: no phase's GPU time moved)" if gpu is None else
+                       f" (host time around each range's GPU work: it moved over {HOST_DOMINANCE:g}x the largest GPU "
+                       f"move, {gpu.phase.replace('_', '-')} {gpu.delta_ms:+.2f} ms)")
+    if top is None:
         return None
-    top = max(moved, key=lambda d: abs(d.delta_ms) * (steps if d.phase == "draft" and d.per == "step" else 1))
     return PhaseEffect(**top.model_dump(), source=source + (f": {arms}" if arms else ""), phases=deltas)
+
+
+def _low(d: PhaseDelta, per_cycle: Callable[[PhaseDelta], float]) -> float:
+    """The CI's lower bound, per cycle."""
+    return per_cycle(d.model_copy(update={"delta_ms": d.ci[0]}))
+
+
+def _high(d: PhaseDelta, per_cycle: Callable[[PhaseDelta], float]) -> float:
+    return per_cycle(d.model_copy(update={"delta_ms": d.ci[1]}))

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
+
+import pytest
 
 from specdoctor.engine.actions.attribute import search_deltas
 from specdoctor.models.phases import PhaseTimes
+from specdoctor.parsers.sglang_trace import parse_sglang_trace
 from specdoctor.stats.phases import phase_effect, phase_stat
 from specdoctor.tools.bisect import confirmed_phase_effect
+from specdoctor.tools.phase_times import phases_from_trace
 from tests.diagnosis.test_attribute_search import Box
 
 
@@ -108,3 +113,41 @@ def test_gpu_time_decides_first_and_the_host_basis_never_reads_a_cpu_only_trace(
     slow.source = fast.source = "profiler-cpu"  # no GPU events: the samples are already CPU ranges
     assert phase_effect(slow, fast) is None
     assert phase_effect(_host(_times(1.1, 42.8, 17), 0.0, 7), _host(_times(1.1, 42.8, 18), 0.0, 8)) is None
+
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures"
+
+
+def _real(path: Path) -> PhaseTimes:
+    return phases_from_trace(parse_sglang_trace(path.read_bytes()), 3)
+
+
+@pytest.mark.parametrize("gpu, slow, fast", [
+    # the same lease, both without Python stacks: the stall also moved draft-extend's GPU time (+0.5 ms)
+    ("h100", "sglang-0.5.17-h100/trace/stalled-TP-0.trace.json.gz", "sglang-0.5.17-h100/trace/clean-TP-0.trace.json.gz"),
+    # two leases, the clean one with Python stacks: every GPU phase of the stalled server read shorter
+    ("h200", "sglang-0.5.17-h200/trace/stalled-1796415895.358067-TP-0.trace.json.gz",
+     "sglang-0.5.17-h200/trace/spec-1796176826.4640355-TP-0.trace.json.gz")])
+def test_a_real_host_stall_before_verify_is_verify_on_the_host_basis_on_both_gpus(gpu, slow, fast):
+    """The real code-regression patch (a host sync + 4 ms sleep before verify's forward), profiled on two GPU models:
+    12 cycles of each trace. Before, the H100 pair named draft-extend (+0.5 ms of GPU time, a side effect of the idle
+    GPU) and the H200 pair draft-extend -1.5 ms (a phase that got shorter)."""
+    eff = phase_effect(_real(REAL / slow), _real(REAL / fast), "stalled vs clean")
+    assert eff is not None and eff.phase == "verify" and eff.basis == "host", (gpu, eff)
+    assert 2.5 < eff.delta_ms < 5.5 and eff.ci[0] > 0
+
+
+def test_a_gpu_slowdown_stays_gpu_when_the_waiting_host_moves_as_much_or_somewhat_more():
+    """Must not fire: a GPU slowdown of 6 ms makes the host wait about as long (here up to 1.5x, noise and a sync
+    moving): the GPU phase is named, never the waiting range."""
+    for wait in (6.0, 9.0):
+        eff = phase_effect(_host(_times(1.1, 48.8, 21), wait, 9), _host(_times(1.1, 42.8, 22), 0.0, 10))
+        assert eff is not None and eff.phase == "verify" and eff.basis == "gpu", wait
+
+
+def test_a_phase_that_got_shorter_in_the_slow_arm_is_never_named():
+    """A slowdown's phase is one that grew: verify shorter in the slow arm (another launch's drift, a side effect)
+    names nothing; with a draft that grew as well, the draft is named."""
+    assert phase_effect(_times(1.1, 36.8, 23), _times(1.1, 42.8, 24)) is None
+    eff = phase_effect(_times(1.4, 36.8, 25), _times(1.1, 42.8, 26))
+    assert eff is not None and eff.phase == "draft" and eff.delta_ms > 0

@@ -69,9 +69,10 @@ class PhaseDelta(BaseModel):
     phase: PhaseName
     per: Literal["step", "cycle"] = "cycle"
     basis: Literal["gpu", "host"] = Field(default="gpu", description="'gpu': the phase's GPU time (or, on a trace "
-                                          "without GPU events, its range); 'host': the host-only time in its range "
-                                          "(the gap before its range and the time it stays open after its GPU work), read when no phase's GPU "
-                                          "time moved longer or the host moved far more (stats.phases.phase_effect).")
+                                          "without GPU events, its range); 'host': its host-only time (the gap "
+                                          "before its range and the time it stays open after its GPU work), read "
+                                          "when no phase's GPU time grew or the host grew far more "
+                                          "(stats.phases.phase_effect).")
     delta_ms: float
     ci: tuple[float, float]
     slow_ms: float

@@ -72,9 +72,9 @@ HOST_DOMINANCE = 2.0
 slowdown of X makes the host wait at most about X, so a host move well beyond every GPU move is the host's own."""
 
 
-def _weight(steps: int) -> Callable[[PhaseDelta], float]:
-    """A delta's change per cycle (a draft step counts k times)."""
-    return lambda d: d.delta_ms * (steps if d.phase == "draft" and d.per == "step" else 1)
+def _per_cycle(steps: int) -> Callable[[PhaseDelta], int]:
+    """How many times a delta counts per cycle (a draft step counts k times)."""
+    return lambda d: steps if d.phase == "draft" and d.per == "step" else 1
 
 
 def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "") -> PhaseEffect | None:
@@ -85,7 +85,7 @@ def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "
     moved longer (no phase effect is claimed).
 
     GPU time first; the host time of the ranges (the gap before each, and how long it stays open after its GPU work)
-    when no phase's GPU time moved longer, or when the host moved more than HOST_DOMINANCE times the largest GPU move
+    when no phase's GPU time grew, or when the host grew more than HOST_DOMINANCE times the largest GPU move
     (CI bounds). A host stall leaves the GPU idle, and the GPU's other phases then move a little too: on the real
     H100, a sync + 4 ms sleep before verify's range read +4.6 ms of host time before verify and +0.5 ms of GPU time
     in draft-extend (clocks and caches cool while the GPU idles); on the real H200, the same patch moved no GPU time.
@@ -93,29 +93,24 @@ def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "
     the one named. A range's whole CPU duration would also count the GPU wait a new sync moves into it."""
     if slow is None or fast is None:
         return None
-    per_cycle = _weight(slow.steps or fast.steps or 1)
+    times = _per_cycle(slow.steps or fast.steps or 1)
+
+    def largest_growth(ds: list[PhaseDelta]) -> PhaseDelta | None:
+        return max((d for d in ds if d.moved and d.delta_ms > 0), key=lambda d: d.delta_ms * times(d), default=None)
+
     deltas = phase_deltas(slow, fast)
     source = slow.source if slow.source == fast.source else f"{slow.source} / {fast.source}"
-    gpu = max((d for d in deltas if d.moved and d.delta_ms > 0), key=per_cycle, default=None)
-    top = gpu
+    top = gpu = largest_growth(deltas)
     if slow.source == fast.source == "profiler-gpu":
         host_deltas = phase_deltas(slow, fast, "host")
         deltas = deltas + host_deltas
-        host = max((d for d in host_deltas if d.moved and d.delta_ms > 0), key=per_cycle, default=None)
-        if host is not None and (gpu is None or _low(host, per_cycle) > HOST_DOMINANCE * _high(gpu, per_cycle)):
+        host = largest_growth(host_deltas)
+        if host is not None and (gpu is None or host.ci[0] * times(host) > HOST_DOMINANCE * gpu.ci[1] * times(gpu)):
             top = host
-            source += (" (host time around each range's GPU work: no phase's GPU time moved)" if gpu is None else
+            source += (" (host time around each range's GPU work: no phase's GPU time grew)" if gpu is None else
                        f" (host time around each range's GPU work: it moved over {HOST_DOMINANCE:g}x the largest GPU "
                        f"move, {gpu.phase.replace('_', '-')} {gpu.delta_ms:+.2f} ms)")
     if top is None:
         return None
     return PhaseEffect(**top.model_dump(), source=source + (f": {arms}" if arms else ""), phases=deltas)
 
-
-def _low(d: PhaseDelta, per_cycle: Callable[[PhaseDelta], float]) -> float:
-    """The CI's lower bound, per cycle."""
-    return per_cycle(d.model_copy(update={"delta_ms": d.ci[0]}))
-
-
-def _high(d: PhaseDelta, per_cycle: Callable[[PhaseDelta], float]) -> float:
-    return per_cycle(d.model_copy(update={"delta_ms": d.ci[1]}))

@@ -393,6 +393,20 @@ def good_run(out_root: Path) -> dict[str, object]:
     return claims
 
 
+def _gpu_names(fingerprint: dict) -> list[str]:
+    return [g.get("name", "") for g in fingerprint.get("gpus") or []]
+
+
+def _gpu_names_here() -> list[str]:
+    """This box's GPU models, as the fingerprint names them (empty when nvidia-smi cannot say)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return [line.strip() for line in out.splitlines() if line.strip()]
+
+
 def _specdoctor_box_ok(box: dict) -> bool | None:
     """What specdoctor's own report says: server healthy with the same identity, checkout identical."""
     server, checkout = box.get("server") or {}, box.get("checkout") or {}
@@ -423,6 +437,10 @@ def main() -> None:
             shutil.copy(Path(SEED_STATE) / f, STATE / f)
         claims_from = f"an earlier lease's good run ({json.loads((STATE / 'claims.json').read_text()).get('good_run')})"
         log(f"claims and good fingerprint from {SEED_STATE}: {claims_from}")
+        seeded_on, here = _gpu_names(json.loads((STATE / "good_fingerprint.json").read_text())), _gpu_names_here()
+        if here and seeded_on != here and GOOD_RUN not in names:  # another GPU model's claims are not this box's
+            log(f"the seed's good run was on {seeded_on}, this box has {here}: {GOOD_RUN} first")
+            names = [GOOD_RUN, *names]
     t0 = time.monotonic()
     phase_rows: list[dict[str, object]] = []
     for name in names:

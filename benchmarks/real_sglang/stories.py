@@ -399,11 +399,7 @@ def _gpu_names(fingerprint: dict) -> list[str]:
 
 def _gpu_names_here() -> list[str]:
     """This box's GPU models, as the fingerprint names them (empty when nvidia-smi cannot say)."""
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=30).stdout
-    except (OSError, subprocess.TimeoutExpired):
-        return []
+    out = sh(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], check=False).stdout
     return [line.strip() for line in out.splitlines() if line.strip()]
 
 

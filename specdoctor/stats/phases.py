@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable
 from typing import Literal
 
 from specdoctor.models.phases import PhaseDelta, PhaseEffect, PhaseName, PhaseStat, PhaseTimes
@@ -72,9 +71,15 @@ HOST_DOMINANCE = 2.0
 slowdown of X makes the host wait at most about X, so a host move well beyond every GPU move is the host's own."""
 
 
-def _per_cycle(steps: int) -> Callable[[PhaseDelta], int]:
+def _per_cycle(d: PhaseDelta, steps: int) -> int:
     """How many times a delta counts per cycle (a draft step counts k times)."""
-    return lambda d: steps if d.phase == "draft" and d.per == "step" else 1
+    return steps if d.phase == "draft" and d.per == "step" else 1
+
+
+def _largest_growth(deltas: list[PhaseDelta], steps: int) -> PhaseDelta | None:
+    """The phase that grew most per cycle (moved, and longer in the slow arm)."""
+    return max((d for d in deltas if d.moved and d.delta_ms > 0), key=lambda d: d.delta_ms * _per_cycle(d, steps),
+               default=None)
 
 
 def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "") -> PhaseEffect | None:
@@ -93,19 +98,16 @@ def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "
     the one named. A range's whole CPU duration would also count the GPU wait a new sync moves into it."""
     if slow is None or fast is None:
         return None
-    times = _per_cycle(slow.steps or fast.steps or 1)
-
-    def largest_growth(ds: list[PhaseDelta]) -> PhaseDelta | None:
-        return max((d for d in ds if d.moved and d.delta_ms > 0), key=lambda d: d.delta_ms * times(d), default=None)
-
+    steps = slow.steps or fast.steps or 1
     deltas = phase_deltas(slow, fast)
     source = slow.source if slow.source == fast.source else f"{slow.source} / {fast.source}"
-    top = gpu = largest_growth(deltas)
+    top = gpu = _largest_growth(deltas, steps)
     if slow.source == fast.source == "profiler-gpu":
         host_deltas = phase_deltas(slow, fast, "host")
         deltas = deltas + host_deltas
-        host = largest_growth(host_deltas)
-        if host is not None and (gpu is None or host.ci[0] * times(host) > HOST_DOMINANCE * gpu.ci[1] * times(gpu)):
+        host = _largest_growth(host_deltas, steps)
+        if host is not None and (gpu is None or host.ci[0] * _per_cycle(host, steps) >
+                                 HOST_DOMINANCE * gpu.ci[1] * _per_cycle(gpu, steps)):
             top = host
             source += (" (host time around each range's GPU work: no phase's GPU time grew)" if gpu is None else
                        f" (host time around each range's GPU work: it moved over {HOST_DOMINANCE:g}x the largest GPU "
@@ -113,4 +115,3 @@ def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "
     if top is None:
         return None
     return PhaseEffect(**top.model_dump(), source=source + (f": {arms}" if arms else ""), phases=deltas)
-

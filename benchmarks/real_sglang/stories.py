@@ -397,6 +397,15 @@ def _gpu_names(fingerprint: dict) -> list[str]:
     return [g.get("name", "") for g in fingerprint.get("gpus") or []]
 
 
+def _seed_for(root: Path, here: list[str]) -> tuple[Path, list[str]]:
+    """The seed folder whose good run was measured on this box's GPU model: `root` or a subfolder of it holding
+    claims.json and good_fingerprint.json (one per GPU model the leases have had); `root` when none matches."""
+    seeds = [root, *sorted(d for d in root.iterdir() if d.is_dir())]
+    seeds = [d for d in seeds if (d / "claims.json").exists() and (d / "good_fingerprint.json").exists()]
+    match = [d for d in seeds if _gpu_names(json.loads((d / "good_fingerprint.json").read_text())) == here]
+    return (match or seeds)[0], here
+
+
 def _gpu_names_here() -> list[str]:
     """This box's GPU models, as the fingerprint names them (empty when nvidia-smi cannot say)."""
     out = sh(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], check=False).stdout
@@ -428,12 +437,13 @@ def main() -> None:
     rows = json.loads(summary_path.read_text()) if summary_path.exists() else []
     claims_from = MEASURED_HERE
     if not (STATE / "claims.json").exists() and names[0] not in ("no-regression", GOOD_RUN) and SEED_STATE:
+        seed, here = _seed_for(Path(SEED_STATE), _gpu_names_here())
         STATE.mkdir(parents=True, exist_ok=True)
         for f in ("claims.json", "good_fingerprint.json"):
-            shutil.copy(Path(SEED_STATE) / f, STATE / f)
+            shutil.copy(seed / f, STATE / f)
         claims_from = f"an earlier lease's good run ({json.loads((STATE / 'claims.json').read_text()).get('good_run')})"
-        log(f"claims and good fingerprint from {SEED_STATE}: {claims_from}")
-        seeded_on, here = _gpu_names(json.loads((STATE / "good_fingerprint.json").read_text())), _gpu_names_here()
+        log(f"claims and good fingerprint from {seed}: {claims_from}")
+        seeded_on = _gpu_names(json.loads((STATE / "good_fingerprint.json").read_text()))
         if here and seeded_on != here and GOOD_RUN not in names:  # another GPU model's claims are not this box's
             log(f"the seed's good run was on {seeded_on}, this box has {here}: {GOOD_RUN} first")
             names = [GOOD_RUN, *names]

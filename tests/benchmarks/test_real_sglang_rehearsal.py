@@ -64,3 +64,30 @@ def test_the_phases_only_mode_profiles_a_story_server_on_the_twin(tmp_path, mode
         assert (tmp_path / "out" / "no-regression" / "trace.json.gz").stat().st_size > 0
     finally:
         sb.stop_all()
+
+
+def _load_stories():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("stories", ROOT / "benchmarks/real_sglang/stories.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("stories", mod)  # its dataclasses look their module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_seed_is_the_good_run_of_this_boxs_gpu_model(tmp_path):
+    """A lease on another GPU model reads that model's good run when an earlier lease measured one (it saves the
+    good run's ~200 device seconds), and the top folder's otherwise (the runner then measures a good run first)."""
+    stories = _load_stories()
+
+    def seed(folder: Path, gpu: str) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "claims.json").write_text(json.dumps({"spec": 1.0}))
+        (folder / "good_fingerprint.json").write_text(json.dumps({"gpus": [{"name": gpu}]}))
+
+    seed(tmp_path, "NVIDIA H200")
+    seed(tmp_path / "seed-h100", "NVIDIA H100 80GB HBM3")
+    (tmp_path / "code-regression").mkdir()  # a story's results: not a seed
+    assert stories._seed_for(tmp_path, ["NVIDIA H100 80GB HBM3"])[0] == tmp_path / "seed-h100"
+    assert stories._seed_for(tmp_path, ["NVIDIA H200"])[0] == tmp_path
+    assert stories._seed_for(tmp_path, ["NVIDIA L40S"])[0] == tmp_path

@@ -174,6 +174,14 @@ class Drift(_Strict):
     period_s: float = 600.0
 
 
+class Warmup(_Strict):
+    """A fresh server's first requests run slower (JIT compiles and caches of shapes not yet seen), as the real
+    SGLang 0.5.17 baseline server did after its one warm-up request (docs/real-gpu.md)."""
+
+    requests: int = Field(default=0, ge=0, description="Requests after start that are slower (0: none).")
+    factor: float = Field(default=1.0, ge=1.0, description="How much slower their steps are.")
+
+
 class PerfModel(_Strict):
     """Step times at the reference NCCL env, acceptance, noise, effects (see docs/scenarios.md)."""
 
@@ -184,6 +192,7 @@ class PerfModel(_Strict):
     alpha: float = Field(ge=0, lt=1, description="Per-token acceptance of the draft.")
     cv: float = Field(default=0.025, ge=0, lt=0.5)
     drift: Drift = Field(default_factory=Drift)
+    warmup: Warmup = Field(default_factory=Warmup)
     verify_cuda_graph: bool = True
     no_cuda_graph_factor: float = 1.3
     prefill_ms: float = 20.0

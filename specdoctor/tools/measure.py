@@ -15,6 +15,7 @@ from specdoctor.inference import EngineName, InferenceEngine, get_engine
 from specdoctor.parsers.sglang import BodyError, DecodeLine, parse_body
 from specdoctor.stats.comparator import Comparison, compare
 from specdoctor.stats.summary import median_ci
+from specdoctor.stats.warmup import warming_prefix
 from specdoctor.toolkit import ToolContext, tool
 
 __all__ = ["PROMPTS", "Workload", "default_workload", "WORDS_PER_TOKEN", "BenchmarkInput", "RequestResult", "RunResult", "Finding", "BenchmarkResult", "benchmark",
@@ -34,6 +35,10 @@ PROMPTS = [
 WORDS_PER_TOKEN = 0.75
 """English text runs about 0.75 words per BPE token: how a recorded prompt length becomes a prompt (approximate; the
 server's own prompt-token count is what the measurement reports)."""
+
+SETTLE_ROUNDS = 3
+"""At most this many times a leading group still warming up is replaced (a server that never settles keeps its
+last runs, and its spread says so)."""
 
 
 class Workload(BaseModel):
@@ -166,6 +171,8 @@ class BenchmarkResult(BaseModel):
     max_new_tokens: int = 0
     requests_per_run: int = 0
     warmup_runs: int = 0
+    warmup_discarded: list[float] = Field(default_factory=list, description="tok/s of leading runs found still "
+                                          "warming up (slower than every later run) and replaced by more runs.")
     findings: list[Finding] = Field(default_factory=list)
 
     def summary_line(self) -> str:
@@ -295,9 +302,12 @@ def _log_size(host: Host, path: str) -> int | None:
     return int(first[0]) if res.ok and first and first[0].isdigit() else None
 
 
-def _measure_runs(ctx: ToolContext, engine: InferenceEngine, args: BenchmarkInput) -> list[RunResult]:
-    """Warm-up runs (discarded), then the measured runs and their first-token times, over one forwarded port."""
+def _measure_runs(ctx: ToolContext, engine: InferenceEngine, args: BenchmarkInput,
+                  ) -> tuple[list[RunResult], list[float]]:
+    """Warm-up runs (discarded), then the measured runs (a leading group still warming up replaced) and their
+    first-token times, over one forwarded port; the runs and the tok/s of those replaced."""
     runs: list[RunResult] = []
+    discarded: list[float] = []
     with ctx.host.forward(args.port) as local:
         with httpx.Client(base_url=f"http://127.0.0.1:{local}") as client:
             try:
@@ -310,8 +320,31 @@ def _measure_runs(ctx: ToolContext, engine: InferenceEngine, args: BenchmarkInpu
             for i in range(args.runs):
                 runs.append(_run(client, engine, args, i * args.requests_per_run))
                 ctx.say(f"{args.label}: run {i + 1}/{args.runs}: {runs[-1].tok_s:.1f} tok/s")
+            if args.warmup_runs:  # a fresh look at the server: its first runs may still have been warming up
+                runs, discarded = _settled(ctx, client, engine, args, runs)
             _first_token_times(client, engine, runs, args)
-    return runs
+    return runs, discarded
+
+
+def _settled(ctx: ToolContext, client: httpx.Client, engine: InferenceEngine, args: BenchmarkInput,
+             runs: list[RunResult]) -> tuple[list[RunResult], list[float]]:
+    """Drop a leading group of runs that was still warming up (stats.warmup) and make as many again, at most
+    SETTLE_ROUNDS times; the dropped runs' tok/s are returned for the record."""
+    discarded: list[float] = []
+    made = len(runs)
+    for _ in range(SETTLE_ROUNDS):
+        k = warming_prefix([r.tok_s for r in runs])
+        if not k:
+            break
+        discarded += [r.tok_s for r in runs[:k]]
+        runs = runs[k:]
+        ctx.say(f"{args.label}: the first {k} run(s) were still warming up (slower than every later run): "
+                f"{k} more")
+        for _ in range(k):
+            runs.append(_run(client, engine, args, made * args.requests_per_run))
+            made += 1
+            ctx.say(f"{args.label}: run {made}: {runs[-1].tok_s:.1f} tok/s")
+    return runs, discarded
 
 
 def _summarise_runs(args: BenchmarkInput, runs: list[RunResult]) -> BenchmarkResult:
@@ -365,7 +398,14 @@ def benchmark(ctx: ToolContext, args: BenchmarkInput) -> BenchmarkResult:
     """
     engine = get_engine(args.engine)
     log_offset = _log_size(ctx.host, args.log_path) if args.log_path else None
-    out = _summarise_runs(args, _measure_runs(ctx, engine, args))
+    runs, discarded = _measure_runs(ctx, engine, args)
+    out = _summarise_runs(args, runs)
+    if discarded:
+        out.warmup_discarded = discarded
+        out.findings.append(Finding(kind="warming-up", message=(
+            f"the first {len(discarded)} measured run(s) ({', '.join(f'{x:.1f}' for x in discarded)} tok/s) were "
+            "slower than every later one: the server was still warming up (compiles, caches); replaced by as many "
+            "more runs")))
     if args.log_path:
         _log_evidence(ctx, engine, args, args.log_path, log_offset, out)
     if out.cv is not None and out.cv > 0.05:

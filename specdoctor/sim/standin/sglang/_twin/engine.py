@@ -65,6 +65,7 @@ class Engine:
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
         self.requests_total = 0
+        self.planned = 0  # requests planned since start: the first perf["warmup_requests"] are slower
         self.e2e_sum = 0.0
 
     # -- planning ---------------------------------------------------------------------------------------
@@ -85,6 +86,9 @@ class Engine:
         p = self.perf
         with self.lock:
             f = self._factor()
+            if self.planned < p.get("warmup_requests", 0):
+                f *= p.get("warmup_factor", 1.0)
+            self.planned += 1
             ttft = (p["prefill_ms"] + p["prefill_ms_per_token"] * prompt_tokens) * f
             steps: list[tuple[float, int, int]] = []
             remaining = max(max_new - 1, 0)

@@ -189,7 +189,8 @@ def pooled(first: BenchmarkResult, later: BenchmarkResult) -> BenchmarkResult:
         "samples": samples, "decode_samples": decode, "runs": list(first.runs) + list(later.runs), "median": s.median, "ci_low": s.ci_low,
         "ci_high": s.ci_high, "mean": s.mean, "stdev": s.stdev or 0.0, "cv": s.cv,
         "accept_length": sum(a * n for a, n in acc) / sum(n for _, n in acc) if acc else later.accept_length,
-        "warmup_runs": first.warmup_runs, "warmup_discarded": list(first.warmup_discarded),
+        "warmup_runs": first.warmup_runs,
+        "warmup_discarded": list(first.warmup_discarded) + list(later.warmup_discarded),
         "findings": list(first.findings) + [f for f in later.findings if f not in first.findings]})
 
 

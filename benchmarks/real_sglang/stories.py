@@ -397,13 +397,13 @@ def _gpu_names(fingerprint: dict) -> list[str]:
     return [g.get("name", "") for g in fingerprint.get("gpus") or []]
 
 
-def _seed_for(root: Path, here: list[str]) -> tuple[Path, list[str]]:
+def _seed_for(root: Path, here: list[str]) -> Path:
     """The seed folder whose good run was measured on this box's GPU model: `root` or a subfolder of it holding
     claims.json and good_fingerprint.json (one per GPU model the leases have had); `root` when none matches."""
     seeds = [root, *sorted(d for d in root.iterdir() if d.is_dir())]
     seeds = [d for d in seeds if (d / "claims.json").exists() and (d / "good_fingerprint.json").exists()]
     match = [d for d in seeds if _gpu_names(json.loads((d / "good_fingerprint.json").read_text())) == here]
-    return (match or seeds)[0], here
+    return (match or seeds)[0]
 
 
 def _gpu_names_here() -> list[str]:
@@ -437,7 +437,8 @@ def main() -> None:
     rows = json.loads(summary_path.read_text()) if summary_path.exists() else []
     claims_from = MEASURED_HERE
     if not (STATE / "claims.json").exists() and names[0] not in ("no-regression", GOOD_RUN) and SEED_STATE:
-        seed, here = _seed_for(Path(SEED_STATE), _gpu_names_here())
+        here = _gpu_names_here()
+        seed = _seed_for(Path(SEED_STATE), here)
         STATE.mkdir(parents=True, exist_ok=True)
         for f in ("claims.json", "good_fingerprint.json"):
             shutil.copy(seed / f, STATE / f)

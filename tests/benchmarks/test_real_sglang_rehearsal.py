@@ -88,6 +88,6 @@ def test_the_seed_is_the_good_run_of_this_boxs_gpu_model(tmp_path):
     seed(tmp_path, "NVIDIA H200")
     seed(tmp_path / "seed-h100", "NVIDIA H100 80GB HBM3")
     (tmp_path / "code-regression").mkdir()  # a story's results: not a seed
-    assert stories._seed_for(tmp_path, ["NVIDIA H100 80GB HBM3"])[0] == tmp_path / "seed-h100"
-    assert stories._seed_for(tmp_path, ["NVIDIA H200"])[0] == tmp_path
-    assert stories._seed_for(tmp_path, ["NVIDIA L40S"])[0] == tmp_path
+    assert stories._seed_for(tmp_path, ["NVIDIA H100 80GB HBM3"]) == tmp_path / "seed-h100"
+    assert stories._seed_for(tmp_path, ["NVIDIA H200"]) == tmp_path
+    assert stories._seed_for(tmp_path, ["NVIDIA L40S"]) == tmp_path

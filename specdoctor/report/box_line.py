@@ -92,4 +92,7 @@ def plan_vs_actual(r: Report) -> str | None:
     planned = f"planned up to {r.plan.launches_max} launch{'es' if r.plan.launches_max != 1 else ''}{minutes}"
     if r.verdict == "plan-only":
         return f"{planned}; dry run: none made"
+    if made is not None and made > r.plan.launches_max:  # a search sized only once its differences were known
+        return (f"{planned}; made {made}, more than planned: a search that grows with what it found (the "
+                "conditions in Plan and cost)")
     return f"{planned}; made {made if made is not None else '?'}"

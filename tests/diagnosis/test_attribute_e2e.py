@@ -56,6 +56,7 @@ def test_a_variable_forced_by_sitecustomize_is_named_with_its_share_and_nothing_
     first = report["game_plan"][0]
     assert first["basis"] == "measured" and "NCCL_P2P_DISABLE" in (first["command"] or "")
     assert after["site"] == after["expected_site"]  # the user's file is only read
+    assert report["launches_made"] <= report["plan"]["launches_max"], (report["launches_made"], report["plan"])
     assert not after["leftovers"]  # the shadow module went with its trial
 
 
@@ -65,6 +66,8 @@ def test_a_launch_flag_changed_since_the_good_run_is_named(tmp_path):
     assert "--attention-backend triton" in report["summary"]
     command = report["game_plan"][0]["command"] or ""
     assert "--attention-backend fa3" in command and "triton" not in command and "--model-path" in command
+    # the plan's bound holds when one cause is confirmed and profiled (a real launch-flag run made 6 of 'up to 4')
+    assert report["launches_made"] <= report["plan"]["launches_max"], (report["launches_made"], report["plan"])
 
 
 def test_a_slow_patch_under_an_unused_backend_names_no_cause(tmp_path):

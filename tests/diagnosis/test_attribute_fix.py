@@ -53,6 +53,19 @@ def test_cause_names_say_value_and_source():
     assert _cause_name(lost) == "NCCL_PROTO unset today (good run: LL; launcher)"
 
 
+def test_a_switch_flag_is_named_without_an_empty_value():
+    """Real launch-flag run (H100, 0.5.17): '--disable-cuda-graph  (good run: absent)' had an empty value."""
+    added = _d(kind="launch-flag", name="disable_cuda_graph", reference=None, current="", source="launch line",
+               revert=Revert(argv_set={"disable_cuda_graph": None}))
+    assert _cause_name(added) == "--disable-cuda-graph (good run: absent)"
+    dropped = _d(kind="launch-flag", name="enable_dp_attention", reference="", current=None, source="launch line",
+                 revert=Revert(argv_set={"enable_dp_attention": ""}))
+    assert _cause_name(dropped) == "--enable-dp-attention absent (good run: set)"
+    claims = _d(kind="launch-flag", name="speculative_num_steps", reference="5", current="3", source="launch line",
+                reference_label="claims", revert=Revert(argv_set={"speculative_num_steps": "5"}))
+    assert _cause_name(claims) == "--speculative-num-steps 3 (claims: 5)"
+
+
 def test_patches_join_the_revert_search_only_when_the_bisection_left_them_open():
     from specdoctor.engine.actions.attribute import _code_settled
 

@@ -101,6 +101,10 @@ def test_plan_vs_actual_counts_every_launch_in_the_audit() -> None:
     add_run_facts(r, {}, dry_run=False)
     assert r.launches_made == 3
     assert plan_vs_actual(r) == "planned up to 6 launches ≈ 40 min of box time; made 3"
+    r.plan = LaunchPlan(text="up to 2 launches", launches_max=2)  # a bound the run went past says so
+    assert plan_vs_actual(r).startswith("planned up to 2 launches; made 3, more than planned: a search")
+    r.plan = LaunchPlan(text="up to 3 launches", launches_max=3)  # made == planned: no such words
+    assert plan_vs_actual(r) == "planned up to 3 launches; made 3"
     add_run_facts(r, {}, dry_run=True)
     assert r.verdict == "plan-only" and not r.game_plan and plan_vs_actual(r).endswith("dry run: none made")
 

@@ -107,6 +107,7 @@ def test_regression_phases_plan_only_what_can_run():
     clean = regression_phases(changed=0, spec_running=True, tp_size=1, stops_user_server=False, **common)
     assert [p.step for p in clean] == ["reproduce", "attribute"] and clean[0].launches == 1  # running server reused
     assert "list_deltas" in clean[1].condition  # the revert trials depend on differences found later
+    assert clean[1].launches == 2 + 2  # control + all reverted, then the first confirmed cause's phase profile
     full = regression_phases(changed=8, spec_running=False, tp_size=8, stops_user_server=True, **common)
     steps = {p.step: p for p in full}
     assert list(steps) == ["reproduce", "essentials", "subtract", "bisect", "nccl_promote", "attribute",

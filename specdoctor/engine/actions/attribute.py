@@ -560,13 +560,19 @@ def _intended_env(rev: list[Delta], revert: Revert) -> dict[str, str | None]:
     return {d.name: revert.env.get(d.name) for d in rev if d.kind == "env" and d.revert is not None}
 
 
+def _flag_value(v: str | None) -> str:
+    """A launch flag's value as a cause names it: absent, set (a switch given without a value), or the value."""
+    return "absent" if v is None else "set" if v == "" else v
+
+
 def _cause_name(d: Delta) -> str:
     """'NCCL_P2P_DISABLE=1 set by sitecustomize.py', '--attention-backend triton (good run: fa3)'."""
     if d.kind == "launch-flag":
         flag = "--" + d.name.replace("_", "-")
-        cur = "absent" if d.current is None else d.current
-        ref = "absent" if d.reference is None else d.reference
-        return f"{flag} {cur} (good run: {ref})" if d.reference_label == "good run" else f"{flag} {cur} ({d.reference_label}: {ref})"
+        cur, ref = _flag_value(d.current), _flag_value(d.reference)
+        if cur == "set":  # a switch (store_true) reads '--disable-cuda-graph (good run: absent)'
+            return f"{flag} ({d.reference_label}: {ref})"
+        return f"{flag} {cur} ({d.reference_label}: {ref})"
     if d.kind == "code":
         return f"local patch {d.name}"
     if d.current is None:

@@ -58,11 +58,13 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
                                    decides="does the NCCL winner speed up decoding end to end?"))
     # The revert trials of the attribute step: a control of today's configuration and every difference reverted;
     # the differences are listed only later (list_deltas), so the search that follows a restore is a condition.
-    phases.append(PlannedPhase(step="attribute", launches=2, runs=max_runs + 1,
+    # The first confirmed cause's phase profile is counted: a real launch-flag run made 2 + 2 where the plan said 2.
+    phases.append(PlannedPhase(step="attribute", launches=2 + PHASE_PROFILE_LAUNCHES, runs=max_runs + 1,
                                condition="when the box differs from the reference in something a relaunch can "
-                                         "revert; if reverting restores speed, ~2·log2(D)+2 more per cause (D "
-                                         f"differences, known after list_deltas), and {PHASE_PROFILE_LAUNCHES} more "
-                                         f"per confirmed cause: {PHASE_PROFILE_COST}",
+                                         f"revert; the last {PHASE_PROFILE_LAUNCHES} only once a cause is confirmed: "
+                                         f"{PHASE_PROFILE_COST}; if reverting restores speed and D > 1 differences "
+                                         "(known after list_deltas) are left, ~2·log2(D)+2 more per cause and "
+                                         f"{PHASE_PROFILE_LAUNCHES} more per further confirmed cause",
                                decides="which differences (variables, flags, patches) explain the gap"))
     if stops_user_server:
         phases.append(PlannedPhase(step="restart", launches=1, runs=4, decides="your server back as it was "

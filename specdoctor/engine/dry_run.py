@@ -139,7 +139,10 @@ def _essentials(view: StateView, args: dict[str, Any], step: str) -> list[Planne
         return [PlannedCommand(command="(none: the essential patches were given with --essential)")]
     changed = _changed(view)
     return [_launch_line(view, speculative=True, tree="a trial tree with all patches"),
+            _bench(view, _PORT, "all patches, while that server is up (the subtraction may take it instead of a "
+                   "launch of the same tree)"),
             _launch_line(view, speculative=True, tree="a trial tree at HEAD (no patch)"),
+            _bench(view, _PORT, "no patch, while that server is up"),
             PlannedCommand(command=f"more launches over subsets of the {len(changed)} changed files "
                            "(start or not; no benchmark)", known=False, after="whether HEAD alone starts")]
 
@@ -154,6 +157,9 @@ def _subtract(view: StateView, args: dict[str, Any], step: str) -> list[PlannedC
             PlannedCommand(command="build ~/.specdoctor/trees/RUN/all: HEAD (objects via alternates) + every changed "
                            "file from the backup", note="all patches = today's measurement, reused; launched "
                            "only to confirm a difference before bisecting"),
+            PlannedCommand(command="(either launch is skipped when the essentials search benchmarked the very same "
+                           "tree — same HEAD, files and hunks, no patch script — and those runs decide)",
+                           known=False, after="essentials"),
             _launch_line(view, speculative=True, tree="the trial tree with all patches"),
             PlannedCommand(command="rm -rf ~/.specdoctor/trees/RUN/all ~/.specdoctor/trees/RUN/essentials")]
 

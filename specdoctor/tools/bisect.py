@@ -31,11 +31,35 @@ from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, tree_p
 from specdoctor.tools.trial_tree import TrialTree
 from specdoctor.tools.worktree import Backup, ensure_backup, restore
 
-__all__ = ["EssentialInput", "Essentials", "BisectInput", "BisectResult", "Trial", "find_essential_patches",
+__all__ = ["EssentialInput", "Essentials", "BisectInput", "BisectResult", "Trial", "TreeIdentity", "Bench",
+           "find_essential_patches",
            "bisect_patches", "search_patches", "sequential_trial", "confirmed_phase_effect", "arms_phase_effect"]
 
 
 _TREE_IDS = itertools.count(1)
+
+
+class TreeIdentity(BaseModel):
+    """Enough of a trial tree to tell whether another tree holds the same code: HEAD, the files and hunks taken
+    from the user's changes, and whether a patch script ran in it."""
+
+    head: str
+    files: list[str] = Field(default_factory=list)
+    hunks: dict[str, list[int]] = Field(default_factory=dict)
+    script: bool = False
+
+    @classmethod
+    def of(cls, tree: TrialTree) -> TreeIdentity:
+        return cls(head=tree.head, files=sorted(tree.applied_files), hunks=dict(tree.applied_hunks),
+                   script=tree.script_exit is not None)
+
+
+class Bench(BaseModel):
+    """A benchmark to run on a start-only trial while its server is up (one look, warm-up first)."""
+
+    runs: int = Field(ge=3)
+    requests_per_run: int = Field(default=3, ge=1)
+    max_new_tokens: int = Field(default=128, ge=2)
 
 
 class Trial(BaseModel):
@@ -47,6 +71,10 @@ class Trial(BaseModel):
     samples: list[float] = Field(default_factory=list)
     median: float | None = None
     purpose: str = ""
+    tree: TreeIdentity | None = Field(default=None, description="What the trial's tree held (a start-only trial "
+                                      "that was also benchmarked: a later step may reuse it for the same tree).")
+    benchmark: dict[str, Any] | None = Field(default=None, description="The benchmark of a start-only trial "
+                                             "(BenchmarkResult fields), when one was asked for.")
 
 
 class _Runner:
@@ -63,7 +91,7 @@ class _Runner:
         self.profiled = 0
 
     def run(self, subset: list[str], purpose: str, measure: dict[str, Any] | None,
-            judge: Judge | None = None) -> Trial:
+            judge: Judge | None = None, bench: Bench | None = None) -> Trial:
         rec = Trial(patches=subset, outcome="unresolved", purpose=purpose)
         self.trials.append(rec)
         try:
@@ -73,7 +101,7 @@ class _Runner:
                 if problem:
                     rec.cause = problem
                     return rec
-                return self._launch(rec, tree, measure, judge)
+                return self._launch(rec, tree, measure, judge, bench)
         except ToolRetry as exc:
             rec.cause = f"patch: {exc}"
             return rec
@@ -81,7 +109,8 @@ class _Runner:
             rec.cause = f"patch conflict: {exc}"
             return rec
 
-    def _launch(self, rec: Trial, tree: TrialTree, measure: dict[str, Any] | None, judge: Any) -> Trial:
+    def _launch(self, rec: Trial, tree: TrialTree, measure: dict[str, Any] | None, judge: Any,
+                bench: Bench | None = None) -> Trial:
         self.launches += 1
         config = in_tree(LaunchConfig(command=self.launch, python=self.python, port=self.port, env=self.env,
                                       label=f"trial-{len(self.trials)}"), tree)
@@ -90,6 +119,8 @@ class _Runner:
                 check_origin(handle, tree)
                 if measure is None:
                     rec.outcome = "starts"
+                    if bench is not None:
+                        self._bench(rec, tree, handle, bench)
                     return rec
 
                 def more(n: int) -> list[float]:
@@ -111,6 +142,22 @@ class _Runner:
             return rec
         rec.median = statistics.median(rec.samples) if rec.samples else None
         return rec
+
+    @staticmethod
+    def _bench(rec: Trial, tree: TrialTree, handle: Any, bench: Bench) -> None:
+        """Benchmark a server that has started while it is up: the launch is paid already, and a later step that
+        would build the same tree can take this measurement instead of a launch of its own. A failed benchmark
+        leaves the start standing (this trial asked only that)."""
+        try:
+            m = measure_(handle, runs=bench.runs, requests_per_run=bench.requests_per_run,
+                         max_new_tokens=bench.max_new_tokens, label=rec.purpose[:40], warmup_runs=1)
+        except MeasureFailed as exc:
+            rec.cause = f"started; benchmark failed: {exc.result.summary}"[:400]
+            return
+        rec.tree = TreeIdentity.of(tree)
+        rec.benchmark = dict(m.model_dump(mode="json"), label=f"essentials search: {rec.purpose}")
+        rec.samples = [float(x) for x in m.samples]
+        rec.median = statistics.median(rec.samples) if rec.samples else None
 
     def profile(self, subset: list[str], label: str, measure: dict[str, Any]) -> tuple[PhaseTimes | None, str]:
         """Launch essentials + `subset` in its own tree and read its phase times from the engine's profiler only
@@ -204,6 +251,11 @@ class EssentialInput(BaseModel):
     port: int | None = Field(default=None, description="Port for trial servers (default: the launch line's).")
     env: dict[str, str] = Field(default_factory=dict, description="Env for trial servers (e.g. the running server's).")
     restore: bool = Field(default=True, description="Put the tree back (verified) at the end.")
+    bench_runs: int = Field(default=0, ge=0, description="Benchmark the two boundary trials (every patch, no patch) "
+                            "with this many runs while they are up (0: start only): the subtraction takes a "
+                            "measurement of the very tree it would build instead of launching it again.")
+    requests_per_run: int = Field(default=3, ge=1)
+    max_new_tokens: int = Field(default=128, ge=2)
 
 
 class Essentials(BaseModel):
@@ -215,8 +267,18 @@ class Essentials(BaseModel):
     trials: list[Trial] = Field(default_factory=list)
     restored: bool = False
 
+    def measured(self, tree: TreeIdentity) -> dict[str, Any] | None:
+        """The benchmark of a trial whose tree held exactly the same code as `tree` (HEAD, files, hunks, and no
+        patch script in either), or None: only the same code may stand in for a launch."""
+        for t in self.trials:
+            if t.benchmark and len(t.benchmark.get("samples") or []) >= 3 and t.tree == tree and not tree.script:
+                return t.benchmark
+        return None
+
     def summary_line(self) -> str:
-        return f"{len(self.essential)} essential patches ({self.source}, {self.launches} launches): " + \
+        benched = sum(1 for t in self.trials if t.benchmark)
+        return f"{len(self.essential)} essential patches ({self.source}, {self.launches} launches" + \
+            (f", {benched} benchmarked for the subtraction" if benched else "") + "): " + \
             ", ".join(p.rsplit("/", 1)[-1] for p in self.essential)
 
 
@@ -249,13 +311,21 @@ def find_essential_patches(ctx: ToolContext, args: EssentialInput) -> Essentials
     if args.essential:
         return Essentials(essential=_match(args.essential, backup.changed), source="user", launches=0)
     runner = _Runner(ctx, args.repo, args.launch, args.python, args.port, backup, [], env=args.env)
+    bench = Bench(runs=args.bench_runs, requests_per_run=args.requests_per_run,
+                  max_new_tokens=args.max_new_tokens) if args.bench_runs >= 3 else None
     ok = False
     try:
         oracle: CachedOracle[str] = CachedOracle(
             lambda s: "regressed" if runner.run(sorted(s), "start?", None).outcome == "starts" else "same")
-        if oracle(backup.changed, "all patches") != "regressed":
+        # The two boundaries are the subtraction's two trees (when no patch is essential and no script runs):
+        # benchmarked while up, they can spare it a launch each.
+        if runner.run(sorted(backup.changed), "all patches", None, bench=bench).outcome != "starts":
             raise ToolFailed("the server does not start even with every patch applied: " +
                              (runner.trials[-1].cause or "?"))
+        oracle.seed(frozenset(backup.changed), "regressed")
+        if backup.changed:
+            none = runner.run([], "no patches", None, bench=bench)
+            oracle.seed(frozenset(), "regressed" if none.outcome == "starts" else "same")
         found = [] if oracle([], "no patches") == "regressed" else prefix_search(backup.changed, oracle)
         result = Essentials(essential=sorted(found), source="search", launches=runner.launches,
                             trials=runner.trials)

@@ -36,14 +36,18 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
         if not essential_given:  # all, none, then per culprit: found alone, found + rest, binary search
             phases.append(PlannedPhase(
                 step="essentials", launches=2 + min(changed, _PREFIX_LIMIT) * (2 + _log2(changed)),
-                condition="no --essential list given",
-                decides="which patches the server cannot start without (start or not; no benchmark)"))
+                condition="no --essential list given; the first 2 (all patches, no patch) also run "
+                          f"{runs + 1} benchmark runs each (not in the time: the subtraction's launches they spare "
+                          "are)",
+                decides="which patches the server cannot start without (start or not); the two boundary trees "
+                        "benchmarked while up, for the subtraction to reuse"))
         # Essentials only: one server, sequential looks on it; every patch applied is today's measurement reused,
-        # and relaunched in a trial tree only to confirm a difference before bisecting.
+        # and relaunched in a trial tree only to confirm a difference before bisecting. A tree the essentials
+        # search benchmarked already (same code, no script) is not launched again when its runs decide.
         phases.append(PlannedPhase(step="subtract", launches=3, runs=GROWING_CAP + 1,
                                    condition="the tree has local changes; the second launch only to confirm a "
                                              "difference or decide an undecided one, the third only when still "
-                                             "undecided",
+                                             "undecided; none for a tree the essentials search benchmarked",
                                    decides="do the non-essential patches change throughput?"))
         # One-at-a-time's count: adaptive bisection needs ~log2 of it, but interacting culprits (prefix search)
         # can need more; the plan says so rather than print a bound the search does not keep.

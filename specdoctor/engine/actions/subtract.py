@@ -14,7 +14,7 @@ from specdoctor.stats.comparator import GROWING_CAP
 from specdoctor.stats.comparator import GrowingArm as Looks
 from specdoctor.stats.summary import summarize
 from specdoctor.toolkit import ToolResult
-from specdoctor.tools.bisect import Essentials
+from specdoctor.tools.bisect import Essentials, TreeIdentity
 from specdoctor.tools.trial_code import tree_problem as untrusted_tree
 from specdoctor.tools.trial_code import trial_code
 from specdoctor.tools.trial_tree import TrialTree, prepare_source
@@ -101,6 +101,24 @@ class _Step(NamedTuple):
     runs: int
 
 
+def _searched(s: _Step, arms: _Arms, tree: TrialTree, looks: Looks, what: str) -> dict[str, Any] | None:
+    """The essentials search's benchmark of this very tree (same HEAD, files and hunks, no script), when it decides
+    the comparison at its look: the launch it would take is spared. Undecided, the tree is launched as before, so
+    that the sequential looks can grow on one server."""
+    found = s.view.result("essentials", Essentials)
+    bench = found.measured(TreeIdentity.of(tree)) if found is not None else None
+    if bench is None:
+        return None
+    samples = [float(x) for x in bench["samples"]]
+    if looks.final(samples).get("outcome") == "UNKNOWN":
+        arms.notes.append(f"{what}: the essentials search's benchmark of the same tree was undecided "
+                          f"({len(samples)} runs), so it was launched for more")
+        return None
+    arms.notes.append(f"{what}: the essentials search's launch of the same tree measured ({len(samples)} runs), "
+                      "no launch")
+    return bench
+
+
 @action("disrupt")
 def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
     """Measure all patches vs only the essentials (+ the patch script), each in its own trial tree, and compare."""
@@ -168,8 +186,9 @@ def _measure_arms(s: _Step, arms: _Arms, all_tree: TrialTree, ess_tree: TrialTre
         s.deps.view.progress("measuring with essential patches only (sequential looks on one server)")
         mag = same_within(s.view, "spec", arms.full["samples"])
         looks = Looks(arms.full["samples"], s.runs, magnitude=mag)
-        arms.reduced = measure_config(s.deps, s.view, label="essentials-only", speculative=True,
-                                      results=s.out.results, runs=s.runs, tree=ess_tree, more=looks.more)
+        arms.reduced = _searched(s, arms, ess_tree, looks, "essentials only") or \
+            measure_config(s.deps, s.view, label="essentials-only", speculative=True, results=s.out.results,
+                           runs=s.runs, tree=ess_tree, more=looks.more)
         if arms.reduced.get("samples"):
             arms.comparison = looks.final(arms.reduced["samples"])
         else:  # it did not start or serve (a launch beside a server that fills the cards): nothing to compare
@@ -186,8 +205,9 @@ def _confirm_in_trial(s: _Step, arms: _Arms, all_tree: TrialTree, ess_tree: Tria
     runs are the short side: the same launch adds them."""
     s.deps.view.progress("confirming with all patches in a trial tree")
     looks = Looks(arms.reduced["samples"], s.runs, flip=True, magnitude=mag)
-    confirm = measure_config(s.deps, s.view, label="all-patches", speculative=True,
-                             results=s.out.results, runs=s.runs, tree=all_tree, more=looks.more)
+    confirm = _searched(s, arms, all_tree, looks, "all patches in a trial tree") or \
+        measure_config(s.deps, s.view, label="all-patches", speculative=True, results=s.out.results, runs=s.runs,
+                       tree=all_tree, more=looks.more)
     if not confirm.get("samples"):
         arms.comparison = {**arms.comparison, "outcome": "UNRESOLVED"}
         arms.notes.append("the confirming trial with all patches could not be measured: "

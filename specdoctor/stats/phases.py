@@ -8,7 +8,7 @@ from typing import Literal
 from specdoctor.models.phases import PhaseDelta, PhaseEffect, PhaseName, PhaseStat, PhaseTimes
 from specdoctor.stats.summary import diff_of_medians_ci, median_ci
 
-__all__ = ["HOST_DOMINANCE", "MATERIAL_PCT", "phase_stat", "phase_deltas", "phase_effect"]
+__all__ = ["CYCLE_PCT", "HOST_DOMINANCE", "MATERIAL_PCT", "phase_stat", "phase_deltas", "phase_effect"]
 
 MATERIAL_PCT = 5.0
 """A phase moved only when its delta's CI excludes zero and the delta is at least this % of the fast arm's time."""
@@ -76,10 +76,25 @@ def _per_cycle(d: PhaseDelta, steps: int) -> int:
     return steps if d.phase == "draft" and d.per == "step" else 1
 
 
-def _largest_growth(deltas: list[PhaseDelta], steps: int) -> PhaseDelta | None:
-    """The phase that grew most per cycle (moved, and longer in the slow arm)."""
-    return max((d for d in deltas if d.moved and d.delta_ms > 0), key=lambda d: d.delta_ms * _per_cycle(d, steps),
-               default=None)
+CYCLE_PCT = 1.0
+"""A phase is named only when its growth per cycle is at least this % of the fast arm's cycle: a range that was
+almost empty can triple (a draft step's host time 0.003 → 0.010 ms on the twin, when fewer draft steps were the
+cause) without explaining any slowdown (0.1 % of that cycle)."""
+
+
+def _cycle_ms(t: PhaseTimes, steps: int) -> float | None:
+    """The fast arm's cycle on the GPU (draft + verify + draft-extend), as measured or summed from its phases."""
+    if t.cycle_ms is not None:
+        return t.cycle_ms.ms
+    draft = t.draft_cycle_ms.ms if t.draft_cycle_ms else (t.draft_ms.ms * steps if t.draft_ms else None)
+    parts = [draft, t.verify_ms.ms if t.verify_ms else None, t.draft_extend_ms.ms if t.draft_extend_ms else None]
+    return sum(p for p in parts if p is not None) if any(p is not None for p in parts) else None
+
+
+def _largest_growth(deltas: list[PhaseDelta], steps: int, floor_ms: float = 0.0) -> PhaseDelta | None:
+    """The phase that grew most per cycle (moved, longer in the slow arm, by at least `floor_ms` a cycle)."""
+    return max((d for d in deltas if d.moved and d.delta_ms > 0 and d.delta_ms * _per_cycle(d, steps) >= floor_ms),
+               key=lambda d: d.delta_ms * _per_cycle(d, steps), default=None)
 
 
 def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "") -> PhaseEffect | None:
@@ -87,7 +102,7 @@ def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "
     of the phases that moved longer in the slow arm (CI excludes 0, material), the one with the largest change per
     cycle (a draft step counts k times). A phase that got shorter cannot explain a slowdown: it is a side effect (or
     another launch's drift), kept in `phases` but never named. None when neither arm was profiled, or when no phase
-    moved longer (no phase effect is claimed).
+    moved longer (no phase effect is claimed), or when the largest growth is under CYCLE_PCT % of the fast cycle.
 
     GPU time first; the host time of the ranges (the gap before each, and how long it stays open after its GPU work)
     when no phase's GPU time grew, or when the host grew more than HOST_DOMINANCE times the largest GPU move
@@ -99,13 +114,15 @@ def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "
     if slow is None or fast is None:
         return None
     steps = slow.steps or fast.steps or 1
+    cycle = _cycle_ms(fast, steps)
+    floor = CYCLE_PCT / 100 * cycle if cycle else 0.0
     deltas = phase_deltas(slow, fast)
     source = slow.source if slow.source == fast.source else f"{slow.source} / {fast.source}"
-    top = gpu = _largest_growth(deltas, steps)
+    top = gpu = _largest_growth(deltas, steps, floor)
     if slow.source == fast.source == "profiler-gpu":
         host_deltas = phase_deltas(slow, fast, "host")
         deltas = deltas + host_deltas
-        host = _largest_growth(host_deltas, steps)
+        host = _largest_growth(host_deltas, steps, floor)
         if host is not None and (gpu is None or host.ci[0] * _per_cycle(host, steps) >
                                  HOST_DOMINANCE * gpu.ci[1] * _per_cycle(gpu, steps)):
             top = host

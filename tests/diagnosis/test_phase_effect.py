@@ -151,3 +151,22 @@ def test_a_phase_that_got_shorter_in_the_slow_arm_is_never_named():
     assert phase_effect(_times(1.1, 36.8, 23), _times(1.1, 42.8, 24)) is None
     eff = phase_effect(_times(1.4, 36.8, 25), _times(1.1, 42.8, 26))
     assert eff is not None and eff.phase == "draft" and eff.delta_ms > 0
+
+
+def test_a_range_that_was_almost_empty_growing_is_not_a_phase_effect():
+    """The twin's one-GPU story with fewer draft steps (tests/diagnosis/test_plan_bound_tp1.py): each draft step's
+    host time went 0.003 → 0.010 ms — moved, material for that range, 0.1 % of a 5.5 ms cycle — and was named the
+    cause's phase. Under CYCLE_PCT of the fast cycle nothing is named; the same growth in a short cycle still is."""
+    def arm(host: float, seed: int, verify: float = 5.4) -> PhaseTimes:
+        rng = random.Random(seed)
+        n = 200
+
+        def stat(ms: float, h: float):
+            return phase_stat([ms * (1 + rng.gauss(0, 0.005)) for _ in range(n)], "profiler trace, GPU time",
+                              host=[h * (1 + rng.gauss(0, 0.01)) for _ in range(n)])
+        return PhaseTimes(source="profiler-gpu", steps=3, cycles=n, draft_ms=stat(0.15, host),
+                          verify_ms=stat(verify, 0.2), draft_extend_ms=stat(0.02, 0.2))
+
+    assert phase_effect(arm(0.010, 1), arm(0.0033, 2)) is None
+    short = phase_effect(arm(0.010, 3, verify=0.2), arm(0.0033, 4, verify=0.2))  # a 0.67 ms cycle: 3 % of it
+    assert short is not None and short.phase == "draft" and short.basis == "host"

@@ -75,6 +75,9 @@ def test_one_confirmed_cause_on_one_gpu_stays_within_the_planned_launches(tmp_pa
     made, most = report["launches_made"], report["plan"]["launches_max"]
     assert made == most, (made, report["plan"])  # reproduce 1 + attribute 2 + its profile 2 + restart 1
     assert f"made {made}" in md and "more than planned" not in md
+    # fewer draft steps lengthen no phase: a draft step's near-empty host range growing 0.003 → 0.010 ms was named
+    (cause,) = report["attribution"]["causes"]
+    assert "phase_effect" in cause and cause["phase_effect"] is None, cause["phase_effect"]
 
 
 def test_a_search_over_several_differences_says_it_went_past_the_plan(tmp_path):

@@ -43,6 +43,8 @@ class Result(BaseModel):
     other_causes: list[str] = Field(default_factory=list, description="Confirmed non-code causes in the report's "
                                     "attribution that match no truth cause (to read: an innocent variable or flag?).")
     launches: int = 0
+    launches_spared: int = Field(default=0, description="Launches the subtraction did not make because the "
+                                 "essentials search had benchmarked the very same tree (one each, from its notes).")
     wall_s: float = 0.0
     other_server_touched: bool = False
     phase: str | None = Field(default=None, description="The culprit's attributed phase effect, when the truth names "
@@ -117,6 +119,16 @@ def _report_text(report: dict) -> str:
     return "\n".join(parts)
 
 
+SPARED = "the essentials search's launch of the same tree measured"
+"""The subtraction's note for a tree it took from the essentials search instead of launching it (one per tree)."""
+
+
+def spared_launches(report: dict) -> int:
+    """Trees the subtraction took from the essentials search's benchmarks instead of launching them."""
+    return sum(str(d.get("found") or "").count(SPARED) for d in report.get("decisions") or []
+               if d.get("step") == "subtract")
+
+
 def _launches(audit: Path) -> int:
     if not audit.is_file():
         return 0
@@ -176,6 +188,7 @@ def run_one(name: str, k: int) -> Result:
         (res.causes_named if cause_named(cause.model_dump(), text, res.blamed) else res.causes_missed).append(label)
     res.other_causes = other_causes(report, [c.model_dump() for c in truth.causes])
     res.launches = _launches(out / "audit.jsonl")
+    res.launches_spared = spared_launches(report)
     if truth.phase_effect is not None:
         res.phase, res.phase_ok = phase_check(report, truth.phase_effect.phase)
     res.verdict_ok = res.verdict == truth.verdict
@@ -216,7 +229,9 @@ def _totals(results: list[Result]) -> dict[str, float | int]:
             "causes_named": sum(len(r.causes_named) for r in results),
             "phases_wrong": sum(r.phase_ok is False for r in results),
             "causes_total": sum(len(r.causes_named) + len(r.causes_missed) for r in results),
-            "other_server_touched": sum(r.other_server_touched for r in results)}
+            "other_server_touched": sum(r.other_server_touched for r in results),
+            "launches": sum(r.launches for r in results),
+            "launches_spared": sum(r.launches_spared for r in results)}
 
 
 def _table(rows: list[Row]) -> str:
@@ -319,6 +334,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{totals['culprit_precision']:.2f}, recall {totals['culprit_recall']:.2f}; wrong culprits "
           f"{totals['wrong_culprits']}; phases wrong {totals['phases_wrong']}; causes named {totals['causes_named']}/{totals['causes_total']}; other users' "
           f"servers touched {totals['other_server_touched']}; {time.perf_counter() - t0:.0f} s")
+    made, spared = totals["launches"], totals["launches_spared"]
+    print(f"launches made {made}; spared by the essentials search's benchmarks {spared} in "
+          f"{sum(r.launches_spared > 0 for r in results)} runs (made / (made + spared) = "
+          f"{made / max(made + spared, 1):.3f})")
     if args.json:
         Path(args.json).write_text(json.dumps({"totals": totals, "results": [r.model_dump() for r in results]},
                                               indent=1))

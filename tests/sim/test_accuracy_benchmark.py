@@ -61,3 +61,15 @@ def test_rows_and_exit_status_follow_the_results(monkeypatch, capsys, tmp_path):
 @pytest.mark.parametrize("bad", [["--seeds", "0"], ["--jobs", "0"]])
 def test_bad_arguments_are_refused(bad):
     assert acc.main(bad) == 2
+
+
+def test_spared_launches_are_counted_from_the_subtraction_notes_only():
+    note = "the essentials search's launch of the same tree measured (5 runs), no launch"
+    report = {"decisions": [
+        {"step": "subtract", "found": f"all patches 46.8 vs 50.5 → DIFFERENT; essentials only: {note}; "
+                                      f"all patches in a trial tree: {note}"},
+        {"step": "essentials", "found": note},  # another step's words are not a spared launch
+        {"step": "subtract", "found": "essentials only: the essentials search's benchmark of the same tree was "
+                                      "undecided (5 runs), so it was launched for more"}]}
+    assert acc.spared_launches(report) == 2
+    assert acc.spared_launches({}) == 0

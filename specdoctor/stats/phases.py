@@ -114,7 +114,7 @@ def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "
     if slow is None or fast is None:
         return None
     steps = slow.steps or fast.steps or 1
-    cycle = _cycle_ms(fast, steps)
+    cycle = _cycle_ms(fast, fast.steps or steps)
     floor = CYCLE_PCT / 100 * cycle if cycle else 0.0
     deltas = phase_deltas(slow, fast)
     source = slow.source if slow.source == fast.source else f"{slow.source} / {fast.source}"

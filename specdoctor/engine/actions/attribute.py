@@ -570,7 +570,7 @@ def _cause_name(d: Delta) -> str:
     if d.kind == "launch-flag":
         flag = "--" + d.name.replace("_", "-")
         cur, ref = _flag_value(d.current), _flag_value(d.reference)
-        if cur == "set":  # a switch (store_true) reads '--disable-cuda-graph (good run: absent)'
+        if d.current == "":  # a switch (store_true) reads '--disable-cuda-graph (good run: absent)'
             return f"{flag} ({d.reference_label}: {ref})"
         return f"{flag} {cur} ({d.reference_label}: {ref})"
     if d.kind == "code":

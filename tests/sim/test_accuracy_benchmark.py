@@ -64,7 +64,7 @@ def test_bad_arguments_are_refused(bad):
 
 
 def test_spared_launches_are_counted_from_the_subtraction_notes_only():
-    note = "the essentials search's launch of the same tree measured (5 runs), no launch"
+    note = f"{acc.SPARED} (5 runs), no launch"  # the wording subtract writes
     report = {"decisions": [
         {"step": "subtract", "found": f"all patches 46.8 vs 50.5 → DIFFERENT; essentials only: {note}; "
                                       f"all patches in a trial tree: {note}"},

@@ -101,6 +101,10 @@ class _Step(NamedTuple):
     runs: int
 
 
+SEARCHED_NOTE = "the essentials search's launch of the same tree measured"
+"""The note for a tree taken from the essentials search instead of launched (one per tree; benchmarks count it)."""
+
+
 def _searched(s: _Step, arms: _Arms, tree: TrialTree, looks: Looks, what: str) -> dict[str, Any] | None:
     """The essentials search's benchmark of this very tree (same HEAD, files and hunks, no script), when it decides
     the comparison at its look: the launch it would take is spared. Undecided, the tree is launched as before, so
@@ -114,8 +118,7 @@ def _searched(s: _Step, arms: _Arms, tree: TrialTree, looks: Looks, what: str) -
         arms.notes.append(f"{what}: the essentials search's benchmark of the same tree was undecided "
                           f"({len(samples)} runs), so it was launched for more")
         return None
-    arms.notes.append(f"{what}: the essentials search's launch of the same tree measured ({len(samples)} runs), "
-                      "no launch")
+    arms.notes.append(f"{what}: {SEARCHED_NOTE} ({len(samples)} runs), no launch")
     return bench
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from specdoctor.errors import UsageError
 
-__all__ = ["Config", "LLMConfig", "OPTION_ENV", "config_path", "load_config"]
+if TYPE_CHECKING:
+    from specdoctor.config_model import Config, LLMConfig
+
+__all__ = ["Config", "LLMConfig", "OPTION_ENV", "config_path", "file_option_defaults", "load_config"]
 
 # CLI option name (click's parameter name) -> environment variable that overrides the config file.
 OPTION_ENV: dict[str, str] = {
@@ -28,35 +30,6 @@ OPTION_ENV: dict[str, str] = {
 }
 
 
-class LLMConfig(BaseModel):
-    """The optional LLM advisor's endpoint (`[llm]` table)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    model: str | None = Field(default=None, description="Model name (what --llm takes).")
-    base_url: str | None = Field(default=None, description="OpenAI-compatible endpoint (what --llm-base-url takes).")
-
-
-class Config(BaseModel):
-    """What config.toml may hold; an unknown key is an error (a typo must not be silently ignored)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    host: str | None = Field(default=None, description="Default --host (user@host[:port], ssh://..., sim:NAME).")
-    repo: str | None = Field(default=None, description="Default --repo: the SGLang checkout on the host.")
-    known_hosts: str | None = Field(default=None, description="Default --known-hosts file.")
-    identity: list[str] = Field(default_factory=list, description="Default -i/--identity keys.")
-    llm: LLMConfig = Field(default_factory=LLMConfig)
-
-    def option_defaults(self) -> dict[str, object]:
-        """The file's values keyed by CLI option name (paths with `~` expanded); unset ones left out."""
-        out: dict[str, object] = {"host": self.host, "repo": self.repo, "llm": self.llm.model,
-                                  "llm_base_url": self.llm.base_url,
-                                  "known_hosts": os.path.expanduser(self.known_hosts) if self.known_hosts else None,
-                                  "identity": [os.path.expanduser(p) for p in self.identity] or None}
-        return {k: v for k, v in out.items() if v is not None}
-
-
 def config_path() -> Path:
     """`$SPECDOCTOR_CONFIG` if set, else `$XDG_CONFIG_HOME/specdoctor/config.toml` (XDG default ~/.config)."""
     explicit = os.environ.get("SPECDOCTOR_CONFIG")
@@ -66,8 +39,29 @@ def config_path() -> Path:
     return Path(base) / "specdoctor" / "config.toml"
 
 
+def __getattr__(name: str) -> Any:
+    """`Config` and `LLMConfig` load pydantic: only when asked for (`--help` must not pay for it)."""
+    if name in ("Config", "LLMConfig"):
+        from specdoctor import config_model
+
+        return getattr(config_model, name)
+    raise AttributeError(f"module 'specdoctor.config' has no attribute {name!r}")
+
+
+def file_option_defaults(path: Path | None = None) -> dict[str, object]:
+    """`load_config(path).option_defaults()`, without importing pydantic when there is no file to read."""
+    path = path or config_path()
+    if not os.environ.get("SPECDOCTOR_CONFIG") and not path.exists():
+        return {}
+    return load_config(path).option_defaults()
+
+
 def load_config(path: Path | None = None) -> Config:
     """The config file's contents, or an empty Config when there is none; a broken file is a UsageError."""
+    from pydantic import ValidationError
+
+    from specdoctor.config_model import Config
+
     path = path or config_path()
     try:
         raw = path.read_bytes()

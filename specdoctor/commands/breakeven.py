@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
-from rich.console import Console
-from rich.table import Table
 
 from specdoctor.errors import UsageError
+
+if TYPE_CHECKING:  # pydantic and rich load when the command runs: `specdoctor --help` must not load them
+    from pydantic import ValidationError
+    from rich.console import Console
 
 __all__ = ["register", "render"]
 
@@ -49,6 +50,8 @@ def _fmt(x: float | None, spec: str = ".2f") -> str:
 
 def render(a, console: Console) -> None:  # a: BreakevenAnalysis (import kept lazy for --help speed)
     """Rich tables for one analysis."""
+    from rich.table import Table
+
     t = Table(title="break-even", show_header=False)
     t.add_column("quantity")
     t.add_column("value")
@@ -110,6 +113,8 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print the BreakevenAnalysis as JSON.")] = False,
     ) -> None:
         """Break-even accept length τ*, margin, α, best k, and the α a drafter needs for a target speedup."""
+        from rich.console import Console
+
         from specdoctor.tools.breakeven import BreakevenInput, analyze
 
         data: dict[str, object] = {k: v for k, v in dict(baseline_tps=baseline_tps, decode_ms=decode_ms, spec_tps=spec_tps,
@@ -121,6 +126,8 @@ def register(app: typer.Typer) -> None:
             data["target_speedups"] = target
         if ref:
             data["reference"] = _pairs(ref, "--ref")
+        from pydantic import ValidationError
+
         try:
             inp = BreakevenInput.model_validate(data)
         except ValidationError as exc:

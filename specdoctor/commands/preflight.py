@@ -72,7 +72,7 @@ def _check_repo(host: Any, repo: str) -> None:
     try:
         head, _branch, _gdir, busy = repo_state(ctx, repo)
     except ToolRetry:
-        raise UsageError(f"--repo {repo} is not a git checkout on {host.name}") from None
+        raise RepoRefused(f"--repo {repo} is not a git checkout on {host.name}") from None
     if busy:
         raise RepoRefused(f"{repo}: a {busy[0]} is in progress; finish or abort it before running specdoctor")
     if head is None:

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 __all__ = ["register"]
 
@@ -55,6 +54,8 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print the diff as JSON.")] = False,
     ) -> None:
         """Compare two runs: verdicts, measurements (comparator outcomes) and fingerprints."""
+        from rich.console import Console
+
         from specdoctor.report.diff import diff_reports
         from specdoctor.report.show import render_diff
         from specdoctor.report.writer import load_report, redact_report

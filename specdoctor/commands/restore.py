@@ -6,8 +6,6 @@ import json
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from specdoctor.commands.hostopts import AcceptNewHostKey, Identity, KnownHosts
 from specdoctor.errors import UsageError
@@ -52,6 +50,9 @@ def register(app: typer.Typer) -> None:
 
 def _restore(ctx: Any, repo: str, backup: str | None, list_only: bool, force_head: bool, as_json: bool,
              servers_back: bool = False) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
     from specdoctor.tools.worktree import list_backups, restore
 
     backups = list_backups(ctx, repo)

@@ -6,8 +6,6 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 __all__ = ["register"]
 
@@ -18,6 +16,9 @@ def register(app: typer.Typer) -> None:
     @group.command("list")
     def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
         """Name and one-line description of every built-in scenario."""
+        from rich.console import Console
+        from rich.table import Table
+
         from specdoctor.sim import list_scenarios, load_scenario
 
         rows = []
@@ -45,6 +46,9 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="Print the validated scenario as JSON.")] = False,
     ) -> None:
         """What a scenario's box looks like: hardware, checkout, patches, server, claims."""
+        from rich.console import Console
+        from rich.table import Table
+
         from specdoctor.sim import load_scenario
 
         sc = load_scenario(name)

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from specdoctor.commands.hostopts import Identity, KnownHosts
-from specdoctor.engine.context import NullView
 from specdoctor.errors import UsageError
+
+if TYPE_CHECKING:  # rich's console and tables load when a command prints (a fast --help)
+    from rich.console import Console
+    from rich.table import Table
 
 __all__ = ["register", "run_sweep"]
 
@@ -21,12 +22,19 @@ def _fmt(x: float | None, spec: str = ".1f") -> str:
     return "—" if x is None else format(x, spec)
 
 
-class _ProgressView(NullView):
-    """The engine's view for this command: progress lines to a callback, nothing else."""
+class _ProgressView:
+    """The engine's view for this command: progress lines to a callback, nothing else.
+
+    Not a NullView subclass: importing the engine here would load it (scipy, langgraph) for `--help`."""
 
     def __init__(self, progress: Callable[[str], None] | None):
-        super().__init__()
         self._say = progress
+
+    def start(self, plan: list[tuple[str, str, str, str]]) -> None:
+        """Nothing to show before the sweep's own lines."""
+
+    def step_started(self, step_id: str) -> None:
+        """Only finished steps are reported."""
 
     def progress(self, message: str, done: int | None = None, total: int | None = None) -> None:
         if self._say:
@@ -76,6 +84,8 @@ def run_sweep(host_spec: str, *, port: int | None, launch: str | None, python: s
 
 def _render_inventory(inv: dict[str, Any], console: Console) -> None:
     """The inventory table, then (before any latency or tuning claim) whether the launcher drops NCCL variables."""
+    from rich.table import Table
+
     t = Table(title="NCCL inventory", show_header=False)
     for k in ("interconnect", "gpus", "tp", "nccl_version", "sglang_version", "hidden_size", "draft_tokens",
               "bench_tool"):
@@ -90,6 +100,8 @@ def _render_inventory(inv: dict[str, Any], console: Console) -> None:
 
 def _latency_table(sw: dict[str, Any]) -> Table:
     """One row per swept configuration: latency per size, the score, the change vs the default, the verdict."""
+    from rich.table import Table
+
     sizes = sw.get("sizes", [])
     lat = Table("config", *[f"{s} B (µs)" for s in sizes], "Σ µs", "vs default", "verdict",
                 title=f"all-reduce latency, TP {sw.get('tp')} ({sw.get('tool')})")
@@ -123,6 +135,8 @@ def _render_unconfirmed(sw: dict[str, Any], console: Console, yes: bool) -> None
 
 def _e2e_table(pr: dict[str, Any]) -> Table:
     """One row per relaunched configuration: propagated?, tok/s and its CI, the change vs the default, the outcome."""
+    from rich.table import Table
+
     e2e = Table("config", "propagated", "tok/s", "95% CI", "vs default", "outcome",
                 title=f"end to end (default {_fmt(pr.get('baseline_median'))} tok/s)")
     for r in pr.get("results", []):
@@ -194,6 +208,8 @@ def register(app: typer.Typer) -> None:
         out: Annotated[str | None, typer.Option(help="Folder for report.md/json/html and audit.jsonl.")] = None,
     ) -> None:
         """NCCL sweep: inventory, all-reduce latency over a grid at decode/verify sizes, end-to-end promotion."""
+        from rich.console import Console
+
         err = Console(stderr=True)
         result = run_sweep(host, port=port, launch=launch, python=python, grid=grid or [], repeats=repeats, yes=yes,
                         progress=None if as_json else (lambda m: err.print(m, markup=False, style="dim")),

@@ -6,8 +6,6 @@ import json
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from specdoctor.errors import UsageError
 
@@ -25,6 +23,9 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps([{"name": s.name, "effect": s.effect, "description": s.summary_line}
                                    for s in specs], indent=2))
             return
+        from rich.console import Console
+        from rich.table import Table
+
         table = Table("tool", "effect", "description")
         for s in specs:
             table.add_row(s.name, s.effect, s.summary_line)

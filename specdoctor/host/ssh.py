@@ -94,6 +94,9 @@ def map_paramiko_exceptions(target: str, tried: str = "") -> Iterator[None]:
     except paramiko.SSHException as exc:
         if "authentication methods" in str(exc):  # no key given, none in ~/.ssh, an agent with no keys
             raise HostAuthFailed(f"authentication failed for {target} (tried: {tried or 'nothing'}): {exc}") from None
+        if "protocol banner" in str(exc):  # something listens there, but it does not greet as an SSH server
+            raise HostUnreachable(f"{target} is not an SSH server: the port accepted the connection but sent no "
+                                  "SSH greeting (another service listens there? check the port)") from None
         raise ConnectionLost(f"SSH connection to {target} failed: {exc}") from None
     except EOFError as exc:
         raise ConnectionLost(f"SSH connection to {target} failed: {exc}") from None

@@ -64,8 +64,15 @@ def test_repo_mid_rebase_is_refused_before_the_playbook(tmp_path: Path) -> None:
     assert (repo / ".git" / "rebase-merge").is_dir()  # the user's rebase is left as it was
 
 
+def test_repo_that_does_not_exist_exits_20_as_the_readme_says(tmp_path: Path) -> None:
+    proc = _cli(["--host", "local", "--yes", "--repo", "/no/such/checkout"], tmp_path)
+    assert proc.returncode == 20, proc.stderr
+    assert proc.stderr.strip() == ("specdoctor: error [repo-refused]: --repo /no/such/checkout is not a git "
+                                   "checkout on local")
+    assert _nothing_started(tmp_path)
+
+
 @pytest.mark.parametrize(("args", "says"), [
-    (["--repo", "/no/such/checkout"], "--repo /no/such/checkout is not a git checkout on local"),
     (["--launch", "python -m sglang.launch_server --tp 2"], "no --model-path"),
     (["--launch", "python -m sglang.launch_server --model-path m --tp two"], "--launch: --tp-size: not a number"),
     (["--launch", 'python -m sglang.launch_server --model-path "m'], "cannot parse the launch line"),

@@ -10,14 +10,17 @@ if TYPE_CHECKING:
 __all__ = ["investigate"]
 
 
-def investigate(host: str, *, yes: bool = True, view: Any = None, approver: Approver | None = None,
+def investigate(host: str, *, yes: bool = False, view: Any = None, approver: Approver | None = None,
                 **options: Any) -> RunOutcome:
     """Run a playbook (default `regression`) on `host` and write report.md/json/html; return the RunOutcome.
 
     `options` are `InvestigateOptions` fields (repo, python, launch, expect, out, playbook, llm, ...).
-    `yes=True` by default because a library call has nobody to ask; the engine still backs the tree up
-    first and restores it (verified) and stops its servers on every path. Pass `yes=False` and an
-    `approver(payload) -> bool` to decide each mutating step yourself.
+    Consent works as on the command line: a step that changes the box (backing up and stashing patches,
+    stopping your server for trial launches) runs only with `yes=True` (the CLI's `--yes`) or when
+    `approver(payload) -> bool` says yes to it (the CLI's prompt). Without either, each such step is declined,
+    as the CLI declines it when nobody answers, and the run reports what the read-only steps found. Whatever was
+    approved, the engine backs the tree up first, restores it (verified), stops its own servers and restarts
+    yours on every path.
     """
     from specdoctor.engine.runner import InvestigateOptions
     from specdoctor.engine.runner import investigate as run_playbook

@@ -32,3 +32,17 @@ def test_investigate_rejects_unknown_options(tmp_path: Path) -> None:
     with pytest.raises(UsageError):
         specdoctor.investigate("", out=str(tmp_path / "never"))
     assert list(tmp_path.iterdir()) == []  # failed before writing anything
+
+
+def test_investigate_asks_before_it_changes_the_box_as_the_cli_does(tmp_path: Path, home: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """No `yes=True`, no approver: every mutating or disruptive step is declined (as the CLI declines it when
+    nobody answers its prompt); the user's server keeps running and the tree is never stashed."""
+    monkeypatch.setenv("SPECDOCTOR_HOME", str(home / ".specdoctor"))
+    outcome = specdoctor.investigate("sim:seed", out=str(tmp_path / "run"))
+    assert outcome.status == "finished", outcome
+    report = json.loads(Path(outcome.files["json"]).read_text())
+    declined = {d["step"] for d in report["decisions"] if d["status"] == "declined"}
+    assert {"free_gpus", "backup"} <= declined, declined
+    server = (report.get("box") or {}).get("server") or {}
+    assert not server.get("stopped"), server  # never stopped without consent

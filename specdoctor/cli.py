@@ -176,7 +176,9 @@ def main(argv: list[str] | None = None) -> None:
         _say_error("specdoctor: interrupted")
         sys.exit(130)
     except SystemExit as exc:
-        if exc.code == 130:  # typer turns Ctrl-C into exit 130 without a word
+        from specdoctor.commands.interrupt import InterruptReported
+
+        if exc.code == 130 and not isinstance(exc, InterruptReported):  # typer turns Ctrl-C into 130 silently
             _say_error("specdoctor: interrupted")
         raise
     except Exception as exc:

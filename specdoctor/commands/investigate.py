@@ -10,7 +10,8 @@ import typer
 from specdoctor.commands.hostopts import AcceptNewHostKey, Identity, KnownHosts
 from specdoctor.commands.preflight import parse_expect, parse_params
 
-__all__ = ["RUN_EXIT_CODES", "register", "parse_expect", "make_view", "approver_for", "exit_for"]
+__all__ = ["RUN_EXIT_CODES", "register", "parse_expect", "make_view", "approver_for", "exit_for",
+           "run_reporting_interrupt"]
 
 # How a run that wrote its report ended → the process's exit code (documented in README.md).
 RUN_EXIT_CODES: dict[str, int] = {"finished": 0, "error": 3, "needs-restore": 21}
@@ -42,6 +43,22 @@ def exit_for(outcome) -> None:
         typer.echo(f"specdoctor: run {outcome.run_id} {what} (verdict {outcome.verdict}; partial report in "
                    f"{outcome.out_dir})", err=True)
         raise typer.Exit(code)
+
+
+def run_reporting_interrupt(start, view):
+    """Run `start()`; on Ctrl-C, after the engine's clean-up, print the run id, what the clean-up did and the exact
+    `specdoctor resume RUN`, then exit 130 (a second Ctrl-C during the clean-up is told, not obeyed)."""
+    from specdoctor.commands.interrupt import InterruptReported, interrupted_lines, sigint_during_cleanup
+    from specdoctor.engine.runner import RunInterrupted
+
+    try:
+        with sigint_during_cleanup():
+            return start()
+    except RunInterrupted as exc:
+        view.close()
+        for line in interrupted_lines(exc.outcome, view):
+            typer.echo(line, err=True)
+        raise InterruptReported() from None
 
 
 def show_outcome(view, outcome, as_json: bool) -> None:
@@ -110,7 +127,8 @@ def register(app: typer.Typer) -> None:
         try:
             check_inputs(opened, repo=repo, python=python, launch=launch)  # read-only, before any launch
             view = make_view(plain=as_json or not sys.stdout.isatty())
-            outcome = run(opts, view=view, approver=approver_for(view), host=opened)
+            outcome = run_reporting_interrupt(lambda: run(opts, view=view, approver=approver_for(view), host=opened),
+                                              view)
         finally:
             opened.close()
         show_outcome(view, outcome, as_json)

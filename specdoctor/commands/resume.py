@@ -26,7 +26,14 @@ def register(app: typer.Typer) -> None:
         """
         import sys
 
-        from specdoctor.commands.investigate import approver_for, exit_for, make_view, show_outcome
+        from specdoctor.commands.interrupt import resume_preamble
+        from specdoctor.commands.investigate import (
+            approver_for,
+            exit_for,
+            make_view,
+            run_reporting_interrupt,
+            show_outcome,
+        )
         from specdoctor.commands.runs import resolve_run_id
         from specdoctor.engine.runner import resume as do_resume
         from specdoctor.engine.runs import load_record, save_record
@@ -40,6 +47,15 @@ def register(app: typer.Typer) -> None:
             rec.host_options = {**rec.host_options, **override}
             save_record(rec)
         view = make_view(plain=as_json or not sys.stdout.isatty())
-        outcome = do_resume(run_id, view=view, approver=approver_for(view), yes=yes)
+        lines, ask = resume_preamble(run_id, yes)
+        for line in lines:
+            typer.echo(line, err=True)
+        if ask and not view.ask_approval("Stop your server again for the remaining launches?\n"
+                                         "(declined: nothing is resumed; your server keeps running)"):
+            typer.echo(f"specdoctor: run {run_id} not resumed; your server keeps running. "
+                       f"`specdoctor resume {run_id} --yes` continues it later", err=True)
+            raise typer.Exit(0)
+        outcome = run_reporting_interrupt(
+            lambda: do_resume(run_id, view=view, approver=approver_for(view), yes=yes), view)
         show_outcome(view, outcome, as_json)
         exit_for(outcome)

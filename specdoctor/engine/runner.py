@@ -26,7 +26,7 @@ from specdoctor.toolkit import ToolContext
 from specdoctor.toolkit.safety import restore_hint, safety_net
 from specdoctor.tools.launch import StopResult
 
-__all__ = ["InvestigateOptions", "RunOutcome", "investigate", "resume"]
+__all__ = ["InvestigateOptions", "RunInterrupted", "RunOutcome", "investigate", "resume"]
 
 Approver = Callable[[dict[str, Any]], bool]
 
@@ -66,6 +66,14 @@ class RunOutcome(BaseModel):
     files: dict[str, str] = Field(default_factory=dict)
     results: dict[str, Any] = Field(default_factory=dict, exclude=True,
                                     description="Every step's tool result by step id (in memory only).")
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C, after the clean-up: the partial report is written; `outcome` says where (the face prints it)."""
+
+    def __init__(self, outcome: RunOutcome):
+        super().__init__(f"run {outcome.run_id} interrupted")
+        self.outcome = outcome
 
 
 def _host_options(o: InvestigateOptions) -> dict[str, Any]:
@@ -219,13 +227,14 @@ def _run_graph(rec: RunRecord, playbook: Playbook, host: Host, first_input: Any,
             values = _drive(app, first_input, cfg, deps, approver)
         except KeyboardInterrupt:
             values = app.get_state(cfg).values
-            _finish(rec, deps, values, "interrupted (SIGINT): partial report", started, host, guard)
+            outcome = _finish(rec, deps, values, f"interrupted (SIGINT): partial report; `specdoctor resume "
+                              f"{rec.run_id}` continues the run", started, host, guard)
             rec.status = "interrupted"
             save_record(rec)
             detach = getattr(host, "detach", None)
             if callable(detach):  # keep what `resume` reattaches to (a simulated host's sandbox)
                 detach()
-            raise
+            raise RunInterrupted(outcome.model_copy(update={"status": "interrupted"})) from None
         except Exception as exc:  # any failure still ends in a written report
             values = app.get_state(cfg).values
             return _finish(rec, deps, values, f"{type(exc).__name__}: {exc}", started, host, guard)

@@ -32,20 +32,14 @@ def register(app: typer.Typer) -> None:
     @app.command()
     def runs(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
         """List runs (id, host, playbook, status, verdict) so one can be resumed or reviewed."""
-        from rich.console import Console
-        from rich.table import Column, Table
-
+        from specdoctor.commands.tabular import print_rows
         from specdoctor.engine.runs import list_records
 
         recs = list_records()
         if as_json:
             typer.echo("[" + ",".join(r.model_dump_json() for r in recs) + "]")
             return
-        # The id is what `resume`/`report show` take: never cut; the other columns wrap instead.
-        table = Table(Column("run", no_wrap=True, min_width=22), Column("started", overflow="fold"),
-                      *[Column(h, overflow="fold") for h in ("host", "playbook", "status", "verdict", "out")],
-                      box=None)
-        for r in recs:
-            table.add_row(r.run_id, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started)), r.host, r.playbook,
-                          r.status, r.verdict or "", r.out_dir)
-        Console().print(table)
+        # The id is what `resume`/`report show` take: never cut; on a terminal the other columns wrap instead.
+        print_rows(["run", "started", "host", "playbook", "status", "verdict", "out"],
+                   [[r.run_id, time.strftime("%Y-%m-%d %H:%M", time.localtime(r.started)), r.host, r.playbook,
+                     r.status, r.verdict or "", r.out_dir] for r in recs], no_wrap=["run"])

@@ -16,9 +16,6 @@ def register(app: typer.Typer) -> None:
     @group.command("list")
     def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False) -> None:
         """Name and one-line description of every built-in scenario."""
-        from rich.console import Console
-        from rich.table import Table
-
         from specdoctor.sim import list_scenarios, load_scenario
 
         rows = []
@@ -30,14 +27,11 @@ def register(app: typer.Typer) -> None:
         if as_json:
             typer.echo(json.dumps(rows, indent=2))
             return
-        table = Table()
-        table.add_column("scenario", no_wrap=True)
-        table.add_column("box")
-        table.add_column("sglang", no_wrap=True)
-        table.add_column("description")
-        for r in rows:
-            table.add_row(f"sim:{r['name']}", r["box"], r["sglang"], r["description"])
-        Console().print(table)
+        from specdoctor.commands.tabular import print_rows
+
+        print_rows(["scenario", "box", "sglang", "description"],
+                   [[f"sim:{r['name']}", r["box"], r["sglang"], r["description"]] for r in rows],
+                   no_wrap=["scenario", "sglang"])
 
     @group.command("show")
     def show_cmd(

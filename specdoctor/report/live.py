@@ -23,6 +23,7 @@ from rich.progress import (
     TaskID,
     TextColumn,
     TimeElapsedColumn,
+    TimeRemainingColumn,
 )
 from rich.table import Table
 from rich.text import Text
@@ -30,6 +31,7 @@ from rich.text import Text
 from specdoctor.host.redact import redact_text
 from specdoctor.report import fmt
 from specdoctor.report.box_line import plan_vs_actual
+from specdoctor.report.live_status import RunClock
 from specdoctor.report.model import Report, confidence_label
 from specdoctor.report.show import VERDICT_STYLE
 
@@ -66,14 +68,18 @@ class LiveView:
         self._clock = clock
         self.steps: dict[str, StepRow] = {}
         self._live: Live | None = None
+        # elapsed, then the time left as rich estimates it from the runs done (the measurement's expected length)
         self._progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                                  MofNCompleteColumn(), TimeElapsedColumn(), console=self.console)
+                                  MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("left"),
+                                  TimeRemainingColumn(), console=self.console)
+        self.clock = RunClock()
         self._task: TaskID | None = None
 
     # --- engine callbacks -------------------------------------------------------------------------
     def start(self, plan: list[tuple[str, str, str, str]]) -> None:
         """Show the playbook's steps: (step_id, title, tool, effect)."""
         self.steps = {sid: StepRow(sid, title, tool, effect) for sid, title, tool, effect in plan}
+        self.clock.started, self.clock.total_steps = self._clock(), len(plan)
         if self.plain:
             self._line(f"plan: {len(plan)} steps")
             for i, row in enumerate(self.steps.values(), 1):
@@ -85,6 +91,8 @@ class LiveView:
     def step_started(self, step_id: str) -> None:
         row = self._row(step_id)
         row.status, row.started = "running", self._clock()
+        ids = list(self.steps)
+        self.clock.step(ids.index(step_id) + 1 if step_id in ids else self.clock.step_index, row.title)
         self._reset_progress()
         if self.plain:
             self._line(f"{_ICON['running']} {row.step_id}: {row.title}")
@@ -95,6 +103,7 @@ class LiveView:
         row.status, row.summary = status, redact_text(summary or "")
         if row.started is not None:
             row.seconds = self._clock() - row.started
+        self.clock.finished(row.tool, status, row.summary, self._clock())
         self._reset_progress()
         if self.plain:
             took = f" ({fmt.seconds(row.seconds)})" if row.seconds is not None else ""
@@ -104,6 +113,7 @@ class LiveView:
     def progress(self, message: str, done: int | None = None, total: int | None = None) -> None:
         """A benchmark run or sweep point; with done/total a bar is shown."""
         message = redact_text(message)
+        self.clock.progress(message, self._clock())
         if self.plain:
             count = f" ({done}/{total})" if done is not None and total else ""
             self._line(f"  … {message}{count}")
@@ -213,7 +223,7 @@ class LiveView:
             took = fmt.seconds(row.seconds) if row.seconds is not None else ""
             table.add_row(Text(_ICON.get(row.status, "?"), style=style), Text(row.title or row.step_id, style=style),
                           took, Text(row.summary, overflow="ellipsis", no_wrap=True))
-        parts: list[RenderableType] = [table]
+        parts: list[RenderableType] = [Text(self.clock.line(self._clock()), style="bold"), table]
         if self._task is not None:
             parts.append(self._progress)
         return Group(*parts)

@@ -1,5 +1,6 @@
 """A LangGraph ReAct agent whose tools are specdoctor's typed tools (`specdoctor.tools.as_langchain`).
 
+    python examples/langgraph_agent.py --demo      # offline: a scripted model on loopback, no API key
     python examples/langgraph_agent.py --host sim:seed --model gpt-4.1      # OPENAI_API_KEY set
     python examples/langgraph_agent.py --host root@gpu-box --base-url http://127.0.0.1:8000/v1 --model local
 
@@ -10,7 +11,6 @@ agent (`langchain.agents.create_agent`, the deprecated `langgraph.prebuilt.creat
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from typing import Any
@@ -62,13 +62,9 @@ def run(host: str | Host = "sim:seed", *, model: str = "gpt-4.1", base_url: str 
     return {"answer": str(last.content) if isinstance(last, AIMessage) else "", "tools": trail}
 
 
-if __name__ == "__main__":
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--host", default="sim:seed")
-    p.add_argument("--model", default="gpt-4.1")
-    p.add_argument("--base-url", default=None)
-    a = p.parse_args()
-    out = run(a.host, model=a.model, base_url=a.base_url)
-    for t in out["tools"]:
-        print(f"  {t['tool']}: [{t['status']}] {t['summary']}")
-    print(out["answer"])
+if __name__ == "__main__":  # --demo: a scripted model on loopback, offline (specdoctor.testing.demo)
+    import sys
+
+    from specdoctor.testing.demo import example_main
+
+    sys.exit(example_main(run, __doc__))

@@ -68,7 +68,8 @@ def register(app: typer.Typer) -> None:
         python: Annotated[str | None, typer.Option(help="Python on the host that runs SGLang.")] = None,
         launch: Annotated[str | None, typer.Option(help="SGLang launch command (default: the running server's).")] = None,
         port: Annotated[int | None, typer.Option(help="Port of the running server to examine.")] = None,
-        expect: Annotated[str | None, typer.Option(help="Earlier figures, e.g. baseline=89,spec=94 (tok/s).")] = None,
+        expect: Annotated[str | None, typer.Option(help="Earlier figures: baseline=89,spec=94 (tok/s), verify_ms, draft_ms, tpot_ms, accept_len. "
+                                                       "Default: the good fingerprint's measurements.")] = None,
         essential: Annotated[list[str] | None, typer.Option(help="A patch (file) the server needs; repeatable.")] = None,
         patch_script: Annotated[str | None, typer.Option(help="Script that re-applies essential patches.")] = None,
         good_fingerprint: Annotated[str | None, typer.Option(help="Fingerprint JSON of an earlier good run (host path).")] = None,

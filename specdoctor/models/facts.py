@@ -89,12 +89,19 @@ class ClaimFact(FactModel):
     ci_low: float | None = None
     ci_high: float | None = None
     end_to_end: ClaimReading | None = Field(default=None, description="With basis 'decode': the end-to-end reading.")
+    unit: str = Field(default="tok/s", description="tok/s, ms or tokens (an accept length).")
+    higher_is_better: bool = Field(default=True, description="False for times (verify_ms, draft_ms, tpot_ms).")
+    source: str = Field(default="--expect", description="Where the claimed figure came from: '--expect' or 'the "
+                        "good run's fingerprint' (its measurements, when no --expect was given).")
+    measured_by: str = Field(default="", description="What today's samples are, when not the benchmark's tok/s.")
 
     @property
     def not_reached(self) -> bool:
-        """Measured significantly below the claim: the only difference a regression can be. Today above the
-        claim (DIFFERENT, faster) reproduces it and more."""
-        return self.outcome == "DIFFERENT" and (self.pct_change is None or self.pct_change < 0)
+        """Measured significantly worse than the claim: the only difference a regression can be. Today better than
+        the claim (DIFFERENT, faster) reproduces it and more."""
+        if self.outcome != "DIFFERENT" or self.pct_change is None:
+            return self.outcome == "DIFFERENT"
+        return self.pct_change < 0 if self.higher_is_better else self.pct_change > 0
 
 
 class Claims(RootModel[dict[str, ClaimFact]]):

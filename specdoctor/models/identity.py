@@ -1,0 +1,34 @@
+"""What today's run shares with its reference, decided before anything is stopped (`facts.identity`)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from specdoctor.models.facts import FactModel
+
+__all__ = ["Sameness", "IdentityFact"]
+
+Sameness = Literal["identical", "differs", "unknown"]
+
+
+class IdentityFact(FactModel):
+    """Which trials the reference makes unnecessary. 'unknown' never spares a trial: only equal digests do."""
+
+    code: Sameness = Field(default="unknown", description="The checkout's content digest against the good run's.")
+    launch: Sameness = Field(default="unknown", description="The launch line's digest (port and host aside).")
+    env: Sameness = Field(default="unknown", description="The workers' tuning variables' digest.")
+    claims_hold_running: bool = Field(default=False, description="Every claim is one the running speculative server "
+                                      "measures (no baseline claim) and each held on it: nothing to explain.")
+    notes: list[str] = Field(default_factory=list, description="One line per decision, with the digests compared.")
+
+    @property
+    def config_identical(self) -> bool:
+        """Same flags and same variables: the attribute step has no configuration to revert."""
+        return self.launch == "identical" and self.env == "identical"
+
+    @property
+    def settled(self) -> bool:
+        """Nothing left to decide on the box: the run ends without stopping the user's server."""
+        return self.claims_hold_running

@@ -99,13 +99,29 @@ class _Reading:
         return [f"claimed {k} {c.claimed} is DIFFERENT from today's measurement" for k, c in self.different.items()]
 
 
+def _code_reasons(r: _Reading) -> list[str]:
+    """How each named patch was established, in words true of what was measured: 'confirmed both ways' only for a
+    set whose both checks were measured (the bisection's confirmed result), said of the set, not of each member."""
+    out: list[str] = []
+    bis = [c.key for c in r.code if c.method == "bisection"]
+    if bis:
+        one = len(bis) == 1
+        out.append(f"bisection isolated {', '.join(bis)} (comparator DIFFERENT; confirmed both ways, measured: "
+                   + (f"{bis[0]} alone on the essentials is slow, every other patch without it is fast)" if one else
+                      "together on the essentials they are slow, every other patch without them is fast, and "
+                      "without any one of them it is fast)"))
+    tried = [c.key for c in r.code if c.method != "bisection"]
+    if tried:
+        out.append(f"revert trials confirmed {', '.join(tried)} (the joint search over code and configuration)")
+    return out
+
+
 def _code_regression(r: _Reading) -> Verdict | None:
     """A confirmed culprit patch decides (the bisection measured its own references: no reproduce step needed)."""
     culprits = list(dict.fromkeys(c.key for c in r.code))
     if not culprits:
         return None
-    reasons = [f"bisection isolated {', '.join(culprits)} (comparator DIFFERENT; confirmed both ways: "
-               "alone on the essentials it is slow, every other patch without it is fast)"]
+    reasons = _code_reasons(r)
     reasons += [cause_line(c, r.att) for c in r.code if c.effect_tps is not None]
     reasons += [f"also an environment cause: {line}" for line in r.env_lines]
     reasons += [f"gate {g.name} is ENABLED at runtime in the server's workers although its default is {g.default}"

@@ -264,9 +264,18 @@ def _tried_culprits(r: _Reader) -> list[str]:
     return [c.key for c in att.confirmed() if c.kind == "code" and c.method == "revert-trial"] if att else []
 
 
+def _named_code_causes(r: _Reader) -> set[str]:
+    """The patches the diagnosis names (the verdict's culprits, the attribution's confirmed code causes): the one
+    record the suspects table reads too, so a named cause is never shown 'cleared'."""
+    verdict = r.v.run_facts.verdict
+    att = r.v.fact("attribution", AttributionFact)
+    named = set(verdict.culprits if verdict is not None else [])
+    return named | {c.key for c in (att.confirmed() if att else []) if c.kind == "code"}
+
+
 def _suspects(report: m.Report, r: _Reader) -> None:
     bisect = r.v.latest(BisectResult)
-    culprits = set(_isolated(r))
+    culprits = set(_isolated(r)) | _named_code_causes(r)
     candidates = set(bisect.culprits if bisect else []) - culprits
     ess = r.v.latest(Essentials)  # the step's list (measured, or the user's) overrules triage's guess
     scan = r.v.latest(GateScan)

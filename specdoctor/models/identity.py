@@ -8,7 +8,7 @@ from pydantic import Field
 
 from specdoctor.models.facts import FactModel
 
-__all__ = ["Sameness", "IdentityFact"]
+__all__ = ["Sameness", "IdentityFact", "BudgetFact"]
 
 Sameness = Literal["identical", "differs", "unknown"]
 
@@ -32,3 +32,14 @@ class IdentityFact(FactModel):
     def settled(self) -> bool:
         """Nothing left to decide on the box: the run ends without stopping the user's server."""
         return self.claims_hold_running
+
+
+class BudgetFact(FactModel):
+    """`--budget MINUTES` of box time, and where the run stopped to keep it (`facts.budget`)."""
+
+    minutes: float = Field(gt=0, description="Box minutes the user allows (launches, runs, restarts).")
+    host: str = Field(default="HOST", description="The host, as the command to continue names it.")
+    started_at: float = Field(description="When the box time began to count (the plan, before the stop), epoch s.")
+    stopped_before: str | None = Field(default=None, description="The first step not run to keep the budget.")
+    reason: str = ""
+    not_run: list[str] = Field(default_factory=list, description="Every launching step skipped for the budget.")

@@ -8,6 +8,7 @@ from typing import Any
 from specdoctor.diagnosis.references import claims_for
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.actions.measure import good_run
+from specdoctor.engine.budget import start_budget
 from specdoctor.engine.identity import decide_identity
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.models import Claims
@@ -150,6 +151,10 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     claimed, _src = claims_for(dict(p.get("expect") or {}), good)
     ident = decide_identity(view, good, set(claimed))
     out.facts["identity"] = ident.model_dump(mode="json")
+    budget = start_budget(view)  # box time counts from here: the last read before your server may be stopped
+    if budget is not None:
+        budget.host = getattr(deps.tool_ctx.host, "name", None) or budget.host
+        out.facts["budget"] = budget.model_dump(mode="json")
     # The launches need the GPUs the user's server holds (examine_user_server read nvidia-smi), unless told.
     rec = _user_record(deps, view, out)
     stops = bool(args["stop_user_server"]) if "stop_user_server" in args else \

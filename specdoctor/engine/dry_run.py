@@ -25,9 +25,6 @@ CHEAP_READS = frozenset({
     "launch_cost", "plan_launches", "nccl_inventory", "list_deltas", "breakeven",
     # actions built only from the reads above
     "locate_server", "plan_run",
-    # a read of the running server (/proc, nvidia-smi, a few batch-1 runs on it, nothing stopped): the plan needs it to
-    # say what the run will do — whether your server is stopped, whether the claims already hold on it
-    "examine_user_server",
 })
 """What a dry run still runs. Everything else — mutate/disrupt steps, benchmarks, the NCCL sweep (a read that takes
 minutes), the LLM, the verdict — is planned only. An allowlist, so a new tool is planned, never run, until it is

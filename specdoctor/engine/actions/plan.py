@@ -9,7 +9,7 @@ from specdoctor.diagnosis.references import claims_for
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.actions.measure import good_run
 from specdoctor.engine.budget import start_budget
-from specdoctor.engine.identity import decide_identity
+from specdoctor.engine.identity import RUNNING_SERVER_KEYS, decide_identity
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.models import Claims
 from specdoctor.models.identity import IdentityFact
@@ -150,13 +150,16 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     good = good_run(deps, view)
     claimed, _src = claims_for(dict(p.get("expect") or {}), good)
     ident = decide_identity(view, good, set(claimed))
-    out.facts["identity"] = ident.model_dump(mode="json")
     budget = start_budget(view)  # box time counts from here: the last read before your server may be stopped
     if budget is not None:
         budget.host = getattr(deps.tool_ctx.host, "name", None) or budget.host
         out.facts["budget"] = budget.model_dump(mode="json")
     # The launches need the GPUs the user's server holds (examine_user_server read nvidia-smi), unless told.
     rec = _user_record(deps, view, out)
+    if not view.get("facts.user_server_record") and claimed and set(claimed) <= RUNNING_SERVER_KEYS:
+        ident.notes.append("not benchmarked yet (a dry run benchmarks nothing): if every claim holds on your running "
+                           "server, the run ends there, with no stop and no launch")
+    out.facts["identity"] = ident.model_dump(mode="json")
     stops = bool(args["stop_user_server"]) if "stop_user_server" in args else \
         bool(rec.get("holds_gpus")) and not rec.get("restarts_it") and not ident.settled
     args_ = server.get("args") or {}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 from specdoctor.models.evidence import Evidence
 from specdoctor.models.measurement import Measurement
@@ -94,6 +94,12 @@ class ClaimFact(FactModel):
     source: str = Field(default="--expect", description="Where the claimed figure came from: '--expect' or 'the "
                         "good run's fingerprint' (its measurements, when no --expect was given).")
     measured_by: str = Field(default="", description="What today's samples are, when not the benchmark's tok/s.")
+
+    @field_validator("unit", mode="before")
+    @classmethod
+    def _tok_s_unless_said(cls, v: Any) -> Any:
+        """A claim recorded before units (the comparator's empty unit) was a tok/s claim."""
+        return v or "tok/s"
 
     @property
     def not_reached(self) -> bool:

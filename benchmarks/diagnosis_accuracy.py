@@ -45,6 +45,9 @@ class Result(BaseModel):
     launches: int = 0
     launches_spared: int = Field(default=0, description="Launches the subtraction did not make because the "
                                  "essentials search had benchmarked the very same tree (one each, from its notes).")
+    launches_expected: float | None = Field(default=None, description="What the plan expected before the stop "
+                                            "(None: no plan was computed).")
+    launches_worst: int | None = Field(default=None, description="The plan's worst case.")
     wall_s: float = 0.0
     other_server_touched: bool = False
     phase: str | None = Field(default=None, description="The culprit's attributed phase effect, when the truth names "
@@ -67,6 +70,8 @@ class Row(BaseModel):
     other_causes: list[str] = Field(default_factory=list)
     phase: str = "-"
     launches: float
+    expected: float | None = None
+    made_over_expected: float | None = None
     wall_s: float
     other_touched: int
     errors: list[str]
@@ -188,6 +193,10 @@ def run_one(name: str, k: int) -> Result:
     res.other_causes = other_causes(report, [c.model_dump() for c in truth.causes])
     res.launches = _launches(out / "audit.jsonl")
     res.launches_spared = spared_launches(report)
+    plan = report.get("plan") or {}
+    if plan:
+        res.launches_expected = plan.get("launches_expected")
+        res.launches_worst = plan.get("launches_max")
     if truth.phase_effect is not None:
         res.phase, res.phase_ok = phase_check(report, truth.phase_effect.phase)
     res.verdict_ok = res.verdict == truth.verdict
@@ -212,9 +221,31 @@ def aggregate(results: list[Result]) -> list[Row]:
             other_causes=sorted({c for r in rs for c in r.other_causes}),
             phase=(f"{sum(bool(r.phase_ok) for r in rs)}/{len(rs)}" if any(r.phase_ok is not None for r in rs)
                    else "-"),
-            launches=sum(r.launches for r in rs) / len(rs), wall_s=sum(r.wall_s for r in rs) / len(rs),
+            launches=sum(r.launches for r in rs) / len(rs), expected=_mean_expected(rs),
+            made_over_expected=made_over_expected(sum(r.launches for r in rs) / len(rs), _mean_expected(rs)),
+            wall_s=sum(r.wall_s for r in rs) / len(rs),
             other_touched=sum(r.other_server_touched for r in rs), errors=sorted({r.error for r in rs if r.error})))
     return rows
+
+
+def _mean_expected(rs: list[Result]) -> float | None:
+    known = [r.launches_expected for r in rs if r.launches_expected is not None]
+    return sum(known) / len(known) if known else None
+
+
+def made_over_expected(made: float, expected: float | None) -> float | None:
+    """Launches made ÷ expected before the stop; 1.0 when none was expected and none made (None: no plan)."""
+    if expected is None:
+        return None
+    if expected == 0:
+        return 1.0 if made == 0 else float("inf")
+    return made / expected
+
+
+def within_plan(rows: list[Row], low: float = 0.67, high: float = 1.5) -> tuple[int, int]:
+    """(rows whose made ÷ expected lies in [low, high], rows with a plan)."""
+    planned = [r for r in rows if r.made_over_expected is not None]
+    return sum(low <= (r.made_over_expected or 0.0) <= high for r in planned), len(planned)
 
 
 def _totals(results: list[Result]) -> dict[str, float | int]:
@@ -235,13 +266,15 @@ def _totals(results: list[Result]) -> dict[str, float | int]:
 
 def _table(rows: list[Row]) -> str:
     header = ("scenario", "verdict ok", "verdict (truth)", "culprits ok", "innocent blamed", "causes",
-              "other causes", "phase ok", "launches", "wall s", "other srv")
+              "other causes", "phase ok", "launches", "expected", "made ÷ exp", "wall s", "other srv")
     lines = [header]
     for r in rows:
         got = ",".join(r.verdicts)
         lines.append((r.scenario, f"{r.verdicts_ok}/{r.runs}", f"{got} ({r.truth_verdict})", f"{r.culprits_ok}/{r.runs}",
                       ",".join(Path(f).name for f in r.innocent_blamed) or "-", r.causes,
                       "; ".join(r.other_causes) or "-", r.phase, f"{r.launches:.1f}",
+                      "-" if r.expected is None else f"{r.expected:.1f}",
+                      "-" if r.made_over_expected is None else f"{r.made_over_expected:.2f}",
                       f"{r.wall_s:.0f}", "TOUCHED" if r.other_touched else "-"))
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
     out = ["| " + " | ".join(str(c).ljust(w) for c, w in zip(line, widths, strict=True)) + " |" for line in lines]
@@ -337,6 +370,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"launches made {made}; spared by the essentials search's benchmarks {spared} in "
           f"{sum(r.launches_spared > 0 for r in results)} runs (made / (made + spared) = "
           f"{made / max(made + spared, 1):.3f})")
+    inside, planned = within_plan(rows)
+    print(f"made ÷ expected within [0.67, 1.5] for {inside}/{planned} stories with a plan; mean launches "
+          f"{made / max(len(results), 1):.2f} per run")
     if args.json:
         Path(args.json).write_text(json.dumps({"totals": totals, "results": [r.model_dump() for r in results]},
                                               indent=1))

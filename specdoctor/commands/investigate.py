@@ -17,6 +17,15 @@ __all__ = ["RUN_EXIT_CODES", "register", "parse_expect", "make_view", "approver_
 RUN_EXIT_CODES: dict[str, int] = {"finished": 0, "error": 3, "needs-restore": 21}
 
 
+def budget_params(params: dict[str, Any], budget: float | None) -> dict[str, Any]:
+    """--budget MINUTES as the run's `budget_minutes` parameter (engine/budget.py reads it)."""
+    if budget is None:
+        return params
+    if not budget > 0:
+        raise typer.BadParameter("--budget takes box minutes above zero")
+    return {**params, "budget_minutes": float(budget)}
+
+
 def make_view(plain: bool):
     from specdoctor.report.live import LiveView
 
@@ -85,7 +94,8 @@ def register(app: typer.Typer) -> None:
         python: Annotated[str | None, typer.Option(help="Python on the host that runs SGLang.")] = None,
         launch: Annotated[str | None, typer.Option(help="SGLang launch command (default: the running server's).")] = None,
         port: Annotated[int | None, typer.Option(help="Port of the running server to examine.")] = None,
-        expect: Annotated[str | None, typer.Option(help="Earlier figures, e.g. baseline=89,spec=94 (tok/s).")] = None,
+        expect: Annotated[str | None, typer.Option(help="Earlier figures: baseline=89,spec=94 (tok/s), verify_ms, draft_ms, tpot_ms, accept_len. "
+                                                       "Default: the good fingerprint's measurements.")] = None,
         essential: Annotated[list[str] | None, typer.Option(help="A patch (file) the server needs; repeatable.")] = None,
         patch_script: Annotated[str | None, typer.Option(help="Script that re-applies essential patches.")] = None,
         good_fingerprint: Annotated[str | None, typer.Option(help="Fingerprint JSON of an earlier good run (host path).")] = None,
@@ -94,6 +104,8 @@ def register(app: typer.Typer) -> None:
         param: Annotated[list[str] | None, typer.Option(help="Playbook parameter NAME=VALUE; repeatable.")] = None,
         yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve mutating/disruptive steps.")] = False,
         dry_run: Annotated[bool, typer.Option(help="Show the plan and commands; change nothing.")] = False,
+        budget: Annotated[float | None, typer.Option(help="Box minutes the launches may take; a step that would "
+                                                      "overrun is not started, and your server is put back.")] = None,
         out: Annotated[str | None, typer.Option(help="Output folder (default ./specdoctor-runs/RUN_ID).")] = None,
         checkpoint: Annotated[str | None, typer.Option(help="SQLite file or postgres:// URL for checkpoints.")] = None,
         llm: Annotated[str | None, typer.Option(help="Model name for the optional LLM advisor.")] = None,
@@ -119,7 +131,7 @@ def register(app: typer.Typer) -> None:
         opts = InvestigateOptions(
             host=host, repo=repo, python=python, launch=launch, port=port, expect=parse_expect(expect),
             essential=essential or [], patch_script=patch_script, good_fingerprint=good_fingerprint,
-            playbook=playbook, params=parse_params(param), yes=yes, dry_run=dry_run, out=out, checkpoint=checkpoint,
+            playbook=playbook, params=budget_params(parse_params(param), budget), yes=yes, dry_run=dry_run, out=out, checkpoint=checkpoint,
             llm=llm, llm_base_url=llm_base_url, accept_new_host_key=accept_new_host_key, known_hosts=known_hosts,
             identity_files=identity or [])
         opened = open_host(host, accept_new_host_key=accept_new_host_key, known_hosts=known_hosts,

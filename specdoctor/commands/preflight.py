@@ -14,20 +14,23 @@ _PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 
 
 def parse_expect(text: str | None) -> dict[str, float]:
-    """`baseline=89,spec=94` → {'baseline': 89.0, 'spec': 94.0}; each a finite tok/s above zero."""
+    """`baseline=89,spec=94,verify_ms=19` → {'baseline': 89.0, …}: tok/s, ms or an accept length, each finite and
+    above zero (the keys: specdoctor.diagnosis.references.CLAIM_KEYS)."""
+    from specdoctor.diagnosis.references import CLAIM_KEYS
+
     out: dict[str, float] = {}
     for part in (text or "").split(","):
         if not part.strip():
             continue
         key, sep, value = part.partition("=")
-        if not sep or key.strip() not in ("baseline", "spec"):
-            raise UsageError(f"--expect takes baseline=N,spec=N (tok/s), got {part.strip()!r}")
+        if not sep or key.strip() not in CLAIM_KEYS:
+            raise UsageError(f"--expect takes {'=N,'.join(CLAIM_KEYS)}=N (tok/s, ms, tokens), got {part.strip()!r}")
         try:
             number = float(value)
         except ValueError:
             raise UsageError(f"--expect: {value.strip()!r} is not a number") from None
         if not math.isfinite(number) or number <= 0:
-            raise UsageError(f"--expect: {key.strip()}={value.strip()} must be a finite tok/s above zero")
+            raise UsageError(f"--expect: {key.strip()}={value.strip()} must be a finite number above zero")
         if key.strip() in out:
             raise UsageError(f"--expect gives {key.strip()} twice")
         out[key.strip()] = number

@@ -33,6 +33,7 @@ from specdoctor.models import (
     UserServerFact,
 )
 from specdoctor.models.delta import CauseFact
+from specdoctor.models.identity import BudgetFact, IdentityFact
 from specdoctor.tools.bisect import BisectResult
 from specdoctor.tools.gates import GateScan
 from specdoctor.tools.hardware_probe import HardwareProbe
@@ -109,6 +110,9 @@ class RunFacts(BaseModel):
     narrative: NarrativeFact | None = None
     llm_triage: list[dict[str, Any]] | None = Field(default=None, description="The LLM's guesses for unknown files.")
     llm_explore: list[dict[str, Any]] | None = Field(default=None, description="The LLM's read-only tool calls.")
+    identity: IdentityFact | None = Field(default=None, description="What the good run's digests and the running "
+                                          "server settle before the stop (engine/identity.py).")
+    budget: BudgetFact | None = Field(default=None, description="--budget and where the run stopped to keep it.")
     # the plan and --dry-run records (read back by the engine only)
     plan: dict[str, Any] | None = Field(default=None, description="The plan tool's output (tools.plan.Plan).")
     dry_run: dict[str, dict[str, Any]] | None = Field(default=None, description="Step id -> what it would run.")

@@ -41,6 +41,11 @@ def _claim_median(c: ClaimFact, measure: MeasureFacts, key: str) -> float | None
     return c.median if c.median is not None else _median(getattr(measure, key, None))
 
 
+def _said(c: ClaimFact) -> str:
+    """'claimed' (--expect) or 'the good run's' (its fingerprint's measurements stood in for claims)."""
+    return "claimed" if c.source == "--expect" else "the good run's"
+
+
 def _basis(c: ClaimFact) -> str:
     return ", prefill excluded" if c.basis == "decode" else ""
 
@@ -51,7 +56,7 @@ def _not_reproduced_words(claims: dict[str, ClaimFact], measure: MeasureFacts, *
     parts = []
     for k, c in claims.items():
         med = _claim_median(c, measure, k)
-        parts.append(f"{words.get(k, k)} {c.claimed:g} tok/s (measured today: "
+        parts.append(f"{words.get(k, k)} {c.claimed:g} {c.unit} (measured today: "
                      f"{'?' if med is None else f'{med:.1f}'}{_basis(c)})" if c.claimed is not None else k)
     return ("The" if capital else "the") + " claimed " + " and ".join(parts)
 
@@ -94,13 +99,29 @@ class _Reading:
         return [f"claimed {k} {c.claimed} is DIFFERENT from today's measurement" for k, c in self.different.items()]
 
 
+def _code_reasons(r: _Reading) -> list[str]:
+    """How each named patch was established, in words true of what was measured: 'confirmed both ways' only for a
+    set whose both checks were measured (the bisection's confirmed result), said of the set, not of each member."""
+    out: list[str] = []
+    bis = [c.key for c in r.code if c.method == "bisection"]
+    if bis:
+        one = len(bis) == 1
+        out.append(f"bisection isolated {', '.join(bis)} (comparator DIFFERENT; confirmed both ways, measured: "
+                   + (f"{bis[0]} alone on the essentials is slow, every other patch without it is fast)" if one else
+                      "together on the essentials they are slow, every other patch without them is fast, and "
+                      "without any one of them it is fast)"))
+    tried = [c.key for c in r.code if c.method != "bisection"]
+    if tried:
+        out.append(f"revert trials confirmed {', '.join(tried)} (the joint search over code and configuration)")
+    return out
+
+
 def _code_regression(r: _Reading) -> Verdict | None:
     """A confirmed culprit patch decides (the bisection measured its own references: no reproduce step needed)."""
     culprits = list(dict.fromkeys(c.key for c in r.code))
     if not culprits:
         return None
-    reasons = [f"bisection isolated {', '.join(culprits)} (comparator DIFFERENT; confirmed both ways: "
-               "alone on the essentials it is slow, every other patch without it is fast)"]
+    reasons = _code_reasons(r)
     reasons += [cause_line(c, r.att) for c in r.code if c.effect_tps is not None]
     reasons += [f"also an environment cause: {line}" for line in r.env_lines]
     reasons += [f"gate {g.name} is ENABLED at runtime in the server's workers although its default is {g.default}"
@@ -193,8 +214,8 @@ def _not_reproducible(r: _Reading) -> Verdict | None:
     reasons: list[str] = []
     for k, c in r.different.items():
         med = _claim_median(c, r.measure, k)
-        reasons.append(f"claimed {k} {c.claimed} is DIFFERENT from measured "
-                       f"{med if med is not None else float('nan'):.1f} tok/s{_basis(c)}")
+        reasons.append(f"{_said(c)} {k} {c.claimed} is DIFFERENT from measured "
+                       f"{med if med is not None else float('nan'):.1f} {c.unit}{_basis(c)}")
     sub = r.sub
     if sub.outcome == "SAME":
         reasons.append("removing every non-essential patch changes nothing (comparator SAME)")
@@ -213,8 +234,10 @@ def _not_reproducible(r: _Reading) -> Verdict | None:
 
 def _claim_held(k: str, c: ClaimFact) -> str:
     """'claimed spec 80 is within noise of the measurement' (+ the end-to-end reading of a decode-basis claim)."""
-    line = (f"claimed {k} {c.claimed} is within noise of the measurement" if c.outcome == "SAME" else
-            f"claimed {k} {c.claimed} is exceeded today ({(c.pct_change or 0.0):+.1f} %)")
+    line = (f"{_said(c)} {k} {c.claimed} is within noise of the measurement" if c.outcome == "SAME" else
+            f"{_said(c)} {k} {c.claimed} is bettered today ({(c.pct_change or 0.0):+.1f} %)"
+            if not c.higher_is_better else
+            f"{_said(c)} {k} {c.claimed} is exceeded today ({(c.pct_change or 0.0):+.1f} %)")
     e2e = c.end_to_end
     if c.basis == "decode" and e2e is not None and e2e.median is not None and e2e.pct_change is not None:
         line += (" with the prefill excluded (end to end it reads "

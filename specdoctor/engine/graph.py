@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from specdoctor.engine.actions import ACTIONS, ActionOutcome
+from specdoctor.engine.budget import budget_blocker
 from specdoctor.engine.context import RunDeps
 from specdoctor.engine.dry_run import plan_step, runs_in_dry_run
 from specdoctor.engine.playbook import Playbook, Step
@@ -94,6 +95,22 @@ def plan_only(step: Step, deps: RunDeps, view: StateView) -> dict[str, Any]:
     return {"decisions": [d.model_dump()], "facts": {"dry_run": plan}, "done": [step.id]}
 
 
+def _held_for_budget(step: Step, deps: RunDeps, view: StateView, why: str) -> dict[str, Any]:
+    """Not started for the budget: recorded with what it would have decided and the command to continue."""
+    from specdoctor.engine.budget import continue_command
+    from specdoctor.models.identity import BudgetFact
+
+    fact = view.fact("budget", BudgetFact)
+    assert fact is not None  # budget_blocker holds a step back only under a recorded budget
+    fact = fact.model_copy(update={"stopped_before": fact.stopped_before or step.id, "reason": fact.reason or why,
+                                   "not_run": [*fact.not_run, step.id]})
+    d = Decision(step=step.id, title=step.title, tool=step.tool, status="skipped", checked="the box-time budget",
+                 found=why, decided="not started (budget); to continue: " + continue_command(view, fact),
+                 why="--budget: the run stops where the next step would overrun, and puts your server back")
+    deps.view.step_finished(step.id, "skipped", why)
+    return {"decisions": [d.model_dump()], "facts": {"budget": fact.model_dump(mode="json")}, "done": [step.id]}
+
+
 def make_node(step: Step):
     """The node for one step: `when`, approval (interrupt), error policy, decision, progress events."""
 
@@ -117,6 +134,9 @@ def make_node(step: Step):
                          why="the user's server holds them and was not stopped")
             deps.view.step_finished(step.id, "skipped", blocked)
             return {"decisions": [d.model_dump()], "done": [step.id]}
+        held = None if deps.dry_run else budget_blocker(step, effect, view)
+        if held:  # --budget: this step would overrun the user's box minutes
+            return _held_for_budget(step, deps, view, held)
         if _needs_approval(step) and not deps.yes:
             target = step.tool or step.action
             answer = interrupt({"step": step.id, "title": step.title, "target": target, "effect": step_effect(step),

@@ -168,3 +168,48 @@ def has_served_changes(v: StateView) -> bool:
     from specdoctor.engine.actions.user_server import origin_outside_checkout
 
     return has_changes(v) and origin_outside_checkout(v) is None
+
+
+# -- box time: what the reference settles before the stop (engine/identity.py decides, the plan step records it) --
+
+
+def _settled_detail(v: StateView) -> str | None:
+    from specdoctor.engine.identity import identity_of
+
+    notes = identity_of(v).notes
+    return notes[-1] if notes else None
+
+
+@predicate("your server holds the GPUs the launches need, and something is left to decide on them",
+           "your server need not or must not be stopped", _user_server_detail)
+def must_stop_user_server(v: StateView) -> bool:
+    from specdoctor.engine.identity import identity_of
+
+    return user_server_holds_gpus(v) and not identity_of(v).settled
+
+
+@predicate("a launch command is known and the claims are not settled on the running server",
+           "no launch is needed: no launch command, or every claim held on the running server", _settled_detail)
+def reproduce_needed(v: StateView) -> bool:
+    from specdoctor.engine.identity import identity_of
+
+    return has_launch(v) and not identity_of(v).settled
+
+
+def _code_detail(v: StateView) -> str | None:
+    from specdoctor.engine.identity import identity_of
+
+    ident = identity_of(v)
+    if ident.code == "identical":
+        return "the checkout's content digest equals the good run's"
+    return _settled_detail(v) if ident.settled else _origin_detail(v)
+
+
+@predicate("the served checkout has local changes that may differ from the good run's",
+           "no code trial is needed (no served local change, the same code as the good run, or nothing to explain)",
+           _code_detail)
+def code_trials_needed(v: StateView) -> bool:
+    from specdoctor.engine.identity import identity_of
+
+    ident = identity_of(v)
+    return has_served_changes(v) and ident.code != "identical" and not ident.settled

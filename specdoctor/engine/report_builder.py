@@ -138,13 +138,19 @@ def _measurements(report: m.Report, measure: MeasureFacts, r: _Reader) -> None:
 def _claims(report: m.Report, claims: Claims | None, measure: MeasureFacts) -> None:
     """Each claim against the reading it was judged in (prefill excluded when its basis is decode)."""
     for key, c in (claims.root if claims else {}).items():
+        if c.unit != "tok/s":  # a time or an accept length: judged on its own samples (c.measured_by)
+            report.claims.append(m.MetricComparison(
+                metric=key, unit=c.unit, claimed=c.claimed, median=c.median, ci_low=c.ci_low, ci_high=c.ci_high,
+                pct_change=c.pct_change, outcome=c.outcome, p_value=c.p_value, source=c.source,
+                higher_is_better=c.higher_is_better, measured_by=c.measured_by))
+            continue
         mf = getattr(measure, key, None) or MeasuredFact()
         decode = c.basis == "decode" and bool(mf.decode_samples)
         report.claims.append(m.MetricComparison(
             metric=key, claimed=c.claimed, samples=mf.decode_samples if decode else mf.samples,
             median=c.median if decode else mf.median, ci_low=c.ci_low if decode else mf.ci_low,
             ci_high=c.ci_high if decode else mf.ci_high, pct_change=c.pct_change, outcome=c.outcome,
-            p_value=c.p_value, basis="decode" if decode else "end-to-end"))
+            p_value=c.p_value, basis="decode" if decode else "end-to-end", source=c.source))
 
 
 def _action(a: PlanAction) -> m.Action:
@@ -190,6 +196,8 @@ def _enrich(report: m.Report, r: _Reader) -> None:
     plan = r.v.result("plan", Plan)
     if plan is not None:
         report.plan = m.LaunchPlan(text=plan.text, launches_max=plan.launches_max, box_minutes_max=plan.box_minutes_max,
+                                   launches_expected=plan.launches_expected,
+                                   box_minutes_expected=plan.box_minutes_expected,
                                    launch_s=plan.launch_s, stops_user_server=plan.stops_user_server,
                                    phases=[m.PlannedLaunches(step=p.step, launches=p.launches, condition=p.condition)
                                            for p in plan.phases])
@@ -256,9 +264,18 @@ def _tried_culprits(r: _Reader) -> list[str]:
     return [c.key for c in att.confirmed() if c.kind == "code" and c.method == "revert-trial"] if att else []
 
 
+def _named_code_causes(r: _Reader) -> set[str]:
+    """The patches the diagnosis names (the verdict's culprits, the attribution's confirmed code causes): the one
+    record the suspects table reads too, so a named cause is never shown 'cleared'."""
+    verdict = r.v.run_facts.verdict
+    att = r.v.fact("attribution", AttributionFact)
+    named = set(verdict.culprits if verdict is not None else [])
+    return named | {c.key for c in (att.confirmed() if att else []) if c.kind == "code"}
+
+
 def _suspects(report: m.Report, r: _Reader) -> None:
     bisect = r.v.latest(BisectResult)
-    culprits = set(_isolated(r))
+    culprits = set(_isolated(r)) | _named_code_causes(r)
     candidates = set(bisect.culprits if bisect else []) - culprits
     ess = r.v.latest(Essentials)  # the step's list (measured, or the user's) overrules triage's guess
     scan = r.v.latest(GateScan)

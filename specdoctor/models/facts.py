@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 from specdoctor.models.evidence import Evidence
 from specdoctor.models.measurement import Measurement
@@ -89,12 +89,25 @@ class ClaimFact(FactModel):
     ci_low: float | None = None
     ci_high: float | None = None
     end_to_end: ClaimReading | None = Field(default=None, description="With basis 'decode': the end-to-end reading.")
+    unit: str = Field(default="tok/s", description="tok/s, ms or tokens (an accept length).")
+    higher_is_better: bool = Field(default=True, description="False for times (verify_ms, draft_ms, tpot_ms).")
+    source: str = Field(default="--expect", description="Where the claimed figure came from: '--expect' or 'the "
+                        "good run's fingerprint' (its measurements, when no --expect was given).")
+    measured_by: str = Field(default="", description="What today's samples are, when not the benchmark's tok/s.")
+
+    @field_validator("unit", mode="before")
+    @classmethod
+    def _tok_s_unless_said(cls, v: Any) -> Any:
+        """A claim recorded before units (the comparator's empty unit) was a tok/s claim."""
+        return v or "tok/s"
 
     @property
     def not_reached(self) -> bool:
-        """Measured significantly below the claim: the only difference a regression can be. Today above the
-        claim (DIFFERENT, faster) reproduces it and more."""
-        return self.outcome == "DIFFERENT" and (self.pct_change is None or self.pct_change < 0)
+        """Measured significantly worse than the claim: the only difference a regression can be. Today better than
+        the claim (DIFFERENT, faster) reproduces it and more."""
+        if self.outcome != "DIFFERENT" or self.pct_change is None:
+            return self.outcome == "DIFFERENT"
+        return self.pct_change < 0 if self.higher_is_better else self.pct_change > 0
 
 
 class Claims(RootModel[dict[str, ClaimFact]]):

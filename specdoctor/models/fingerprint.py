@@ -49,6 +49,10 @@ class Fingerprint(BaseModel):
     server_version: str | None = None
     commit: str | None = None
     dirty_files: int | None = None
+    code_digest: str | None = Field(default=None, description="sha256 of HEAD, the tracked files' diff and the "
+                                    "untracked files (tools/digests.py): equal digests are the same code.")
+    launch_digest: str | None = Field(default=None, description="sha256 of the launch line without --port/--host.")
+    env_digest: str | None = Field(default=None, description="sha256 of the workers' tuning variables (worker_env).")
     python: str | None = None
     launch: str | None = Field(default=None, description="The running server's launch line (redacted): a saved "
                                "fingerprint is then the reference for launch flags too (list_deltas reads it).")

@@ -63,21 +63,23 @@ def attribution(r: Report) -> Attribution | None:
     """The diagnosis' attribution, or one derived from the claims and the bisection's two measured trials."""
     if r.attribution is not None:
         return r.attribution
-    claims = [c for c in r.claims if c.claimed is not None and c.median is not None]
+    claims = [c for c in r.claims if c.claimed is not None and c.median is not None and c.unit == "tok/s"]
     if not claims:
         return None
     # The figure that moved most (in %) is the gap a reader asks about.
     claim = max(claims, key=lambda c: abs(c.pct_change or 0.0))
     assert claim.claimed is not None and claim.median is not None
     causes = [c for c in (_code_cause(r),) if c is not None]
-    return Attribution(metric=claim.metric, unit=claim.unit, reference=claim.claimed, reference_label="claimed",
+    label = "claimed" if claim.source == "--expect" else "good run"
+    return Attribution(metric=claim.metric, unit=claim.unit, reference=claim.claimed, reference_label=label,
                        measured=claim.median, measured_ci_low=claim.ci_low, measured_ci_high=claim.ci_high,
                        causes=causes, derived=True)
 
 
 def not_reproduced(r: Report) -> list[MetricComparison]:
     """Claims the box did not reproduce (comparator DIFFERENT, measured below the claim; above it reproduces it)."""
-    return [c for c in r.claims if c.outcome == "DIFFERENT" and (c.pct_change is None or c.pct_change < 0)]
+    return [c for c in r.claims if c.outcome == "DIFFERENT" and (c.pct_change is None or (
+        c.pct_change < 0 if c.higher_is_better else c.pct_change > 0))]
 
 
 def action_command(a: Action, r: Report) -> str | None:

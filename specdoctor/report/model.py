@@ -79,6 +79,10 @@ class MetricComparison(_Model):
     basis: Literal["end-to-end", "decode"] = Field(
         default="end-to-end", description="Samples per run over the whole request, or with the prefill excluded "
         "(the reading nearer the claim, when the claim reads as a regression end to end).")
+    source: str = Field(default="--expect", description="Where the claimed figure came from (--expect, or the good "
+                        "run's fingerprint when no --expect was given).")
+    higher_is_better: bool = Field(default=True, description="False for times (ms).")
+    measured_by: str = Field(default="", description="What today's figure is, when not the benchmark's tok/s.")
     evidence: Evidence | None = None
 
 
@@ -239,6 +243,8 @@ class LaunchPlan(_Model):
     text: str = Field(description="The one line printed, e.g. 'up to 6 launches ≈ 41 min of box time; ...'.")
     launches_max: int
     box_minutes_max: float | None = None
+    launches_expected: float | None = Field(default=None, description="Expected from what was known before the stop.")
+    box_minutes_expected: float | None = None
     launch_s: float | None = Field(default=None, description="One launch on this box (the running server's start-up).")
     stops_user_server: bool = False
     phases: list[PlannedLaunches] = Field(default_factory=list)

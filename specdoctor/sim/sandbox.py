@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from specdoctor.errors import ScenarioError
 from specdoctor.host.base import Host, HostHints, Raw
+from specdoctor.sim.digest import code_digest
 from specdoctor.sim.model_size import GIB, weights_bytes, write_safetensors_index
 from specdoctor.sim.ports import free_port
 from specdoctor.sim.scenario import Patch, Scenario, base_tree, load_scenario
@@ -481,7 +482,10 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
     if sc.good_fingerprint is not None:
         good = home / "fingerprints" / "good-run.json"
         good.parent.mkdir(parents=True, exist_ok=True)
-        good.write_text(_subst(json.dumps(sc.good_fingerprint, indent=2), ctx))
+        text = json.dumps(sc.good_fingerprint, indent=2)
+        if "{code_digest}" in text:  # the good run had this very checkout (a story of identical code)
+            ctx["code_digest"] = code_digest(repo, git_env)
+        good.write_text(_subst(text, ctx))
     _write_twin(root, sc, str(repo), nccl_conf if sc.nccl_conf else None, ctx)
     _open_permissions(root)
     launch = _subst(sc.server.launch, ctx)

@@ -16,6 +16,7 @@ from specdoctor.inference import get_engine
 from specdoctor.models.fingerprint import Change, Fingerprint, FingerprintDiff, GpuFingerprint, Impact
 from specdoctor.parsers.nvidia_smi import QGpu, parse_q, parse_query_csv, parse_topo
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.digests import CODE_DIGEST_SCRIPT, env_digest, launch_digest, parse_code_digest
 from specdoctor.tools.server import Server, http_get, locate_servers, server_environs
 
 __all__ = ["FingerprintInput", "GpuFingerprint", "Fingerprint", "fingerprint", "Change", "FingerprintDiff",
@@ -46,7 +47,8 @@ _SCRIPT = (
     'echo @@libnccl; (ldconfig -p 2>/dev/null | grep -o "/[^ ]*libnccl\\.so[^ ]*"; '
     'ls /usr/lib/x86_64-linux-gnu/libnccl.so.* /usr/local/lib/libnccl.so.* 2>/dev/null) | head -5; '
     'echo @@commit; if [ -n "$SD_REPO" ]; then git -C "$SD_REPO" rev-parse HEAD 2>&1; '
-    'git -C "$SD_REPO" status --porcelain 2>/dev/null | wc -l; fi; true'
+    'git -C "$SD_REPO" status --porcelain 2>/dev/null | wc -l; echo @@code_digest; (' + CODE_DIGEST_SCRIPT + '); '
+    'fi; true'
 )
 
 
@@ -220,6 +222,7 @@ def _record_commit(fp: Fingerprint, sec: dict[str, list[str]], repo: str | None)
         fp.dirty_files = int(commit[1]) if len(commit) > 1 and commit[1].isdigit() else None
     elif repo:
         fp.problems.append(f"no git commit for {repo}: {' '.join(commit)[:150]}")
+    fp.code_digest = parse_code_digest("\n".join(sec.get("code_digest", []))) if fp.commit else None
 
 
 def _record_server(ctx: ToolContext, fp: Fingerprint, s: Server) -> None:
@@ -237,6 +240,9 @@ def _record_server(ctx: ToolContext, fp: Fingerprint, s: Server) -> None:
         fp.problems.append("workers' environments not readable")
     fp.parent_env = redact_env(_tuning_env(envs.main or {}))
     fp.launch = redact_text(shlex.join(s.argv)) if s.argv else None
+    # Digests of the redacted forms: a saved fingerprint without them gets the same digest from its fields.
+    fp.launch_digest = launch_digest(fp.launch)
+    fp.env_digest = env_digest(fp.worker_env) if readable else None
     try:
         _, body = http_get(ctx.host, s.port, ["/server_info", "/get_server_info"], timeout=5)
         fp.server_version = str(body.get("version")) if isinstance(body, dict) and body.get("version") else None

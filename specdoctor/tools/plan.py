@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, Field
 
-from specdoctor.errors import NoData
 from specdoctor.host.base import Host, Raw
 from specdoctor.inference import get_engine
 from specdoctor.parsers.sglang_startup import StartupTimings, parse_startup
@@ -126,6 +126,8 @@ class PlannedPhase(BaseModel):
 
     step: str
     launches: int = Field(ge=0, description="At most this many launches (the step's own cap).")
+    expected: float | None = Field(default=None, ge=0, description="The launches expected from what is known "
+                                   "before the stop (None: the cap).")
     runs: int = Field(default=0, ge=0, description="Benchmark runs per launch (warm-up included).")
     condition: str = Field(default="", description="When it runs at all ('' = always).")
     decides: str = Field(default="", description="What the launches can decide (why each is worth its cost).")
@@ -149,19 +151,28 @@ class Plan(BaseModel):
     port: int
     phases: list[PlannedPhase]
     launches_max: int
+    launches_expected: float = Field(default=0.0, description="Expected from what is known before the stop.")
     launch_s: float | None = Field(default=None, description="One launch here, measured from the running server.")
     run_s: float | None = Field(default=None, description="One benchmark run here (requests x tokens / decode rate).")
     box_minutes_max: float | None = Field(default=None, description="Upper estimate: every phase at its cap.")
+    box_minutes_expected: float | None = Field(default=None, description="The expected launches' box time.")
     stops_user_server: bool = True
     cost: LaunchCost
 
     @property
     def text(self) -> str:
-        minutes = f" ≈ {self.box_minutes_max:.0f} min of box time" if self.box_minutes_max is not None else \
+        if self.launches_max == 0:
+            return f"no launch: your server on :{self.port} keeps running"
+        def _n(n: float) -> str:
+            return f"{n:.0f} launch{'es' if round(n) != 1 else ''}"
+        exp = (f" ≈ {self.box_minutes_expected:.0f} box minutes" if self.box_minutes_expected is not None else "")
+        worst = (f" ≈ {self.box_minutes_max:.0f}" if self.box_minutes_max is not None else "")
+        unknown = "" if self.box_minutes_max is not None else \
             " (box time unknown: no start-up time could be measured)"
         where = (f"your server on :{self.port} will be down meanwhile" if self.stops_user_server else
                  f"each launch runs beside your server on :{self.port} (its GPUs must have room)")
-        return f"up to {self.launches_max} launch{'es' if self.launches_max != 1 else ''}{minutes}; {where}"
+        return (f"expected {_n(self.launches_expected)}{exp} (worst case {self.launches_max}{worst}){unknown}; "
+                f"{where}")
 
     def summary_line(self) -> str:
         return self.text
@@ -171,19 +182,25 @@ def make_plan(cost: LaunchCost, args: PlanInput) -> Plan:
     """The plan from a measured launch cost: launches x (launch + runs + stop), every phase at its cap."""
     run_s = (args.requests_per_run * args.max_new_tokens / cost.decode_tok_s) if cost.decode_tok_s else None
     total = sum(p.launches for p in args.phases)
+    expected = sum(p.launches if p.expected is None else p.expected for p in args.phases)
     box: float | None = None
+    box_exp: float | None = None
     if cost.launch_s is not None:
-        seconds = sum(p.launches * (cost.launch_s + _STOP_S + p.runs * (run_s or 0.0)) for p in args.phases)
-        box = math.ceil(seconds / 6) / 10  # one decimal, rounded up: an estimate of the most it costs
-    return Plan(port=args.port, phases=args.phases, launches_max=total, launch_s=cost.launch_s, run_s=run_s,
-                box_minutes_max=box, stops_user_server=args.stops_user_server, cost=cost)
+        launch_s = cost.launch_s
+
+        def minutes(n: Callable[[PlannedPhase], float]) -> float:
+            seconds = sum((n(p) * (launch_s + _STOP_S + p.runs * (run_s or 0.0)) for p in args.phases), 0.0)
+            return math.ceil(seconds / 6) / 10  # one decimal, rounded up
+        box = minutes(lambda p: p.launches)
+        box_exp = minutes(lambda p: p.launches if p.expected is None else p.expected)
+    return Plan(port=args.port, phases=args.phases, launches_max=total, launches_expected=round(expected, 1),
+                launch_s=cost.launch_s, run_s=run_s, box_minutes_max=box, box_minutes_expected=box_exp,
+                stops_user_server=args.stops_user_server, cost=cost)
 
 
 @tool(effect="read")
 def plan_launches(ctx: ToolContext, args: PlanInput) -> Plan:
     """The run's plan before anything is stopped: which configurations will be launched, at most how many
     launches, and the box time they cost here (from the running server's own start-up). Reads only."""
-    if not args.phases:
-        raise NoData("no launching steps planned")
     cost = launch_cost(ctx, LaunchCostInput(pid=args.pid, log_path=args.log_path))
     return make_plan(cost, args)

@@ -171,3 +171,15 @@ def test_attribution_trials_are_planned_from_the_deltas_found() -> None:
     assert "env -u NCCL_PROTO" in launches[0].command and "NCCL_PROTO: unset → Simple" in launches[0].note
     assert "with --attention-backend fa3" in launches[1].note
     assert not planned.commands[-1].known                            # the search's next trials need outcomes
+
+
+def test_the_dry_run_plans_the_stop_the_run_makes(dry: dict[str, Any]) -> None:
+    # a real bug: the dry run read no record of the user's server and said it "need not be stopped", planning one
+    # launch fewer than the run (which stopped it and counted the restart)
+    report = load_report(dry["out"])
+    assert report.plan is not None and report.plan.stops_user_server
+    assert "will be down meanwhile" in report.plan.text and "expected " in report.plan.text
+    assert any(p.step == "restart" for p in report.plan.phases)
+    assert report.plan.launches_expected is not None and report.plan.launches_expected <= report.plan.launches_max
+    free = next(p for p in report.dry_run if p.step == "free_gpus")
+    assert "kill -TERM" in free.commands[0].command

@@ -18,6 +18,8 @@ from specdoctor.engine.state import ResultShapeError, StateView, merge_facts
 from specdoctor.models import Claims, MeasureFacts
 
 _OVERSHOOT = re.compile(r", more than the whole gap \((.+?)\): its trials ran faster than the claimed figure")
+# Box time (#46): "confirmed both ways" now says it was measured and names the patch (true for one or several).
+_BOTH_WAYS = re.compile(r"confirmed both ways, measured: (\S+) alone on the essentials is slow,")
 CHECKPOINTS = sorted((Path(__file__).resolve().parents[1] / "fixtures" / "checkpoints").glob("*.json"))
 
 
@@ -60,7 +62,8 @@ def test_a_checkpoint_from_before_validates_and_diagnoses_as_main_did(path: Path
     d = diagnose(Case.of(view))
     # One deliberate change since these were recorded (real H200, env-var story): a cause whose effect exceeds the
     # whole gap no longer reads "X of Y". Undo exactly that wording; everything else must be as main recorded it.
-    reasons = [_OVERSHOOT.sub(r" of \1", line) for line in d.verdict.reasons]
+    reasons = [_BOTH_WAYS.sub("confirmed both ways: alone on the essentials it is slow,",
+                              _OVERSHOOT.sub(r" of \1", line)) for line in d.verdict.reasons]
     assert d.verdict.model_copy(update={"reasons": reasons}) == recorded.verdict
     assert d.plan == recorded.game_plan
 

@@ -64,6 +64,21 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any] | None, str]] = {
                            {"results": _catalog(["a.py"]),
                             "facts": {"sglang_origin": {"from_checkout": False, "where": "/site/sglang",
                                                         "repo": "/r"}}}, "not from the --repo"),
+    # box time: the identity the plan step records settles what a good run's digests and the running server show
+    "must_stop_user_server": ({"facts": {"user_server_record": _user_server(restarts_it=False)}},
+                              {"facts": {"user_server_record": _user_server(restarts_it=False),
+                                         "identity": {"claims_hold_running": True,
+                                                      "notes": ["every claim holds on the running server"]}}},
+                              "need not"),
+    "reproduce_needed": ({"facts": {"launch": "python -m sglang.launch_server"}},
+                         {"facts": {"launch": "python -m sglang.launch_server",
+                                    "identity": {"claims_hold_running": True,
+                                                 "notes": ["every claim holds on the running server"]}}},
+                         "every claim held"),
+    "code_trials_needed": ({"results": _catalog(["a.py"]), "facts": {"sglang_origin": {"from_checkout": True}}},
+                           {"results": _catalog(["a.py"]), "facts": {"sglang_origin": {"from_checkout": True},
+                                                                     "identity": {"code": "identical"}}},
+                           "same code as the good run"),
 }
 
 

@@ -89,7 +89,17 @@ def test_plan_counts_launches_and_box_time_and_says_where_the_user_server_is():
     assert plan.launches_max == 3 and plan.run_s == run_s
     expected_min = (3 * (120.0 + 10.0) + (2 * 6 + 4) * run_s) / 60
     assert plan.box_minutes_max is not None and expected_min <= plan.box_minutes_max < expected_min + 0.1
-    assert plan.text.startswith("up to 3 launches ≈ 8 min") and "your server on :30000 will be down" in plan.text
+    # no phase says what it expects: each counts at its cap, so the expectation is the worst case
+    assert plan.text.startswith("expected 3 launches ≈ 8 box minutes (worst case 3 ≈ 8)")
+    assert "your server on :30000 will be down" in plan.text
+    fewer = make_plan(cost, PlanInput(pid=1, port=30000, phases=[phases[0].model_copy(update={"expected": 1}),
+                                                                 phases[1]]))
+    assert fewer.launches_expected == 2 and fewer.launches_max == 3
+    assert fewer.box_minutes_expected is not None and fewer.box_minutes_max is not None
+    assert fewer.box_minutes_expected < fewer.box_minutes_max
+    assert fewer.text.startswith("expected 2 launches ≈ ") and "(worst case 3 ≈ 8)" in fewer.text
+    none = make_plan(cost, PlanInput(pid=1, port=30000, phases=[]))
+    assert none.launches_max == 0 and none.text == "no launch: your server on :30000 keeps running"
     beside = make_plan(cost, PlanInput(pid=1, port=30000, phases=phases, stops_user_server=False))
     assert "beside your server on :30000" in beside.text
     unknown = make_plan(LaunchCost(pid=1, source="no log"), PlanInput(pid=1, port=30000, phases=phases))
@@ -117,3 +127,27 @@ def test_regression_phases_plan_only_what_can_run():
     given = regression_phases(changed=8, spec_running=True, tp_size=1, stops_user_server=False,
                               **{**common, "essential_given": True})
     assert "essentials" not in {p.step for p in given} and "nccl_promote" not in {p.step for p in given}
+
+
+def test_identical_reference_spares_the_code_steps_and_settled_claims_spare_every_launch():
+    from specdoctor.engine.actions.plan import bisect_expected, regression_phases
+    from specdoctor.models.identity import IdentityFact
+
+    common = dict(essential_given=False, runs=5, max_runs=15, finalists=3, spec_running=True, tp_size=2)
+    differs = IdentityFact(code="differs", launch="identical", env="identical")
+    steps = {p.step: p for p in regression_phases(changed=8, stops_user_server=True, identity=differs, **common)}
+    assert {"essentials", "subtract", "bisect"} <= set(steps)
+    assert steps["attribute"].expected == 0  # same flags, same env: only a patch the bisection left could be reverted
+    assert steps["bisect"].expected == bisect_expected(8) == 2 * 3 + 2
+    same = IdentityFact(code="identical", launch="identical", env="identical")
+    steps = {p.step: p for p in regression_phases(changed=8, stops_user_server=True, identity=same, **common)}
+    assert list(steps) == ["reproduce", "nccl_promote", "restart"]
+    # one byte different (any digest that is not equal) and nothing is spared
+    unknown = {p.step for p in regression_phases(changed=8, stops_user_server=True,
+                                                 identity=IdentityFact(code="unknown"), **common)}
+    assert {"essentials", "subtract", "bisect", "attribute"} <= unknown
+    flag = IdentityFact(code="differs", launch="differs", env="identical")
+    steps = {p.step: p for p in regression_phases(changed=8, stops_user_server=True, identity=flag, **common)}
+    assert steps["bisect"].expected == 0 and steps["attribute"].expected == 3  # the flag is the suspect
+    assert regression_phases(changed=8, stops_user_server=True, identity=IdentityFact(claims_hold_running=True),
+                             **common) == []

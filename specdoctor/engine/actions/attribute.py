@@ -295,6 +295,10 @@ def _fix(d: Delta, view: StateView) -> str:
 
 def _code_settled(view: StateView) -> str | None:
     """Why the local patches need no revert trial here (None: they join the search with everything else)."""
+    from specdoctor.engine.identity import identity_of
+
+    if identity_of(view).code == "identical":
+        return "the checkout is byte for byte the good run's (content digest of HEAD, diff and untracked files)"
     bis = view.latest(BisectResult)
     if bis is not None and bis.confirmed and bis.culprits:
         return "the bisection confirmed the culprit patches both ways"
@@ -345,6 +349,9 @@ def _testable(view: StateView, fact: AttributionFact) -> list[Delta]:
     """The deltas a revert trial can test, by expected impact; the rest go to `fact.untested` with the reason."""
     deltas = _deltas(view)
     code_settled = _code_settled(view)
+    from specdoctor.engine.identity import identity_of
+
+    config_same = identity_of(view).config_identical
     essential = set(essential_files(view))
     testable: list[Delta] = []
     for d in deltas.deltas if deltas else []:
@@ -352,6 +359,9 @@ def _testable(view: StateView, fact: AttributionFact) -> list[Delta]:
             continue
         if d.kind == "code" and code_settled:
             fact.untested.append(f"{d.label}: {code_settled}")
+        elif d.kind in ("env", "launch-flag") and config_same:
+            fact.untested.append(f"{d.label}: the launch line and the workers' variables are the good run's "
+                                 "(digests equal)")
         elif d.kind == "code" and any(d.name == e or d.name.endswith("/" + e.lstrip("/")) for e in essential):
             fact.untested.append(f"{d.label}: essential (the server does not start without it)")
         elif d in (deltas.revertible() if deltas else []):

@@ -10,6 +10,7 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from specdoctor.diagnosis.claims import claim_outcome
+from specdoctor.diagnosis.references import FROM_FINGERPRINT, judge_claims
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import UsageError
@@ -17,6 +18,7 @@ from specdoctor.inference import get_engine
 from specdoctor.models import Claims, Fingerprint
 from specdoctor.models.delta import CauseFact
 from specdoctor.models.facts import MeasureFacts
+from specdoctor.models.phases import PhaseTimes
 from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolResult, registry
 from specdoctor.tools.measure import BenchmarkResult, Workload, default_workload
@@ -312,7 +314,8 @@ def _reproduce_summary(measure: dict[str, Any], claims: dict[str, Any], diffs: l
              f"speculative {_fmt(s.get('median'))} tok/s [{_fmt(s.get('ci_low'))}, {_fmt(s.get('ci_high'))}], "
              f"accept length {_fmt(s.get('accept_length'), 2)}"
              + (f" with the recorded workload ({'; '.join(diffs)})" if like is not None else ""))
-    claim_txt = "; ".join(f"claimed {k} {c['claimed']:g} → {c.get('outcome')} ({_fmt(c.get('pct_change'))} %"
+    claim_txt = "; ".join(f"{'claimed' if c.get('source', '--expect') == '--expect' else 'good run'} {k} "
+                          f"{c['claimed']:g} → {c.get('outcome')} ({_fmt(c.get('pct_change'))} %"
                           + (", prefill excluded" if c.get("basis") == "decode" else "") + ")"
                           for k, c in claims.items())
     return found + (f"; {claim_txt}" if claim_txt else "") + (f"; errors: {errors}" if errors else ""), errors
@@ -333,11 +336,10 @@ def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     like = found_wl[0] if found_wl and diffs and found_wl[0].request_prompts() else None
     measure = _like_for_like(out, _measure_both(deps, view, out, like), found_wl, today_wl, diffs, like)
     out.facts["measure"] = measure
-    claims: dict[str, Any] = {}
-    for key, claimed in (view.params.get("expect") or {}).items():
-        m = measure.get(key) or {}
-        if m.get("samples"):
-            claims[key] = claim_outcome(m["samples"], float(claimed), m.get("decode_samples"))
+    # --expect, else the good run's recorded measurements; times and accept length judged on their own samples
+    phases = view.latest(PhaseTimes)
+    claims = judge_claims(dict(view.params.get("expect") or {}), good_run(deps, view), measure,
+                          phases.model_dump() if phases is not None else None)
     out.facts["claims"] = claims
     out.summary, errors = _reproduce_summary(measure, claims, diffs, like)
     out.status = "error" if errors else "ok"
@@ -381,7 +383,7 @@ def reference_for(view: StateView, metric: str) -> tuple[float | None, str]:
             # Trials measure end to end: the claim (prefill excluded) in those units, by today's own ratio.
             ratio = statistics.median(m.samples) / statistics.median(m.decode_samples)
             return round(claim.claimed * ratio, 2), "claimed, converted to end-to-end"
-        return claim.claimed, "claimed"
+        return claim.claimed, ("good run" if claim.source == FROM_FINGERPRINT else "claimed")
     good = view.params.get("good_fingerprint")
     meas = good.get("measurements") if isinstance(good, dict) else None
     value = meas.get(f"{metric}_tps") if isinstance(meas, dict) else None

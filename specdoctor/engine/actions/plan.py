@@ -5,15 +5,23 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from specdoctor.diagnosis.references import claims_for
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
+from specdoctor.engine.actions.measure import good_run
+from specdoctor.engine.budget import start_budget
+from specdoctor.engine.identity import RUNNING_SERVER_KEYS, decide_identity
 from specdoctor.engine.state import Decision, StateView
+from specdoctor.models import Claims
+from specdoctor.models.identity import IdentityFact
 from specdoctor.stats.comparator import GROWING_CAP
 from specdoctor.toolkit import registry
 from specdoctor.tools.plan import PlannedPhase
 from specdoctor.tools.repo import Catalog
+from specdoctor.tools.server import ServerList
 from specdoctor.tools.trial import PROFILE_RUNS
+from specdoctor.tools.user_server import UserServerRecord
 
-__all__ = ["plan_run", "regression_phases"]
+__all__ = ["plan_run", "regression_phases", "bisect_expected"]
 
 PHASE_PROFILE_LAUNCHES = 2
 PHASE_PROFILE_COST = (f"the phase profile of the confirming comparison's two arms (each {PROFILE_RUNS} short runs "
@@ -26,54 +34,98 @@ def _log2(n: int) -> int:
     return math.ceil(math.log2(n)) if n > 1 else 0
 
 
+def bisect_expected(p: int) -> int:
+    """An effect-size search's launches for P patches with a culprit among them: about 2·⌈log2 P⌉ + 2."""
+    return 2 * _log2(p) + 2 if p > 0 else 0
+
+
 def regression_phases(*, changed: int, essential_given: bool, spec_running: bool, tp_size: int, runs: int,
-                      max_runs: int, finalists: int,
-                      stops_user_server: bool) -> list[PlannedPhase]:
-    """Each launching step of the regression playbook at its own cap (warm-up run included in `runs`)."""
+                      max_runs: int, finalists: int, stops_user_server: bool,
+                      identity: IdentityFact | None = None, gap_shown: bool = True) -> list[PlannedPhase]:
+    """Each launching step of the regression playbook at its own cap (warm-up run included in `runs`), with the
+    launches expected from what is known before the stop: `identity` (digests against the good run, claims held on
+    the running server) spares whole steps, exactly as the playbook's predicates will; `gap_shown` (a claim not
+    reached on the running server, or none judged there) says whether a search is expected at all."""
+    ident = identity or IdentityFact()
+    if ident.settled:  # the predicates skip every launching step: nothing is stopped, nothing is launched
+        return []
     phases = [PlannedPhase(step="reproduce", launches=1 + (0 if spec_running else 1), runs=runs + 1,
                            decides="baseline and speculative tok/s on this box, against the claims")]
-    if changed:
+    code_open = bool(changed) and ident.code != "identical"
+    config_differs = ident.launch == "differs" or ident.env == "differs"
+    if code_open:
         if not essential_given:  # all, none, then per culprit: found alone, found + rest, binary search
             phases.append(PlannedPhase(
-                step="essentials", launches=2 + min(changed, _PREFIX_LIMIT) * (2 + _log2(changed)),
+                step="essentials", launches=2 + min(changed, _PREFIX_LIMIT) * (2 + _log2(changed)), expected=2,
                 condition="no --essential list given; the first 2 (all patches, no patch) also run "
                           f"{runs + 1} benchmark runs each (not in the time: the subtraction's launches they spare "
-                          "are)",
+                          "are); more only when HEAD alone does not start",
                 decides="which patches the server cannot start without (start or not); the two boundary trees "
                         "benchmarked while up, for the subtraction to reuse"))
         # Essentials only: one server, sequential looks on it; every patch applied is today's measurement reused,
         # and relaunched in a trial tree only to confirm a difference before bisecting. A tree the essentials
         # search benchmarked already (same code, no script) is not launched again when its runs decide.
         phases.append(PlannedPhase(step="subtract", launches=3, runs=GROWING_CAP + 1,
+                                   expected=0 if not essential_given else 1 + (1 if gap_shown else 0),
                                    condition="the tree has local changes; the second launch only to confirm a "
                                              "difference or decide an undecided one, the third only when still "
                                              "undecided; none for a tree the essentials search benchmarked",
                                    decides="do the non-essential patches change throughput?"))
         # One-at-a-time's count: adaptive bisection needs ~log2 of it, but interacting culprits (prefix search)
-        # can need more; the plan says so rather than print a bound the search does not keep.
+        # can need more; the plan says so rather than print a bound the search does not keep. Expected only when a
+        # gap was shown and no flag or variable differs from the good run (then the configuration is the suspect).
         phases.append(PlannedPhase(step="bisect", launches=changed + 1 + PHASE_PROFILE_LAUNCHES, runs=max_runs + 1,
+                                   expected=bisect_expected(changed) if gap_shown and not config_differs else 0,
                                    condition="only if subtraction changed performance; interacting culprits "
                                              f"can need more; {PHASE_PROFILE_LAUNCHES} of them only once culprits "
                                              f"are confirmed: {PHASE_PROFILE_COST}",
                                    decides="which patch(es) cause the change"))
     if tp_size > 1:
-        phases.append(PlannedPhase(step="nccl_promote", launches=2 * finalists, runs=runs + 1,
+        phases.append(PlannedPhase(step="nccl_promote", launches=2 * finalists, runs=runs + 1, expected=0,
                                    condition="only if the NCCL sweep finds a significantly better setting",
                                    decides="does the NCCL winner speed up decoding end to end?"))
     # The revert trials of the attribute step: a control of today's configuration and every difference reverted;
     # the differences are listed only later (list_deltas), so the search that follows a restore is a condition.
     # The first confirmed cause's phase profile is counted: a real launch-flag run made 2 + 2 where the plan said 2.
-    phases.append(PlannedPhase(step="attribute", launches=2 + PHASE_PROFILE_LAUNCHES, runs=max_runs + 1,
-                               condition="when the box differs from the reference in something a relaunch can "
-                                         f"revert; the last {PHASE_PROFILE_LAUNCHES} only once a cause is confirmed: "
-                                         f"{PHASE_PROFILE_COST}; if reverting restores speed and D > 1 differences "
-                                         "(known after list_deltas) are left, ~2·log2(D)+2 more per cause and "
-                                         f"{PHASE_PROFILE_LAUNCHES} more per further confirmed cause",
-                               decides="which differences (variables, flags, patches) explain the gap"))
+    if not (ident.config_identical and not code_open):
+        phases.append(PlannedPhase(step="attribute", launches=2 + PHASE_PROFILE_LAUNCHES, runs=max_runs + 1,
+                                   expected=(1 + PHASE_PROFILE_LAUNCHES) if gap_shown and config_differs else
+                                   1 if gap_shown and ident.launch == "unknown" else 0,
+                                   condition="when the box differs from the reference in something a relaunch can "
+                                             f"revert; the last {PHASE_PROFILE_LAUNCHES} only once a cause is "
+                                             f"confirmed: {PHASE_PROFILE_COST}; if reverting restores speed and D > "
+                                             "1 differences (known after list_deltas) are left, ~2·log2(D)+2 more "
+                                             f"per cause and {PHASE_PROFILE_LAUNCHES} more per further confirmed "
+                                             "cause",
+                                   decides="which differences (variables, flags, patches) explain the gap"))
     if stops_user_server:
         phases.append(PlannedPhase(step="restart", launches=1, runs=4, decides="your server back as it was "
                                    "(comparator SAME against the first measurement)"))
     return phases
+
+
+def _gap_shown(view: StateView) -> bool:
+    """A claim not reached (or undecided) on the running server, or none judged there: a search may be needed."""
+    claims = (view.fact("claims", Claims) or Claims({})).root
+    if not claims:
+        return True
+    return any(c.not_reached or c.outcome == "UNKNOWN" for c in claims.values()) or \
+        set(view.params.get("expect") or {}) - set(claims) != set()
+
+
+def _user_record(deps, view: StateView, out: ActionOutcome) -> dict[str, Any]:
+    """examine_user_server's record, else (a dry run, an examination that failed) the same /proc + nvidia-smi read,
+    so that the plan says what the run will do: whether your server is stopped."""
+    rec = view.get("facts.user_server_record")
+    if rec:
+        return dict(rec)
+    server = view.get("facts.server") or {}
+    found = view.latest(ServerList)
+    workers = [w.pid for s in (found.servers if found else []) if s.main.pid == server["pid"] for w in s.workers]
+    res = call_tool(deps, "inspect_user_server", {"pid": server["pid"], "pids": workers, "port": server.get("port")},
+                    out.results, key="plan_user_server")
+    typed = registry.typed_output(res, UserServerRecord, where="plan_user_server")
+    return typed.model_dump(mode="json") if typed is not None else {}
 
 
 @action("read", args=("stop_user_server",))
@@ -94,16 +146,28 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         cat = call_tool(deps, "catalog_diffs", {"repo": repo, "max_hunk_chars": 0}, out.results, key="plan_catalog")
         c = registry.typed_output(cat, Catalog, where="plan_catalog")
         changed = len({f.path for f in c.files} | set(c.untracked)) if c is not None else 0
+    # What the good run's digests and the running server settle: recorded, so the predicates read the same.
+    good = good_run(deps, view)
+    claimed, _src = claims_for(dict(p.get("expect") or {}), good)
+    ident = decide_identity(view, good, set(claimed))
+    budget = start_budget(view)  # box time counts from here: the last read before your server may be stopped
+    if budget is not None:
+        budget.host = getattr(deps.tool_ctx.host, "name", None) or budget.host
+        out.facts["budget"] = budget.model_dump(mode="json")
     # The launches need the GPUs the user's server holds (examine_user_server read nvidia-smi), unless told.
-    rec = view.get("facts.user_server_record") or {}
+    rec = _user_record(deps, view, out)
+    if not view.get("facts.user_server_record") and claimed and set(claimed) <= RUNNING_SERVER_KEYS:
+        ident.notes.append("not benchmarked yet (a dry run benchmarks nothing): if every claim holds on your running "
+                           "server, the run ends there, with no stop and no launch")
+    out.facts["identity"] = ident.model_dump(mode="json")
     stops = bool(args["stop_user_server"]) if "stop_user_server" in args else \
-        bool(rec.get("holds_gpus")) and not rec.get("restarts_it")
+        bool(rec.get("holds_gpus")) and not rec.get("restarts_it") and not ident.settled
     args_ = server.get("args") or {}
     phases = regression_phases(
         changed=changed, essential_given=bool(p.get("essential")),
         spec_running=any("speculative" in a for a in server.get("argv") or []),
         tp_size=int(args_.get("tp_size") or 1), runs=int(p.get("runs", 5)),
-        max_runs=15, finalists=3, stops_user_server=stops)
+        max_runs=15, finalists=3, stops_user_server=stops, identity=ident, gap_shown=_gap_shown(view))
     res = call_tool(deps, "plan_launches", {
         "pid": server["pid"], "port": server.get("port") or 0, "log_path": server.get("log_path"),
         "phases": [ph.model_dump() for ph in phases], "requests_per_run": p.get("requests_per_run", 3),
@@ -115,8 +179,9 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     out.decisions.append(Decision(
         step=step.id, title=step.title, status=out.status, checked="the running server's start-up (its log, "
         "/proc/PID/stat) and the launching steps ahead", found=res.summary,
-        decided="; ".join(f"{ph.step}: ≤ {ph.launches}" + (f" ({ph.condition})" if ph.condition else "")
-                          for ph in phases),
+        decided="; ".join(f"{ph.step}: expected {ph.launches if ph.expected is None else ph.expected:g}, "
+                          f"≤ {ph.launches}" + (f" ({ph.condition})" if ph.condition else "")
+                          for ph in phases) + ("; " if phases else "no launch; ") + "; ".join(ident.notes),
         why="every launch costs box time, and the user's server may have to give up its GPUs for it",
         evidence=out.commands(20)))
     return out

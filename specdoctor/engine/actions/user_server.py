@@ -180,13 +180,14 @@ def _bench_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRec
     bench = dict(first.model_dump(mode="json"), label="spec (running server)")
     out.facts["user_server_bench"] = bench
     if any("speculative" in a for a in server.get("argv") or []):
-        from specdoctor.engine.actions.measure import claim_outcome
+        from specdoctor.diagnosis.references import judge_claims
+        from specdoctor.engine.actions.measure import good_run
 
         out.facts["measure"] = {"spec": bench}
-        claimed = (p.get("expect") or {}).get("spec")
-        if claimed is not None and first.samples:
-            out.facts["claims"] = {"spec": claim_outcome(list(first.samples), float(claimed),
-                                                            list(first.decode_samples))}
+        # every claim the running speculative server measures by itself (tok/s, accept length, TPOT)
+        claims = judge_claims(dict(p.get("expect") or {}), good_run(deps, view), {"spec": bench}, None)
+        if claims:
+            out.facts["claims"] = claims
 
 
 def _examined(step, rec: UserServerRecord, out: ActionOutcome) -> Decision:

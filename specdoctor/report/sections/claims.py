@@ -13,8 +13,12 @@ __all__ = ["claims_section", "attribution_section", "gap_spans"]
 def claims_section(r: Report) -> Section:
     s = Section("claims", "Claims vs measured")
     if not r.claims:
-        s.blocks.append(Para(["No figures were claimed (pass --expect baseline=…,spec=…)."]))
+        s.blocks.append(Para(["No figures were claimed (pass --expect baseline=…,spec=…, or --good-fingerprint "
+                              "with the good run's measurements)."]))
         return s
+    sources = sorted({c.source for c in r.claims if c.source != "--expect"})
+    if sources:
+        s.blocks.append(Para([f"No --expect was given: the claims are {' and '.join(sources)}'s measurements."]))
     ncmd = len(r.commands)
     rows = [table_row(c.metric + (" (prefill excluded)" if c.basis == "decode" else ""), f"{fmt.num(c.claimed)} {c.unit}",
                       fmt.samples(c.samples), fmt.num(c.median),
@@ -23,6 +27,9 @@ def claims_section(r: Report) -> Section:
             for c in r.claims]
     s.blocks.append(Table(["metric", "claimed", "measured samples", "median", "95% CI", "change", "outcome",
                            "p", "evidence"], rows))
+    measured_by = [f"{c.metric}: {c.measured_by}" for c in r.claims if c.measured_by]
+    if measured_by:
+        s.blocks.append(Para(["Measured as: " + "; ".join(measured_by) + "."]))
     if any(c.basis == "decode" for c in r.claims):
         s.blocks.append(Para(["A claim marked 'prefill excluded' reads as a regression over whole requests but not "
                               "with the time to the first token left out (how a server log's gen throughput or "

@@ -15,6 +15,7 @@ from specdoctor.host.redact import redact_env, redact_text
 from specdoctor.inference import get_engine
 from specdoctor.models.fingerprint import Change, Fingerprint, FingerprintDiff, GpuFingerprint, Impact
 from specdoctor.parsers.nvidia_smi import QGpu, parse_q, parse_query_csv, parse_topo
+from specdoctor.parsers.sections import split_sections
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.server import Server, http_get, locate_servers, server_environs
 
@@ -64,18 +65,6 @@ def _tuning_env(env: dict[str, str]) -> dict[str, str]:
     run id is no setting and would differ from every saved fingerprint."""
     skip = get_engine().run_identity_env
     return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES) and k not in skip}
-
-
-def _sections(text: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    cur = None
-    for line in text.splitlines():
-        if re.fullmatch(r"@@[a-z_]+", line.strip()):
-            cur = line.strip()[2:]
-            out[cur] = []
-        elif cur:
-            out[cur].append(line)
-    return out
 
 
 def _interconnect(kinds: dict[str, int]) -> str | None:
@@ -254,7 +243,7 @@ def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
     if args.repo:
         env["SD_REPO"] = args.repo
     res = ctx.host.run(Raw(_SCRIPT), env=env, check="ignore", timeout=120)
-    sec = _sections(res.stdout)
+    sec = split_sections(res.stdout)
     fp = Fingerprint()
     _record_gpus(fp, sec)
     _record_topology(fp, sec)

@@ -17,6 +17,7 @@ from specdoctor.host.base import Raw
 from specdoctor.inference import get_engine
 from specdoctor.parsers.nccl import latency_at, parse_all_reduce, parse_nccl_debug
 from specdoctor.parsers.nvidia_smi import Topology, parse_topo
+from specdoctor.parsers.sections import split_sections
 from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolContext, registry, tool
 from specdoctor.tools.nccl_grid import (
@@ -62,18 +63,6 @@ try:
 except Exception: pass
 print(json.dumps(out))
 """
-
-
-def _sections(text: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    cur = None
-    for line in text.splitlines():
-        if line.startswith("@@"):
-            cur = line[2:].strip()
-            out[cur] = []
-        elif cur is not None:
-            out[cur].append(line)
-    return out
 
 
 def _conf(lines: list[str]) -> dict[str, str]:
@@ -272,7 +261,7 @@ def nccl_inventory(ctx: ToolContext, args: InventoryInput) -> NcclInventory:
     engine = get_engine()
     res = ctx.host.run(Raw(_SCRIPT), env={"PY": args.python, "VERSIONS": _VERSIONS, "ENGINE": engine.package},
                        check="ignore", timeout=120)
-    sec = _sections(res.stdout)
+    sec = split_sections(res.stdout)
     inv = NcclInventory()
     topo = parse_topo("\n".join(sec.get("topo", [])))
     server = _inventory_server(ctx, args, inv)

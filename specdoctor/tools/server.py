@@ -16,6 +16,7 @@ from specdoctor.host.redact import redact_env, redact_value
 from specdoctor.inference import InferenceEngine, get_engine
 from specdoctor.models import EnvRow as SharedEnvRow
 from specdoctor.models import EnvStatus
+from specdoctor.parsers.sections import split_sections
 from specdoctor.parsers.sglang import BodyError, ServerInfo, parse_body
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.startup_hooks import PROBE_SH, parse_hooks, probe_env
@@ -469,18 +470,6 @@ _SITE_RE = [
 ]
 
 
-def _sections(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    cur = None
-    for line in text.splitlines(keepends=True):
-        if line.startswith("@@") and line.strip()[2:].isidentifier():
-            cur = line.strip()[2:]
-            out[cur] = ""
-        elif cur:
-            out[cur] += line
-    return out
-
-
 class _Injected(NamedTuple):
     """What the box adds to a process's environment outside the launch line: start-up hooks and nccl.conf."""
 
@@ -509,7 +498,7 @@ def _injected(host: Host, python: str, conf_file: str | None, path: str | None =
     if conf_file:
         env["SD_NCCL_CONF"] = conf_file
     res = host.run(Raw(script), env=env, check="ignore", timeout=60)
-    sec = _sections(res.stdout)
+    sec = {k: "\n".join(v) for k, v in split_sections(res.stdout).items()}
     site_path = next((ln.strip() for ln in sec.get("site", "").splitlines() if ln.strip().endswith(".py")), None)
     hooks = parse_hooks(sec.get("hooks", ""))
     observed = [h for h in hooks.by_name().values() if h.value is not None]

@@ -30,39 +30,15 @@ from specdoctor.tools.nccl_grid import (
     message_sizes,
     sglang_forced_env,
 )
+from specdoctor.tools.remote import remote_text
 
 __all__ = ["InventoryInput", "NcclInventory", "nccl_inventory", "SweepInput", "SizePoint", "ConfigResult",
            "NcclSweep", "nccl_sweep", "DEBUG_ENV", "relative_configs"]
 
 DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV"}
 
-_SCRIPT = r"""
-echo "@@topo"; nvidia-smi topo -m 2>&1 || true
-echo "@@numa"; (lscpu 2>/dev/null | grep -i '^NUMA') || true
-echo "@@etc_nccl_conf"; cat /etc/nccl.conf 2>/dev/null || true
-echo "@@nccl_conf_file"; if [ -n "${NCCL_CONF_FILE:-}" ]; then echo "path=$NCCL_CONF_FILE"; cat "$NCCL_CONF_FILE" 2>/dev/null; fi
-echo "@@home_nccl_conf"; cat "$HOME/.nccl.conf" 2>/dev/null || true
-echo "@@all_reduce_perf"; command -v all_reduce_perf 2>/dev/null || true
-echo "@@versions"; "$PY" -c "$VERSIONS" "$ENGINE" 2>/dev/null || echo '{}'
-"""
-_VERSIONS = r"""
-import importlib, json, sys, importlib.metadata as md
-out = {}
-ENGINE = sys.argv[1] if len(sys.argv) > 1 else "sglang"
-for dist in (ENGINE, "torch"):
-    try: out[dist] = md.version(dist)
-    except Exception: pass
-if ENGINE not in out:
-    try:
-        out[ENGINE] = getattr(importlib.import_module(ENGINE), "__version__", None)
-    except Exception: pass
-try:
-    import torch
-    out["torch"] = torch.__version__
-    out["nccl"] = ".".join(str(x) for x in torch.cuda.nccl.version())
-except Exception: pass
-print(json.dumps(out))
-"""
+_SCRIPT = remote_text("nccl_environment.sh")
+_VERSIONS = remote_text("nccl_versions.py")
 
 
 def _conf(lines: list[str]) -> dict[str, str]:

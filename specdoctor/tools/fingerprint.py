@@ -465,8 +465,3 @@ def _load(ctx: ToolContext, v: dict[str, Any] | str) -> dict[str, Any]:
 def fingerprint_diff(ctx: ToolContext, args: FingerprintDiffInput) -> FingerprintDiff:
     """Diff two fingerprints (dicts or JSON files on the host); lost worker NCCL variables come first."""
     return diff_fingerprints(_load(ctx, args.a), _load(ctx, args.b))
-
-
-# The diagnosis tools built on fingerprints register with this family (one import of the catalogue loads them).
-from specdoctor.tools import deltas as _deltas  # noqa: E402,F401
-from specdoctor.tools import hardware_probe as _hardware_probe  # noqa: E402,F401

@@ -672,7 +672,3 @@ def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
                      promoted=[r.label for r in promoted], best=promoted[0].label if promoted else None, runs=runs,
                      reference=plan.reference, reference_env=plan.current,
                      notes=notes + [f"command: {shlex.join(_argv(ctx, args, tool_name, tp, args.sizes, None))}"])
-
-
-# The disruptive end-to-end A/B lives in its own module and registers on import.
-from specdoctor.tools import nccl_promote as _promote  # noqa: E402,F401

@@ -732,6 +732,3 @@ def server_info(ctx: ToolContext, args: ServerInfoInput) -> ServerInfoOutput:
     except ToolFailed as exc:
         out.problems.append(str(exc))
     return out
-
-
-from specdoctor.tools import launch as _launch  # noqa: E402,F401  (registers launch_server / stop_server)

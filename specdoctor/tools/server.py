@@ -19,6 +19,7 @@ from specdoctor.models import EnvStatus
 from specdoctor.parsers.sections import split_sections
 from specdoctor.parsers.sglang import BodyError, ServerInfo, parse_body
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.remote import remote_text
 from specdoctor.tools.startup_hooks import PROBE_SH, parse_hooks, probe_env
 
 __all__ = [
@@ -34,10 +35,7 @@ FORCED_BY_SGLANG = set(get_engine().forced_env_names)  # kept for readers of the
 DEFAULT_PATTERNS = list(get_engine().env_patterns)
 
 # One round-trip for the whole process table: per process "\x1e<stat>\x1f<cmdline NUL-separated>".
-_PS_SCRIPT = Raw(
-    'for d in /proc/[0-9]*; do read -r st < "$d/stat" 2>/dev/null || continue; '
-    "printf '\\036%s\\037' \"$st\"; cat \"$d/cmdline\" 2>/dev/null; done; true"
-)
+_PS_SCRIPT = Raw(remote_text("proc_table.sh").rstrip("\n"))
 
 
 class Proc(BaseModel):

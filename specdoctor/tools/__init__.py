@@ -1,20 +1,43 @@
-"""specdoctor's typed tools, one module per family; importing this package registers them all."""
+"""specdoctor's typed tools, one module per family, and the catalogue of those families.
+
+The catalogue below is the one place that says which families exist: importing this package imports each of them
+once, and each registers its tools with `specdoctor.toolkit.registry`. No family imports another only to have it
+registered (those imports made the package's import circles), so a new family is one module plus one line here.
+"""
 
 from collections.abc import Iterable
-from importlib import import_module
 from typing import Any, Literal
 
 from specdoctor.toolkit import Effect, registry
+from specdoctor.tools import (  # noqa: F401  (the catalogue: every family that registers tools)
+    backup_mirror,
+    bisect,
+    breakeven,
+    breakeven_empirical,
+    deltas,
+    fingerprint,
+    gates,
+    hardware_probe,
+    host,
+    launch,
+    manifest,
+    measure,
+    nccl,
+    nccl_promote,
+    phase_times,
+    plan,
+    repo,
+    server,
+    trial_env,
+    trial_tree,
+    user_server,
+    worktree,
+)
 
-# Each family registers its tools on import; a family whose issue has not landed yet is simply absent.
-_FAMILIES = ["host", "repo", "gates", "worktree", "bisect", "server", "measure", "fingerprint", "nccl", "breakeven", "plan", "user_server", "phase_times", "trial_env"]
-
-for _name in _FAMILIES:
-    try:
-        import_module(f"specdoctor.tools.{_name}")
-    except ModuleNotFoundError as exc:  # only tolerate the family module itself being absent
-        if exc.name != f"specdoctor.tools.{_name}":
-            raise
+FAMILIES = ("backup_mirror", "bisect", "breakeven", "breakeven_empirical", "deltas", "fingerprint", "gates",
+            "hardware_probe", "host", "launch", "manifest", "measure", "nccl", "nccl_promote", "phase_times", "plan",
+            "repo", "server", "trial_env", "trial_tree", "user_server", "worktree")
+"""The tool families of the catalogue, by module name (a test checks it against the modules that register tools)."""
 
 __all__: list[str] = []
 

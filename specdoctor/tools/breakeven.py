@@ -328,7 +328,3 @@ def breakeven(ctx: ToolContext, args: BreakevenInput) -> BreakevenAnalysis:
         return analyze(args)
     except UsageError as exc:
         raise ToolRetry(str(exc)) from None
-
-
-# The empirical mode relaunches servers; it lives in its own module and registers on import.
-from specdoctor.tools import breakeven_empirical as _empirical  # noqa: E402,F401

@@ -15,6 +15,7 @@ from specdoctor.models import DeltaList, MeasureFacts
 from specdoctor.models.delta import Delta, Revert, norm_value
 from specdoctor.models.fingerprint import Fingerprint, GpuFingerprint
 from specdoctor.parsers.nvidia_smi import parse_query_csv
+from specdoctor.parsers.sections import split_sections
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.fingerprint import ENV_PREFIXES, _aliases, _flat_env, _load, same_value
 from specdoctor.tools.server import Propagation
@@ -136,18 +137,6 @@ _BOX_SCRIPT = (
 _ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=")
 
 
-def _sections(text: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    cur = None
-    for line in text.splitlines():
-        if re.fullmatch(r"@@[a-z]+", line.strip()):
-            cur = line.strip()[2:]
-            out[cur] = []
-        elif cur:
-            out[cur].append(line)
-    return out
-
-
 def _num(v: str | None) -> float | None:
     try:
         return float(v) if v not in (None, "") else None
@@ -158,7 +147,7 @@ def _num(v: str | None) -> float | None:
 def read_box_state(ctx: ToolContext) -> BoxState:
     """GPU limits and clock/power reasons, compute apps per GPU, and the variables login profiles export."""
     res = ctx.host.run(Raw(_BOX_SCRIPT), check="ignore", timeout=60)
-    sec = _sections(res.stdout)
+    sec = split_sections(res.stdout)
     out = BoxState()
     rows = parse_query_csv("\n".join(sec.get("gpu", [])), _GPU_FIELDS)
     reasons = {}

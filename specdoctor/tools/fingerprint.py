@@ -15,6 +15,7 @@ from specdoctor.host.redact import redact_env, redact_text
 from specdoctor.inference import get_engine
 from specdoctor.models.fingerprint import Change, Fingerprint, FingerprintDiff, GpuFingerprint, Impact
 from specdoctor.parsers.nvidia_smi import QGpu, parse_q, parse_query_csv, parse_topo
+from specdoctor.parsers.sections import split_sections
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.digests import CODE_DIGEST_SCRIPT, env_digest, launch_digest, parse_code_digest
 from specdoctor.tools.server import Server, http_get, locate_servers, server_environs
@@ -66,18 +67,6 @@ def _tuning_env(env: dict[str, str]) -> dict[str, str]:
     run id is no setting and would differ from every saved fingerprint."""
     skip = get_engine().run_identity_env
     return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES) and k not in skip}
-
-
-def _sections(text: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    cur = None
-    for line in text.splitlines():
-        if re.fullmatch(r"@@[a-z_]+", line.strip()):
-            cur = line.strip()[2:]
-            out[cur] = []
-        elif cur:
-            out[cur].append(line)
-    return out
 
 
 def _interconnect(kinds: dict[str, int]) -> str | None:
@@ -260,7 +249,7 @@ def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
     if args.repo:
         env["SD_REPO"] = args.repo
     res = ctx.host.run(Raw(_SCRIPT), env=env, check="ignore", timeout=120)
-    sec = _sections(res.stdout)
+    sec = split_sections(res.stdout)
     fp = Fingerprint()
     _record_gpus(fp, sec)
     _record_topology(fp, sec)
@@ -482,8 +471,3 @@ def _load(ctx: ToolContext, v: dict[str, Any] | str) -> dict[str, Any]:
 def fingerprint_diff(ctx: ToolContext, args: FingerprintDiffInput) -> FingerprintDiff:
     """Diff two fingerprints (dicts or JSON files on the host); lost worker NCCL variables come first."""
     return diff_fingerprints(_load(ctx, args.a), _load(ctx, args.b))
-
-
-# The diagnosis tools built on fingerprints register with this family (one import of the catalogue loads them).
-from specdoctor.tools import deltas as _deltas  # noqa: E402,F401
-from specdoctor.tools import hardware_probe as _hardware_probe  # noqa: E402,F401

@@ -5,17 +5,13 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 from specdoctor.host.base import Raw
+from specdoctor.parsers.sections import split_sections
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.remote import remote_text
 
 __all__ = ["HostFactsInput", "HostFacts", "GpuInfo", "host_facts"]
 
-_SCRIPT = r"""
-echo "@@os"; (uname -srm; cat /etc/os-release 2>/dev/null | grep -E '^PRETTY_NAME=' ) 2>&1
-echo "@@python"; ("${PY:-python3}" -c 'import sys; print(sys.version.split()[0]); print(sys.executable)') 2>&1
-echo "@@git"; git --version 2>&1
-echo "@@nproc"; nproc 2>&1
-echo "@@gpus"; if command -v nvidia-smi >/dev/null 2>&1; then nvidia-smi --query-gpu=index,name,driver_version,memory.total,pci.bus_id --format=csv,noheader,nounits 2>&1; else echo "no-nvidia-smi"; fi
-"""
+_SCRIPT = remote_text("host_facts.sh")
 
 
 class HostFactsInput(BaseModel):
@@ -51,23 +47,11 @@ class HostFacts(BaseModel):
         return f"{self.os.splitlines()[0] if self.os else '?'}; python {self.python_version}; {gpu}; {self.git_version}"
 
 
-def _sections(text: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    current = None
-    for line in text.splitlines():
-        if line.startswith("@@"):
-            current = line[2:].strip()
-            out[current] = []
-        elif current is not None and line.strip():
-            out[current].append(line.strip())
-    return out
-
-
 @tool(effect="read")
 def host_facts(ctx: ToolContext, args: HostFactsInput) -> HostFacts:
     """Basic facts about the host: OS, Python version, CPU count, git version and GPUs (via nvidia-smi)."""
     res = ctx.host.run(Raw(_SCRIPT), env={"PY": args.python}, check="ignore", timeout=60)
-    sec = _sections(res.stdout)
+    sec = {k: [ln.strip() for ln in v if ln.strip()] for k, v in split_sections(res.stdout).items()}
     facts = HostFacts(os="\n".join(sec.get("os", [])))
     py = sec.get("python", [])
     if len(py) >= 2 and py[0][:1].isdigit():

@@ -17,6 +17,7 @@ from specdoctor.host.base import Raw
 from specdoctor.inference import get_engine
 from specdoctor.parsers.nccl import latency_at, parse_all_reduce, parse_nccl_debug
 from specdoctor.parsers.nvidia_smi import Topology, parse_topo
+from specdoctor.parsers.sections import split_sections
 from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolContext, registry, tool
 from specdoctor.tools.nccl_grid import (
@@ -29,51 +30,15 @@ from specdoctor.tools.nccl_grid import (
     message_sizes,
     sglang_forced_env,
 )
+from specdoctor.tools.remote import remote_text
 
 __all__ = ["InventoryInput", "NcclInventory", "nccl_inventory", "SweepInput", "SizePoint", "ConfigResult",
            "NcclSweep", "nccl_sweep", "DEBUG_ENV", "relative_configs"]
 
 DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV"}
 
-_SCRIPT = r"""
-echo "@@topo"; nvidia-smi topo -m 2>&1 || true
-echo "@@numa"; (lscpu 2>/dev/null | grep -i '^NUMA') || true
-echo "@@etc_nccl_conf"; cat /etc/nccl.conf 2>/dev/null || true
-echo "@@nccl_conf_file"; if [ -n "${NCCL_CONF_FILE:-}" ]; then echo "path=$NCCL_CONF_FILE"; cat "$NCCL_CONF_FILE" 2>/dev/null; fi
-echo "@@home_nccl_conf"; cat "$HOME/.nccl.conf" 2>/dev/null || true
-echo "@@all_reduce_perf"; command -v all_reduce_perf 2>/dev/null || true
-echo "@@versions"; "$PY" -c "$VERSIONS" "$ENGINE" 2>/dev/null || echo '{}'
-"""
-_VERSIONS = r"""
-import importlib, json, sys, importlib.metadata as md
-out = {}
-ENGINE = sys.argv[1] if len(sys.argv) > 1 else "sglang"
-for dist in (ENGINE, "torch"):
-    try: out[dist] = md.version(dist)
-    except Exception: pass
-if ENGINE not in out:
-    try:
-        out[ENGINE] = getattr(importlib.import_module(ENGINE), "__version__", None)
-    except Exception: pass
-try:
-    import torch
-    out["torch"] = torch.__version__
-    out["nccl"] = ".".join(str(x) for x in torch.cuda.nccl.version())
-except Exception: pass
-print(json.dumps(out))
-"""
-
-
-def _sections(text: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    cur = None
-    for line in text.splitlines():
-        if line.startswith("@@"):
-            cur = line[2:].strip()
-            out[cur] = []
-        elif cur is not None:
-            out[cur].append(line)
-    return out
+_SCRIPT = remote_text("nccl_environment.sh")
+_VERSIONS = remote_text("nccl_versions.py")
 
 
 def _conf(lines: list[str]) -> dict[str, str]:
@@ -272,7 +237,7 @@ def nccl_inventory(ctx: ToolContext, args: InventoryInput) -> NcclInventory:
     engine = get_engine()
     res = ctx.host.run(Raw(_SCRIPT), env={"PY": args.python, "VERSIONS": _VERSIONS, "ENGINE": engine.package},
                        check="ignore", timeout=120)
-    sec = _sections(res.stdout)
+    sec = split_sections(res.stdout)
     inv = NcclInventory()
     topo = parse_topo("\n".join(sec.get("topo", [])))
     server = _inventory_server(ctx, args, inv)
@@ -707,7 +672,3 @@ def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
                      promoted=[r.label for r in promoted], best=promoted[0].label if promoted else None, runs=runs,
                      reference=plan.reference, reference_env=plan.current,
                      notes=notes + [f"command: {shlex.join(_argv(ctx, args, tool_name, tp, args.sizes, None))}"])
-
-
-# The disruptive end-to-end A/B lives in its own module and registers on import.
-from specdoctor.tools import nccl_promote as _promote  # noqa: E402,F401

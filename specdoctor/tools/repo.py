@@ -24,6 +24,7 @@ from specdoctor.parsers.git import (
 )
 from specdoctor.parsers.sglang import parse_launch_command
 from specdoctor.toolkit import ToolContext, registry, tool
+from specdoctor.tools.remote import remote_text
 
 __all__ = ["CatalogInput", "Catalog", "DiffFile", "Hunk", "TriageInput", "Triage", "TriageRow", "ServedConfig",
            "catalog_diffs", "triage_diffs", "git", "repo_state", "full_diff", "classify_path", "resolve_served",
@@ -104,16 +105,7 @@ _STATES = {"MERGE_HEAD": "merge", "rebase-merge": "rebase", "rebase-apply": "reb
            "CHERRY_PICK_HEAD": "cherry-pick", "REVERT_HEAD": "revert", "BISECT_LOG": "bisect"}
 
 
-_STATE_SCRIPT = """
-g=$(git -C "$1" rev-parse --absolute-git-dir) || exit 3
-printf '%s\\n' "$g"
-git -C "$1" rev-parse --verify -q HEAD || echo
-git -C "$1" symbolic-ref -q HEAD || echo
-printf '@@\\n'; ls -1a "$g"
-printf '@@\\n'; git -C "$1" ls-files -u -z | head -c 200
-printf '\\n@@\\n'; git -C "$1" submodule status 2>/dev/null
-printf '@@\\n'; git -C "$1" submodule foreach --quiet 'test -z "$(git status --porcelain)" || echo "$sm_path"' 2>/dev/null
-"""
+_STATE_SCRIPT = remote_text("repo_state.sh")
 
 
 def repo_state(ctx: ToolContext, repo: str, *, full: bool = False) -> tuple[str | None, str | None, str, list[str]]:

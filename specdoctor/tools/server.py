@@ -16,8 +16,10 @@ from specdoctor.host.redact import redact_env, redact_value
 from specdoctor.inference import InferenceEngine, get_engine
 from specdoctor.models import EnvRow as SharedEnvRow
 from specdoctor.models import EnvStatus
+from specdoctor.parsers.sections import split_sections
 from specdoctor.parsers.sglang import BodyError, ServerInfo, parse_body
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.remote import remote_text
 from specdoctor.tools.startup_hooks import PROBE_SH, parse_hooks, probe_env
 
 __all__ = [
@@ -33,10 +35,7 @@ FORCED_BY_SGLANG = set(get_engine().forced_env_names)  # kept for readers of the
 DEFAULT_PATTERNS = list(get_engine().env_patterns)
 
 # One round-trip for the whole process table: per process "\x1e<stat>\x1f<cmdline NUL-separated>".
-_PS_SCRIPT = Raw(
-    'for d in /proc/[0-9]*; do read -r st < "$d/stat" 2>/dev/null || continue; '
-    "printf '\\036%s\\037' \"$st\"; cat \"$d/cmdline\" 2>/dev/null; done; true"
-)
+_PS_SCRIPT = Raw(remote_text("proc_table.sh").rstrip("\n"))
 
 
 class Proc(BaseModel):
@@ -469,18 +468,6 @@ _SITE_RE = [
 ]
 
 
-def _sections(text: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    cur = None
-    for line in text.splitlines(keepends=True):
-        if line.startswith("@@") and line.strip()[2:].isidentifier():
-            cur = line.strip()[2:]
-            out[cur] = ""
-        elif cur:
-            out[cur] += line
-    return out
-
-
 class _Injected(NamedTuple):
     """What the box adds to a process's environment outside the launch line: start-up hooks and nccl.conf."""
 
@@ -509,7 +496,7 @@ def _injected(host: Host, python: str, conf_file: str | None, path: str | None =
     if conf_file:
         env["SD_NCCL_CONF"] = conf_file
     res = host.run(Raw(script), env=env, check="ignore", timeout=60)
-    sec = _sections(res.stdout)
+    sec = {k: "\n".join(v) for k, v in split_sections(res.stdout).items()}
     site_path = next((ln.strip() for ln in sec.get("site", "").splitlines() if ln.strip().endswith(".py")), None)
     hooks = parse_hooks(sec.get("hooks", ""))
     observed = [h for h in hooks.by_name().values() if h.value is not None]
@@ -743,6 +730,3 @@ def server_info(ctx: ToolContext, args: ServerInfoInput) -> ServerInfoOutput:
     except ToolFailed as exc:
         out.problems.append(str(exc))
     return out
-
-
-from specdoctor.tools import launch as _launch  # noqa: E402,F401  (registers launch_server / stop_server)

@@ -21,6 +21,7 @@ from specdoctor.errors import ToolFailed, ToolRetry
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env
 from specdoctor.inference import get_engine
+from specdoctor.parsers.sections import split_sections
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, session_of
 
@@ -85,18 +86,6 @@ def _script(pid: int) -> Raw:
         "echo \"$q $(base64 -w0 /proc/$q/cmdline 2>/dev/null)\"; done; true")
 
 
-def _sections(text: str) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {"stat": []}
-    key = "stat"
-    for line in text.splitlines():
-        if line.startswith("@@") and " " not in line:
-            key = line[2:]
-            out[key] = []
-        else:
-            out[key].append(line)
-    return out
-
-
 def _argv(b64: str) -> list[str]:
     raw = base64.b64decode(b64 or "")
     return [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a] if raw else []
@@ -105,7 +94,7 @@ def _argv(b64: str) -> list[str]:
 def capture(host: Host, pid: int) -> Captured:
     """Read /proc/PID on the host: argv, full environment, cwd, user, stdout/stderr targets, cgroup, parents."""
     res = host.run(_script(pid), check="ignore", timeout=30)
-    sec = _sections(res.stdout)
+    sec = split_sections(res.stdout, first="stat")
     stat = next((ln for ln in sec.get("stat", []) if ln.startswith(f"{pid} (")), None)
     if stat is None or not sec.get("argv"):
         raise ToolRetry(f"process {pid} is gone or unreadable on {host.name}")

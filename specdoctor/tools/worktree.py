@@ -764,10 +764,3 @@ def _unasked_changes(ctx: ToolContext, repo: str, b: Backup, before: str, expect
     """From a clean HEAD: the paths changed although not asked for."""
     extra = [p for _s, p in _changed(ctx, repo, b.head, before) if p not in expect]
     return [f"{p} changed although not asked for" for p in extra]
-
-
-# The checkout-safety families (manifest, trial trees, off-host mirror) register their tools with this
-# module's import, so they are present wherever the worktree tools are, listed in tools/__init__.py or not.
-from specdoctor.tools import backup_mirror as _backup_mirror  # noqa: E402,F401
-from specdoctor.tools import manifest as _manifest  # noqa: E402,F401
-from specdoctor.tools import trial_tree as _trial_tree  # noqa: E402,F401

@@ -1,0 +1,18 @@
+"""Scripts that run on the host: files here, not strings inside the tools, so a reader (and `sh -n`) sees them whole.
+
+Two ways out: a tool sends a small script's text inline (`remote_text`, one round-trip, nothing left on the box),
+or uploads a larger one once to a content-hashed folder (`ToolContext.remote_script`).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+
+__all__ = ["remote_text"]
+
+
+@cache
+def remote_text(name: str) -> str:
+    """The text of the script `specdoctor/tools/remote/NAME`, exactly as shipped in the package."""
+    return resources.files(__name__).joinpath(name).read_text(encoding="utf-8")

@@ -7,7 +7,7 @@ from typing import Any, Literal
 from specdoctor.toolkit import Effect, registry
 
 # Each family registers its tools on import; a family whose issue has not landed yet is simply absent.
-_FAMILIES = ["host", "repo", "gates", "worktree", "bisect", "server", "measure", "fingerprint", "nccl", "breakeven", "plan", "user_server", "phase_times", "trial_env"]
+_FAMILIES = ["host", "repo", "gates", "worktree", "bisect", "server", "measure", "fingerprint", "nccl", "breakeven", "plan", "user_server", "phase_times", "trial_env", "commits", "commit_bisect"]
 
 for _name in _FAMILIES:
     try:

@@ -154,7 +154,7 @@ def commit_tree(ctx: ToolContext, src: TrialSource, sha: str, patch: bytes, untr
     tree = f"{src.root}/{name}"
     gt = f"git -C {_q(tree)}"
     setup = (f"set -e; git init -q {_q(tree)}; printf '%s\\n' {_q(src.objects)} > {_q(tree)}/.git/objects/info/"
-             f"alternates; {gt} read-tree {_q(sha)}; {gt} checkout-index -a -f; {gt} update-ref --no-deref HEAD "
+             f"alternates; {gt} read-tree {_q(sha)}; {gt} checkout-index -a -f; {gt} update-index -q --refresh; {gt} update-ref --no-deref HEAD "
              f"{_q(sha)}")
     try:
         ctx.host.run(Raw(setup), timeout=900)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 import shlex
 import statistics
 from collections.abc import Iterator
@@ -215,7 +216,7 @@ class _Prober:
                                          cause=f"comparator undecided after {len(xs)} runs")
                         want = min(2 * len(xs), a.max_runs)
         except LaunchFailed as exc:
-            return Probe(outcome="skip", cause=f"the server does not start: {exc.result.summary}"[:400])
+            return Probe(outcome="skip", cause=f"the server does not start: {_last_error(exc.result.summary)}"[:400])
         except WrongTree as exc:
             return Probe(outcome="unresolved", cause=str(exc)[:400])
         except MeasureFailed as exc:
@@ -235,6 +236,12 @@ class _Prober:
                                    max_new_tokens=self.args.max_new_tokens)
         except (ToolRetry, Unresolved, WrongTree) as exc:
             return None, f"{type(exc).__name__}: {exc}"[:200]
+
+
+def _last_error(text: str) -> str:
+    """The traceback's last 'SomethingError: ...' line of a failed start, else the text's last line."""
+    errs = re.findall(r"^\s*([A-Za-z_.]*(?:Error|Exception)\b:.*)$", text, re.M)
+    return errs[-1].strip() if errs else (text.strip().splitlines() or ["?"])[-1]
 
 
 def _culprit(p: _Prober, found: HistorySearch, k: int, samples: dict[int, list[float]]) -> CulpritCommit:

@@ -29,12 +29,13 @@ from specdoctor.toolkit import ToolContext, registry, tool
 from specdoctor.tools.bisect import arms_phase_effect
 from specdoctor.tools.commits import CommitCatalog, CommitRow, CommitsInput, catalog_commits
 from specdoctor.tools.manifest import decode_name
+from specdoctor.tools.plan import PlannedPhase
 from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, trial
 from specdoctor.tools.trial import measure as measure_
 from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, source_names
 from specdoctor.tools.trial_tree import TrialSource, TrialTree, prepare_source, remove_tree
 
-__all__ = ["CommitBisectInput", "CommitTrial", "CulpritCommit", "SkippedCommit", "CommitBisectResult",
+__all__ = ["commit_bisect_phase", "CommitBisectInput", "CommitTrial", "CulpritCommit", "SkippedCommit", "CommitBisectResult",
            "bisect_commits", "commit_tree"]
 
 _IDS = itertools.count(1)
@@ -236,6 +237,17 @@ class _Prober:
                                    max_new_tokens=self.args.max_new_tokens)
         except (ToolRetry, Unresolved, WrongTree) as exc:
             return None, f"{type(exc).__name__}: {exc}"[:200]
+
+
+def commit_bisect_phase(n: int, runs: int) -> PlannedPhase:
+    """The plan's row for bisect_commits over n commits: the two ends and ⌈log2 n⌉ probes, plus the culprit's phase
+    profile (2); each skipped commit costs one more."""
+    return PlannedPhase(step="bisect_commits", launches=launch_bound(n) + 2, runs=runs + 1,
+                        condition=f"only if HEAD ({n} commits past the good run's) is slower than the good commit "
+                                  "with the essentials (else its first 2 launches); 2 of them only once a commit is "
+                                  "confirmed (its phase profile against its parent); +1 per skipped commit, and "
+                                  "~log2 more per further slow commit",
+                        decides="which upstream commit(s) since the good run cause the change")
 
 
 def _last_error(text: str) -> str:

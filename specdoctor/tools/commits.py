@@ -31,7 +31,8 @@ class CommitsInput(BaseModel):
 
     repo: str = Field(description="Path of the git checkout on the host.")
     good_ref: str | None = Field(default=None, description="The good run's commit: a sha, a tag or branch, or a "
-                                 "date (YYYY-MM-DD[ HH:MM]: the last first-parent commit before it).")
+                                 "date (YYYY-MM-DD[ HH:MM]: the last first-parent commit before it; a bare date is "
+                                 "its midnight).")
     good_fingerprint: str | None = Field(default=None, description="The good run's fingerprint JSON on the host "
                                          "(its `commit` is the reference when good_ref is not given).")
     port: int | None = Field(default=None, description="The live server's port (its configuration decides the "
@@ -91,7 +92,10 @@ def pr_number(subject: str) -> int | None:
 def resolve_good_ref(ctx: ToolContext, repo: str, ref: str) -> str:
     """A commit sha for a sha, tag, branch, or date (the last first-parent commit of HEAD before it)."""
     if _DATE.match(ref.strip()):
-        res = ctx.host.run(git(repo, "rev-list", "-1", "--first-parent", f"--before={ref.strip()}", "HEAD"),
+        # A bare date is its midnight (git alone would take the current time of day): the reference is then never
+        # newer than the good run; an older one widens the range by a commit or two, it cannot hide the culprit.
+        when = ref.strip() if len(ref.strip()) > 10 else f"{ref.strip()} 00:00:00"
+        res = ctx.host.run(git(repo, "rev-list", "-1", "--first-parent", f"--before={when}", "HEAD"),
                            check="ignore")
         sha = res.stdout.strip()
         if not res.ok or not sha:

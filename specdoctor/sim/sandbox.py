@@ -20,10 +20,10 @@ from pydantic import BaseModel
 
 from specdoctor.errors import ScenarioError
 from specdoctor.host.base import Host, HostHints, Raw
+from specdoctor.sim.history import layout_history, twin_entries
 from specdoctor.sim.model_size import GIB, weights_bytes, write_safetensors_index
 from specdoctor.sim.ports import free_port
 from specdoctor.sim.scenario import Patch, Scenario, base_tree, load_scenario
-from specdoctor.sim.history import layout_history, twin_entries
 
 __all__ = ["Launched", "Sandbox", "build_sandbox"]
 

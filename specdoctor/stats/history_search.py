@@ -103,7 +103,8 @@ def search_history(n: int, probe: ProbeFn, *, runs: int = 5, max_runs: int = 20,
             samples[i] = list(p.samples)
         return p
 
-    good = run(0, "good commit (reference)", None)
+    ref_runs = max(runs, min(2 * runs, max_runs))  # the references place every probe: more runs, no more launches
+    good = run(0, "good commit (reference)", None, ref_runs)
     if good.outcome != "measured":
         out.notes.append(f"the good commit could not be measured: {good.cause}")
         return out
@@ -113,7 +114,7 @@ def search_history(n: int, probe: ProbeFn, *, runs: int = 5, max_runs: int = 20,
                     t_level=level_at(len(xs), looks))
         return "measured" if c.outcome != "UNKNOWN" else None
 
-    head = run(n, "HEAD (reference)", head_judge, runs)
+    head = run(n, "HEAD (reference)", head_judge, ref_runs)
     if head.outcome not in ("measured",) and not head.samples:
         out.notes.append(f"HEAD could not be measured: {head.cause}")
         return out
@@ -129,10 +130,15 @@ def search_history(n: int, probe: ProbeFn, *, runs: int = 5, max_runs: int = 20,
     pending = [(0, n)]
     while pending and len(out.culprits) < max_culprits:
         lo, hi = pending.pop(0)
-        found = _segment(lo, hi, samples, skipped, run, looks)
+        found = _segment(lo, hi, samples, skipped, run, looks, magnitude_pct)
         if found is None:
             continue
         kind, a, b = found
+        if kind == "split":  # a probe between both ends, unlike either: a slow commit on each side of it
+            pending += [(lo, a), (a, hi)]
+            out.notes.append(f"commit {a} sits between both ends of ({lo}, {hi}] (slower than {lo}, faster than "
+                             f"{hi}): both sides searched")
+            continue
         if kind == "range":
             out.ranges.append((a, b))
             out.notes.append(f"the first bad commit between {lo} and {hi} is one of {a + 1}..{b}: "
@@ -155,9 +161,11 @@ def search_history(n: int, probe: ProbeFn, *, runs: int = 5, max_runs: int = 20,
 
 
 def _segment(lo: int, hi: int, samples: dict[int, list[float]], skipped: set[int],
-             run: Callable[..., Probe], looks: list[int]) -> tuple[str, int, int] | None:
-    """Binary search in (lo, hi] with the segment's ends as the references: ('culprit', parent, first bad) or
-    ('range', lo, hi) when skipped or undecided commits hide the boundary."""
+             run: Callable[..., Probe], looks: list[int], magnitude_pct: float) -> tuple[str, int, int] | None:
+    """Binary search in (lo, hi] with the segment's ends as the references: ('culprit', parent, first bad),
+    ('range', lo, hi) when skipped or undecided commits hide the boundary, or ('split', m, hi) when an undecided
+    probe m is slower than the fast end and faster than the slow end (a partial effect on each side: Pinpoint
+    searches both)."""
     slow, fast = samples[hi], samples[lo]
 
     def judge(xs: list[float]) -> str | None:
@@ -177,6 +185,10 @@ def _segment(lo: int, hi: int, samples: dict[int, list[float]], skipped: set[int
             b = m
         elif p.outcome == "fast":
             a = m
+        elif len(p.samples) >= 3 and _slower(_cmp(fast, p.samples, magnitude_pct)) and \
+                _slower(_cmp(p.samples, slow, magnitude_pct)):
+            samples[m] = list(p.samples)
+            return ("split", m, hi)
         else:
             return ("range", a, b)
     return ("culprit", a, b)

@@ -74,3 +74,15 @@ def test_untestable_parent_gives_a_range_not_a_culprit() -> None:
     res = search_history(16, probe)
     assert not res.culprits and res.verdict == "range"
     assert res.ranges == [(7, 9)]
+
+
+def test_a_probe_between_both_ends_splits_the_search() -> None:
+    # the first culprit holds about half the gap: the middle probe sits on the midpoint and cannot be placed, but
+    # it is slower than the good end and faster than HEAD: both sides are searched and both culprits named
+    hits = 0
+    for seed in range(6):
+        probe, _ = _history(16, {5: 0.12, 12: 0.12}, seed=seed)
+        res = search_history(16, probe)
+        assert {c.index for c in res.culprits} <= {5, 12}  # never a wrong commit
+        hits += {c.index for c in res.culprits} == {5, 12}
+    assert hits >= 5

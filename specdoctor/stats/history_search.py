@@ -58,6 +58,8 @@ class Culprit(BaseModel):
     index: int
     parent: int = Field(description="The last good commit measured before it (index - 1 when it is confirmed).")
     comparison: Comparison
+    samples: list[float] = Field(default_factory=list, description="Its runs (with the essentials).")
+    parent_samples: list[float] = Field(default_factory=list, description="Its parent's runs.")
 
 
 class HistorySearch(BaseModel):
@@ -151,7 +153,7 @@ def search_history(n: int, probe: ProbeFn, *, runs: int = 5, max_runs: int = 20,
             out.notes.append(f"commit {b} placed slow and {a} fast, but {a} vs {b} directly: {c.summary_line()}: "
                              "not confirmed, not named")
             continue
-        out.culprits.append(Culprit(index=b, parent=a, comparison=c))
+        out.culprits.append(Culprit(index=b, parent=a, comparison=c, samples=samples[b], parent_samples=samples[a]))
         for x, y in ((lo, a), (b, hi)):  # a second culprit: the ends of what is left still differ
             if y - x >= 1 and x in samples and y in samples and _slower(_cmp(samples[x], samples[y], magnitude_pct)):
                 pending.append((x, y))

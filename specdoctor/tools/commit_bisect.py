@@ -256,14 +256,14 @@ def _last_error(text: str) -> str:
     return errs[-1].strip() if errs else (text.strip().splitlines() or ["?"])[-1]
 
 
-def _culprit(p: _Prober, found: HistorySearch, k: int, samples: dict[int, list[float]]) -> CulpritCommit:
+def _culprit(p: _Prober, found: HistorySearch, k: int) -> CulpritCommit:
     c = found.culprits[k]
     row = p.rows[c.index - 1]
-    lo, hi = diff_of_medians_ci(samples[c.parent], samples[c.index])
+    lo, hi = diff_of_medians_ci(c.parent_samples, c.samples)
     return CulpritCommit(index=c.index, sha=row.sha, subject=row.subject, pr=row.pr, merge=row.merge,
                          files=[f.path for f in row.files], hot_files=[f.path for f in row.files if f.on_hot_path],
                          parent=p.shas[c.parent],
-                         effect_tps=statistics.median(samples[c.index]) - statistics.median(samples[c.parent]),
+                         effect_tps=statistics.median(c.samples) - statistics.median(c.parent_samples),
                          ci_low=lo, ci_high=hi, comparison=c.comparison.summary_line())
 
 
@@ -295,7 +295,6 @@ def bisect_commits(ctx: ToolContext, args: CommitBisectInput) -> CommitBisectRes
         found = search_history(n, prober, runs=args.runs, max_runs=args.max_runs, magnitude_pct=args.magnitude_pct)
     finally:
         registry.call(ctx, "stop_server", {"pgid": None})
-    samples = {t.index: t.samples for t in found.trials if t.samples and t.outcome in ("slow", "fast", "measured")}
     res = CommitBisectResult(
         verdict=found.verdict, good=cat.good, head=cat.head, commits=n, launches=found.launches,
         bound=launch_bound(n), notes=list(cat.notes) + list(found.notes),
@@ -308,7 +307,7 @@ def bisect_commits(ctx: ToolContext, args: CommitBisectInput) -> CommitBisectRes
                  for t in found.trials if t.outcome == "skip"],
         ranges=[[shas[i] for i in range(a + 1, b + 1)] for a, b in found.ranges])
     for k in range(len(found.culprits)):
-        cul = _culprit(prober, found, k, samples)
+        cul = _culprit(prober, found, k)
         if args.phases:
             eff, what, _ = arms_phase_effect([str(cul.index)], [str(found.culprits[k].parent)], prober.profile,
                                              f"commit {cul.sha[:10]} vs its parent, both with the essentials",

@@ -86,3 +86,11 @@ def test_a_probe_between_both_ends_splits_the_search() -> None:
         assert {c.index for c in res.culprits} <= {5, 12}  # never a wrong commit
         hits += {c.index for c in res.culprits} == {5, 12}
     assert hits >= 5
+
+
+def test_a_culprit_carries_its_and_its_parents_runs() -> None:
+    probe, _ = _history(16, {5: 0.12, 12: 0.12}, seed=1)
+    res = search_history(16, probe)
+    by = {t.index: t for t in res.trials}
+    for c in res.culprits:  # a split probe can be a culprit's parent: its runs travel with the culprit
+        assert c.samples and c.parent_samples and c.parent_samples == by[c.parent].samples

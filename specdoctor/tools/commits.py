@@ -151,7 +151,10 @@ def catalog_commits(ctx: ToolContext, args: CommitsInput) -> CommitCatalog:
         recorded = _fingerprint_commit(ctx, args.good_fingerprint) if args.good_fingerprint else None
         if not recorded:
             raise NoData("no reference commit: neither good_ref nor a good fingerprint recording a commit")
-        good, source = resolve_good_ref(ctx, args.repo, recorded), "good fingerprint"
+        try:
+            good, source = resolve_good_ref(ctx, args.repo, recorded), "good fingerprint"
+        except ToolRetry:  # a fingerprint from another checkout (a fleet's majority): no range here
+            raise NoData(f"the good fingerprint's commit {recorded[:12]} is not in {args.repo}") from None
     head = ctx.host.run(git(args.repo, "rev-parse", "HEAD")).stdout.strip()
     anc = ctx.host.run(git(args.repo, "merge-base", "--is-ancestor", good, "HEAD"), check="ignore")
     if not anc.ok:

@@ -98,8 +98,18 @@ def other_causes(report: dict, truth_causes: list[dict]) -> list[str]:
     out = []
     for c in (report.get("attribution") or {}).get("causes") or []:
         text = str(c.get("name") or "")
-        if c.get("confirmed", True) and c.get("kind") != "code" and not any(v in text.lower() for v in names):
+        if c.get("confirmed", True) and c.get("kind") not in ("code", "commit") and not any(v in text.lower() for v in names):
             out.append(text)
+    return out
+
+
+def innocent_commits(report: dict, culprit_subjects: list[str]) -> list[str]:
+    """Upstream commits the attribution confirms as causes that are none of the truth's culprit commits."""
+    out = []
+    for c in (report.get("attribution") or {}).get("causes") or []:
+        if c.get("kind") == "commit" and c.get("confirmed", True) and \
+                not any(sub in str(c.get("name") or "") for sub in culprit_subjects):
+            out.append(f"commit: {c.get('name')}")
     return out
 
 
@@ -187,10 +197,14 @@ def run_one(name: str, k: int) -> Result:
     res.blamed = sorted(stash.get("culprits") or [])
     res.innocent_blamed = sorted(set(res.blamed) - set(truth.culprit_files))
     text = _report_text(report)
+    subjects = {c.id: c.subject for c in sc.sglang.history}
     for cause in truth.causes:
         label = f"{cause.kind}:{cause.name}"
-        (res.causes_named if cause_named(cause.model_dump(), text, res.blamed) else res.causes_missed).append(label)
-    res.other_causes = other_causes(report, [c.model_dump() for c in truth.causes])
+        named = subjects.get(cause.name, "\0") in text if cause.kind == "commit" else \
+            cause_named(cause.model_dump(), text, res.blamed)
+        (res.causes_named if named else res.causes_missed).append(label)
+    res.innocent_blamed += innocent_commits(report, [subjects[c] for c in truth.culprit_commits])
+    res.other_causes = other_causes(report, [c.model_dump() for c in truth.causes if c.kind != "commit"])
     res.launches = _launches(out / "audit.jsonl")
     res.launches_spared = spared_launches(report)
     plan = report.get("plan") or {}

@@ -13,7 +13,9 @@ import argparse
 import math
 import random
 import statistics
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from pydantic import BaseModel
 
@@ -173,6 +175,13 @@ def main(argv: list[str] | None = None) -> None:
     print(table(rows))  # noqa: T201 - a benchmark script's output is its table
     print()  # noqa: T201
     print(effect_table([effect_case(p, k, ns.seeds) for k in (1, 2, 3) for p in (8, 16)]))  # noqa: T201
+    # Upstream commits (bisect_commits' search, benchmarks/upstream_cost.py): N = 16, 64, 256 and a row with skips.
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from upstream_cost import run_upstream, upstream_table
+
+    print()  # noqa: T201
+    print(upstream_table([run_upstream(n, ns.seeds) for n in (16, 64, 256)]  # noqa: T201
+                         + [run_upstream(64, ns.seeds, skip_pct=10)]))
 
 
 if __name__ == "__main__":

@@ -74,9 +74,26 @@ def _dropped_causes(case: Case) -> list[CauseFact]:
     return out
 
 
+def _commit_causes(case: Case) -> list[CauseFact]:
+    """Upstream commits the commit bisection confirmed both ways (it slow, its parent fast, each with the
+    essentials), with the parent-vs-commit effect [CI] and the phase it moved."""
+    cb = case.tools.commit_bisect
+    if cb is None:
+        return []
+    repo = f"-C {shlex.quote(case.repo)} " if case.repo else ""
+    return [CauseFact(name=f"upstream commit {c.sha[:10]} '{c.subject}'", kind="commit", key=c.sha,
+                      effect_tps=c.effect_tps, ci_low=c.ci_low, ci_high=c.ci_high, confirmed=True, method="bisection",
+                      fix=f"git {repo}revert --no-edit {c.sha[:12]}" + (" -m 1" if c.merge else ""),
+                      evidence=["bisect_commits"], phase_effect=c.phase_effect,
+                      detail=f"files {', '.join(c.files[:4])}" + (f"; PR #{c.pr}" if c.pr else "")
+                      + f"; vs its parent {c.parent[:10]}: {c.comparison}")
+            for c in cb.culprits]
+
+
 def non_revertible_causes(case: Case) -> list[CauseFact]:
-    """Causes established without a revert trial: bisection, hardware probe, NCCL A/B, dropped variables."""
-    out = _code_causes(case) + _probe_causes(case)
+    """Causes established without a revert trial: bisection (patches and commits), hardware probe, NCCL A/B,
+    dropped variables."""
+    out = _code_causes(case) + _commit_causes(case) + _probe_causes(case)
     if case.facts.nccl_cause is not None:
         out.append(case.facts.nccl_cause)
     seen = {(c.kind, c.key) for c in out}

@@ -35,6 +35,7 @@ from specdoctor.models import (
 from specdoctor.models.delta import CauseFact
 from specdoctor.models.identity import BudgetFact, IdentityFact
 from specdoctor.tools.bisect import BisectResult
+from specdoctor.tools.commit_bisect import CommitBisectResult
 from specdoctor.tools.gates import GateScan
 from specdoctor.tools.hardware_probe import HardwareProbe
 from specdoctor.tools.measure import Workload
@@ -141,6 +142,7 @@ class ToolOutputs(BaseModel):
     bisect: BisectResult | None = None
     hardware: HardwareProbe | None = None
     propagation: Propagation | None = None
+    commit_bisect: CommitBisectResult | None = None
 
 
 class Case(BaseModel):
@@ -156,7 +158,8 @@ class Case(BaseModel):
         """The case as a run's state holds it (a pure read of checkpointed JSON: no host, no I/O)."""
         tools = ToolOutputs(gates=view.latest(GateScan), fingerprint_diff=view.latest(FingerprintDiff),
                             breakeven=view.latest(BreakevenAnalysis), bisect=view.latest(BisectResult),
-                            hardware=view.latest(HardwareProbe), propagation=view.latest(Propagation))
+                            hardware=view.latest(HardwareProbe), propagation=view.latest(Propagation),
+                            commit_bisect=view.latest(CommitBisectResult))
         p = view.params
         return cls(facts=checked_facts(view.facts), tools=tools, expect=dict(p.get("expect") or {}),
                    repo=p.get("repo"))

@@ -61,6 +61,10 @@ def _not_reproduced_words(claims: dict[str, ClaimFact], measure: MeasureFacts, *
     return ("The" if capital else "the") + " claimed " + " and ".join(parts)
 
 
+_CODE = ("code", "commit")
+"""Cause kinds that are code: a local patch, or an upstream commit (the commit bisection's)."""
+
+
 @dataclass
 class _Reading:
     """What every rule reads, worked out once from the case."""
@@ -80,7 +84,7 @@ class _Reading:
         return cls(case=case, measure=case.facts.measure or MeasureFacts(),
                    claims=(case.facts.claims.root if case.facts.claims else {}),
                    sub=case.facts.subtraction or SubtractionFact(), att=att,
-                   code=[c for c in confirmed if c.kind == "code"], env=[c for c in confirmed if c.kind != "code"])
+                   code=[c for c in confirmed if c.kind in _CODE], env=[c for c in confirmed if c.kind not in _CODE])
 
     @property
     def env_lines(self) -> list[str]:
@@ -103,14 +107,14 @@ def _code_reasons(r: _Reading) -> list[str]:
     """How each named patch was established, in words true of what was measured: 'confirmed both ways' only for a
     set whose both checks were measured (the bisection's confirmed result), said of the set, not of each member."""
     out: list[str] = []
-    bis = [c.key for c in r.code if c.method == "bisection"]
+    bis = [c.key for c in r.code if c.kind == "code" and c.method == "bisection"]
     if bis:
         one = len(bis) == 1
         out.append(f"bisection isolated {', '.join(bis)} (comparator DIFFERENT; confirmed both ways, measured: "
                    + (f"{bis[0]} alone on the essentials is slow, every other patch without it is fast)" if one else
                       "together on the essentials they are slow, every other patch without them is fast, and "
                       "without any one of them it is fast)"))
-    tried = [c.key for c in r.code if c.method != "bisection"]
+    tried = [c.key for c in r.code if c.kind == "code" and c.method != "bisection"]
     if tried:
         out.append(f"revert trials confirmed {', '.join(tried)} (the joint search over code and configuration)")
     return out
@@ -118,18 +122,25 @@ def _code_reasons(r: _Reading) -> list[str]:
 
 def _code_regression(r: _Reading) -> Verdict | None:
     """A confirmed culprit patch decides (the bisection measured its own references: no reproduce step needed)."""
-    culprits = list(dict.fromkeys(c.key for c in r.code))
-    if not culprits:
+    culprits = list(dict.fromkeys(c.key for c in r.code if c.kind == "code"))
+    commits = [c for c in r.code if c.kind == "commit"]
+    if not culprits and not commits:
         return None
     reasons = _code_reasons(r)
+    reasons += [f"commit bisection isolated {c.name} (confirmed both ways: it is slow and its parent fast, each "
+                "with the essential local patches)" for c in commits]
     reasons += [cause_line(c, r.att) for c in r.code if c.effect_tps is not None]
     reasons += [f"also an environment cause: {line}" for line in r.env_lines]
     reasons += [f"gate {g.name} is ENABLED at runtime in the server's workers although its default is {g.default}"
                 for g in enabled_gates(r.case)]
     also = f"; the environment adds to it: {'; '.join(c.name for c in r.env)}" if r.env else ""
+    what = ([f"a local patch: {', '.join(culprits)}"] if culprits else []) + \
+        ([f"an upstream commit: {'; '.join(c.name.removeprefix('upstream commit ') for c in commits)}"]
+         if commits else [])
     return Verdict(verdict="code-regression", confidence=0.9 if not r.env else 0.85, culprits=culprits,
                    reasons=reasons,
-                   sentence=f"A local patch regressed speculative decoding: {', '.join(culprits)}{also}.")
+                   sentence=(f"A local patch regressed speculative decoding: {', '.join(culprits)}{also}." if not commits
+                             else f"Speculative decoding regressed with {' and with '.join(what)}{also}."))
 
 
 def _nothing_measured(r: _Reading) -> Verdict | None:

@@ -23,6 +23,7 @@ CHEAP_READS = frozenset({
     "host_facts", "fingerprint", "fingerprint_diff", "catalog_diffs", "triage_diffs", "scan_feature_gates",
     "check_env_propagation", "find_server_processes", "read_process_env", "server_info", "sglang_origin",
     "launch_cost", "plan_launches", "nccl_inventory", "list_deltas", "breakeven",
+    "catalog_commits",  # one git log of the range and a triage of its file names: the plan counts its bisection
     # actions built only from the reads above
     "locate_server", "plan_run",
 })

@@ -213,3 +213,26 @@ def code_trials_needed(v: StateView) -> bool:
 
     ident = identity_of(v)
     return has_served_changes(v) and ident.code != "identical" and not ident.settled
+
+
+@predicate("the good run's commit is known (its fingerprint, or good_ref)",
+           "no reference commit: neither a good fingerprint nor good_ref was given")
+def has_reference_commit(v: StateView) -> bool:
+    return bool(v.params.get("good_fingerprint") or v.params.get("good_ref"))
+
+
+def _range_detail(v: StateView) -> str | None:
+    from specdoctor.tools.commits import CommitCatalog
+
+    cat = v.latest(CommitCatalog)
+    return None if cat is None else cat.summary_line()
+
+
+@predicate("HEAD has moved since the good run's commit and the server imports sglang from this checkout",
+           "HEAD is the good run's commit (or the server does not import sglang from this checkout)", _range_detail)
+def upstream_moved(v: StateView) -> bool:
+    from specdoctor.engine.actions.user_server import origin_outside_checkout
+    from specdoctor.tools.commits import CommitCatalog
+
+    cat = v.latest(CommitCatalog)
+    return cat is not None and bool(cat.commits) and has_launch(v) and origin_outside_checkout(v) is None

@@ -17,8 +17,8 @@ from specdoctor.models.phases import PhaseEffect
 
 __all__ = ["DeltaKind", "ReportCauseKind", "CauseKindInfo", "CAUSE_KINDS", "Revert", "Delta", "DeltaList", "CauseFact", "AttributionFact", "norm_value"]
 
-DeltaKind = Literal["code", "env", "launch-flag", "software", "hardware", "acceptance", "workload"]
-"""code: a local patch; env: a worker variable; launch-flag: a launch argument (model and draft paths included);
+DeltaKind = Literal["code", "commit", "env", "launch-flag", "software", "hardware", "acceptance", "workload"]
+"""code: a local patch; commit: an upstream commit between the good run's and HEAD; env: a worker variable; launch-flag: a launch argument (model and draft paths included);
 software: driver/CUDA/NCCL/torch/engine version; hardware: link, clocks, power, other GPU processes;
 acceptance: tau now vs then; workload: prompt/output lengths, sampling, concurrency, dataset behind a figure."""
 
@@ -35,6 +35,7 @@ class CauseKindInfo(NamedTuple):
 
 CAUSE_KINDS: dict[DeltaKind, CauseKindInfo] = {
     "code": CauseKindInfo("code", "low (revert one patch, one relaunch)"),
+    "commit": CauseKindInfo("code", "low (git revert the commit on your branch, or pin below it; one relaunch)"),
     "env": CauseKindInfo("environment", "low (one edit, one relaunch)"),
     "launch-flag": CauseKindInfo("launch", "low (one relaunch)"),
     "software": CauseKindInfo("software", "medium (pin or reinstall a package, one relaunch)"),

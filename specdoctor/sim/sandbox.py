@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from specdoctor.errors import ScenarioError
 from specdoctor.host.base import Host, HostHints, Raw
 from specdoctor.sim.digest import code_digest
+from specdoctor.sim.history import layout_history, twin_entries
 from specdoctor.sim.model_size import GIB, weights_bytes, write_safetensors_index
 from specdoctor.sim.ports import free_port
 from specdoctor.sim.scenario import Patch, Scenario, base_tree, load_scenario
@@ -459,7 +460,7 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
     (home / ".gitconfig").write_text("[user]\n\tname = GPU Box User\n\temail = user@gpu-box\n"
                                      "[safe]\n\tdirectory = *\n[init]\n\tdefaultBranch = main\n")
     git_env = {**base_env, "GIT_AUTHOR_DATE": _GIT_DATE, "GIT_COMMITTER_DATE": _GIT_DATE}
-    commit = _layout_repo(repo, sc, git_env)
+    commit = _layout_repo(repo, sc, git_env, ctx)
     ctx["commit"] = commit
     for f in sc.files:
         target = Path(_subst(f.path, ctx))
@@ -559,8 +560,14 @@ def _layout_tree(repo: Path, base: str, extra: dict[str, str], env: dict[str, st
     return _git(repo, "rev-parse", "HEAD", env=env)
 
 
-def _layout_repo(repo: Path, sc: Scenario, env: dict[str, str]) -> str:
+def _layout_repo(repo: Path, sc: Scenario, env: dict[str, str], ctx: dict[str, str] | None = None) -> str:
     commit = _layout_tree(repo, sc.sglang.base, sc.sglang.files, env, sc.sglang.commit_message)
+    if sc.sglang.history:  # upstream commits after the base; {good_commit} is the one the good run used
+        shas = layout_history(repo, sc.sglang.history, env, _GIT_DATE)
+        if ctx is not None:
+            ctx["base_commit"] = commit
+            ctx["good_commit"] = shas[sc.sglang.good_commit] if sc.sglang.good_commit else commit
+        commit = _git(repo, "rev-parse", "HEAD", env=env)
     for patch in sc.sglang.patches:
         target = repo / patch.file
         if patch.untracked:
@@ -603,7 +610,7 @@ def _write_twin(root: Path, sc: Scenario, repo: str, nccl_conf: Path | None, ctx
         "sglang_install": sc.sglang.install, "launch_time": sc.server.launch_time.model_dump(),
         "hardware": hw,
         "patches": [{"id": p.id, "file": p.file, "add": p.add, "after": p.after, "essential": p.essential,
-                     "missing_error": p.missing_error} for p in sc.sglang.patches],
+                     "missing_error": p.missing_error} for p in sc.sglang.patches] + twin_entries(sc.sglang.history),
         "server": {"worker_env_drop": sc.server.worker_env_drop, "worker_env_set": sc.server.worker_env_set,
                    "hidden_size": hidden, "max_total_num_tokens": sc.server.max_total_num_tokens},
         "perf": _subst_paths(sc.perf.model_dump(by_alias=True), ctx),

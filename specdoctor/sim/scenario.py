@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from specdoctor.errors import ScenarioError
+from specdoctor.sim.history import UpstreamCommit
 
 __all__ = [
     "AllReduceModel",
@@ -330,6 +331,10 @@ class SGLangCheckout(_Strict):
     files: dict[str, str] = Field(default_factory=dict, description="Files added to the base tree (committed).")
     install: Literal["editable", "wheel"] = Field(default="editable", description="editable: `pip install -e` of "
                                                   "the checkout; wheel: a stock wheel in site-packages (no patches).")
+    history: list[UpstreamCommit] = Field(default_factory=list, description="Upstream commits on top of the base "
+                                          "(sim/history.py); effects name a commit by its id.")
+    good_commit: str | None = Field(default=None, description="The history commit the good run was measured at "
+                                    "({good_commit} in the good fingerprint; None: the base).")
 
 
 class UserHints(_Strict):
@@ -340,7 +345,7 @@ class UserHints(_Strict):
     patch_script: str | None = None
 
 
-CauseKind = Literal["code", "env", "launch-flag", "software", "hardware", "workload"]
+CauseKind = Literal["code", "commit", "env", "launch-flag", "software", "hardware", "workload"]
 
 
 class Cause(_Strict):
@@ -369,6 +374,8 @@ class Truth(_Strict):
     causes: list[Cause] = Field(default_factory=list)
     culprits: list[str] = Field(default_factory=list)
     culprit_files: list[str] = Field(default_factory=list)
+    culprit_commits: list[str] = Field(default_factory=list, description="History commit ids a diagnosis must "
+                                       "name (by their subject); none other may be named.")
     expected_findings: list[str] = Field(default_factory=list)
     nccl_win: dict[str, str] | None = None
     baseline_tps: float | None = None
@@ -412,19 +419,27 @@ class Scenario(_Strict):
         ids = [p.id for p in self.sglang.patches]
         if len(ids) != len(set(ids)):
             raise ValueError(f"duplicate patch ids: {ids}")
-        known = set(ids)
+        commits = [c.id for c in self.sglang.history]
+        if len(commits) != len(set(commits)) or set(commits) & set(ids):
+            raise ValueError(f"history commit ids must be unique and differ from patch ids: {commits}")
+        if self.sglang.good_commit is not None and self.sglang.good_commit not in commits:
+            raise ValueError(f"good_commit {self.sglang.good_commit!r} is not a history commit")
+        for cid in self.truth.culprit_commits:
+            if cid not in commits:
+                raise ValueError(f"truth names unknown culprit commit {cid!r}")
+        known = set(ids) | set(commits)
         for eff in self.perf.effects:
             for pid in eff.when.patches + eff.when.patches_absent:
                 if pid not in known:
                     raise ValueError(f"effect {eff.id} names unknown patch {pid!r}")
         for pid in self.truth.culprits:
-            if pid not in known:
+            if pid not in ids:
                 raise ValueError(f"truth names unknown culprit patch {pid!r}")
         for proc in self.gpu_processes:
             if any(g >= self.hardware.gpu_count for g in proc.gpus):
                 raise ValueError(f"gpu process {proc.id} names a GPU the box does not have")
         for cause in self.truth.causes:
-            if cause.kind == "code" and cause.name not in known:
+            if cause.kind == "code" and cause.name not in ids or cause.kind == "commit" and cause.name not in commits:
                 raise ValueError(f"truth cause names unknown patch {cause.name!r}")
         if self.allreduce.default_protocol != "auto" and self.allreduce.default_protocol not in self.allreduce.protocols:
             raise ValueError(f"default_protocol {self.allreduce.default_protocol!r} is not a protocol")

@@ -14,6 +14,8 @@ from specdoctor.tools import (  # noqa: F401  (the catalogue: every family that 
     bisect,
     breakeven,
     breakeven_empirical,
+    commit_bisect,
+    commits,
     deltas,
     fingerprint,
     gates,
@@ -34,9 +36,9 @@ from specdoctor.tools import (  # noqa: F401  (the catalogue: every family that 
     worktree,
 )
 
-FAMILIES = ("backup_mirror", "bisect", "breakeven", "breakeven_empirical", "deltas", "fingerprint", "gates",
-            "hardware_probe", "host", "launch", "manifest", "measure", "nccl", "nccl_promote", "phase_times", "plan",
-            "repo", "server", "trial_env", "trial_tree", "user_server", "worktree")
+FAMILIES = ("backup_mirror", "bisect", "breakeven", "breakeven_empirical", "commit_bisect", "commits", "deltas",
+            "fingerprint", "gates", "hardware_probe", "host", "launch", "manifest", "measure", "nccl", "nccl_promote",
+            "phase_times", "plan", "repo", "server", "trial_env", "trial_tree", "user_server", "worktree")
 """The tool families of the catalogue, by module name (a test checks it against the modules that register tools)."""
 
 __all__: list[str] = []

@@ -79,6 +79,8 @@ def _undo(sb: Sandbox, sc: Scenario, causes: list[Cause]) -> dict:
     for cause in causes:
         if cause.kind == "code":
             subprocess.run(["git", "-C", sb.repo, "checkout", "--", cause.source], check=True, capture_output=True)
+        elif cause.kind == "commit":  # the upstream commit's change reversed in the working tree (HEAD stays)
+            _unapply_commit(sb, next(c.subject for c in sc.sglang.history if c.id == cause.name))
         elif cause.kind == "env":
             value = (good.get("worker_env") or {}).get(cause.name)
             if value is not None:
@@ -101,6 +103,13 @@ def _undo(sb: Sandbox, sc: Scenario, causes: list[Cause]) -> dict:
     return kwargs
 
 
+def _unapply_commit(sb: Sandbox, subject: str) -> None:
+    sha = subprocess.run(["git", "-C", sb.repo, "log", "--first-parent", "--format=%H", "--fixed-strings",
+                          f"--grep={subject}", "-1"], check=True, capture_output=True, text=True).stdout.strip()
+    diff = subprocess.run(["git", "-C", sb.repo, "diff", f"{sha}^1", sha], check=True, capture_output=True).stdout
+    subprocess.run(["git", "-C", sb.repo, "apply", "-R", "-"], input=diff, check=True, capture_output=True)
+
+
 def _snapshot(sb: Sandbox) -> tuple[dict[str, str], str]:
     repo = Path(sb.repo)
     files = subprocess.run(["git", "-C", sb.repo, "ls-files", "-m", "-o", "--exclude-standard"], check=True,
@@ -109,6 +118,10 @@ def _snapshot(sb: Sandbox) -> tuple[dict[str, str], str]:
 
 
 def _restore(sb: Sandbox, snap: tuple[dict[str, str], str]) -> None:
+    now = subprocess.run(["git", "-C", sb.repo, "ls-files", "-m", "-o", "--exclude-standard"], check=True,
+                         capture_output=True, text=True).stdout.split()
+    for rel in [f for f in now if f not in snap[0]]:  # changed by an undo (a commit reversed): back to HEAD
+        subprocess.run(["git", "-C", sb.repo, "checkout", "--", rel], check=False, capture_output=True)
     for rel, text in snap[0].items():
         (Path(sb.repo) / rel).write_text(text)
     (sb.root / ".sim" / "twin.json").write_text(snap[1])

@@ -15,6 +15,8 @@ from specdoctor.models import Claims
 from specdoctor.models.identity import IdentityFact
 from specdoctor.stats.comparator import GROWING_CAP
 from specdoctor.toolkit import registry
+from specdoctor.tools.commit_bisect import commit_bisect_phase
+from specdoctor.tools.commits import CommitCatalog
 from specdoctor.tools.plan import PlannedPhase
 from specdoctor.tools.repo import Catalog
 from specdoctor.tools.server import ServerList
@@ -168,6 +170,10 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         spec_running=any("speculative" in a for a in server.get("argv") or []),
         tp_size=int(args_.get("tp_size") or 1), runs=int(p.get("runs", 5)),
         max_runs=15, finalists=3, stops_user_server=stops, identity=ident, gap_shown=_gap_shown(view))
+    upstream = view.latest(CommitCatalog)  # HEAD moved since the good run's commit: the commit bisection's row
+    if upstream is not None and upstream.commits:
+        phases.insert(next(i for i, ph in enumerate(phases) if ph.step == "attribute"),
+                      commit_bisect_phase(len(upstream.commits), int(p.get("runs", 5))))
     res = call_tool(deps, "plan_launches", {
         "pid": server["pid"], "port": server.get("port") or 0, "log_path": server.get("log_path"),
         "phases": [ph.model_dump() for ph in phases], "requests_per_run": p.get("requests_per_run", 3),

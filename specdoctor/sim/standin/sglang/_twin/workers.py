@@ -181,6 +181,11 @@ def worker_main(role: str, rank: int, payload: dict) -> None:
         tree = source_tree(dict(os.environ), twin)
         foreign = tree in (twin.get("other_trees") or [])  # another user's checkout: none of our patches
         present = set() if foreign else {p["id"] for p in twin["patches"] if patch_present(tree, p)}
+        broken = next((p for p in twin["patches"] if p.get("breaks") and p["id"] in present), None)
+        if broken is not None:  # an upstream commit whose code cannot start (the tree's own bug, any launch)
+            _emit({"error": broken["breaks"], "file": os.path.join(tree, broken["file"]),
+                   "line": _anchor_line(tree, broken), "tree": tree})
+            sys.exit(1)
         if args.get("speculative_algorithm") and not foreign:
             for p in twin["patches"]:
                 if p.get("essential") and p["id"] not in present:

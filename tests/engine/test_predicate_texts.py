@@ -30,6 +30,13 @@ def _deltas(kind: str) -> dict[str, Any]:
     return {"deltas": _tool("list_deltas", {"reference": "good run", "deltas": [delta]})}
 
 
+def _commits(n: int) -> dict[str, Any]:
+    rows = [{"index": i + 1, "sha": f"{i:040d}", "subject": f"commit {i}", "date": "2026-12-01", "merge": False}
+            for i in range(n)]
+    return {"commits": _tool("catalog_commits", {"repo": "/r", "good": "a" * 40, "good_source": "good_ref",
+                                                 "head": "b" * 40, "commits": rows})}
+
+
 def _user_server(*, restarts_it: bool) -> dict[str, Any]:
     return {"pid": 7, "starttime": 1, "port": 30000, "argv": ["python"], "cwd": "/", "user": "u", "stdout": "/l",
             "stderr": "/l", "identity": "i", "supervisor": "supervisord" if restarts_it else "nohup",
@@ -79,6 +86,11 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any] | None, str]] = {
                            {"results": _catalog(["a.py"]), "facts": {"sglang_origin": {"from_checkout": True},
                                                                      "identity": {"code": "identical"}}},
                            "same code as the good run"),
+    # upstream commits: a reference commit is known, and HEAD has moved past it
+    "has_reference_commit": ({"params": {"good_ref": "v0.5.17"}}, {"params": {}}, "no reference commit"),
+    "upstream_moved": ({"results": _commits(1), "facts": {"launch": "python -m sglang.launch_server"}},
+                       {"results": _commits(0), "facts": {"launch": "python -m sglang.launch_server"}},
+                       "HEAD is the good run's commit"),
 }
 
 

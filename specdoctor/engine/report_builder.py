@@ -171,7 +171,8 @@ def _attribution(att: AttributionFact | None, v: StateView, r: _Reader) -> Attri
         causes.append(Cause(name=c.name, kind=CAUSE_KINDS[c.kind].report, delta=c.effect_tps, ci_low=c.ci_low,
                             ci_high=c.ci_high, confirmed=c.confirmed, fix=c.fix,
                             command_ids=ids if c.method == "revert-trial" else [],
-                            metric=c.metric if c.metric != att.metric else None, phase_effect=c.phase_effect))
+                            metric=c.metric if c.metric != att.metric else None, phase_effect=c.phase_effect,
+                            share_from=c.share_from or None))
     return Attribution(metric=att.metric, reference=att.reference_tps, reference_label=att.reference_label,
                        measured=att.measured_tps, measured_ci_low=att.measured_ci_low,
                        measured_ci_high=att.measured_ci_high, causes=causes)

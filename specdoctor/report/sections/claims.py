@@ -42,7 +42,8 @@ def attribution_section(r: Report) -> Section:
     other = att.other_unit()
     for c in att.in_unit() + other:
         apart = f" (measured on {c.metric} {att.unit}: not part of this gap)" if c in other else ""
-        rows.append(table_row(c.name + ("" if c.confirmed else " (candidate, not confirmed)") + apart + _phase(c),
+        rows.append(table_row(c.name + ("" if c.confirmed else " (candidate, not confirmed)") + apart + _phase(c)
+                              + (f" — measured by {c.share_from}" if c.share_from else ""),
                               f"{c.delta:+.1f}",
                               ci_text(c.ci_low, c.ci_high), c.kind,
                               [Code(c.fix)] if c.fix else fmt.DASH,

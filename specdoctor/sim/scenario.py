@@ -153,6 +153,9 @@ class Effect(_Strict):
                                   "see (a sync, a sleep, Python work): the cycle grows, verify's GPU work and CPU "
                                   "range do not; the stall sits before the range opens (what the real H200 showed "
                                   "for a sync + sleep patch: the gap after the draft's range, +4.4 ms).")
+    draft_host_ms: float = Field(default=0.0, ge=0, description="Host time at the start of the draft method, once "
+                                 "a cycle (a sync, a sleep): inside the draft's range before its first launch; the "
+                                 "cycle grows, the draft's GPU work does not (the real H100 story: ~3 ms).")
     draft_ms: float = 0.0
     scale: float = 1.0
     alpha_delta: float = 0.0

@@ -47,6 +47,15 @@ class PhaseTimes(BaseModel):
     decode_ms: PhaseStat | None = Field(default=None, description="One plain decode step.")
     cycle_ms: PhaseStat | None = Field(default=None, description="Draft + verify + draft-extend, per cycle.")
     steps: int | None = Field(default=None, description="Draft steps k per cycle (the server's launch line).")
+    wall_ms: PhaseStat | None = Field(default=None, description="Each decode cycle's wall time in the trace (its "
+                                      "run_batch start to the next one's): what the parts below add up to.")
+    idle_before_ms: dict[str, PhaseStat] = Field(default_factory=dict, description="Per phase, the GPU idle before "
+                                                 "its GPU work in each cycle: host time it waited on, before or "
+                                                 "inside its range.")
+    rest_ms: PhaseStat | None = Field(default=None, description="Each cycle's wall after its last phase's GPU work "
+                                      "(sampling, output processing, the scheduler's loop).")
+    measured_cycle_ms: float | None = Field(default=None, description="The cycle from outside the trace: 1000 x "
+                                            "accept length / tok/s of the profiled runs (host time included).")
     cycles: int = 0
     trace_path: str | None = None
     overhead: ProfilerOverhead | None = None

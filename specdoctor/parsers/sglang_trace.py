@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 from .errors import ParseError
 from .text import clean_text
 
-__all__ = ["Phase", "PhaseRange", "SGLangTrace", "parse_sglang_trace", "PHASE_OF", "TRACE_NAME"]
+__all__ = ["Phase", "PhaseRange", "CycleAccount", "SGLangTrace", "parse_sglang_trace", "PHASE_OF", "TRACE_NAME"]
 
 Phase = Literal["draft", "verify", "draft_extend", "decode", "extend"]
 #: A trace file as SGLang's profiler names it: `<prefix>-<time.time()>-TP-<rank>.trace.json.gz`.
@@ -63,6 +63,8 @@ class PhaseRange(BaseModel):
                                          "launch (range open -> first runtime launch on its thread): a stall at the "
                                          "start of the phase's method, e.g. a sync then a sleep before its GPU work.")
     kernels: int = 0
+    gpu_start_ms: float | None = Field(default=None, description="When its GPU work began (trace clock, ms).")
+    gpu_end_ms: float | None = Field(default=None, description="When its GPU work ended (trace clock, ms).")
     cycle: int | None = Field(default=None, description="Index of the enclosing `scheduler.run_batch`.")
     decode_cycle: bool = Field(default=False, description="Its run_batch is a speculative decode cycle "
                                "(holds a TARGET_VERIFY), so a draft_extend here is the decode one, not prefill's.")
@@ -73,10 +75,24 @@ class PhaseRange(BaseModel):
         return self.gpu_ms if self.gpu_ms is not None else self.cpu_ms
 
 
+class CycleAccount(BaseModel):
+    """One decode cycle's wall time split so that the parts add up: each phase's GPU span, the GPU idle before it
+    (host time the phase waited on: before or inside its range), and the rest (after the last phase's GPU work
+    until the next cycle began: sampling, output processing, the scheduler's loop)."""
+
+    wall_ms: float = Field(description="This run_batch's start to the next one's (the last: its own duration).")
+    gpu_ms: dict[str, float] = Field(default_factory=dict)
+    idle_before_ms: dict[str, float] = Field(default_factory=dict)
+    rest_ms: float
+
+
 class SGLangTrace(BaseModel):
     """The phase ranges of one trace and what the trace carried to time them."""
 
     ranges: list[PhaseRange] = Field(default_factory=list)
+    batch_starts_ms: list[float] = Field(default_factory=list, description="Each scheduler.run_batch's start and "
+                                         "end (ms), in order.")
+    batch_ends_ms: list[float] = Field(default_factory=list)
     events: int = 0
     categories: dict[str, int] = Field(default_factory=dict, description="Event count per `cat`.")
     gpu_annotations: bool = Field(default=False, description="The trace has `gpu_user_annotation` projections.")
@@ -102,6 +118,29 @@ class SGLangTrace(BaseModel):
 
     def cycles(self) -> int:
         return len({r.cycle for r in self.ranges if r.decode_cycle})
+
+    def accounts(self) -> list[CycleAccount]:
+        """Every decode cycle's wall time as GPU per phase + GPU idle before each phase + the rest (GPU traces)."""
+        out = []
+        by: dict[int, list[PhaseRange]] = defaultdict(list)
+        for r in self.ranges:
+            if r.decode_cycle and r.cycle is not None and r.gpu_start_ms is not None and r.gpu_end_ms is not None:
+                by[r.cycle].append(r)
+        for c, rs in sorted(by.items()):
+            if c >= len(self.batch_starts_ms):
+                continue
+            start = self.batch_starts_ms[c]
+            end = self.batch_starts_ms[c + 1] if c + 1 < len(self.batch_starts_ms) else self.batch_ends_ms[c]
+            gpu: dict[str, float] = defaultdict(float)
+            idle: dict[str, float] = defaultdict(float)
+            t = start
+            for r in sorted(rs, key=lambda x: x.gpu_start_ms or 0.0):
+                idle[r.phase] += max((r.gpu_start_ms or 0.0) - t, 0.0)
+                gpu[r.phase] += (r.gpu_end_ms or 0.0) - max(r.gpu_start_ms or 0.0, t)
+                t = max(t, r.gpu_end_ms or 0.0)
+            out.append(CycleAccount(wall_ms=end - start, gpu_ms=dict(gpu), idle_before_ms=dict(idle),
+                                    rest_ms=max(end - t, 0.0)))
+        return out
 
 
 def _phase(name: str) -> tuple[Phase, int | None] | None:
@@ -214,7 +253,9 @@ def _phase_range(e: dict[str, Any], hit: tuple[Phase, int | None], idx: _TraceIn
     span = _gpu_span(idx.gua.get(_ext(e)), work)
     cycle = next((i for i, (b0, b1, tid) in enumerate(idx.batches) if b0 <= ts <= b1 and tid == e.get("tid")), None)
     first = _first_launch(e, ts, dur, idx) if span is not None else None
-    return PhaseRange(host_inside_ms=None if first is None else max(first - ts, 0.0) / 1000.0,name=str(e["name"]), phase=hit[0], batch_size=hit[1], cpu_ms=dur / 1000.0,
+    return PhaseRange(host_inside_ms=None if first is None else max(first - ts, 0.0) / 1000.0,
+                      gpu_start_ms=None if span is None else span[0] / 1000.0,
+                      gpu_end_ms=None if span is None else span[1] / 1000.0,name=str(e["name"]), phase=hit[0], batch_size=hit[1], cpu_ms=dur / 1000.0,
                       gpu_ms=None if span is None else (span[1] - span[0]) / 1000.0,
                       host_after_gpu_ms=None if span is None else max(ts + dur - span[1], 0.0) / 1000.0,
                       gpu_busy_ms=sum(_num(k, "dur") for k in work) / 1000.0 if work else None,
@@ -251,7 +292,8 @@ def _parse(data: bytes | str) -> SGLangTrace:
             ranges.append(r)
     _mark_decode_cycles(ranges)
     return SGLangTrace(ranges=ranges, events=len(events), categories=dict(cats), gpu_annotations=bool(idx.gua),
-                       process_name=_process_name(events))
+                       process_name=_process_name(events), batch_starts_ms=[b[0] / 1000.0 for b in idx.batches],
+                       batch_ends_ms=[b[1] / 1000.0 for b in idx.batches])
 
 
 def _ext(e: dict[str, Any]) -> Any:

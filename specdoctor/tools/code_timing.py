@@ -37,7 +37,7 @@ def enclosing_defs(lines: Sequence[str], lineno: int, indent: int | None = None)
         indent = _indent(here) if here.strip() else 10**6
     out: list[str] = []
     level = indent
-    for i in range(min(lineno, len(lines + [""])) - 1, -1, -1):
+    for i in range(min(lineno, len(lines) + 1) - 1, -1, -1):
         if i >= len(lines):
             continue
         line = lines[i]

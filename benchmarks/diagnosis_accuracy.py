@@ -126,12 +126,14 @@ def share_check(report: dict) -> tuple[str | None, bool | None]:
     trials = [t for t in report.get("bisection") or [] if len(t.get("samples") or []) >= 2]
     if not culprits or not causes or not trials:
         return None, None
-    full = max(trials, key=lambda t: len(t["patches"]))
-    if not culprits <= set(full["patches"]):
-        return None, None
-    without = next((t for t in trials if set(t["patches"]) == set(full["patches"]) - culprits), None)
+    every = set().union(*(set(t["patches"]) for t in trials)) | culprits
+    without = next((t for t in trials if set(t["patches"]) == every - culprits), None)
     if without is None:
         return "no trial of the tree without the culprits", None
+    stash = {m.get("label"): m for m in (report.get("stash") or {}).get("measurements") or []}
+    full = next((t for t in trials if set(t["patches"]) == every), None) or stash.get("all patches")
+    if full is None or len(full.get("samples") or []) < 2:
+        return "no measurement of the tree with every patch", None
     want = statistics.median(full["samples"]) - statistics.median(without["samples"])
     lo, hi = diff_of_medians_ci(without["samples"], full["samples"])
     got = causes[0]["delta"]

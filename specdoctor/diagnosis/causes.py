@@ -14,7 +14,10 @@ from specdoctor.models import CauseFact, SubtractionFact
 from specdoctor.stats.summary import diff_of_medians_ci
 from specdoctor.tools.bisect import BisectResult
 
-__all__ = ["effect", "revert_patch_command", "non_revertible_causes", "confirming_share"]
+__all__ = ["effect", "revert_patch_command", "non_revertible_causes", "confirming_share", "CODE_CLEARED"]
+
+CODE_CLEARED = "removing every non-essential patch changed nothing (comparator SAME)"
+"""Why the local patches need no revert trial when the subtraction cleared them: good news for the code, said once."""
 
 
 def effect(today: list[float], reverted: list[float]) -> tuple[float, float, float]:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from specdoctor.diagnosis.attribution import attribution, cause_line
+from specdoctor.diagnosis.causes import CODE_CLEARED
 from specdoctor.diagnosis.facts import Case
 from specdoctor.diagnosis.outcome import Verdict
 from specdoctor.models import (
@@ -145,7 +146,8 @@ def _environment(r: _Reading) -> Verdict | None:
         reasons.append(f"fingerprint diff vs the good run, first change: {diff.changes[0]}")
     measured_causes = [c for c in r.env if c.effect_tps is not None]
     conf = 0.9 if measured_causes and (att.restored is not False) else 0.8 if measured_causes else 0.75
-    return Verdict(verdict="environment", confidence=conf, reasons=reasons,
+    good = [x for x in reasons if x.startswith("reverting the confirmed causes reaches")]
+    return Verdict(verdict="environment", confidence=conf, reasons=reasons, good_news=good,
                    sentence="The environment changed, not the code: " + "; ".join(r.env_lines) + ".")
 
 
@@ -205,7 +207,9 @@ def _not_reproducible(r: _Reading) -> Verdict | None:
     if r.att.untested:
         reasons += [f"not tested: {u}" for u in r.att.untested]
         conf = min(conf, 0.7)
-    return Verdict(verdict="baseline-not-reproducible", confidence=conf, reasons=reasons,
+    cleared = [x for x in reasons if x.endswith(CODE_CLEARED) or x.startswith("removing every non-essential patch "
+                                                                              "changes nothing")]
+    return Verdict(verdict="baseline-not-reproducible", confidence=conf, reasons=reasons, good_news=cleared,
                    sentence=f"{_not_reproduced_words(r.different, r.measure, capital=True)} were not reproduced on "
                             "this box today, and no difference that a trial reverted (local patches, variables, "
                             "launch flags) explains the gap: no code regressed.")

@@ -211,8 +211,9 @@ def _phase_times(p: PhaseTimes | None, measure: MeasureFacts) -> PhaseTimes | No
 
 def _findings(report: m.Report, r: _Reader, verdict: Verdict | None, measure: MeasureFacts) -> None:
     severity = "info" if verdict is None or verdict.verdict == "no-regression" else "warning"
-    for reason in verdict.reasons if verdict else []:
-        report.findings.append(m.Finding(title=reason, severity=severity))
+    for reason in verdict.reasons if verdict else []:  # good news (a suspect cleared, the figure reached) is info
+        report.findings.append(m.Finding(title=reason, severity="info" if verdict and reason in verdict.good_news
+                                         else severity))
     for title in measure.spec.finding_texts() if measure.spec else []:
         report.findings.append(m.Finding(title=title, severity="warning",
                                          evidence=[r.evidence("reproduce", "bench_spec_running")]))

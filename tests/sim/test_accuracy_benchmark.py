@@ -86,3 +86,8 @@ def test_a_share_is_checked_against_the_culprits_confirming_trial():
     assert acc.share_check(report)[1] is False
     assert acc.share_check({**report, "bisection": trials[:1]}) == ("no trial of the tree without the culprits", None)
     assert acc.share_check({}) == (None, None)
+    # no all-patches trial: the subtraction's all-patches arm is the same tree
+    stash = {"culprits": ["c.py"], "measurements": [{"label": "all patches", "samples": [300.0, 302.0, 301.0]}]}
+    alone = {**report, "stash": stash, "bisection": trials[1:]}
+    alone["attribution"] = {"causes": [{"name": "local patch c.py", "kind": "code", "delta": -389.0}]}
+    assert acc.share_check(alone)[1] is True

@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from specdoctor.diagnosis import Case
-from specdoctor.diagnosis.causes import effect, non_revertible_causes, revert_patch_command
+from specdoctor.diagnosis.causes import CODE_CLEARED, effect, non_revertible_causes, revert_patch_command
 from specdoctor.engine.actions import ActionOutcome, action
 from specdoctor.engine.actions.measure import _recorder, reference_for, same_within
 from specdoctor.engine.actions.subtract import essential_files
@@ -300,7 +300,7 @@ def _code_settled(view: StateView) -> str | None:
         return "the bisection confirmed the culprit patches both ways"
     sub = view.fact("subtraction", SubtractionFact)
     if sub is not None and sub.outcome == "SAME":
-        return "removing every non-essential patch changed nothing (comparator SAME)"
+        return CODE_CLEARED
     if sub is not None and not sub.made_faster:
         return f"the subtraction did not show that removing the patches makes it faster ({sub.outcome or 'not run'})"
     return None

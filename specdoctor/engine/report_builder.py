@@ -97,7 +97,8 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
     _stash(report, r)
     _nccl(report, r)
     report.breakeven = v.latest(BreakevenAnalysis)
-    report.phase_times = _phase_times(v.latest(PhaseTimes), measure)
+    # the phases step's (the running server's), not whichever trial arm was profiled last: the table says whose
+    report.phase_times = _phase_times(v.result("phases", PhaseTimes) or v.latest(PhaseTimes), measure)
     for d in values.get("decisions") or []:
         dec = Decision.model_validate(d)
         report.decisions.append(dec.model_copy(update={"command_ids": r.cmds.ids_for_commands(dec.evidence)}))

@@ -40,6 +40,8 @@ class PhaseTimes(BaseModel):
     """Per-cycle phase times of one server (ms); `source` says which instrument gave them."""
 
     source: PhaseSource
+    measured_on: str = Field(default="", description="Which server and runs: e.g. 'your running server, 3 profiled "
+                             "runs of 2 requests' or a trial's label (a phase table says which runs it comes from).")
     draft_ms: PhaseStat | None = Field(default=None, description="One draft step (the draft range / k).")
     draft_cycle_ms: PhaseStat | None = Field(default=None, description="All k draft steps of a cycle.")
     verify_ms: PhaseStat | None = None

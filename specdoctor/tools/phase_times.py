@@ -176,6 +176,8 @@ def phase_times(ctx: ToolContext, args: PhaseTimesInput) -> PhaseTimes:
         raise NoData(f"{path}: {exc}") from None
     out = phases_from_trace(trace, int(steps) if steps else None, path)
     out.notes = notes + out.notes
+    out.measured_on = (f"{args.label}: the server on :{args.port}, {args.runs} profiled runs of "
+                       f"{args.requests_per_run} requests x {args.max_new_tokens} tokens ({out.cycles} cycles)")
     out.overhead = ProfilerOverhead(tps_without=round(plain.median, 3), tps_with=round(profiled.median, 3))
     tps = statistics.median(profiled.decode_samples) if profiled.decode_samples else profiled.median
     if profiled.accept_length and tps:  # the profiled runs' own cycle, from outside the trace

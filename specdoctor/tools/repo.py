@@ -569,8 +569,9 @@ def triage_diffs(ctx: ToolContext, args: TriageInput) -> Triage:
         if f.untracked and not f.path.endswith(".py"):
             continue
         sub, detail, on, reason = _verdict(ctx, args.repo, f, served)
-        on, reason = _when_it_runs(ctx, args.repo, f, sub, on, reason)
+        # essential first: hooks a served model needs to start sit in its __init__ (run once, yet required)
         essential, why = _is_essential(f, sub, on, args.essential, ctx, args.repo)
+        on, reason = _when_it_runs(ctx, args.repo, f, sub, on, reason)
         score = float(_WEIGHTS.get(sub, 30)) * (1.0 if on else 0.6 if on is None else 0.1)
         if f.logging_only:
             score, reason = min(score, 2.0), f"{reason}; only logging/print/comment lines changed"

@@ -11,13 +11,16 @@ CONF = Delta(kind="env", name="NCCL_P2P_LEVEL", reference=None, current="LOC", s
              revertible=False, impact="high")
 
 
+CURRENT = {"NCCL_SHM_DISABLE": "1"}  # the workers' setting every candidate is compared with (and carries)
+
+
 def _promo(*results: PromotedResult) -> NcclPromotion:
-    return NcclPromotion(baseline_samples=[40.0, 41.0, 40.5], results=list(results))
+    return NcclPromotion(baseline_samples=[40.0, 41.0, 40.5], results=list(results), reference_env=CURRENT)
 
 
 def _r(env: dict[str, str], outcome: str = "DIFFERENT", delta: float = 9.0) -> PromotedResult:
-    return PromotedResult(label=" ".join(f"{k}={v}" for k, v in env.items()), env=env, propagated=True,
-                          samples=[49.0, 50.0, 49.5], outcome=outcome, delta=delta, pct_change=22.4)
+    return PromotedResult(label=" ".join(f"{k}={v}" for k, v in env.items()), env={**CURRENT, **env},
+                          propagated=True, samples=[49.0, 50.0, 49.5], outcome=outcome, delta=delta, pct_change=22.4)
 
 
 def test_a_conf_line_is_tested_with_the_value_the_promotion_won_with():

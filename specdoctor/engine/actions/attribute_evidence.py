@@ -23,8 +23,10 @@ def promoted_override(d: Delta, promo: NcclPromotion | None) -> Delta | None:
             or "nccl.conf" not in d.source:
         return None
     for r in promo.results:
-        value = r.env.get(d.name)
-        if set(r.env) != {d.name} or r.unset or value is None or value == d.current or r.skipped:
+        # what the candidate changed against the workers' setting it was compared with (candidates carry it whole)
+        changed = {k: v for k, v in r.env.items() if promo.reference_env.get(k) != v}
+        value = changed.get(d.name)
+        if set(changed) != {d.name} or r.unset or value is None or value == d.current or r.skipped:
             continue
         if r.outcome == "DIFFERENT" and (r.delta or 0.0) > 0:
             why = (f"{d.why + '; ' if d.why else ''}no value gives NCCL's own choice back, but the NCCL promotion "

@@ -20,8 +20,6 @@ class Verdict(BaseModel):
     sentence: str
     culprits: list[str] = Field(default_factory=list)
     reasons: list[str] = Field(default_factory=list)
-    good_news: list[str] = Field(default_factory=list, description="The reasons that are good news for the user "
-                                 "(a suspect cleared, the claimed figure reached): shown as information, not warnings.")
     llm_made: bool = False
 
 

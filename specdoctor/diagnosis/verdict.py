@@ -24,7 +24,7 @@ from specdoctor.models import (
 )
 from specdoctor.tools.gates import Gate
 
-__all__ = ["decide_verdict", "enabled_gates"]
+__all__ = ["decide_verdict", "enabled_gates", "good_news"]
 
 
 def enabled_gates(case: Case) -> list[Gate]:
@@ -146,8 +146,7 @@ def _environment(r: _Reading) -> Verdict | None:
         reasons.append(f"fingerprint diff vs the good run, first change: {diff.changes[0]}")
     measured_causes = [c for c in r.env if c.effect_tps is not None]
     conf = 0.9 if measured_causes and (att.restored is not False) else 0.8 if measured_causes else 0.75
-    good = [x for x in reasons if x.startswith("reverting the confirmed causes reaches")]
-    return Verdict(verdict="environment", confidence=conf, reasons=reasons, good_news=good,
+    return Verdict(verdict="environment", confidence=conf, reasons=reasons,
                    sentence="The environment changed, not the code: " + "; ".join(r.env_lines) + ".")
 
 
@@ -207,9 +206,7 @@ def _not_reproducible(r: _Reading) -> Verdict | None:
     if r.att.untested:
         reasons += [f"not tested: {u}" for u in r.att.untested]
         conf = min(conf, 0.7)
-    cleared = [x for x in reasons if x.endswith(CODE_CLEARED) or x.startswith("removing every non-essential patch "
-                                                                              "changes nothing")]
-    return Verdict(verdict="baseline-not-reproducible", confidence=conf, reasons=reasons, good_news=cleared,
+    return Verdict(verdict="baseline-not-reproducible", confidence=conf, reasons=reasons,
                    sentence=f"{_not_reproduced_words(r.different, r.measure, capital=True)} were not reproduced on "
                             "this box today, and no difference that a trial reverted (local patches, variables, "
                             "launch flags) explains the gap: no code regressed.")
@@ -259,3 +256,10 @@ def decide_verdict(case: Case) -> Verdict:
         if verdict is not None:
             return verdict
     return _undecided(r)
+
+
+def good_news(v: Verdict) -> list[str]:
+    """The verdict's reasons that are good news for the user (a suspect cleared by the subtraction, the claimed figure
+    reached by reverting the causes): the report shows them as information, not warnings."""
+    return [x for x in v.reasons if x.startswith("reverting the confirmed causes reaches") or x.endswith(CODE_CLEARED)
+            or x.startswith("removing every non-essential patch changes nothing")]

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from specdoctor import __version__
 from specdoctor.diagnosis import PlanAction, Verdict
+from specdoctor.diagnosis.verdict import good_news
 from specdoctor.engine.state import StateView
 from specdoctor.host.audit import AuditEntry
 from specdoctor.host.base import Host
@@ -212,9 +213,9 @@ def _phase_times(p: PhaseTimes | None, measure: MeasureFacts) -> PhaseTimes | No
 
 def _findings(report: m.Report, r: _Reader, verdict: Verdict | None, measure: MeasureFacts) -> None:
     severity = "info" if verdict is None or verdict.verdict == "no-regression" else "warning"
+    good = good_news(verdict) if verdict else []
     for reason in verdict.reasons if verdict else []:  # good news (a suspect cleared, the figure reached) is info
-        report.findings.append(m.Finding(title=reason, severity="info" if verdict and reason in verdict.good_news
-                                         else severity))
+        report.findings.append(m.Finding(title=reason, severity="info" if reason in good else severity))
     for title in measure.spec.finding_texts() if measure.spec else []:
         report.findings.append(m.Finding(title=title, severity="warning",
                                          evidence=[r.evidence("reproduce", "bench_spec_running")]))

@@ -16,6 +16,7 @@ import argparse
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,10 @@ class Result(BaseModel):
     phase: str | None = Field(default=None, description="The culprit's attributed phase effect, when the truth names "
                               "one: 'verify +6.8 ms [6.5, 7.0]', or 'none'.")
     phase_ok: bool | None = Field(default=None, description="None: the truth checks no phase.")
+    share: str | None = Field(default=None, description="The culprits' share against their confirming trial: "
+                              "'-390.0 in [-395, -386]' (all patches minus every patch but them, 95 % CI).")
+    share_ok: bool | None = Field(default=None, description="None: no code cause with a share, or no confirming "
+                                  "trial in the report to check it against.")
     error: str | None = None
 
 
@@ -69,6 +74,7 @@ class Row(BaseModel):
     causes: str
     other_causes: list[str] = Field(default_factory=list)
     phase: str = "-"
+    share: str = "-"
     launches: float
     expected: float | None = None
     made_over_expected: float | None = None
@@ -121,6 +127,33 @@ def phase_check(report: dict, want: str) -> tuple[str, bool]:
     got = "; ".join(f"{e['phase']} {e['delta_ms']:+.1f} ms [{e['ci'][0]:.1f}, {e['ci'][1]:.1f}]" for e in effects)
     ok = not effects if want == "none" else bool(effects) and all(e["phase"] == want for e in effects)
     return got or "none", ok
+
+
+def share_check(report: dict) -> tuple[str | None, bool | None]:
+    """The code cause's share against its confirming comparison, recomputed from the report's bisection trials:
+    the tree with every patch minus the tree with every patch but the culprits (both measured by trials). Right when
+    the share lies in that difference's 95 % CI. (None, None): no share or no such pair of trials to check."""
+    from specdoctor.stats.summary import diff_of_medians_ci
+
+    culprits = set((report.get("stash") or {}).get("culprits") or [])
+    causes = [c for c in (report.get("attribution") or {}).get("causes") or []
+              if c.get("kind") == "code" and c.get("confirmed", True) and not c.get("metric")]
+    trials = [t for t in report.get("bisection") or [] if len(t.get("samples") or []) >= 2]
+    if not culprits or not causes or not trials:
+        return None, None
+    every = set().union(*(set(t["patches"]) for t in trials)) | culprits
+    without = next((t for t in trials if set(t["patches"]) == every - culprits), None)
+    if without is None:
+        return "no trial of the tree without the culprits", None
+    stash = {m.get("label"): m for m in (report.get("stash") or {}).get("measurements") or []}
+    full = next((t for t in trials if set(t["patches"]) == every), None) or stash.get("all patches")
+    if full is None or len(full.get("samples") or []) < 2:
+        return "no measurement of the tree with every patch", None
+    want = statistics.median(full["samples"]) - statistics.median(without["samples"])
+    lo, hi = diff_of_medians_ci(without["samples"], full["samples"])
+    got = causes[0]["delta"]
+    ok = lo - 0.05 <= got <= hi + 0.05  # the report rounds shares to 0.01
+    return f"{got:+.1f} vs {want:+.1f} [{lo:+.1f}, {hi:+.1f}]", ok
 
 
 def _report_text(report: dict) -> str:
@@ -213,6 +246,7 @@ def run_one(name: str, k: int) -> Result:
         res.launches_worst = plan.get("launches_max")
     if truth.phase_effect is not None:
         res.phase, res.phase_ok = phase_check(report, truth.phase_effect.phase)
+    res.share, res.share_ok = share_check(report)
     res.verdict_ok = res.verdict == truth.verdict
     return res
 
@@ -235,6 +269,8 @@ def aggregate(results: list[Result]) -> list[Row]:
             other_causes=sorted({c for r in rs for c in r.other_causes}),
             phase=(f"{sum(bool(r.phase_ok) for r in rs)}/{len(rs)}" if any(r.phase_ok is not None for r in rs)
                    else "-"),
+            share=(f"{sum(bool(r.share_ok) for r in rs)}/{sum(r.share_ok is not None for r in rs)}"
+                   if any(r.share_ok is not None for r in rs) else "-"),
             launches=sum(r.launches for r in rs) / len(rs), expected=_mean_expected(rs),
             made_over_expected=made_over_expected(sum(r.launches for r in rs) / len(rs), _mean_expected(rs)),
             wall_s=sum(r.wall_s for r in rs) / len(rs),
@@ -272,6 +308,7 @@ def _totals(results: list[Result]) -> dict[str, float | int]:
             "wrong_culprits": sum(len(r.innocent_blamed) for r in results),
             "causes_named": sum(len(r.causes_named) for r in results),
             "phases_wrong": sum(r.phase_ok is False for r in results),
+            "shares_wrong": sum(r.share_ok is False for r in results),
             "causes_total": sum(len(r.causes_named) + len(r.causes_missed) for r in results),
             "other_server_touched": sum(r.other_server_touched for r in results),
             "launches": sum(r.launches for r in results),
@@ -280,13 +317,13 @@ def _totals(results: list[Result]) -> dict[str, float | int]:
 
 def _table(rows: list[Row]) -> str:
     header = ("scenario", "verdict ok", "verdict (truth)", "culprits ok", "innocent blamed", "causes",
-              "other causes", "phase ok", "launches", "expected", "made ÷ exp", "wall s", "other srv")
+              "other causes", "phase ok", "share ok", "launches", "expected", "made ÷ exp", "wall s", "other srv")
     lines = [header]
     for r in rows:
         got = ",".join(r.verdicts)
         lines.append((r.scenario, f"{r.verdicts_ok}/{r.runs}", f"{got} ({r.truth_verdict})", f"{r.culprits_ok}/{r.runs}",
                       ",".join(Path(f).name for f in r.innocent_blamed) or "-", r.causes,
-                      "; ".join(r.other_causes) or "-", r.phase, f"{r.launches:.1f}",
+                      "; ".join(r.other_causes) or "-", r.phase, r.share, f"{r.launches:.1f}",
                       "-" if r.expected is None else f"{r.expected:.1f}",
                       "-" if r.made_over_expected is None else f"{r.made_over_expected:.2f}",
                       f"{r.wall_s:.0f}", "TOUCHED" if r.other_touched else "-"))
@@ -378,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"verdict accuracy {totals['verdict_accuracy']:.0%} over {totals['runs']} runs; culprit precision "
           f"{totals['culprit_precision']:.2f}, recall {totals['culprit_recall']:.2f}; wrong culprits "
-          f"{totals['wrong_culprits']}; phases wrong {totals['phases_wrong']}; causes named {totals['causes_named']}/{totals['causes_total']}; other users' "
+          f"{totals['wrong_culprits']}; phases wrong {totals['phases_wrong']}; shares off their confirming trial {totals['shares_wrong']}; causes named {totals['causes_named']}/{totals['causes_total']}; other users' "
           f"servers touched {totals['other_server_touched']}; {time.perf_counter() - t0:.0f} s")
     made, spared = totals["launches"], totals["launches_spared"]
     print(f"launches made {made}; spared by the essentials search's benchmarks {spared} in "
@@ -391,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps({"totals": totals, "results": [r.model_dump() for r in results]},
                                               indent=1))
     bad = (totals["verdict_accuracy"] < 1.0 or totals["wrong_culprits"] > 0 or totals["other_server_touched"] > 0
-           or totals["phases_wrong"] > 0)
+           or totals["phases_wrong"] > 0 or totals["shares_wrong"] > 0)
     return 1 if bad else 0
 
 

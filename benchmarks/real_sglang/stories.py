@@ -75,6 +75,7 @@ class Story:
     patch_script: bool = False
     use_good_fingerprint: bool = True
     cost_s: int = 420  # device seconds it took (server start + investigate), to skip a story that cannot finish
+    phase: str | None = None  # the phase the plant moves (draft, verify, draft_extend): the report must name it
 
 
 STORIES = {s.name: s for s in [
@@ -98,6 +99,30 @@ STORIES = {s.name: s for s in [
               Patch("python/sglang/srt/layers/attention/flashinfer_backend.py", "class FlashInferAttnBackend(",
                     "    # local: tuned workspace size for our long prompts (flashinfer only)"),
           ], patch_script=True, cost_s=1200),  # reached the bisection in ~480 s (3rd contact); + bisect, phases, restart
+    Story("draft-stall", "code-regression",
+          "three local patches: a host sync + 3 ms sleep at the start of the draft worker's draft method, before the "
+          "draft's GPU work (eagle_worker_v2.py), a log line in the detokenizer's __init__ (runs once), a comment in "
+          "an unused attention backend",
+          patches=[
+              Patch(WORKER, "def draft(", '        import time as _t; torch.cuda.synchronize(); _t.sleep(0.003)  '
+                    '# local: let the clock sampler see an idle GPU (debug)'),
+              Patch("python/sglang/srt/managers/detokenizer_manager.py", "def __init__(",
+                    '        logger.info("local patch: detokenizer up")'),
+              Patch("python/sglang/srt/layers/attention/flashinfer_backend.py", "class FlashInferAttnBackend(",
+                    "    # local: tuned workspace size for our long prompts (flashinfer only)"),
+          ], phase="draft", cost_s=1200),
+    Story("clear-culprit", "code-regression",
+          "three local patches: ~2 ms of extra GPU work (torch.cuda._sleep) at the start of the draft-extend after "
+          "each verify (_draft_extend_for_decode, eagle_worker_v2.py), a log line in the scheduler's "
+          "init_model_worker (runs once), a comment in an unused attention backend",
+          patches=[
+              Patch(WORKER, "def _draft_extend_for_decode(", '        torch.cuda._sleep(4_000_000)  '
+                    '# local: pad the draft-extend so the overlap scheduler hides the next plan (experiment)'),
+              Patch("python/sglang/srt/managers/scheduler.py", "def init_model_worker(",
+                    '        logger.info("local patch: init_model_worker")'),
+              Patch("python/sglang/srt/layers/attention/flashinfer_backend.py", "class FlashInferAttnBackend(",
+                    "    # local: tuned workspace size for our long prompts (flashinfer only)"),
+          ], phase="draft_extend", cost_s=1200),
 ]}
 
 
@@ -215,12 +240,28 @@ def reset_checkout() -> None:
     sh(["git", "-C", str(REPO), "clean", "-fdq"])
 
 
+def _signature_end(lines: list[str], i: int) -> int:
+    """The line that ends a `def`/`class` statement starting at `i` (its signature may span lines: 0.5.17 writes
+    long ones one argument a line); `i` itself for any other line."""
+    if not lines[i].lstrip().startswith(("def ", "async def ", "class ")):
+        return i
+    depth = 0
+    for j in range(i, len(lines)):
+        code = lines[j].split("#", 1)[0]
+        depth += code.count("(") + code.count("[") - code.count(")") - code.count("]")
+        if depth <= 0 and code.rstrip().endswith(":"):
+            return j
+    return i
+
+
 def apply(patch: Patch) -> None:
+    """Insert the patch's text after the first line containing its anchor (after the whole signature when the
+    anchor starts a `def` or `class`)."""
     path = REPO / patch.file
     lines = path.read_text().splitlines(keepends=True)
     for i, line in enumerate(lines):
         if patch.anchor in line:
-            lines.insert(i + 1, patch.text + "\n")
+            lines.insert(_signature_end(lines, i) + 1, patch.text + "\n")
             path.write_text("".join(lines))
             return
     raise SystemExit(f"anchor {patch.anchor!r} not in {patch.file}")
@@ -349,10 +390,37 @@ def run_story(story: Story, out_root: Path, deadline: float) -> dict[str, object
            "box_left_as_found": same_server and not diff,
            "box_left_as_found_by_specdoctor": _specdoctor_box_ok(report.get("box") or {}),
            "sglang_version": fp.get("sglang_version"), "gpu": gpus[0].get("name") if gpus else None,
-           "claims": {k: claims.get(k) for k in ("baseline", "spec")}, "summary": report.get("summary")}
+           "claims": {k: claims.get(k) for k in ("baseline", "spec")}, "summary": report.get("summary"),
+           **details_checks(story, report, same_server)}
     log(f"[{story.name}] verdict {row['verdict']} (truth {story.truth}), rc {rc}, {wall:.0f} s, "
         f"launches {row['launches']}, left as found {row['box_left_as_found']}")
     return row
+
+
+def details_checks(story: Story, report: dict, same_server: bool) -> dict[str, object]:
+    """What a user acts on beside the verdict, checked against the plant: the phase named (the story's), the
+    culprit's share against its confirming trial (recomputed from the report's trials, as the accuracy benchmark
+    does), and specdoctor's box check never NOT when the independent check found the server identical."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("acc", Path(__file__).resolve().parents[1] / "diagnosis_accuracy.py")
+    assert spec and spec.loader
+    acc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(acc)
+    share, share_ok = acc.share_check(report)
+    phases = sorted({c["phase_effect"]["phase"] for c in (report.get("attribution") or {}).get("causes") or []
+                     if c.get("confirmed", True) and c.get("phase_effect")})
+    server = (report.get("box") or {}).get("server") or {}
+    outcome = server.get("outcome")
+    not_as_found = bool(server.get("stopped")) and server.get("restarted") and not (
+        server.get("healthy") and server.get("identity_before") == server.get("identity_after")
+        and not server.get("differs") and outcome in ("SAME", "UNKNOWN", None))
+    return {"phase_named": phases, "phase_ok": None if story.phase is None else phases == [story.phase],
+            "share": share, "share_ok": share_ok, "box_throughput": outcome,
+            "box_throughput_reason": server.get("throughput_reason"),
+            "box_not_when_identical": bool(same_server and not_as_found and not (outcome == "DIFFERENT"
+                                                                                 and (server.get("tps_after") or 0)
+                                                                                 > (server.get("tps_before") or 0)))}
 
 
 def phases_only(story: Story, out_root: Path) -> dict[str, object]:

@@ -35,6 +35,8 @@ def _gap(att: AttributionFact) -> float | None:
 def cause_line(c: CauseFact, att: AttributionFact) -> str:
     """'NCCL_P2P_DISABLE=1 set by sitecustomize.py: −6.2 tok/s [−7.0, −5.4] of −6.3' (what is known of it; "of the
     gap" only when the effect was measured on the gap's own figure)."""
+    if c.effect_tps is None and c.share_from:
+        return f"{c.name} ({c.detail + '; ' if c.detail else ''}{c.share_from})"
     if c.effect_tps is None:
         how = {"targeted-measurement": "measured directly", "bisection": "isolated by bisection",
                "revert-trial": "reverted in a trial", "workload-rerun": "re-measured with the good run's workload"}
@@ -46,4 +48,5 @@ def cause_line(c: CauseFact, att: AttributionFact) -> str:
         # real H200, env-var story: −351 "of −181" — the revert trial ran faster than the claimed figure itself
         of = f", more than the whole gap ({_tps(gap)}): its trials ran faster than the claimed figure"
     which = "" if c.metric == "spec" else f" ({c.metric})"
-    return f"{c.name}: {_tps(c.effect_tps)} tok/s{ci}{of}{which}"
+    by = f", measured by {c.share_from}" if c.share_from else ""
+    return f"{c.name}: {_tps(c.effect_tps)} tok/s{ci}{of}{which}{by}"

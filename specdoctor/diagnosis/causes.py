@@ -12,8 +12,12 @@ from pathlib import PurePosixPath
 from specdoctor.diagnosis.facts import Case
 from specdoctor.models import CauseFact, SubtractionFact
 from specdoctor.stats.summary import diff_of_medians_ci
+from specdoctor.tools.bisect import BisectResult
 
-__all__ = ["effect", "revert_patch_command", "non_revertible_causes"]
+__all__ = ["effect", "revert_patch_command", "non_revertible_causes", "confirming_share", "CODE_CLEARED"]
+
+CODE_CLEARED = "removing every non-essential patch changed nothing (comparator SAME)"
+"""Why the local patches need no revert trial when the subtraction cleared them: good news for the code, said once."""
 
 
 def effect(today: list[float], reverted: list[float]) -> tuple[float, float, float]:
@@ -35,26 +39,44 @@ def _probe_causes(case: Case) -> list[CauseFact]:
     return list(probe.causes) if probe is not None else []
 
 
+def confirming_share(bis: BisectResult, sub: SubtractionFact
+                     ) -> tuple[tuple[float | None, float | None, float | None], str]:
+    """The culprits' share from their own confirming comparison: the tree with every patch (a bisection trial, else
+    the subtraction's all-patches arm, the same tree) against the tree with every patch but them (the bisection's
+    confirming trial). ((effect, ci_low, ci_high), which comparison); no such trial with runs: (None x3, why)."""
+    order = list(bis.order)
+    without = [p for p in order if p not in bis.culprits]
+    idx, fast = next(((i, t) for i, t in enumerate(bis.trials, 1)
+                      if sorted(t.patches) == sorted(without) and len(t.samples) >= 2), (None, None))
+    slow_t = next(((i, t) for i, t in enumerate(bis.trials, 1)
+                   if sorted(t.patches) == sorted(order) and len(t.samples) >= 2), None)
+    who = ", ".join(c.rsplit("/", 1)[-1] for c in bis.culprits)
+    if fast is None:
+        return (None, None, None), (f"no trial measured the tree with every patch but {who}: its share was not "
+                                    "measured")
+    if slow_t is not None:
+        slow, slow_name = list(slow_t[1].samples), f"bisection trial {slow_t[0]} (all patches)"
+    elif sub.all_patches is not None and len(sub.all_patches.samples) >= 2:
+        slow, slow_name = list(sub.all_patches.samples), "the subtraction's all-patches arm"
+    else:
+        return (None, None, None), "no measurement of the tree with every patch: its share was not measured"
+    eff = effect(slow, list(fast.samples))
+    return eff, f"bisection trial {idx} (every patch but {who}) vs {slow_name}"
+
+
 def _code_causes(case: Case) -> list[CauseFact]:
-    """The bisection's culprits confirmed both ways, with the subtraction's all-patches vs essentials effect."""
+    """The bisection's culprits confirmed both ways, with the share their own confirming comparison measured."""
     bis = case.tools.bisect
     if bis is None or bis.verdict not in ("culprit", "interaction") or not bis.confirmed:
         return []
-    sub = case.facts.subtraction or SubtractionFact()
-    full = sub.all_patches.samples if sub.all_patches else []
-    ess = sub.essentials_only.samples if sub.essentials_only else []
-    eff: tuple[float | None, float | None, float | None] = (None, None, None)
-    if len(full) >= 2 and len(ess) >= 2:
-        eff = effect(full, ess)
-    elif sub.all_patches and sub.essentials_only and sub.all_patches.median is not None \
-            and sub.essentials_only.median is not None:  # medians only (an older run's fact): no CI
-        eff = (sub.all_patches.median - sub.essentials_only.median, None, None)
+    eff, share_from = confirming_share(bis, case.facts.subtraction or SubtractionFact())
     repo = case.repo
+    # a set confirmed together carries one share (the report shows the members as one cause)
     return [CauseFact(name=f"local patch {c}", kind="code", key=c, effect_tps=eff[0], ci_low=eff[1], ci_high=eff[2],
-                      confirmed=True, method="bisection", fix=revert_patch_command(repo, c),
+                      confirmed=True, method="bisection", fix=revert_patch_command(repo, c), share_from=share_from,
                       evidence=["bisect"], phase_effect=bis.phase_effect,
-                      detail=("together with " + ", ".join(x for x in bis.culprits if x != c)) if len(bis.culprits) > 1
-                      else "") for c in bis.culprits]
+                      detail=("together with " + ", ".join(x for x in bis.culprits if x != c))
+                      if len(bis.culprits) > 1 else "") for c in bis.culprits]
 
 
 def _dropped_causes(case: Case) -> list[CauseFact]:

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from specdoctor.diagnosis.attribution import attribution, cause_line
+from specdoctor.diagnosis.causes import CODE_CLEARED
 from specdoctor.diagnosis.facts import Case
 from specdoctor.diagnosis.outcome import Verdict
 from specdoctor.models import (
@@ -23,7 +24,7 @@ from specdoctor.models import (
 )
 from specdoctor.tools.gates import Gate
 
-__all__ = ["decide_verdict", "enabled_gates"]
+__all__ = ["decide_verdict", "enabled_gates", "good_news"]
 
 
 def enabled_gates(case: Case) -> list[Gate]:
@@ -289,3 +290,10 @@ def decide_verdict(case: Case) -> Verdict:
         if verdict is not None:
             return verdict
     return _undecided(r)
+
+
+def good_news(v: Verdict) -> list[str]:
+    """The verdict's reasons that are good news for the user (a suspect cleared by the subtraction, the claimed figure
+    reached by reverting the causes): the report shows them as information, not warnings."""
+    return [x for x in v.reasons if x.startswith("reverting the confirmed causes reaches") or x.endswith(CODE_CLEARED)
+            or x.startswith("removing every non-essential patch changes nothing")]

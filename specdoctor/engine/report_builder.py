@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from specdoctor import __version__
 from specdoctor.diagnosis import PlanAction, Verdict
+from specdoctor.diagnosis.verdict import good_news
 from specdoctor.engine.state import StateView
 from specdoctor.host.audit import AuditEntry
 from specdoctor.host.base import Host
@@ -97,7 +98,8 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
     _stash(report, r)
     _nccl(report, r)
     report.breakeven = v.latest(BreakevenAnalysis)
-    report.phase_times = _phase_times(v.latest(PhaseTimes), measure)
+    # the phases step's (the running server's), not whichever trial arm was profiled last: the table says whose
+    report.phase_times = _phase_times(v.result("phases", PhaseTimes) or v.latest(PhaseTimes), measure)
     for d in values.get("decisions") or []:
         dec = Decision.model_validate(d)
         report.decisions.append(dec.model_copy(update={"command_ids": r.cmds.ids_for_commands(dec.evidence)}))
@@ -177,7 +179,8 @@ def _attribution(att: AttributionFact | None, v: StateView, r: _Reader) -> Attri
         causes.append(Cause(name=c.name, kind=CAUSE_KINDS[c.kind].report, delta=c.effect_tps, ci_low=c.ci_low,
                             ci_high=c.ci_high, confirmed=c.confirmed, fix=c.fix,
                             command_ids=ids if c.method == "revert-trial" else [],
-                            metric=c.metric if c.metric != att.metric else None, phase_effect=c.phase_effect))
+                            metric=c.metric if c.metric != att.metric else None, phase_effect=c.phase_effect,
+                            share_from=c.share_from or None))
     return Attribution(metric=att.metric, reference=att.reference_tps, reference_label=att.reference_label,
                        measured=att.measured_tps, measured_ci_low=att.measured_ci_low,
                        measured_ci_high=att.measured_ci_high, causes=causes)
@@ -218,8 +221,9 @@ def _phase_times(p: PhaseTimes | None, measure: MeasureFacts) -> PhaseTimes | No
 
 def _findings(report: m.Report, r: _Reader, verdict: Verdict | None, measure: MeasureFacts) -> None:
     severity = "info" if verdict is None or verdict.verdict == "no-regression" else "warning"
-    for reason in verdict.reasons if verdict else []:
-        report.findings.append(m.Finding(title=reason, severity=severity))
+    good = good_news(verdict) if verdict else []
+    for reason in verdict.reasons if verdict else []:  # good news (a suspect cleared, the figure reached) is info
+        report.findings.append(m.Finding(title=reason, severity="info" if reason in good else severity))
     for title in measure.spec.finding_texts() if measure.spec else []:
         report.findings.append(m.Finding(title=title, severity="warning",
                                          evidence=[r.evidence("reproduce", "bench_spec_running")]))

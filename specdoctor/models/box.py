@@ -35,6 +35,12 @@ class UserServerFact(StrictModel):
     tps_after: float | None = None
     outcome: Literal["SAME", "DIFFERENT", "UNKNOWN"] | None = Field(
         default=None, description="Comparator on the short benchmark before stopping vs after restarting.")
+    throughput_reason: str = Field(default="", description="Why the throughput reads as it does (a first look "
+                                   "re-measured, undecided after how many runs).")
+    gpu_mib_before: int | None = Field(default=None, description="GPU memory its processes held, before stopping.")
+    gpu_mib_after: int | None = None
+    differs: list[str] = Field(default_factory=list, description="What of its identity differs after the restart "
+                               "(argv/cwd/env/user hash, port, GPU memory held); empty: the same server.")
     note: str = ""
 
     @property
@@ -44,7 +50,7 @@ class UserServerFact(StrictModel):
         if self.restarted is None:
             return None
         return bool(self.restarted and self.healthy and self.identity_before == self.identity_after
-                    and (self.outcome == "SAME" or self.faster_after))
+                    and not self.differs and (self.outcome == "SAME" or self.faster_after))
 
     @property
     def faster_after(self) -> bool:

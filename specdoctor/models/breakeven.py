@@ -34,7 +34,8 @@ class TargetRequirement(BaseModel):
 class CycleTerm(BaseModel):
     """One term of the speculative cycle time."""
 
-    name: Literal["draft", "verify", "overhead", "cycle"]
+    name: Literal["draft", "verify", "overhead", "host", "cycle"] = Field(description="'host': the measured cycle "
+                                                                          "(τ / spec tok/s) less the profiled phases.")
     ms: float
     share: float
 
@@ -54,8 +55,13 @@ class BreakevenAnalysis(BaseModel):
 
     decode_ms: float = Field(description="Plain-decode time per token, ms.")
     baseline_tps: float
-    cycle_ms: float = Field(description="Speculative cycle time k·t_draft + t_verify + overhead, ms.")
+    cycle_ms: float = Field(description="Speculative cycle time, ms: the measured one (τ / spec tok/s, host time "
+                            "included) when known, else k·t_draft + t_verify + overhead.")
     cycle_source: Literal["components", "throughput"]
+    host_ms: float = Field(default=0.0, description="Measured cycle less the profiled phases (host time outside "
+                           "them); the model for other k carries it as a constant per cycle.")
+    model_disagrees: bool = Field(default=False, description="The profiled phases' model and the measurement say "
+                                  "opposite things (one wins, the other loses).")
     tau_star: float = Field(description="Break-even accept length τ* = cycle / t_decode.")
     tau_star_components: float | None = Field(default=None, description="(k·t_draft + t_verify + overhead)/t_decode.")
     tau_star_shortcut: float | None = Field(default=None, description="τ_obs · baseline_tps / spec_tps.")

@@ -140,6 +140,9 @@ class CauseFact(StrictModel):
     fix: str | None = Field(default=None, description="The exact command or edit that removes it.")
     evidence: list[str] = Field(default_factory=list, description="Step ids / tool results behind it.")
     detail: str = ""
+    share_from: str = Field(default="", description="The comparison its share was measured by (the same tree "
+                            "with and without it), named: e.g. 'bisection trial 5 (every patch but X) vs all "
+                            "patches'.")
     phase_effect: PhaseEffect | None = Field(default=None, description="Its effect on the phase it touches (both "
                                              "arms of the confirming comparison profiled); None: not profiled, or "
                                              "no phase moved.")

@@ -40,6 +40,8 @@ class PhaseTimes(BaseModel):
     """Per-cycle phase times of one server (ms); `source` says which instrument gave them."""
 
     source: PhaseSource
+    measured_on: str = Field(default="", description="Which server and runs: e.g. 'your running server, 3 profiled "
+                             "runs of 2 requests' or a trial's label (a phase table says which runs it comes from).")
     draft_ms: PhaseStat | None = Field(default=None, description="One draft step (the draft range / k).")
     draft_cycle_ms: PhaseStat | None = Field(default=None, description="All k draft steps of a cycle.")
     verify_ms: PhaseStat | None = None
@@ -47,6 +49,15 @@ class PhaseTimes(BaseModel):
     decode_ms: PhaseStat | None = Field(default=None, description="One plain decode step.")
     cycle_ms: PhaseStat | None = Field(default=None, description="Draft + verify + draft-extend, per cycle.")
     steps: int | None = Field(default=None, description="Draft steps k per cycle (the server's launch line).")
+    wall_ms: PhaseStat | None = Field(default=None, description="Each decode cycle's wall time in the trace (its "
+                                      "run_batch start to the next one's): what the parts below add up to.")
+    idle_before_ms: dict[str, PhaseStat] = Field(default_factory=dict, description="Per phase, the GPU idle before "
+                                                 "its GPU work in each cycle: host time it waited on, before or "
+                                                 "inside its range.")
+    rest_ms: PhaseStat | None = Field(default=None, description="Each cycle's wall after its last phase's GPU work "
+                                      "(sampling, output processing, the scheduler's loop).")
+    measured_cycle_ms: float | None = Field(default=None, description="The cycle from outside the trace: 1000 x "
+                                            "accept length / tok/s of the profiled runs (host time included).")
     cycles: int = 0
     trace_path: str | None = None
     overhead: ProfilerOverhead | None = None

@@ -9,7 +9,8 @@ with the same `External id`, spanning the kernels launched inside it; when that 
 rebuild it from the kernels whose `correlation` matches a runtime launch (`cudaGraphLaunch`, …) inside the
 range. A phase's time is that GPU span; the kernels' summed duration (`gpu_busy_ms`) says how busy it was. A host
 stall does not lengthen the GPU span either: inside a range it keeps the range open after its GPU work ended
-(`host_after_gpu_ms`); before a range it widens the un-annotated gap since the previous phase range of the cycle
+(`host_after_gpu_ms`), or, at the start of the phase's method, delays its first launch (`host_inside_ms`: a sync
+and a ~3 ms sleep at the start of the draft method on the real H100); before a range it widens the un-annotated gap since the previous phase range of the cycle
 closed (`host_before_ms`) — the real H200 trace of a sync + sleep patch in verify: that gap 5.63 ms against 1.21 ms on
 the clean server, verify's GPU time, CPU range and time after its GPU work unchanged. A phase's host time is both.
 """
@@ -28,7 +29,7 @@ from pydantic import BaseModel, Field
 from .errors import ParseError
 from .text import clean_text
 
-__all__ = ["Phase", "PhaseRange", "SGLangTrace", "parse_sglang_trace", "PHASE_OF", "TRACE_NAME"]
+__all__ = ["Phase", "PhaseRange", "CycleAccount", "SGLangTrace", "parse_sglang_trace", "PHASE_OF", "TRACE_NAME"]
 
 Phase = Literal["draft", "verify", "draft_extend", "decode", "extend"]
 #: A trace file as SGLang's profiler names it: `<prefix>-<time.time()>-TP-<rank>.trace.json.gz`.
@@ -58,7 +59,12 @@ class PhaseRange(BaseModel):
     host_before_ms: float | None = Field(default=None, description="Host time between the previous phase range of "
                                          "its cycle closing (or the cycle's start) and this range opening: the "
                                          "host work the phase waits on, e.g. a sync then a sleep before it.")
+    host_inside_ms: float | None = Field(default=None, description="Host time inside the range before its first "
+                                         "launch (range open -> first runtime launch on its thread): a stall at the "
+                                         "start of the phase's method, e.g. a sync then a sleep before its GPU work.")
     kernels: int = 0
+    gpu_start_ms: float | None = Field(default=None, description="When its GPU work began (trace clock, ms).")
+    gpu_end_ms: float | None = Field(default=None, description="When its GPU work ended (trace clock, ms).")
     cycle: int | None = Field(default=None, description="Index of the enclosing `scheduler.run_batch`.")
     decode_cycle: bool = Field(default=False, description="Its run_batch is a speculative decode cycle "
                                "(holds a TARGET_VERIFY), so a draft_extend here is the decode one, not prefill's.")
@@ -69,10 +75,24 @@ class PhaseRange(BaseModel):
         return self.gpu_ms if self.gpu_ms is not None else self.cpu_ms
 
 
+class CycleAccount(BaseModel):
+    """One decode cycle's wall time split so that the parts add up: each phase's GPU span, the GPU idle before it
+    (host time the phase waited on: before or inside its range), and the rest (after the last phase's GPU work
+    until the next cycle began: sampling, output processing, the scheduler's loop)."""
+
+    wall_ms: float = Field(description="This run_batch's start to the next one's (the last: its own duration).")
+    gpu_ms: dict[str, float] = Field(default_factory=dict)
+    idle_before_ms: dict[str, float] = Field(default_factory=dict)
+    rest_ms: float
+
+
 class SGLangTrace(BaseModel):
     """The phase ranges of one trace and what the trace carried to time them."""
 
     ranges: list[PhaseRange] = Field(default_factory=list)
+    batch_starts_ms: list[float] = Field(default_factory=list, description="Each scheduler.run_batch's start and "
+                                         "end (ms), in order.")
+    batch_ends_ms: list[float] = Field(default_factory=list)
     events: int = 0
     categories: dict[str, int] = Field(default_factory=dict, description="Event count per `cat`.")
     gpu_annotations: bool = Field(default=False, description="The trace has `gpu_user_annotation` projections.")
@@ -90,13 +110,37 @@ class SGLangTrace(BaseModel):
         return [r.cpu_ms for r in self.ranges if r.phase == phase and (phase != "draft_extend" or r.decode_cycle)]
 
     def host_samples(self, phase: Phase) -> list[float]:
-        """Host time per cycle (GPU traces only): the gap before each range opened plus how long it stayed open
-        after its GPU work ended — where a host stall of the phase shows, whichever side of the range it sits."""
-        return [(r.host_before_ms or 0.0) + r.host_after_gpu_ms for r in self.ranges
+        """Host time per cycle (GPU traces only): the gap before each range opened, the time inside it before its
+        first launch, and how long it stayed open after its GPU work ended — where a host stall of the phase shows,
+        wherever in or around the range it sits."""
+        return [(r.host_before_ms or 0.0) + (r.host_inside_ms or 0.0) + r.host_after_gpu_ms for r in self.ranges
                 if r.host_after_gpu_ms is not None and r.phase == phase and (phase != "draft_extend" or r.decode_cycle)]
 
     def cycles(self) -> int:
         return len({r.cycle for r in self.ranges if r.decode_cycle})
+
+    def accounts(self) -> list[CycleAccount]:
+        """Every decode cycle's wall time as GPU per phase + GPU idle before each phase + the rest (GPU traces)."""
+        out = []
+        by: dict[int, list[PhaseRange]] = defaultdict(list)
+        for r in self.ranges:
+            if r.decode_cycle and r.cycle is not None and r.gpu_start_ms is not None and r.gpu_end_ms is not None:
+                by[r.cycle].append(r)
+        for c, rs in sorted(by.items()):
+            if c >= len(self.batch_starts_ms):
+                continue
+            start = self.batch_starts_ms[c]
+            end = self.batch_starts_ms[c + 1] if c + 1 < len(self.batch_starts_ms) else self.batch_ends_ms[c]
+            gpu: dict[str, float] = defaultdict(float)
+            idle: dict[str, float] = defaultdict(float)
+            t = start
+            for r in sorted(rs, key=lambda x: x.gpu_start_ms or 0.0):
+                idle[r.phase] += max((r.gpu_start_ms or 0.0) - t, 0.0)
+                gpu[r.phase] += (r.gpu_end_ms or 0.0) - max(r.gpu_start_ms or 0.0, t)
+                t = max(t, r.gpu_end_ms or 0.0)
+            out.append(CycleAccount(wall_ms=end - start, gpu_ms=dict(gpu), idle_before_ms=dict(idle),
+                                    rest_ms=max(end - t, 0.0)))
+        return out
 
 
 def _phase(name: str) -> tuple[Phase, int | None] | None:
@@ -181,6 +225,12 @@ def _index(events: list[dict[str, Any]], cpu: list[dict[str, Any]]) -> _TraceInd
     return _TraceIndex(gua, launches, launch_ts, gpu_by_corr, batches)
 
 
+def _first_launch(e: dict[str, Any], ts: float, dur: float, idx: _TraceIndex) -> float | None:
+    """When the range's first runtime launch on its own thread started (µs), or None (it launched nothing)."""
+    lo, hi = bisect.bisect_left(idx.launch_ts, ts), bisect.bisect_right(idx.launch_ts, ts + dur)
+    return next((t for t, r in idx.launches[lo:hi] if r.get("tid") == e.get("tid")), None)
+
+
 def _launched_work(e: dict[str, Any], ts: float, dur: float, idx: _TraceIndex) -> list[dict[str, Any]]:
     """The GPU events launched, on the range's own thread, inside [ts, ts + dur]."""
     lo, hi = bisect.bisect_left(idx.launch_ts, ts), bisect.bisect_right(idx.launch_ts, ts + dur)
@@ -202,7 +252,10 @@ def _phase_range(e: dict[str, Any], hit: tuple[Phase, int | None], idx: _TraceIn
     work = _launched_work(e, ts, dur, idx)
     span = _gpu_span(idx.gua.get(_ext(e)), work)
     cycle = next((i for i, (b0, b1, tid) in enumerate(idx.batches) if b0 <= ts <= b1 and tid == e.get("tid")), None)
-    return PhaseRange(name=str(e["name"]), phase=hit[0], batch_size=hit[1], cpu_ms=dur / 1000.0,
+    first = _first_launch(e, ts, dur, idx) if span is not None else None
+    return PhaseRange(host_inside_ms=None if first is None else max(first - ts, 0.0) / 1000.0,
+                      gpu_start_ms=None if span is None else span[0] / 1000.0,
+                      gpu_end_ms=None if span is None else span[1] / 1000.0,name=str(e["name"]), phase=hit[0], batch_size=hit[1], cpu_ms=dur / 1000.0,
                       gpu_ms=None if span is None else (span[1] - span[0]) / 1000.0,
                       host_after_gpu_ms=None if span is None else max(ts + dur - span[1], 0.0) / 1000.0,
                       gpu_busy_ms=sum(_num(k, "dur") for k in work) / 1000.0 if work else None,
@@ -239,7 +292,8 @@ def _parse(data: bytes | str) -> SGLangTrace:
             ranges.append(r)
     _mark_decode_cycles(ranges)
     return SGLangTrace(ranges=ranges, events=len(events), categories=dict(cats), gpu_annotations=bool(idx.gua),
-                       process_name=_process_name(events))
+                       process_name=_process_name(events), batch_starts_ms=[b[0] / 1000.0 for b in idx.batches],
+                       batch_ends_ms=[b[1] / 1000.0 for b in idx.batches])
 
 
 def _ext(e: dict[str, Any]) -> Any:

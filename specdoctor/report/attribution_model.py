@@ -32,6 +32,8 @@ class Cause(_Model):
                                "never subtracted from the gap.")
     phase_effect: PhaseEffect | None = Field(default=None, description="Its effect on the phase it touches, from "
                                              "both arms of its confirming comparison profiled (None: not claimed).")
+    share_from: str | None = Field(default=None, description="The comparison its share was measured by (the same "
+                                   "tree with and without it), named; None: its revert trials (the evidence).")
 
 
 class Attribution(_Model):

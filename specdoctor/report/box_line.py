@@ -29,24 +29,30 @@ def server_words(s: UserServerFact) -> BoxState:
                               f"its restart is not recorded{': ' + s.note if s.note else ''}")
     if ok:
         speed = ("throughput not lower (faster after the restart: the box's own drift, not a change)"
-                 if s.faster_after else "throughput SAME")
+                 if s.faster_after else "throughput SAME" + (" (a first look re-measured)" if s.throughput_reason
+                                                             and "re-measured" in s.throughput_reason else ""))
         return BoxState(True, f"server back on {port}, same identity (argv/env hash {_h(s.identity_after)}), "
                               f"{speed} ({_tps(s.tps_before)} → {_tps(s.tps_after)} tok/s)"
                               + (f" — {s.note}" if s.note else ""))  # e.g. where it is: its tmux session
-    if s.restarted and s.healthy and s.identity_before == s.identity_after and s.outcome in ("UNKNOWN", None):
-        # back and the same process, but the short benchmark could not decide: unverified, not failed
+    why = f": {s.throughput_reason}" if s.throughput_reason else ""
+    if s.restarted and s.healthy and s.identity_before == s.identity_after and not s.differs \
+            and s.outcome in ("UNKNOWN", None):
+        # back and the same process, but the benchmark could not decide: unverified, not failed
         return BoxState(None, f"server back on {port}, same identity (argv/env hash {_h(s.identity_after)}), "
                               f"throughput not decided ({s.outcome or 'not compared'}: {_tps(s.tps_before)} → "
-                              f"{_tps(s.tps_after)} tok/s)")
+                              f"{_tps(s.tps_after)} tok/s{why})")
     missing = []
     if not s.restarted:
         missing.append("NOT restarted")
     elif not s.healthy:
         missing.append("restarted but not healthy")
-    if s.restarted and s.identity_before != s.identity_after:
+    if s.restarted and s.differs:
+        missing.append("identity differs: " + "; ".join(s.differs))
+    elif s.restarted and s.identity_before != s.identity_after:
         missing.append(f"identity changed ({_h(s.identity_before)} → {_h(s.identity_after)})")
     if s.restarted and s.outcome != "SAME":
-        missing.append(f"throughput {s.outcome or 'not compared'} ({_tps(s.tps_before)} → {_tps(s.tps_after)} tok/s)")
+        missing.append(f"throughput {s.outcome or 'not compared'} ({_tps(s.tps_before)} → {_tps(s.tps_after)} tok/s"
+                       f"{why})")
     note = f"; {s.note}" if s.note else ""
     return BoxState(False, f"your server on {port}: {', '.join(missing) or 'not verified'}{note}")
 

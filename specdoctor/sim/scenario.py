@@ -154,6 +154,9 @@ class Effect(_Strict):
                                   "see (a sync, a sleep, Python work): the cycle grows, verify's GPU work and CPU "
                                   "range do not; the stall sits before the range opens (what the real H200 showed "
                                   "for a sync + sleep patch: the gap after the draft's range, +4.4 ms).")
+    draft_host_ms: float = Field(default=0.0, ge=0, description="Host time at the start of the draft method, once "
+                                 "a cycle (a sync, a sleep): inside the draft's range before its first launch; the "
+                                 "cycle grows, the draft's GPU work does not (the real H100 story: ~3 ms).")
     draft_ms: float = 0.0
     scale: float = 1.0
     alpha_delta: float = 0.0
@@ -183,6 +186,15 @@ class Warmup(_Strict):
     factor: float = Field(default=1.0, ge=1.0, description="How much slower their steps are.")
 
 
+class LaterLaunches(_Strict):
+    """A box that got slower after its first servers started (clocks capped, a neighbour on the cards): every
+    launch from `from_launch` on (the sandbox's own count) runs `factor` times slower. A real slowdown a restart of
+    the user's server must still be reported as one (the box check's must-not-fire)."""
+
+    from_launch: int = Field(default=0, ge=0, description="The first launch that is slower (0: none).")
+    factor: float = Field(default=1.0, ge=1.0, description="How much slower its steps are.")
+
+
 class PerfModel(_Strict):
     """Step times at the reference NCCL env, acceptance, noise, effects (see docs/scenarios.md)."""
 
@@ -194,6 +206,7 @@ class PerfModel(_Strict):
     cv: float = Field(default=0.025, ge=0, lt=0.5)
     drift: Drift = Field(default_factory=Drift)
     warmup: Warmup = Field(default_factory=Warmup)
+    later_launches: LaterLaunches = Field(default_factory=LaterLaunches)
     verify_cuda_graph: bool = True
     no_cuda_graph_factor: float = 1.3
     prefill_ms: float = 20.0

@@ -8,7 +8,8 @@ from typing import Literal
 from specdoctor.models.phases import PhaseDelta, PhaseEffect, PhaseName, PhaseStat, PhaseTimes
 from specdoctor.stats.summary import diff_of_medians_ci, median_ci
 
-__all__ = ["CYCLE_PCT", "HOST_DOMINANCE", "MATERIAL_PCT", "phase_stat", "phase_deltas", "phase_effect"]
+__all__ = ["CYCLE_PCT", "HOST_DOMINANCE", "MATERIAL_PCT", "ADDS_UP", "phase_stat", "phase_deltas", "phase_effect",
+           "cycle_growth", "cycle_account_line"]
 
 MATERIAL_PCT = 5.0
 """A phase moved only when its delta's CI excludes zero and the delta is at least this % of the fast arm's time."""
@@ -97,6 +98,46 @@ def _largest_growth(deltas: list[PhaseDelta], steps: int, floor_ms: float = 0.0)
                key=lambda d: d.delta_ms * _per_cycle(d, steps), default=None)
 
 
+ADDS_UP = 0.5
+"""A phase is named only when its growth per cycle is at least this fraction of the cycle's own growth (the wall
+per cycle in the trace): a GPU phase that moved +0.7 ms while the cycle grew +3.7 ms cannot be why it grew."""
+
+
+def cycle_growth(slow: PhaseTimes, fast: PhaseTimes) -> PhaseDelta | None:
+    """The wall per cycle (trace), slow minus fast, with its CI; None when either arm has no wall."""
+    return _delta("draft", slow.wall_ms, fast.wall_ms, "cycle")  # the phase name is a placeholder: the whole cycle
+
+
+def cycle_account_line(slow: PhaseTimes, fast: PhaseTimes) -> str | None:
+    """'cycle +3.70 ms [3.5, 3.9]: draft +3.02 (GPU +0.01, idle before +3.01), verify +0.02, draft-extend +0.70,
+    rest -0.05, unaccounted +0.00' — where the cycle's growth went, the parts adding up to the wall by construction;
+    'unaccounted' is the measured cycle's growth (τ / tok/s) the trace's wall does not show. None: no walls."""
+    g = cycle_growth(slow, fast)
+    if g is None:
+        return None
+    parts = []
+    for ph, gs, gf in (("draft", slow.draft_cycle_ms, fast.draft_cycle_ms), ("verify", slow.verify_ms, fast.verify_ms),
+                       ("draft_extend", slow.draft_extend_ms, fast.draft_extend_ms)):
+        i_s, i_f = slow.idle_before_ms.get(ph), fast.idle_before_ms.get(ph)
+        gpu = gs.ms - gf.ms if gs is not None and gf is not None else 0.0
+        idle = i_s.ms - i_f.ms if i_s is not None and i_f is not None else 0.0
+        parts.append(f"{ph.replace('_', '-')} {gpu + idle:+.2f} (GPU {gpu:+.2f}, idle before {idle:+.2f})")
+    rest = slow.rest_ms.ms - fast.rest_ms.ms if slow.rest_ms and fast.rest_ms else 0.0
+    out = f"cycle {g.delta_ms:+.2f} ms [{g.ci[0]:.2f}, {g.ci[1]:.2f}]: " + ", ".join(parts) + f", rest {rest:+.2f}"
+    if slow.measured_cycle_ms is not None and fast.measured_cycle_ms is not None:
+        measured = slow.measured_cycle_ms - fast.measured_cycle_ms
+        out += f"; measured cycle (τ / tok/s) {measured:+.2f} ms, {measured - g.delta_ms:+.2f} ms outside the trace"
+    return out
+
+
+def _adds_up(top: PhaseDelta, slow: PhaseTimes, fast: PhaseTimes, steps: int) -> bool:
+    """The named phase's growth carries at least ADDS_UP of the cycle's growth (or the cycle did not grow)."""
+    g = cycle_growth(slow, fast)
+    if g is None or not (g.ci[0] > 0) or g.delta_ms <= 0:
+        return True
+    return top.delta_ms * _per_cycle(top, steps) >= ADDS_UP * g.delta_ms
+
+
 def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "") -> PhaseEffect | None:
     """The phase a cause touches, from the phase times of the slow and the fast arm of its confirming comparison:
     of the phases that moved longer in the slow arm (CI excludes 0, material), the one with the largest change per
@@ -129,6 +170,6 @@ def phase_effect(slow: PhaseTimes | None, fast: PhaseTimes | None, arms: str = "
             source += (" (host time around each range's GPU work: no phase's GPU time grew)" if gpu is None else
                        f" (host time around each range's GPU work: it moved over {HOST_DOMINANCE:g}x the largest GPU "
                        f"move, {gpu.phase.replace('_', '-')} {gpu.delta_ms:+.2f} ms)")
-    if top is None:
-        return None
+    if top is None or not _adds_up(top, slow, fast, steps):
+        return None  # no phase, or one that cannot carry the cycle's growth: none named (cycle_account_line says)
     return PhaseEffect(**top.model_dump(), source=source + (f": {arms}" if arms else ""), phases=deltas)

@@ -23,7 +23,7 @@ from specdoctor.stats.ddmin import (
     prefix_search,
 )
 from specdoctor.stats.nearer import POWER_Z, level_at, midpoint_looks, midpoint_z, side_of_midpoint
-from specdoctor.stats.phases import phase_deltas, phase_effect
+from specdoctor.stats.phases import cycle_account_line, phase_deltas, phase_effect
 from specdoctor.toolkit import ToolContext, registry, tool
 from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, trial
 from specdoctor.tools.trial import measure as measure_
@@ -190,10 +190,12 @@ def arms_phase_effect(slow: list[str], fast: list[str], prof: ArmProfiler, what:
     if a is None or b is None:
         return None, f"not profiled: {why_a or why_b}", False
     eff = phase_effect(a, b, what)
+    account = cycle_account_line(a, b)  # where the cycle's growth went, the parts adding up to its wall
+    tail = f"; {account}" if account else ""
     if eff is not None:
-        return eff, f"{eff.line()} ({eff.source})", True
+        return eff, f"{eff.line()} ({eff.source}){tail}", True
     moved = "; ".join(f"{d.phase} {d.delta_ms:+.2f} ms [{d.ci[0]:.2f}, {d.ci[1]:.2f}]" for d in phase_deltas(a, b))
-    return None, f"no phase moved: {moved or 'no phase samples'}", True
+    return None, f"no phase named (none moved longer, or none carries the cycle's growth): {moved or 'no phase samples'}{tail}", True
 
 
 def confirmed_phase_effect(culprits: list[str], items: list[str], prof: ArmProfiler

@@ -110,15 +110,24 @@ class _Resolved(BaseModel):
 
     @property
     def cycle(self) -> float:
-        c = self.cycle_components if self.cycle_components is not None else self.cycle_throughput
+        """The cycle the server really runs (τ / spec tok/s, host time included) when measured, else the phases."""
+        c = self.cycle_throughput if self.cycle_throughput is not None else self.cycle_components
         assert c is not None
         return c
+
+    @property
+    def host_ms(self) -> float:
+        """Measured cycle time the profiled phases do not cover (host time: scheduling, sampling, syncs, stalls)."""
+        if self.cycle_components is None or self.cycle_throughput is None:
+            return 0.0
+        return max(self.cycle_throughput - self.cycle_components, 0.0)
 
     def terms(self) -> dict[str, float]:
         if self.cycle_components is None:
             return {"cycle": self.cycle}
-        return {"draft": (self.steps or 0) * (self.draft_ms or 0.0), "verify": self.verify_ms or 0.0,
-                "overhead": self.overhead_ms}
+        out = {"draft": (self.steps or 0) * (self.draft_ms or 0.0), "verify": self.verify_ms or 0.0,
+               "overhead": self.overhead_ms}
+        return {**out, "host": self.host_ms} if self.host_ms > 0 else out
 
 
 def _close(a: float, b: float) -> bool:
@@ -165,8 +174,10 @@ def _cycles(run: BreakevenRun, steps: int | None, overhead: float, who: str,
         raise UsageError(f"{who}not enough to compute the break-even: give --spec-tps with --accept-len, "
                          "or --verify-ms (with --draft-ms and --steps)")
     if cyc_c is not None and cyc_t is not None and not _close(cyc_c, cyc_t):
-        notes.append(f"{who}cycle from components {cyc_c:.2f} ms differs from τ/spec_tps {cyc_t:.2f} ms: "
-                     "unmeasured overhead or noise; τ* uses the components")
+        notes.append(f"{who}cycle from the profiled phases {cyc_c:.2f} ms differs from the measured cycle τ/spec_tps "
+                     f"{cyc_t:.2f} ms: τ* and the model for other k use the measured cycle "
+                     + (f"({cyc_t - cyc_c:.2f} ms a cycle outside the profiled phases: host time)" if cyc_t > cyc_c
+                        else "(the phases were profiled on other runs, or noise)"))
     return cyc_c, cyc_t
 
 
@@ -202,7 +213,7 @@ def _predict(r: _Resolved, alpha: float, a: float, b: float, max_steps: int) -> 
     out = []
     for k in range(1, max_steps + 1):
         n = k + 1
-        cyc = k * (r.draft_ms or 0.0) + max(a + b * n, 1e-9) + r.overhead_ms
+        cyc = k * (r.draft_ms or 0.0) + max(a + b * n, 1e-9) + r.overhead_ms + r.host_ms
         tau = accept_length(alpha, k)
         tps = 1000.0 * tau / cyc
         out.append(KPrediction(steps=k, draft_tokens=n, accept_len=round(tau, 4), cycle_ms=round(cyc, 4),
@@ -224,7 +235,7 @@ def _targets(inp: BreakevenInput, r: _Resolved, steps: int, model: tuple[float, 
             a, b = model
             best: tuple[float, int] | None = None
             for k in range(1, inp.max_steps + 1):
-                cyc = k * (r.draft_ms or 0.0) + max(a + b * (k + 1), 1e-9) + r.overhead_ms
+                cyc = k * (r.draft_ms or 0.0) + max(a + b * (k + 1), 1e-9) + r.overhead_ms + r.host_ms
                 t_need = s * cyc / r.decode_ms
                 if t_need <= k + 1:
                     al = alpha_from_accept_length(max(t_need, 1.0), k)
@@ -265,7 +276,8 @@ def analyze(inp: BreakevenInput) -> BreakevenAnalysis:
         raise UsageError(f"accept length {r.tau:g} cannot exceed steps + 1 = {steps + 1}")
     res = BreakevenAnalysis(
         decode_ms=round(r.decode_ms, 4), baseline_tps=round(r.baseline_tps, 3), cycle_ms=round(r.cycle, 4),
-        cycle_source="components" if r.cycle_components is not None else "throughput", tau_star=round(tau_star, 4),
+        cycle_source="throughput" if r.cycle_throughput is not None else "components", tau_star=round(tau_star, 4),
+        host_ms=round(r.host_ms, 4),
         tau_star_components=None if r.cycle_components is None else round(r.cycle_components / r.decode_ms, 4),
         tau_star_shortcut=None if r.cycle_throughput is None else round(r.cycle_throughput / r.decode_ms, 4),
         accept_len=r.tau, steps=steps, steps_assumed=assumed, draft_ms=r.draft_ms, verify_ms=r.verify_ms,
@@ -302,6 +314,8 @@ def analyze(inp: BreakevenInput) -> BreakevenAnalysis:
         res.moved_term = max(res.changes, key=lambda c: abs(c.delta_tau_star)).name
         if good.tau is not None and r.tau is not None and not _close(good.tau, r.tau):
             notes.append(f"accept length moved too: {good.tau:g} → {r.tau:g}")
+    if r.tau is not None and res.tau_star_components is not None and r.cycle_throughput is not None:
+        res.model_disagrees = (r.tau >= res.tau_star_components) != (r.tau >= tau_star)
     res.verdict = _verdict(res)
     return res
 
@@ -311,10 +325,17 @@ def _verdict(a: BreakevenAnalysis) -> str:
     if a.accept_len is None:
         return f"{head}: a drafter must accept more than {a.tau_star:.2f} tokens per cycle to beat {a.baseline_tps:.1f} tok/s"
     word = "loses" if (a.margin or 0) < 0 else "wins"
+    if a.spec_tps_predicted:  # "wins" is a measurement's word: a modelled figure says what it is
+        word = f"{word} in the model (speculative tok/s not measured)"
     alpha = f", α = {a.alpha:.2f}" if a.alpha is not None else ""
     moved = f"; moved: {a.moved_term}" if a.moved_term else ""
-    return (f"speculation {word}: τ = {a.accept_len:.2f} vs {head} (margin {a.margin:+.2f}, "
-            f"speedup {a.speedup:.2f}×{alpha}){moved}")
+    out = (f"speculation {word}: τ = {a.accept_len:.2f} vs {head} (margin {a.margin:+.2f}, "
+           f"speedup {a.speedup:.2f}×{alpha}){moved}")
+    if a.model_disagrees and a.tau_star_components is not None:
+        model = "win" if (a.accept_len or 0) >= a.tau_star_components else "lose"
+        out += (f"; the profiled phases alone (τ* {a.tau_star_components:.2f}) say it would {model}: model and "
+                f"measurement disagree, {a.host_ms:.2f} ms a cycle is outside the profiled phases")
+    return out
 
 
 @tool(effect="read")

@@ -11,6 +11,7 @@ plain decode).
 
 from __future__ import annotations
 
+import statistics
 import time
 import zlib
 
@@ -51,6 +52,14 @@ def phases_from_trace(trace: SGLangTrace, steps: int | None, path: str = "") -> 
     cyc = [sum(r.ms for r in trace.ranges if r.cycle == c and r.decode_cycle)
            for c in sorted({r.cycle for r in trace.ranges if r.decode_cycle and r.cycle is not None})]
     out.cycle_ms = phase_stat(cyc, f"profiler trace, {basis}: draft + verify + draft-extend per run_batch")
+    acc = trace.accounts() if gpu else []
+    if acc:
+        out.wall_ms = phase_stat([a.wall_ms for a in acc], "profiler trace: a decode run_batch's start to the next's")
+        out.rest_ms = phase_stat([a.rest_ms for a in acc], "profiler trace: after the last phase's GPU work")
+        for ph in sorted({p for a in acc for p in a.idle_before_ms}):
+            st = phase_stat([a.idle_before_ms.get(ph, 0.0) for a in acc], f"profiler trace: GPU idle before {ph}")
+            if st is not None:
+                out.idle_before_ms[ph] = st
     if not gpu:
         out.notes.append("the trace has no GPU events: phase times are CPU launch times, a lower bound")
     return out
@@ -167,7 +176,12 @@ def phase_times(ctx: ToolContext, args: PhaseTimesInput) -> PhaseTimes:
         raise NoData(f"{path}: {exc}") from None
     out = phases_from_trace(trace, int(steps) if steps else None, path)
     out.notes = notes + out.notes
+    out.measured_on = (f"{args.label}: the server on :{args.port}, {args.runs} profiled runs of "
+                       f"{args.requests_per_run} requests x {args.max_new_tokens} tokens ({out.cycles} cycles)")
     out.overhead = ProfilerOverhead(tps_without=round(plain.median, 3), tps_with=round(profiled.median, 3))
+    tps = statistics.median(profiled.decode_samples) if profiled.decode_samples else profiled.median
+    if profiled.accept_length and tps:  # the profiled runs' own cycle, from outside the trace
+        out.measured_cycle_ms = round(1000.0 * profiled.accept_length / tps, 4)
     if out.decode_ms is None and args.baseline_tps:
         out.decode_ms = phase_stat([1000.0 / t for t in args.baseline_tps],
                                    "derived: 1000 / baseline tok/s (batch 1; the spec server runs no plain decode)")

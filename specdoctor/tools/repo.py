@@ -24,6 +24,7 @@ from specdoctor.parsers.git import (
 )
 from specdoctor.parsers.sglang import parse_launch_command
 from specdoctor.toolkit import ToolContext, registry, tool
+from specdoctor.tools.code_timing import run_once_scope
 from specdoctor.tools.remote import remote_text
 
 __all__ = ["CatalogInput", "Catalog", "DiffFile", "Hunk", "TriageInput", "Triage", "TriageRow", "ServedConfig",
@@ -515,6 +516,20 @@ def _fixed_verdict(sub: str, detail: str | None, known: bool) -> _Verdict:
     return sub, detail, None, "unclassified path"
 
 
+def _when_it_runs(ctx: ToolContext, repo: str, f: DiffFile, sub: str, on: bool | None,
+                  reason: str) -> tuple[bool | None, str]:
+    """Off the per-batch path when every change sits in a function that runs once (code_timing), whatever the file."""
+    if on is False or sub in ("benchmarks", "tests", "docs") or not f.path.endswith(".py") or not f.hunks \
+            or any(h.text is None for h in f.hunks):
+        return on, reason
+    res = ctx.host.run(["cat", "--", f"{repo.rstrip('/')}/{f.path}"], check="ignore")
+    scope = run_once_scope(res.stdout, [(h.text or "", h.target_start) for h in f.hunks]) if res.ok else None
+    if scope is None:
+        return on, reason
+    return False, (f"{sub} file, but every change is in {scope}: runs once (start-up, construction, loading), not "
+                   "per batch — what it sets may still be read per batch")
+
+
 def _is_essential(f: DiffFile, sub: str, on: bool | None, named: list[str], ctx: ToolContext,
                   repo: str) -> tuple[bool, str | None]:
     for n in named:
@@ -546,7 +561,9 @@ def triage_diffs(ctx: ToolContext, args: TriageInput) -> Triage:
         if f.untracked and not f.path.endswith(".py"):
             continue
         sub, detail, on, reason = _verdict(ctx, args.repo, f, served)
+        # essential first: hooks a served model needs to start sit in its __init__ (run once, yet required)
         essential, why = _is_essential(f, sub, on, args.essential, ctx, args.repo)
+        on, reason = _when_it_runs(ctx, args.repo, f, sub, on, reason)
         score = float(_WEIGHTS.get(sub, 30)) * (1.0 if on else 0.6 if on is None else 0.1)
         if f.logging_only:
             score, reason = min(score, 2.0), f"{reason}; only logging/print/comment lines changed"

@@ -103,3 +103,24 @@ def test_reference_run_says_verify_moved():
 def test_bad_input_is_one_usage_error(kwargs, msg):
     with pytest.raises(UsageError, match=msg):
         analyze(BreakevenInput(**kwargs))
+
+
+def test_tau_star_comes_from_the_measured_cycle_and_a_disagreeing_model_is_said():
+    # real H100 story: baseline 574, spec 311 tok/s at τ 2.98; the profiled phases (4.29 ms) miss most of the
+    # measured cycle (1000·2.98/311 = 9.58 ms): "wins" from the phases alone contradicted the measurement
+    a = analyze(BreakevenInput(baseline_tps=574, spec_tps=311, accept_len=2.98, steps=3, draft_ms=0.5,
+                               verify_ms=2.79))
+    assert a.cycle_source == "throughput" and a.cycle_ms == pytest.approx(1000 * 2.98 / 311, abs=1e-3)
+    assert a.tau_star == pytest.approx(2.98 * 574 / 311, abs=1e-3) and a.margin < 0 and "loses" in a.verdict
+    assert a.speedup == pytest.approx(311 / 574, abs=1e-3) and a.model_disagrees
+    assert a.host_ms == pytest.approx(a.cycle_ms - 4.29, abs=1e-3) and "model and measurement disagree" in a.verdict
+    assert a.tau_star_components == pytest.approx(4.29 / (1000 / 574), abs=1e-3)
+    by_k = {p.steps: p for p in a.predictions}
+    assert by_k[3].tps == pytest.approx(311, rel=1e-3)  # the model at the measured k reproduces the measurement
+    assert {t.name for t in a.terms} == {"draft", "verify", "overhead", "host"}
+
+
+def test_a_model_that_agrees_with_the_measurement_says_nothing_more():
+    a = analyze(BreakevenInput(baseline_tps=100, spec_tps=200, accept_len=3.0, steps=3, draft_ms=1.0, verify_ms=11.5))
+    assert "wins" in a.verdict and not a.model_disagrees and "disagree" not in a.verdict
+    assert a.host_ms == pytest.approx(0.5, abs=1e-3)  # 15 ms measured, 14.5 profiled

@@ -8,7 +8,7 @@ from specdoctor.diagnosis import Case, decide_verdict, game_plan
 from specdoctor.engine.state import StateView
 from specdoctor.models import BreakevenAnalysis, TargetRequirement
 from specdoctor.toolkit import ToolResult
-from specdoctor.tools.bisect import BisectResult
+from specdoctor.tools.bisect import BisectResult, Trial
 from specdoctor.tools.gates import Gate, GateScan
 from specdoctor.tools.server import EnvRow, Propagation
 
@@ -19,8 +19,12 @@ def _stored(tool: str, output: BaseModel) -> dict:
 
 
 def _bisect(verdict: str, culprits: list[str], confirmed: bool) -> dict:
+    # the confirming trials: every patch (60 tok/s) and every patch but the culprits (70): the culprits' share
+    trials = [Trial(patches=["p1", "p2", *culprits], outcome="regressed", samples=[59.0, 60.0, 61.0]),
+              Trial(patches=["p1", "p2"], outcome="same", samples=[69.0, 70.0, 71.0])]
     return _stored("bisect_patches", BisectResult(verdict=verdict, culprits=culprits, confirmed=confirmed,
-                                                  launches=4, naive_launches=5))
+                                                  launches=4, naive_launches=5, order=["p1", "p2", *culprits],
+                                                  trials=trials))
 
 
 def _state(**facts) -> StateView:

@@ -150,3 +150,22 @@ def test_a_server_back_faster_is_left_as_found_and_a_slower_one_is_not():
     assert slower.left_as_found is False and "throughput DIFFERENT" in server_words(slower).text
     changed = UserServerFact(**{**base, "identity_after": "b" * 16}, tps_before=437.1, tps_after=565.9)
     assert changed.left_as_found is False
+
+
+def test_the_box_line_says_what_differs_and_why_throughput_reads_as_it_does():
+    from specdoctor.models.box import UserServerFact
+    from specdoctor.report.box_line import server_words
+
+    base = dict(port=30000, stopped=True, restarted=True, healthy=True, identity_before="a" * 16,
+                identity_after="a" * 16, tps_before=442.3, tps_after=440.1)
+    warm = server_words(UserServerFact(**base, outcome="SAME", throughput_reason="the first look after the restart "
+                                       "read 291.8 tok/s (-34.0 %), the fresh server still warming up; re-measured"))
+    assert warm.ok is True and "re-measured" in warm.text
+    moved = server_words(UserServerFact(**base, outcome="SAME", differs=["port :30000 → :30001"]))
+    assert moved.ok is False and "identity differs: port :30000 → :30001" in moved.text
+    undecided = server_words(UserServerFact(**base, outcome="UNKNOWN", throughput_reason="the re-measurement is "
+                                            "undecided"))
+    assert undecided.ok is None and "re-measurement is undecided" in undecided.text
+    slow = server_words(UserServerFact(**base, outcome="DIFFERENT", throughput_reason="a slowdown that survives a "
+                                       "re-measurement"))
+    assert slow.ok is False and "survives a re-measurement" in slow.text

@@ -73,3 +73,21 @@ def test_spared_launches_are_counted_from_the_subtraction_notes_only():
                                       "undecided (5 runs), so it was launched for more"}]}
     assert acc.spared_launches(report) == 2
     assert acc.spared_launches({}) == 0
+
+
+def test_a_share_is_checked_against_the_culprits_confirming_trial():
+    trials = [{"patches": ["a.py", "c.py"], "samples": [300.0, 302.0, 301.0]},
+              {"patches": ["a.py"], "samples": [690.0, 688.0, 692.0]}]
+    report = {"stash": {"culprits": ["c.py"]}, "bisection": trials,
+              "attribution": {"causes": [{"name": "local patch c.py", "kind": "code", "delta": -389.0}]}}
+    text, ok = acc.share_check(report)
+    assert ok is True and "-389.0 vs -389.0" in text
+    report["attribution"]["causes"][0]["delta"] = -138.6  # the essentials search's arms: the real bug
+    assert acc.share_check(report)[1] is False
+    assert acc.share_check({**report, "bisection": trials[:1]}) == ("no trial of the tree without the culprits", None)
+    assert acc.share_check({}) == (None, None)
+    # no all-patches trial: the subtraction's all-patches arm is the same tree
+    stash = {"culprits": ["c.py"], "measurements": [{"label": "all patches", "samples": [300.0, 302.0, 301.0]}]}
+    alone = {**report, "stash": stash, "bisection": trials[1:]}
+    alone["attribution"] = {"causes": [{"name": "local patch c.py", "kind": "code", "delta": -389.0}]}
+    assert acc.share_check(alone)[1] is True

@@ -126,3 +126,18 @@ def test_the_real_stalled_verify_holds_its_stall_in_the_gap_before_verify_and_th
         host = {ph: _median(t.host_samples(ph)) - _median(clean.host_samples(ph)) for ph in ("draft", "verify")}
         assert max(host, key=lambda ph: host[ph]) == "verify"
         assert _median(t.samples("verify")) < 1.5 * _median(clean.samples("verify"))
+
+
+def test_a_stall_at_the_start_of_the_draft_method_is_the_drafts_host_time_not_any_gpu_phases(tmp_path):
+    """A sync + sleep at the start of the draft method (the real H100 story, ~3 ms): the draft's range opens, the
+    host waits, then launches. No GPU span moves; the time inside the range before its first launch holds the
+    stall, and the parser counts it as the draft's host time (before: invisible, and draft-extend was named)."""
+    clean = parse_sglang_trace(_twin_trace(tmp_path / "clean", PERF).read_bytes())
+    stalled_perf = {**PERF, "t_verify_ms": 1.8 + 3.0, "t_draft_host_ms": 3.0}  # as the twin's perf model gives it
+    stalled = parse_sglang_trace(_twin_trace(tmp_path / "stalled", stalled_perf).read_bytes())
+    for phase in ("draft", "verify", "draft_extend"):
+        assert stalled.samples(phase) == pytest.approx(clean.samples(phase))  # no GPU work moved
+    grown = [s - c for s, c in zip(stalled.host_samples("draft"), clean.host_samples("draft"), strict=True)]
+    assert grown == pytest.approx([3.0] * 12, abs=0.01)
+    assert [r.host_inside_ms for r in stalled.ranges if r.phase == "draft"] == pytest.approx([3.0] * 12, abs=0.01)
+    assert stalled.host_samples("verify") == pytest.approx(clean.host_samples("verify"))

@@ -17,8 +17,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from specdoctor.diagnosis import Case
-from specdoctor.diagnosis.causes import effect, non_revertible_causes, revert_patch_command
+from specdoctor.diagnosis.causes import CODE_CLEARED, effect, non_revertible_causes, revert_patch_command
 from specdoctor.engine.actions import ActionOutcome, action
+from specdoctor.engine.actions.attribute_evidence import promoted_override
 from specdoctor.engine.actions.measure import _recorder, reference_for, same_within
 from specdoctor.engine.actions.subtract import essential_files
 from specdoctor.engine.state import Decision, StateView
@@ -40,6 +41,7 @@ from specdoctor.stats.sequential import nominal_levels
 from specdoctor.stats.summary import median_ci
 from specdoctor.toolkit import registry
 from specdoctor.tools.bisect import BisectResult, arms_phase_effect
+from specdoctor.tools.nccl_promote import NcclPromotion
 from specdoctor.tools.revert import describe, merge_reverts, reverted, set_flags
 from specdoctor.tools.trial import (
     AUTO_PORT,
@@ -304,7 +306,7 @@ def _code_settled(view: StateView) -> str | None:
         return "the bisection confirmed the culprit patches both ways"
     sub = view.fact("subtraction", SubtractionFact)
     if sub is not None and sub.outcome == "SAME":
-        return "removing every non-essential patch changed nothing (comparator SAME)"
+        return CODE_CLEARED
     if sub is not None and not sub.made_faster:
         return f"the subtraction did not show that removing the patches makes it faster ({sub.outcome or 'not run'})"
     return None
@@ -353,6 +355,7 @@ def _testable(view: StateView, fact: AttributionFact) -> list[Delta]:
 
     config_same = identity_of(view).config_identical
     essential = set(essential_files(view))
+    promo = view.latest(NcclPromotion)
     testable: list[Delta] = []
     for d in deltas.deltas if deltas else []:
         if any(c.key == d.name and c.kind == d.kind for c in fact.causes):
@@ -366,6 +369,8 @@ def _testable(view: StateView, fact: AttributionFact) -> list[Delta]:
             fact.untested.append(f"{d.label}: essential (the server does not start without it)")
         elif d in (deltas.revertible() if deltas else []):
             testable.append(d)
+        elif (over := promoted_override(d, promo)) is not None:  # what the promotion measured makes it testable
+            testable.append(over)
         elif d.kind not in ("acceptance", "workload"):
             fact.untested.append(f"{d.label}: no trial can revert it")
     order = {"high": 0, "medium": 1, "low": 2, "none": 3}

@@ -10,16 +10,19 @@ never leaves the user's server down.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
+from specdoctor.engine.actions.restart_check import identity_differences, judge_throughput
 from specdoctor.engine.runs import Relaunch, load_relaunch, relaunch_path, save_relaunch, write_private
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.inference import get_engine
 from specdoctor.models import UserServerFact
+from specdoctor.stats.comparator import Comparison
 from specdoctor.toolkit import ToolContext, ToolResult, registry
 from specdoctor.tools.launch import LaunchResult
 from specdoctor.tools.measure import BenchmarkResult
@@ -35,10 +38,8 @@ __all__ = ["examine_user_server", "take_gpus", "give_back_gpus", "bring_back", "
            "bring_back_pending", "cleanup_user_server", "retake_on_resume"]
 
 OWN_ACTIONS = frozenset({"take_gpus", "give_back_gpus"})
-_RECHECK_ROUNDS = 1  # one more benchmark batch after the restart while the comparator says UNKNOWN
 _BEFORE_RUNS = 8  # runs are cheap next to a launch: enough for the restart's comparator to say SAME at 10 %
 _HOLD_S = 3 * 3600  # the longest a forgotten placeholder keeps the user's port (a crash not followed by `restore`)
-_SAME_WITHIN = 0.10  # the change the project sizes its comparisons for (10 % at CV 3 %): smaller is "as it was"
 
 
 class Pending(BaseModel):
@@ -53,6 +54,7 @@ class Pending(BaseModel):
     session: TerminalSession | None = Field(default=None, description="The tmux/screen session it ran in.")
     identity: str
     samples_before: list[float] = Field(default_factory=list)
+    gpu_mib_before: int | None = Field(default=None, description="GPU memory its processes held when examined.")
     runs: int = 5
     requests_per_run: int = 3
     max_new_tokens: int = 128
@@ -124,13 +126,6 @@ def blocked_by_user_server(view: StateView) -> str | None:
 
 # -- examine (read) ----------------------------------------------------------------------------------------------
 
-
-def _as_found(comparison: Any) -> str:
-    """SAME also when the comparator tells the two apart by less than `_SAME_WITHIN` either way: a fresh launch of
-    the same server differs by a few percent (memory layout, clocks), which is the server as it was."""
-    if comparison.outcome == "DIFFERENT" and abs(comparison.pct_change) < 100 * _SAME_WITHIN:
-        return "SAME"
-    return str(comparison.outcome)
 
 @action("read")
 def examine_user_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
@@ -270,6 +265,7 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     _save_pending(Pending(run_id=run_id, host=host_key(deps.host), port=rec.port, log_path=_file_target(rec.stdout),
                           user=rec.user, supervisor=rec.supervisor, session=rec.session, identity=rec.identity,
                           samples_before=list(first.samples) if first else [],
+                          gpu_mib_before=sum(rec.gpu_mib.values()) if rec.gpu_mib else None,
                           runs=max(int(p.get("runs", 5)), _BEFORE_RUNS),
                           requests_per_run=int(p.get("requests_per_run", 3)),
                           max_new_tokens=int(p.get("max_new_tokens", 128))))
@@ -336,7 +332,7 @@ def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None 
     before = pending.samples_before
     fact = UserServerFact(port=pending.port, identity_before=pending.identity, supervisor=pending.supervisor,
                           stopped=True, restarted=False,
-                          tps_before=float(sorted(before)[len(before) // 2]) if before else None)
+                          tps_before=float(statistics.median(before)) if before else None)
     if rel is None:
         fact.note = f"the relaunch record of run {run_id} is missing: start your server by hand"
         return fact, [Decision(step="user_server", status="error", checked="the relaunch record", found=fact.note,
@@ -354,14 +350,33 @@ def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None 
     _save_pending(pending)
     relaunch_path(run_id).unlink(missing_ok=True)  # the server is back: its environment is no longer kept at rest
     fact.restarted, fact.healthy, fact.pid_after = True, True, started.pids[0] if started.pids else None
-    try:
-        cap = capture(ctx.host, started.pids[0])
-        fact.identity_after = identity_hash(cap.argv, cap.env, cap.cwd, cap.user)
-    except Exception as exc:  # noqa: BLE001 - reported; the server itself is up
-        fact.note = f"identity not read: {exc}"
-    outcome, comparison = _bench_after(inner, pending, started, fact, results)
-    fact.outcome = outcome  # type: ignore[assignment]
+    _identity_after(inner, pending, started, fact, results)
+    comparison = _bench_after(inner, pending, started, fact, results)
     return fact, [_restarted(fact, pending, started, comparison, session, where, launch)]
+
+
+def _identity_after(inner: ToolContext, pending: Pending, started: LaunchResult, fact: UserServerFact,
+                    results: dict[str, Any]) -> None:
+    """Identity first: the restarted server read as the first one was (argv, cwd, env, user by hash; GPU memory
+    held; port), and what differs in `fact.differs`."""
+    fact.gpu_mib_before = pending.gpu_mib_before
+    if not started.pids:
+        fact.note = (fact.note + "; " if fact.note else "") + "identity not read: the restart recorded no pid"
+        return
+    res = registry.call(inner, "inspect_user_server", {"pid": started.pids[0], "pids": list(started.pids[1:]),
+                                                       "port": started.port})
+    results["inspect_user_server_after"] = res.model_dump(mode="json")
+    rec = registry.typed_output(res, UserServerRecord, where="inspect_user_server_after")
+    if rec is None:
+        fact.note = (fact.note + "; " if fact.note else "") + f"identity not read: {res.summary[:200]}"
+        return
+    fact.identity_after = rec.identity
+    fact.gpu_mib_after = sum(rec.gpu_mib.values())
+    fact.differs = identity_differences(identity=(pending.identity, rec.identity), port=(pending.port, started.port),
+                                        gpu_mib=(pending.gpu_mib_before, fact.gpu_mib_after))
+    if pending.supervisor and rec.supervisor != pending.supervisor:  # where it runs, said in the note below
+        fact.note = (fact.note + "; " if fact.note else "") + \
+            f"supervisor read {pending.supervisor} before, {rec.supervisor} after the restart"
 
 
 def _relaunch(inner: ToolContext, ctx: ToolContext, pending: Pending, rel: Relaunch,
@@ -387,44 +402,43 @@ def _relaunch(inner: ToolContext, ctx: ToolContext, pending: Pending, rel: Relau
 
 
 def _bench_after(inner: ToolContext, pending: Pending, started: LaunchResult, fact: UserServerFact,
-                 results: dict[str, Any]) -> tuple[str, Any]:
-    """Benchmark the restarted server (one more batch while the comparator says UNKNOWN) against the runs taken
-    before stopping it: (outcome, comparison), and its tok/s (or the failure) in `fact`."""
-    before = pending.samples_before
-    samples: list[float] = []
-    outcome = "UNKNOWN"
-    comparison = None
-    for _ in range(1 + _RECHECK_ROUNDS):
+                 results: dict[str, Any]) -> Comparison | None:
+    """Benchmark the restarted server against the runs taken before stopping it (restart_check: the benchmark's
+    warm-up handling, the sequential comparator, a slower first look re-measured); outcome and tok/s in `fact`."""
+    looks: list[int] = []
+
+    def measure(n: int) -> list[float] | None:
         res = registry.call(inner, "benchmark", {
-            "port": started.port, "runs": pending.runs, "requests_per_run": pending.requests_per_run,
+            "port": started.port, "runs": n, "requests_per_run": pending.requests_per_run,
             "max_new_tokens": pending.max_new_tokens, "warmup_runs": 1, "label": "user-server-after",
             **({"log_path": pending.log_path} if pending.log_path else {})})
-        results[f"bench_user_server_after_{len(samples)}"] = res.model_dump(mode="json")
+        results[f"bench_user_server_after_{len(looks)}"] = res.model_dump(mode="json")
+        looks.append(n)
         b = registry.typed_output(res, BenchmarkResult, where="bench_user_server_after")
         if b is None:
             fact.healthy = False
             fact.note = (fact.note + "; " if fact.note else "") + f"benchmark after restart failed: {res.summary}"
-            break
-        samples += list(b.samples)
-        fact.tps_after = float(sorted(samples)[len(samples) // 2])
-        if len(before) < 3:
-            break
-        from specdoctor.stats.comparator import compare
+            return None
+        return [float(x) for x in b.samples]
 
-        comparison = compare(before, samples, magnitude=_SAME_WITHIN * (fact.tps_before or 0.0))
-        outcome = _as_found(comparison)
-        if outcome != "UNKNOWN":
-            break
-    return outcome, comparison
+    judged = judge_throughput(pending.samples_before, pending.runs, measure)
+    if judged.samples:
+        fact.tps_after = float(statistics.median(judged.samples))
+    fact.outcome = judged.outcome
+    fact.throughput_reason = judged.reason
+    return judged.comparison
 
 
 def _restarted(fact: UserServerFact, pending: Pending, started: LaunchResult, comparison: Any,
                session: TerminalSession | None, where: str, launch: ToolResult) -> Decision:
     """The restart's decision: where it is back, identity, throughput before → after; the session note in `fact`."""
-    same_id = fact.identity_after == fact.identity_before
+    same_id = fact.identity_after == fact.identity_before and not fact.differs
+    mem = f", {fact.gpu_mib_after} MiB on the GPUs" if fact.gpu_mib_after is not None else ""
     found = (f"back on :{started.port} (pid {fact.pid_after}, ready in {started.ready_seconds or 0:.1f}s), identity "
-             f"{'unchanged' if same_id else 'CHANGED'}, {fact.tps_before or 0:.1f} → {fact.tps_after or 0:.1f} tok/s "
-             f"({fact.outcome}{f', {comparison.pct_change:+.1f} %' if comparison else ''})")
+             f"{'unchanged' if same_id else 'CHANGED: ' + '; '.join(fact.differs or ['argv/env hash'])}{mem}, "
+             f"{fact.tps_before or 0:.1f} → {fact.tps_after or 0:.1f} tok/s "
+             f"({fact.outcome}{f', {comparison.pct_change:+.1f} %' if comparison else ''}"
+             f"{f': {fact.throughput_reason}' if fact.throughput_reason else ''})")
     if session is not None:
         back_in = f"back in a new window of its {session.kind} session {session.name!r}: " \
                   f"`{session.attach_hint()}` shows it"
@@ -434,8 +448,9 @@ def _restarted(fact: UserServerFact, pending: Pending, started: LaunchResult, co
         fact.note = (fact.note + "; " if fact.note else "") + f"restarted detached, not inside its " \
             f"{pending.supervisor} session ({where}; its output goes to the same file)"
     return Decision(step="user_server", title="Your server, restarted as it was", status="ok",
-                    checked="argv, cwd, full environment and log file as recorded; health; a short benchmark "
-                            "against the one before stopping",
+                    checked="argv, cwd, full environment and log file as recorded; health; identity read again "
+                            "(/proc hash, GPU memory, port); a benchmark after the same warm-up handling against the "
+                            "one before stopping, a slower first look re-measured",
                     found=found, decided="box left as found" if fact.left_as_found else "see the note",
                     why="the box belongs to the user", evidence=[e.command for e in launch.evidence][:2])
 

@@ -49,7 +49,8 @@ def attribution_section(r: Report) -> Section:
     other = att.other_unit()
     for c in att.in_unit() + other:
         apart = f" (measured on {c.metric} {att.unit}: not part of this gap)" if c in other else ""
-        rows.append(table_row(c.name + ("" if c.confirmed else " (candidate, not confirmed)") + apart + _phase(c),
+        rows.append(table_row(c.name + ("" if c.confirmed else " (candidate, not confirmed)") + apart + _phase(c)
+                              + (f" — measured by {c.share_from}" if c.share_from else ""),
                               f"{c.delta:+.1f}",
                               ci_text(c.ci_low, c.ci_high), c.kind,
                               [Code(c.fix)] if c.fix else fmt.DASH,
@@ -70,10 +71,24 @@ def attribution_section(r: Report) -> Section:
     return s
 
 
+def _gap_head(att: Attribution, r: Report) -> str:
+    """The gap in the claim's own figures (the pair the verdict quotes); a claim judged with the prefill excluded
+    while the trials measure whole requests is converted once, and the line says so and why."""
+    claim = next((c for c in r.claims if c.metric == att.metric), None)
+    if claim is None or claim.basis != "decode" or claim.claimed is None or claim.median is None \
+            or "converted" not in att.reference_label:
+        return (f"Measured gap ({att.metric}): {fmt.num(att.reference)} {att.reference_label} → "
+                f"{fmt.num(att.measured)} {att.unit} measured = {att.gap:+.1f} {att.unit}. ")
+    ratio = att.reference / claim.claimed if claim.claimed else 0.0
+    return (f"Measured gap ({att.metric}, prefill excluded, as the claim reads): {fmt.num(claim.claimed)} claimed → "
+            f"{fmt.num(claim.median)} {att.unit} measured = {claim.median - claim.claimed:+.1f} {att.unit}. The trials "
+            f"measure whole requests, so the causes below split the same gap in those units: x {ratio:.3f} (today's "
+            f"end-to-end / prefill-excluded ratio) = {att.gap:+.1f} {att.unit}. ")
+
+
 def gap_spans(att: Attribution, r: Report) -> list[Span]:
     confirmed = [c for c in att.in_unit() if c.confirmed]
-    spans: list[Span] = [f"Measured gap ({att.metric}): {fmt.num(att.reference)} {att.reference_label} → "
-                         f"{fmt.num(att.measured)} {att.unit} measured = {att.gap:+.1f} {att.unit}. "]
+    spans: list[Span] = [_gap_head(att, r)]
     if confirmed:
         parts = [f"{c.name} {c.delta:+.1f} {ci_text(c.ci_low, c.ci_high)}{_phase(c)}" for c in confirmed]
         spans.append("Explained by " + "; ".join(parts) + f"; {_rest_words(att, r)}.")

@@ -46,7 +46,8 @@ def _phase_blocks(r: Report) -> list[Block]:
             if st is not None]
     over = (f"; the profiler cost {p.overhead.pct:.1f} % tok/s ({fmt.num(p.overhead.tps_without)} → "
             f"{fmt.num(p.overhead.tps_with)}; profiled runs are used for phase times only)" if p.overhead else "")
-    head = f"Phase times per cycle ({p.source}, {p.cycles} cycles, k = {p.steps}){over}"
+    runs = f"; from {p.measured_on}" if p.measured_on else "; runs not recorded"
+    head = f"Phase times per cycle ({p.source}, {p.cycles} cycles, k = {p.steps}{runs}){over}"
     short = "; ".join(f"{name} {fmt.num(st.ms, 2)} ms {ci_text(*(st.ci or (None, None)))}"
                       for name, st in (("draft/step", p.draft_ms), ("verify", p.verify_ms),
                                        ("draft-extend", p.draft_extend_ms), ("decode", p.decode_ms)) if st is not None)

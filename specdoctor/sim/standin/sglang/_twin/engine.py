@@ -88,6 +88,8 @@ class Engine:
             f = self._factor()
             if self.planned < p.get("warmup_requests", 0):
                 f *= p.get("warmup_factor", 1.0)
+            if 0 < p.get("slow_from_launch", 0) <= p.get("launch_number", 0):
+                f *= p.get("slow_launch_factor", 1.0)
             self.planned += 1
             ttft = (p["prefill_ms"] + p["prefill_ms_per_token"] * prompt_tokens) * f
             steps: list[tuple[float, int, int]] = []

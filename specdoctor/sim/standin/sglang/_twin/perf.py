@@ -354,6 +354,7 @@ def evaluate(twin: dict, environ: dict[str, str], args: dict, present: set[str],
     alpha = _draft_alpha(twin, args.get("speculative_draft_model_path"), float(perf["alpha"]))
     applied = []
     t_verify_host = 0.0
+    t_draft_host = 0.0
     cond_env = dict(environ)
     cond_env.update(env)
     versions = _versions(twin)
@@ -366,6 +367,7 @@ def evaluate(twin: dict, environ: dict[str, str], args: dict, present: set[str],
         t_verify = (t_verify + float(eff.get("verify_ms", 0.0))) * scale
         t_draft = t_draft + float(eff.get("draft_ms", 0.0))
         t_verify_host += float(eff.get("verify_host_ms", 0.0))
+        t_draft_host += float(eff.get("draft_host_ms", 0.0))
         alpha = min(max(alpha + float(eff.get("alpha_delta", 0.0)), 0.0), 0.999)
         if eff.get("verify_cuda_graph") is False and verify_graph:
             verify_graph = False  # this tree's verify runs eager: the graph's launch savings are lost
@@ -387,8 +389,10 @@ def evaluate(twin: dict, environ: dict[str, str], args: dict, present: set[str],
     return {
         "speculative": spec,
         "t_decode_ms": t_decode,
-        "t_verify_ms": t_verify + t_verify_host,  # the cycle's wall time: the host stall is part of it
-        "t_verify_host_ms": t_verify_host,  # of which host-only (the profiler's GPU projection does not see it)
+        # the cycle's wall time: the host stalls are part of it (carried on verify's term, split out by the profiler)
+        "t_verify_ms": t_verify + t_verify_host + t_draft_host,
+        "t_verify_host_ms": t_verify_host,  # of which host-only before verify (the GPU projection does not see it)
+        "t_draft_host_ms": t_draft_host,  # and host-only at the start of the draft's range, before its first launch
         "t_draft_ms": t_draft,
         "k": k,
         "draft_tokens": ndraft,
@@ -402,6 +406,8 @@ def evaluate(twin: dict, environ: dict[str, str], args: dict, present: set[str],
         "drift_period_s": float((perf.get("drift") or {}).get("period_s", 600.0)),
         "warmup_requests": int((perf.get("warmup") or {}).get("requests", 0)),
         "warmup_factor": float((perf.get("warmup") or {}).get("factor", 1.0)),
+        "slow_from_launch": int((perf.get("later_launches") or {}).get("from_launch", 0)),
+        "slow_launch_factor": float((perf.get("later_launches") or {}).get("factor", 1.0)),
         "prefill_ms": float(perf.get("prefill_ms", 20.0)) * hw_factor,
         "prefill_ms_per_token": float(perf.get("prefill_ms_per_token", 0.02)) * hw_factor,
         "kv_ms_per_1k_tokens": float(perf.get("kv_ms_per_1k_tokens", 0.0)) * hw_factor,

@@ -81,18 +81,21 @@ class Profiler:
         log(f"Profiling done. Traces are saved to: {self.output_dir}")
         return path
 
-    def _phases(self, ms: float) -> list[tuple[str, float, float]]:
-        """(range name, GPU ms, host ms before it) of one cycle of `ms`: the noisy step split as k·t_draft :
-        t_verify; verify's host-only part (a sync, a sleep) delays its range, never lengthens its GPU work."""
+    def _phases(self, ms: float) -> list[tuple[str, float, float, float]]:
+        """(range name, GPU ms, host ms before it, host ms inside it before its launch) of one cycle of `ms`: the
+        noisy step split as k·t_draft : t_verify; verify's host-only part (a sync, a sleep) delays its range, the
+        draft's (at the start of its method) delays its launch; neither lengthens any GPU work."""
         p = self.perf
         if not p["speculative"]:
-            return [("step[DECODE bs={bs}]", ms, 0.0)]
+            return [("step[DECODE bs={bs}]", ms, 0.0, 0.0)]
         draft = p["k"] * p["t_draft_ms"]
         base = draft + p["t_verify_ms"]
         scale = ms / base if base > 0 else 0.0
         host = float(p.get("t_verify_host_ms", 0.0)) * scale
-        return [("draft", draft * scale, 0.0), ("step[TARGET_VERIFY bs={bs}]", p["t_verify_ms"] * scale - host, host),
-                ("draft_extend", _DRAFT_EXTEND_MS, 0.0)]
+        inside = float(p.get("t_draft_host_ms", 0.0)) * scale
+        return [("draft", draft * scale, 0.0, inside),
+                ("step[TARGET_VERIFY bs={bs}]", p["t_verify_ms"] * scale - host - inside, host, 0.0),
+                ("draft_extend", _DRAFT_EXTEND_MS, 0.0, 0.0)]
 
     def trace(self) -> dict:
         """The chrome-trace document, timestamps in µs of model time."""
@@ -106,23 +109,25 @@ class Profiler:
         ids = iter(range(1, 10**9))
         for ms, bs in self.cycles:
             gpu_t = t + 40.0
-            phases = [(n.format(bs=bs), d * 1000.0, h * 1000.0) for n, d, h in self._phases(ms)]
+            phases = [(n.format(bs=bs), d * 1000.0, h * 1000.0, i * 1000.0) for n, d, h, i in self._phases(ms)]
             # the profiler's own CPU cost between ranges grows with the cycle's work, not with a host stall's sleep
-            gap = OVERHEAD * (ms * 1000.0 - sum(h for _, _, h in phases)) / max(len(phases), 1)
+            gap = OVERHEAD * (ms * 1000.0 - sum(h + i for _, _, h, i in phases)) / max(len(phases), 1)
             batch_id = next(ids)
             start, gpu_start = t, None
-            for name, dur, host in phases:
+            for name, dur, host, inside in phases:
                 ext, corr = next(ids), next(ids)
                 launch = max(dur * _LAUNCH_FRACTION, 5.0)
                 t += host  # a host stall before the phase: the host is busy, its range opens after
-                cpu_dur = launch
+                cpu_dur = launch + inside  # a stall at the start of its method: the range is open, nothing launched
                 ev.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": pid, "tid": pid, "ts": t + 10.0,
                            "dur": cpu_dur, "args": {"External id": ext, "Record function id": 0, "Ev Idx": ext - 1}})
                 ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": pid, "tid": pid,
-                           "ts": t + 12.0, "dur": max(launch - 4.0, 1.0), "args": {"cbid": 311, "correlation": corr}})
-                ev.append({"ph": "s", "id": corr, "pid": pid, "tid": pid, "ts": t + 12.0, "cat": "ac2g", "name": "ac2g"})
+                           "ts": t + 12.0 + inside, "dur": max(launch - 4.0, 1.0),
+                           "args": {"cbid": 311, "correlation": corr}})
+                ev.append({"ph": "s", "id": corr, "pid": pid, "tid": pid, "ts": t + 12.0 + inside, "cat": "ac2g",
+                           "name": "ac2g"})
                 if self.gpu:
-                    g0 = max(gpu_t, t + 14.0)
+                    g0 = max(gpu_t, t + 14.0 + inside)
                     gpu_start = g0 if gpu_start is None else gpu_start
                     n = 3
                     for i in range(n):  # back-to-back kernels filling the phase's GPU span

@@ -216,7 +216,9 @@ def main(argv: list[str], prog: str, entry: str) -> int:
                          draft_gb=gm.draft_gb, arch=arch, darch=darch, max_total=max_total)
     else:
         _log_startup(args, lt, perf, mem, arch, max_total, tag)
-    seed = int(twin.get("seed", 0)) * 1000003 + _launch_counter(root)
+    launch_no = _launch_counter(root)
+    seed = int(twin.get("seed", 0)) * 1000003 + launch_no
+    perf["launch_number"] = launch_no
     engine = Engine(perf, args, version, seed, float(twin.get("time_scale", 200.0)), max_total)
     httpd.twin_state = {"engine": engine, "args": args, "twin": twin, "version": version, "ready": False,  # type: ignore[attr-defined]
                         "arch": arch, "started": time.time(), "argv": [prog, *argv], "hf": hf}

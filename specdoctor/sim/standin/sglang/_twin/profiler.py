@@ -121,6 +121,11 @@ class Profiler:
                 cpu_dur = launch + inside  # a stall at the start of its method: the range is open, nothing launched
                 ev.append({"ph": "X", "cat": "user_annotation", "name": name, "pid": pid, "tid": pid, "ts": t + 10.0,
                            "dur": cpu_dur, "args": {"External id": ext, "Record function id": 0, "Ev Idx": ext - 1}})
+                # runtime calls that launch nothing, as the real H100 draft range opens: a cudaEventQuery; with a
+                # sync + sleep at the start of the method, the cudaDeviceSynchronize before the sleep
+                for j, call in enumerate(["cudaEventQuery"] * (name == "draft") + ["cudaDeviceSynchronize"] * (inside > 0)):
+                    ev.append({"ph": "X", "cat": "cuda_runtime", "name": call, "pid": pid, "tid": pid,
+                               "ts": t + 10.5 + j, "dur": 0.5, "args": {"cbid": 0, "correlation": next(ids)}})
                 ev.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaGraphLaunch", "pid": pid, "tid": pid,
                            "ts": t + 12.0 + inside, "dur": max(launch - 4.0, 1.0),
                            "args": {"cbid": 311, "correlation": corr}})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from specdoctor.parsers.environ import EnvironCatalog
 from specdoctor.parsers.sglang import DecodeLine, LaunchArgs, MetaInfo, ServerInfo
 
 __all__ = ["InferenceEngine", "ProcessRole"]
@@ -111,6 +112,24 @@ class InferenceEngine(Protocol):
 
     def read_server_info(self, body: Any) -> ServerInfo:
         """The server-info body in neutral names."""
+        ...
+
+    @property
+    def metrics_path(self) -> str | None:
+        """Prometheus endpoint whose counters give the accept length of a window (None: read per request)."""
+        ...
+
+    def accept_length_from_metrics(self, before: str, after: str) -> float | None:
+        """Mean accept length between two scrapes of `metrics_path` (None: the engine reports it per request)."""
+        ...
+
+    def force_accept_argv(self, command: str | list[str], accept_length: float) -> list[str] | None:
+        """A launch line that forces the accept length through the engine's own config (None: no such key; see
+        `simulate_accept_env` for an engine that forces it with a variable)."""
+        ...
+
+    def parse_gate_catalog(self, text: str) -> EnvironCatalog:
+        """The engine's env-var catalog file (`gate_catalog_paths`) parsed into declarations."""
         ...
 
     # -- logs -----------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from specdoctor.errors import ToolFailed, Unresolved
-from specdoctor.inference import get_engine
 from specdoctor.toolkit import ToolContext, registry, tool
 from specdoctor.tools.trial import LaunchConfig, measure, trial
 
@@ -110,7 +109,7 @@ def breakeven_empirical(ctx: ToolContext, args: EmpiricalInput) -> EmpiricalBrea
         baseline, base_samples = float(b["median"]), [float(x) for x in b.get("samples", [])]
     else:
         baseline = args.baseline_tps
-    knob = get_engine().simulate_accept_env
+    knob = ctx.engine.simulate_accept_env
     if knob is None:
         raise Unresolved("this inference engine has no way to force the accept length")
     raw = []

@@ -10,8 +10,8 @@ from pydantic import BaseModel, Field
 
 from specdoctor.host.base import Raw
 from specdoctor.host.redact import redact_env
-from specdoctor.inference import get_engine
-from specdoctor.parsers.environ import EnvDecl, find_gate_reads, is_enabled_value, parse_environ_py
+from specdoctor.inference import InferenceEngine
+from specdoctor.parsers.environ import EnvDecl, find_gate_reads, is_enabled_value
 from specdoctor.toolkit import ToolContext, registry, tool
 from specdoctor.tools.repo import full_diff, git, unquote_c_path
 
@@ -71,8 +71,8 @@ class GateInput(BaseModel):
     include_catalog: bool = Field(default=True, description="Return SGLang's whole environ.py catalog.")
 
 
-def _label(pid: int, title: str, parent: bool) -> str:
-    return "parent" if parent else (title.split()[0] if get_engine().process_role(title) != "other" else f"pid{pid}")
+def _label(pid: int, title: str, parent: bool, engine: InferenceEngine) -> str:
+    return "parent" if parent else (title.split()[0] if engine.process_role(title) != "other" else f"pid{pid}")
 
 
 def _parse_environ(text: str) -> dict[str, str]:
@@ -123,10 +123,10 @@ def server_processes(ctx: ToolContext, port: int | None,
         for proc, parent in members:
             pid = int(proc.get("pid") or 0)
             argv = proc.get("cmdline") or []
-            title = argv[0] if argv and get_engine().process_role(str(argv[0])) != "other" else proc.get("title") or ""
+            title = argv[0] if argv and ctx.engine.process_role(str(argv[0])) != "other" else proc.get("title") or ""
             if pid:
                 env = by_pid[pid] if pid in by_pid else _read_env(ctx, pid)
-                procs.append(ServerProcess(pid=pid, role=_label(pid, title, parent),
+                procs.append(ServerProcess(pid=pid, role=_label(pid, title, parent, ctx.engine),
                                            env=redact_env(env) if env is not None else None))
         return procs, "find_server_processes", problems
     return _ps_processes(ctx, port), "ps", problems
@@ -139,7 +139,7 @@ def _ps_processes(ctx: ToolContext, port: int | None) -> list[ServerProcess]:
         parts = line.strip().split(None, 2)
         if len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit():
             rows.append((int(parts[0]), int(parts[1]), parts[2]))
-    engine = get_engine()
+    engine = ctx.engine
     mains = [r for r in rows if engine.ps_main_pattern.search(r[2]) and engine.process_role(r[2]) == "other"]
     if port is not None:
         mains = [r for r in mains if re.search(rf"--port[= ]{port}\b", r[2])] or \
@@ -155,14 +155,14 @@ def _ps_processes(ctx: ToolContext, port: int | None) -> list[ServerProcess]:
     while stack:
         r = stack.pop()
         if engine.process_role(r[2]) == "worker":
-            out.append(ServerProcess(pid=r[0], role=_label(r[0], r[2], False), env=_read_env(ctx, r[0])))
+            out.append(ServerProcess(pid=r[0], role=_label(r[0], r[2], False, engine), env=_read_env(ctx, r[0])))
         stack.extend(children.get(r[0], []))
     return out
 
 
 def locate_environ_py(ctx: ToolContext, repo: str, python: str | None) -> str | None:
     """The env-gate catalog the server imports: from the given python's engine package, else the checkout's copy."""
-    engine = get_engine()
+    engine = ctx.engine
     if python:
         code = (f"import importlib.util as u; s = u.find_spec({engine.package!r}); "
                 "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')")
@@ -221,7 +221,7 @@ def scan_feature_gates(ctx: ToolContext, args: GateInput) -> GateScan:
     catalog = None
     if scan.environ_py:
         try:
-            catalog = parse_environ_py(ctx.host.read(scan.environ_py).decode("utf-8", "replace"))
+            catalog = ctx.engine.parse_gate_catalog(ctx.host.read(scan.environ_py).decode("utf-8", "replace"))
             scan.sglang_gates = catalog.fields if args.include_catalog else []
         except (SyntaxError, ValueError) as exc:  # a broken file on the host is a finding, not a crash
             scan.problems.append(f"could not parse {scan.environ_py}: {type(exc).__name__}: {exc}")

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from specdoctor.errors import NoData, ToolFailed, ToolRetry, Unresolved
 from specdoctor.host.base import Host
-from specdoctor.inference import EngineName, InferenceEngine, get_engine
+from specdoctor.inference import EngineName, InferenceEngine
 from specdoctor.parsers.sglang import BodyError, DecodeLine, parse_body
 from specdoctor.stats.comparator import Comparison, compare
 from specdoctor.stats.summary import median_ci
@@ -97,7 +97,8 @@ class BenchmarkInput(BaseModel):
     log_path: str | None = Field(default=None, description="Server log on the host, for Decode batch lines.")
     label: str = "benchmark"
     timeout_s: float = Field(default=300, description="Per-request timeout.")
-    engine: EngineName = Field(default="sglang", description="Inference engine serving on the port.")
+    engine: EngineName | None = Field(default=None, description="Inference engine serving on the port (None: the "
+                                      "run's).")
     prompts: list[str] | None = Field(default=None, description="Prompts to cycle through (default: the fixed "
                                       "chat set PROMPTS); a recorded workload's, to compare like with like.")
     temperature: float = Field(default=0.0, ge=0, description="Sampling temperature (0: greedy).")
@@ -396,7 +397,7 @@ def benchmark(ctx: ToolContext, args: BenchmarkInput) -> BenchmarkResult:
     reports the median with a 95 % bootstrap CI, TPOT, accept length and findings from the server log, and each run
     again with the prefill excluded (`decode_samples`: how a claim read from a server log or 1/TPOT is measured).
     """
-    engine = get_engine(args.engine)
+    engine = ctx.engine_named(args.engine)
     log_offset = _log_size(ctx.host, args.log_path) if args.log_path else None
     runs, discarded = _measure_runs(ctx, engine, args)
     out = _summarise_runs(args, runs)

@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from specdoctor.errors import NoData, ToolFailed, ToolRetry
 from specdoctor.host.base import Raw
-from specdoctor.inference import get_engine
+from specdoctor.inference import InferenceEngine
 from specdoctor.parsers.nccl import latency_at, parse_all_reduce, parse_nccl_debug
 from specdoctor.parsers.nvidia_smi import Topology, parse_topo
 from specdoctor.stats.comparator import compare
@@ -24,10 +24,10 @@ from specdoctor.tools.nccl_grid import (
     MessageSize,
     NcclConfig,
     Skipped,
+    engine_forced_env,
     expand_grid,
     experiment_only,
     message_sizes,
-    sglang_forced_env,
 )
 
 __all__ = ["InventoryInput", "NcclInventory", "nccl_inventory", "SweepInput", "SizePoint", "ConfigResult",
@@ -102,6 +102,8 @@ class InventoryInput(BaseModel):
 class NcclInventory(BaseModel):
     """What the sweep needs to know first: topology, versions, config files, TP, and the sizes that matter."""
 
+    model_config = ConfigDict(populate_by_name=True)
+
     interconnect: Literal["nvlink", "pcie", "mixed", "unknown"] = "unknown"
     link_kinds: dict[str, int] = Field(default_factory=dict)
     gpus: int = 0
@@ -109,8 +111,10 @@ class NcclInventory(BaseModel):
     crosses_numa: bool | None = None
     nccl_version: str | None = None
     torch_version: str | None = None
-    sglang_version: str | None = None
-    sglang_forced_env: dict[str, str] = Field(default_factory=dict)
+    engine: str | None = Field(default=None, description="The serving engine (sglang, vllm).")
+    engine_version: str | None = Field(default=None, validation_alias=AliasChoices("engine_version", "sglang_version"))
+    engine_forced_env: dict[str, str] = Field(default_factory=dict, validation_alias=AliasChoices(
+        "engine_forced_env", "sglang_forced_env"), description="What the engine writes into the workers' env.")
     nccl_conf: dict[str, dict[str, str]] = Field(default_factory=dict, description="Config file → NCCL_* it sets.")
     tp: int | None = None
     model_path: str | None = None
@@ -184,14 +188,14 @@ def _inventory_server(ctx: ToolContext, args: InventoryInput, inv: NcclInventory
     that happens to run on the host); the launch line fills what the running server does not say."""
     port = args.port
     if port is None and args.launch:
-        port = get_engine().parse_launch(args.launch).port
+        port = ctx.engine.parse_launch(args.launch).port
     server = _server_args(ctx, port)
     if server:
         _propagation(ctx, port, inv)
     elif port is not None:
         inv.notes.append(f"no SGLang server found on port {port}: TP and model read from the launch line")
     if args.launch:  # the running server's own args win over the launch line
-        server = {**get_engine().parse_launch(args.launch).as_args(), **server}
+        server = {**ctx.engine.parse_launch(args.launch).as_args(), **server}
     return server
 
 
@@ -240,14 +244,15 @@ def _conf_files(inv: NcclInventory, sec: dict[str, list[str]]) -> None:
                          + " — every NCCL process on the host reads them")
 
 
-def _read_versions(inv: NcclInventory, sec: dict[str, list[str]], package: str) -> None:
+def _read_versions(inv: NcclInventory, sec: dict[str, list[str]], engine: InferenceEngine) -> None:
     """torch, engine and NCCL versions, the variables that engine version forces, and the benchmark on the host."""
     try:
         ver = json.loads((sec.get("versions") or ["{}"])[-1] or "{}")
     except json.JSONDecodeError:
         ver = {}
-    inv.torch_version, inv.sglang_version, inv.nccl_version = ver.get("torch"), ver.get(package), ver.get("nccl")
-    inv.sglang_forced_env = sglang_forced_env(inv.sglang_version)
+    inv.torch_version, inv.engine_version, inv.nccl_version = ver.get("torch"), ver.get(engine.package), ver.get("nccl")
+    inv.engine = engine.name
+    inv.engine_forced_env = engine_forced_env(engine, inv.engine_version)
     perf = [x.strip() for x in sec.get("all_reduce_perf", []) if x.strip()]
     if perf:
         inv.bench_tool, inv.all_reduce_perf = "all_reduce_perf", perf[0]
@@ -269,7 +274,7 @@ def nccl_inventory(ctx: ToolContext, args: InventoryInput) -> NcclInventory:
     The sizes are the all-reduces decode and verify actually issue: decode b·hidden·2 B, verify
     b·draft_tokens·hidden·2 B (bf16), for each batch size asked (1 and 16 by default).
     """
-    engine = get_engine()
+    engine = ctx.engine
     res = ctx.host.run(Raw(_SCRIPT), env={"PY": args.python, "VERSIONS": _VERSIONS, "ENGINE": engine.package},
                        check="ignore", timeout=120)
     sec = _sections(res.stdout)
@@ -284,7 +289,7 @@ def nccl_inventory(ctx: ToolContext, args: InventoryInput) -> NcclInventory:
     kinds = _links(inv, topo, gpus)
     _numa(inv, topo, gpus, kinds)
     _conf_files(inv, sec)
-    _read_versions(inv, sec, engine.package)
+    _read_versions(inv, sec, engine)
     _size_all_reduces(ctx, args, inv)
     return inv
 

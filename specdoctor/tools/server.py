@@ -13,11 +13,12 @@ from pydantic import BaseModel, Field
 from specdoctor.errors import NoData, ToolFailed, ToolRetry
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env, redact_value
-from specdoctor.inference import InferenceEngine, get_engine
+from specdoctor.inference import InferenceEngine, get_engine, known_engines
 from specdoctor.models import EnvRow as SharedEnvRow
 from specdoctor.models import EnvStatus
 from specdoctor.parsers.sglang import BodyError, ServerInfo, parse_body
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.toolkit.context import register_engine_detector
 from specdoctor.tools.startup_hooks import PROBE_SH, parse_hooks, probe_env
 
 __all__ = [
@@ -29,8 +30,7 @@ __all__ = [
     "ServerInfoInput", "ServerInfoOutput", "server_info", "http_get", "FORCED_BY_SGLANG",
 ]
 
-FORCED_BY_SGLANG = set(get_engine().forced_env_names)  # kept for readers of the old name; ask the engine
-DEFAULT_PATTERNS = list(get_engine().env_patterns)
+FORCED_BY_SGLANG = set(get_engine("sglang").forced_env_names)  # kept for readers of the old name; ask ctx.engine
 
 # One round-trip for the whole process table: per process "\x1e<stat>\x1f<cmdline NUL-separated>".
 _PS_SCRIPT = Raw(
@@ -64,6 +64,7 @@ class Server(BaseModel):
                                      "workers, their /proc/PID/environ is intact where a worker's was overwritten.")
     port: int
     argv: list[str] = Field(default_factory=list)
+    engine: str | None = Field(default=None, description="The engine whose main process this is (sglang, vllm).")
     args: dict[str, Any] = Field(default_factory=dict)
     launch_env: dict[str, str] = Field(default_factory=dict, description="Leading K=V of the command (redacted).")
     log_path: str | None = Field(default=None, description="File the main process writes stderr (else stdout) "
@@ -110,7 +111,8 @@ def list_processes(host: Host) -> list[Proc]:
         argv = [a for a in cmd.split("\x00")]
         while argv and argv[-1] == "":
             argv.pop()
-        if len(argv) == 1 and " " in argv[0] and get_engine().process_role(argv[0].split()[0]) != "other":
+        if len(argv) == 1 and " " in argv[0] and \
+                any(e.process_role(argv[0].split()[0]) != "other" for e in known_engines()):
             argv = argv[0].split()  # setproctitle writes one string
         procs.append(Proc(pid=int(m.group(1)), ppid=int(m.group(3)), title=m.group(2), cmdline=argv))
     return procs
@@ -124,8 +126,10 @@ def _title(p: Proc, engine: InferenceEngine) -> str:
 
 def find_servers(procs: list[Proc], port: int | None = None,
                  engine: InferenceEngine | None = None) -> list[Server]:
-    """Group processes into servers: mains by command line, workers/detokenizer by title, as descendants."""
-    engine = engine or get_engine()
+    """Group processes into servers: mains by command line, workers/detokenizer by title, as descendants; without
+    an engine, every known engine's servers (each read by its own engine)."""
+    if engine is None:
+        return [s for e in known_engines() for s in find_servers(procs, port, e)]
     children: dict[int, list[Proc]] = {}
     for p in procs:
         children.setdefault(p.ppid, []).append(p)
@@ -152,7 +156,7 @@ def find_servers(procs: list[Proc], port: int | None = None,
                      if engine.process_role(_title(c, engine)) == "other" and c.cmdline
                      and re.match(r"python[0-9.]*$", c.cmdline[0].rsplit("/", 1)[-1])]
         s = Server(main=main, workers=workers, ranks=ranks, detokenizer=detok, port=parsed.port, argv=main.cmdline,
-                   args=parsed.as_args(), launch_env=redact_env(parsed.env), env_witnesses=witnesses)
+                   engine=engine.name, args=parsed.as_args(), launch_env=redact_env(parsed.env), env_witnesses=witnesses)
         if port is None or s.port == port:
             servers.append(s)
     return servers
@@ -616,7 +620,7 @@ def check_env_propagation(ctx: ToolContext, args: PropagationInput) -> Propagati
     python = args.python or _server_python(ctx.host, s.main)
     inj = _injected(ctx.host, python, parent_env.get("NCCL_CONF_FILE"), parent_env.get("PATH"))
     problems += inj.problems
-    engine = get_engine()
+    engine = ctx.engine
     src = _EnvSources(shell_env, parent_env, worker_envs, inj.site_path, inj.site_vars, inj.conf, inj.hook_sources)
     rows = [_env_row(name, src, forced=name in engine.forced_env_names)
             for name in _variable_names(src, args.names, args.names or list(engine.env_patterns))]
@@ -729,7 +733,7 @@ class ServerInfoOutput(ServerInfo):
 @tool(effect="read")
 def server_info(ctx: ToolContext, args: ServerInfoInput) -> ServerInfoOutput:
     """Query /server_info (falling back to /get_server_info) and /model_info through a port forward."""
-    engine = get_engine()
+    engine = ctx.engine
     source, body = http_get(ctx.host, args.port, list(engine.server_info_paths))
     try:
         info = engine.read_server_info(body)
@@ -737,7 +741,7 @@ def server_info(ctx: ToolContext, args: ServerInfoInput) -> ServerInfoOutput:
         raise ToolFailed(f"{source} on port {args.port}: {exc}") from None
     out = ServerInfoOutput(**info.model_dump(), source=source)
     try:
-        _, model = http_get(ctx.host, args.port, list(get_engine(version=info.version).model_info_paths))
+        _, model = http_get(ctx.host, args.port, list(ctx.engine_at(info.version).model_info_paths))
         out.model_info = {k: v for k, v in model.items() if isinstance(v, (str, int, float, bool, list)) or v is None} \
             if isinstance(model, dict) else {}
     except ToolFailed as exc:
@@ -746,3 +750,12 @@ def server_info(ctx: ToolContext, args: ServerInfoInput) -> ServerInfoOutput:
 
 
 from specdoctor.tools import launch as _launch  # noqa: E402,F401  (registers launch_server / stop_server)
+
+
+def _engine_on_host(host: Host) -> InferenceEngine | None:
+    """The engine of the servers running on the host (one engine among them), None when none or several run."""
+    names = {s.engine for s in find_servers(list_processes(host)) if s.engine}
+    return get_engine(names.pop()) if len(names) == 1 else None
+
+
+register_engine_detector(_engine_on_host)

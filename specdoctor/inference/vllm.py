@@ -31,8 +31,8 @@ __all__ = ["VLLM", "VLLM_0_26_0"]
 
 _PY = re.compile(r"^python[0-9.]*$")
 # VLLM_PROCESS_NAME_PREFIX (default VLLM, envs.py:1725) '::' name ['_' suffix]
-_ENGINE_CORE = re.compile(r"^\w+::EngineCore(?:_DP\d+)?\b")
-_WORKER = re.compile(r"^\w+::Worker\b")
+_ENGINE_CORE = re.compile(r"^[A-Za-z0-9]+::EngineCore(?:_DP\d+)?(?:$|\s)")
+_WORKER = re.compile(r"^[A-Za-z0-9]+::Worker(?:_|$|\s)")
 _RANK = re.compile(r"Worker((?:_DP\d+)?(?:_PP\d+)?(?:_PCP\d+)?_TP\d+(?:_DCP\d+)?(?:_EP\d+)?)")
 _TP = re.compile(r"_TP(\d+)")
 _FATAL = re.compile(r"Traceback \(most recent call last\)|^\S*(Error|Exception): |CUDA error|out of memory|"
@@ -83,11 +83,9 @@ class VLLM:
 
     # -- processes ------------------------------------------------------------------------------
     def is_main_process(self, cmdline: list[str]) -> bool:
-        if any(t in _MODULES for t in cmdline):
-            return True
-        if any(m in " ".join(cmdline) for m in _MODULES):
-            return False  # named inside another argument (an editor, a grep), not the module run
         for i, t in enumerate(cmdline[:-1]):
+            if t == "-m" and cmdline[i + 1] in _MODULES:
+                return True  # the module run, not a mention (a grep, an editor)
             if os.path.basename(t) == "vllm" and cmdline[i + 1] == "serve":
                 return True
             if t == "vllm.entrypoints.cli.main" and cmdline[i + 1] == "serve":

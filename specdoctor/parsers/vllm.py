@@ -50,7 +50,8 @@ _MODULES = ("vllm.entrypoints.openai.api_server", "vllm.entrypoints.cli.main")
 
 
 def _locate(tokens: list[str]) -> tuple[dict[str, str], str, str | None, int]:
-    """(leading env, entry, python, index of the first server argument); entry serve | api_server | bare."""
+    """(leading env, entry, python, index of the first server argument); entry serve | api_server | bare. The env
+    words and wrappers before the program are `_lead(tokens)` long."""
     env: dict[str, str] = {}
     i = 0
     while i < len(tokens) and (_ENV_ASSIGN.match(tokens[i]) or os.path.basename(tokens[i]) in _WRAPPERS):
@@ -72,6 +73,14 @@ def _locate(tokens: list[str]) -> tuple[dict[str, str], str, str | None, int]:
         if t.startswith("-"):
             return env, "bare", None, j
     return env, "bare", None, len(tokens)
+
+
+def _lead(tokens: list[str]) -> int:
+    """How many leading `K=V` words and wrappers (env, nohup...) come before the program."""
+    i = 0
+    while i < len(tokens) and (_ENV_ASSIGN.match(tokens[i]) or os.path.basename(tokens[i]) in _WRAPPERS):
+        i += 1
+    return i
 
 
 def _dest(tok: str) -> tuple[str, str | None, str | None]:
@@ -170,7 +179,7 @@ def parse_vllm_launch(cmd: str | list[str]) -> LaunchArgs:
     """Parse `vllm serve MODEL ...`, `python -m vllm.entrypoints.openai.api_server --model ...` or a flag list."""
     tokens = split_command(cmd)
     env, entry, python, i = _locate(tokens)
-    out = LaunchArgs(argv=tokens, env=env, prefix=tokens[:i], entry=entry, python=python, flags=tokens[i:],
+    out = LaunchArgs(argv=tokens, env=env, prefix=tokens[_lead(tokens):i], entry=entry, python=python, flags=tokens[i:],
                      port=VLLM_DEFAULT_PORT)
     values, model = _read_flags(tokens, i, out.problems)
     out.model_path = values.pop("model", None) or model
@@ -371,9 +380,12 @@ def parse_vllm_envs(text: str) -> EnvironCatalog:
                     fields.append(EnvDecl(name=name, type=ast.unparse(stmt.annotation), env_class="envs.py",
                                           default=default, default_source=src, line=stmt.lineno))
                     seen.add(name)
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and \
-                node.target.id == "environment_variables" and isinstance(node.value, ast.Dict):
-            for key in node.value.keys:
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets if isinstance(node, ast.Assign) \
+            else []
+        value = node.value if isinstance(node, ast.AnnAssign | ast.Assign) else None
+        if any(isinstance(t, ast.Name) and t.id == "environment_variables" for t in targets) and \
+                isinstance(value, ast.Dict):
+            for key in value.keys:
                 if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value not in seen:
                     fields.append(EnvDecl(name=key.value, type="str", env_class="envs.py", default=None,
                                           default_source="environment_variables", line=key.lineno))

@@ -12,7 +12,7 @@ from typing import Any
 from specdoctor.host.base import Host
 from specdoctor.inference import InferenceEngine, engine_for_launch, get_engine, resolve_engine
 
-__all__ = ["ToolContext", "ApprovalRequest", "register_engine_detector"]
+__all__ = ["ToolContext", "ApprovalRequest", "register_engine_detector", "run_engine_on"]
 
 EngineDetector = Callable[[Host], "InferenceEngine | None"]
 _DETECTORS: list[EngineDetector] = []
@@ -23,6 +23,11 @@ def register_engine_detector(detector: EngineDetector) -> None:
     order, when a context's engine was not given, after the host's launch hint."""
     if detector not in _DETECTORS:
         _DETECTORS.append(detector)
+
+
+def run_engine_on(host: Host, name: str | None = None) -> InferenceEngine:
+    """A run's engine, once: the named one (`--engine`), else the one the host shows (`_detect`)."""
+    return get_engine(name) if name else _detect(host)
 
 
 def _detect(host: Host) -> InferenceEngine:

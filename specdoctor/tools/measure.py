@@ -226,14 +226,28 @@ def _one_request(client: httpx.Client, engine: InferenceEngine, prompt: str, max
 
 def _run(client: httpx.Client, engine: InferenceEngine, args: BenchmarkInput, offset: int) -> RunResult:
     prompts = args.prompts or PROMPTS
+    before = _scrape(client, engine)
     reqs = [_one_request(client, engine, prompts[(offset + i) % len(prompts)], args.max_new_tokens, args.timeout_s,
                          args.temperature) for i in range(args.requests_per_run)]
     tokens = sum(r.completion_tokens for r in reqs)
     latency = sum(r.latency_s for r in reqs)
     tpots = [r.tpot_ms for r in reqs if r.tpot_ms is not None]
     accepts = [r.spec_accept_length for r in reqs if r.spec_accept_length is not None]
+    after = _scrape(client, engine) if not accepts and before is not None else None
+    window = engine.accept_length_from_metrics(before, after) if before is not None and after is not None else None
     return RunResult(tok_s=tokens / latency, tpot_ms=statistics.fmean(tpots) if tpots else None,
-                     accept_length=statistics.fmean(accepts) if accepts else None, requests=reqs)
+                     accept_length=statistics.fmean(accepts) if accepts else window, requests=reqs)
+
+
+def _scrape(client: httpx.Client, engine: InferenceEngine) -> str | None:
+    """The engine's metrics text, for an engine that reports acceptance only as counters (vLLM); None otherwise."""
+    if not engine.metrics_path:
+        return None
+    try:
+        r = client.get(engine.metrics_path, timeout=10)
+    except httpx.HTTPError:
+        return None
+    return r.text if r.status_code == 200 else None
 
 
 def _decode_tok_s(run: RunResult) -> float | None:

@@ -119,8 +119,9 @@ class InferenceEngine(Protocol):
         """Prometheus endpoint whose counters give the accept length of a window (None: read per request)."""
         ...
 
-    def accept_length_from_metrics(self, before: str, after: str) -> float | None:
-        """Mean accept length between two scrapes of `metrics_path` (None: the engine reports it per request)."""
+    def meta_from_metrics(self, meta: MetaInfo, before: str, after: str) -> MetaInfo:
+        """A response's metadata completed from two scrapes of `metrics_path` around it (server-side latency, time
+        to first token, drafts and accepted tokens); unchanged where the response already said it."""
         ...
 
     def force_accept_argv(self, command: str | list[str], accept_length: float) -> list[str] | None:

@@ -191,8 +191,8 @@ class SGLang:
 
     metrics_path: str | None = None  # the accept length comes with each /generate response (meta_info)
 
-    def accept_length_from_metrics(self, before: str, after: str) -> float | None:
-        return None
+    def meta_from_metrics(self, meta: MetaInfo, before: str, after: str) -> MetaInfo:
+        return meta  # meta_info carries it all
 
     def force_accept_argv(self, command: str | list[str], accept_length: float) -> list[str] | None:
         return None  # SGLang forces it with a variable (simulate_accept_env)

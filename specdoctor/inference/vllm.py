@@ -18,6 +18,7 @@ from specdoctor.parsers.environ import EnvironCatalog
 from specdoctor.parsers.sglang import DecodeLine, LaunchArgs, MetaInfo, ServerInfo, split_command
 from specdoctor.parsers.vllm import (
     accept_length_between,
+    complete_meta,
     drop_vllm_speculative,
     parse_vllm_envs,
     parse_vllm_launch,
@@ -163,6 +164,9 @@ class VLLM:
     def accept_length_from_metrics(self, before: str, after: str) -> float | None:
         """Mean acceptance length between two /metrics scrapes (the spec counters' growth)."""
         return accept_length_between(spec_counters(before), spec_counters(after))
+
+    def meta_from_metrics(self, meta: MetaInfo, before: str, after: str) -> MetaInfo:
+        return complete_meta(meta, before, after)
 
     def parse_gate_catalog(self, text: str) -> EnvironCatalog:
         return parse_vllm_envs(text)

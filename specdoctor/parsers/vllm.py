@@ -19,7 +19,7 @@ from specdoctor.parsers.environ import EnvDecl, EnvironCatalog
 from specdoctor.parsers.sglang import DecodeLine, LaunchArgs, MetaInfo, ServerInfo, split_command
 
 __all__ = ["parse_vllm_launch", "drop_vllm_speculative", "parse_vllm_stats", "parse_vllm_metrics",
-           "spec_counters", "accept_length_between", "parse_vllm_envs", "startup_cuda_graph", "read_completion",
+           "spec_counters", "accept_length_between", "complete_meta", "parse_vllm_envs", "startup_cuda_graph", "read_completion",
            "read_version", "SpecCounters", "VLLM_DEFAULT_PORT"]
 
 VLLM_DEFAULT_PORT = 8000  # vllm/entrypoints/openai/cli_args.py: port: int = 8000
@@ -339,6 +339,27 @@ def accept_length_between(before: SpecCounters, after: SpecCounters) -> float | 
     return 1.0 + (float(after.accepted_tokens) - float(before.accepted_tokens)) / drafts  # type: ignore[arg-type]
 
 
+def complete_meta(meta: MetaInfo, before: str, after: str) -> MetaInfo:
+    """One request's server-side numbers from the growth of /metrics around it, when exactly one request finished
+    in between: `vllm:e2e_request_latency_seconds` and `vllm:time_to_first_token_seconds` (v1/metrics/loggers.py:913,
+    :797; histogram _sum/_count), drafts and accepted tokens (spec_decode/metrics.py:229-231)."""
+    a, b = parse_vllm_metrics(before), parse_vllm_metrics(after)
+
+    def grew(name: str) -> float | None:
+        return b[name] - a.get(name, 0.0) if name in b else None
+
+    update: dict[str, Any] = {}
+    if grew("vllm:e2e_request_latency_seconds_count") == 1 and meta.e2e_latency is None:
+        update["e2e_latency"] = grew("vllm:e2e_request_latency_seconds_sum")
+        if grew("vllm:time_to_first_token_seconds_count") == 1:
+            update["first_token_latency"] = grew("vllm:time_to_first_token_seconds_sum")
+    drafts, accepted = grew("vllm:spec_decode_num_drafts_total"), grew("vllm:spec_decode_num_accepted_tokens_total")
+    if drafts and accepted is not None and meta.spec_accept_length is None:
+        update.update(spec_verify_ct=int(drafts), spec_num_correct_drafts=int(accepted),
+                      spec_accept_length=1.0 + accepted / drafts)
+    return meta.model_copy(update=update) if update else meta
+
+
 # -- HTTP bodies -----------------------------------------------------------------------------------------------
 
 def read_completion(body: Any) -> MetaInfo:
@@ -360,6 +381,16 @@ def read_version(body: Any) -> ServerInfo:
 
 
 # -- envs.py ---------------------------------------------------------------------------------------------------
+
+def _getenv_default(node: ast.AST, name: str) -> str | None:
+    """The default of `os.getenv(NAME, "d")` / `os.environ.get(NAME, "d")` inside an entry's lambda."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Attribute) and sub.func.attr in ("getenv", "get") \
+                and len(sub.args) >= 2 and isinstance(sub.args[0], ast.Constant) and sub.args[0].value == name \
+                and isinstance(sub.args[1], ast.Constant) and isinstance(sub.args[1].value, str):
+            return sub.args[1].value
+    return None
+
 
 def parse_vllm_envs(text: str) -> EnvironCatalog:
     """Every variable `vllm/envs.py` declares: the `if TYPE_CHECKING:` block's `NAME: type = default` lines (the
@@ -385,10 +416,12 @@ def parse_vllm_envs(text: str) -> EnvironCatalog:
         value = node.value if isinstance(node, ast.AnnAssign | ast.Assign) else None
         if any(isinstance(t, ast.Name) and t.id == "environment_variables" for t in targets) and \
                 isinstance(value, ast.Dict):
-            for key in value.keys:
+            for key, reader in zip(value.keys, value.values, strict=False):
                 if isinstance(key, ast.Constant) and isinstance(key.value, str) and key.value not in seen:
-                    fields.append(EnvDecl(name=key.value, type="str", env_class="envs.py", default=None,
-                                          default_source="environment_variables", line=key.lineno))
+                    default = _getenv_default(reader, key.value)
+                    fields.append(EnvDecl(name=key.value, type="str", env_class="envs.py", default=default,
+                                          default_source=repr(default) if default is not None else "None",
+                                          line=key.lineno))
                     seen.add(key.value)
     return EnvironCatalog(fields=fields)
 

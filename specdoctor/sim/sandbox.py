@@ -425,7 +425,8 @@ def _layout_python(root: Path, scenario: Scenario, twin_root: str) -> tuple[Path
             if tool.name in ("sglang", "vllm") and tool.name != engine:  # only the box's own engine's command
                 continue
             target = root / "bin" / tool.name
-            target.write_text(f"#!{python}\n" + tool.read_text())
+            # The box's tools read the twin model from the engine's package (sglang._twin or vllm._twin).
+            target.write_text(f"#!{python}\n" + tool.read_text().replace("from sglang._twin", f"from {engine}._twin"))
             target.chmod(0o755)
     return python, site
 

@@ -6,7 +6,7 @@ import re
 import shlex
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from specdoctor.host.base import Raw
 from specdoctor.host.redact import redact_env
@@ -45,21 +45,25 @@ class Gate(BaseModel):
 
 
 class GateScan(BaseModel):
-    """Gates in the local patches, verified against the running processes; SGLang's own gate catalog."""
+    """Gates in the local patches, verified against the running processes; the engine's own gate catalog."""
+
+    model_config = ConfigDict(populate_by_name=True)
 
     repo: str
     gates: list[Gate] = Field(default_factory=list)
     processes: list[ServerProcess] = Field(default_factory=list)
     process_source: str = "none"
-    environ_py: str | None = Field(default=None, description="Where SGLang's environ.py was read on the host.")
-    sglang_gates: list[EnvDecl] = Field(default_factory=list)
+    environ_py: str | None = Field(default=None, description="Where the engine's catalog (SGLang's environ.py, "
+                                   "vLLM's envs.py) was read on the host.")
+    engine_gates: list[EnvDecl] = Field(default_factory=list, validation_alias=AliasChoices(
+        "engine_gates", "sglang_gates"), description="Every variable the engine's catalog declares.")
     problems: list[str] = Field(default_factory=list)
 
     def summary_line(self) -> str:
         enabled = [g.name for g in self.gates if g.state == "ENABLED-at-runtime"]
         return (f"{len(self.gates)} gates in added lines, {len(self.processes)} server processes checked"
                 + (f"; ENABLED at runtime: {', '.join(enabled)}" if enabled else "; none enabled at runtime")
-                + f"; {len(self.sglang_gates)} SGLang gates catalogued")
+                + f"; {len(self.engine_gates)} engine gates catalogued")
 
 
 class GateInput(BaseModel):
@@ -222,7 +226,7 @@ def scan_feature_gates(ctx: ToolContext, args: GateInput) -> GateScan:
     if scan.environ_py:
         try:
             catalog = ctx.engine.parse_gate_catalog(ctx.host.read(scan.environ_py).decode("utf-8", "replace"))
-            scan.sglang_gates = catalog.fields if args.include_catalog else []
+            scan.engine_gates = catalog.fields if args.include_catalog else []
         except (SyntaxError, ValueError) as exc:  # a broken file on the host is a finding, not a crash
             scan.problems.append(f"could not parse {scan.environ_py}: {type(exc).__name__}: {exc}")
     procs, scan.process_source, problems = server_processes(ctx, args.port, args.repo)

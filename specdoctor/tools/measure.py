@@ -185,6 +185,7 @@ class BenchmarkResult(BaseModel):
 def _one_request(client: httpx.Client, engine: InferenceEngine, prompt: str, max_new_tokens: int,
                  timeout: float, temperature: float = 0.0) -> RequestResult:
     path = engine.generate_path
+    before = _scrape(client, engine)
     t0 = time.perf_counter()
     try:
         r = client.post(path, json=engine.generate_payload(prompt, max_new_tokens, temperature=temperature),
@@ -201,6 +202,9 @@ def _one_request(client: httpx.Client, engine: InferenceEngine, prompt: str, max
     if isinstance(body, list) and body:
         body = body[0]
     meta = engine.read_meta(body)
+    after = _scrape(client, engine) if before is not None else None
+    if before is not None and after is not None:  # the server's own clock and counters for this one request
+        meta = engine.meta_from_metrics(meta, before, after)
     tokens = meta.completion_tokens
     if not tokens:
         ids = body.get("output_ids") if isinstance(body, dict) else None
@@ -226,21 +230,19 @@ def _one_request(client: httpx.Client, engine: InferenceEngine, prompt: str, max
 
 def _run(client: httpx.Client, engine: InferenceEngine, args: BenchmarkInput, offset: int) -> RunResult:
     prompts = args.prompts or PROMPTS
-    before = _scrape(client, engine)
     reqs = [_one_request(client, engine, prompts[(offset + i) % len(prompts)], args.max_new_tokens, args.timeout_s,
                          args.temperature) for i in range(args.requests_per_run)]
     tokens = sum(r.completion_tokens for r in reqs)
     latency = sum(r.latency_s for r in reqs)
     tpots = [r.tpot_ms for r in reqs if r.tpot_ms is not None]
     accepts = [r.spec_accept_length for r in reqs if r.spec_accept_length is not None]
-    after = _scrape(client, engine) if not accepts and before is not None else None
-    window = engine.accept_length_from_metrics(before, after) if before is not None and after is not None else None
     return RunResult(tok_s=tokens / latency, tpot_ms=statistics.fmean(tpots) if tpots else None,
-                     accept_length=statistics.fmean(accepts) if accepts else window, requests=reqs)
+                     accept_length=statistics.fmean(accepts) if accepts else None, requests=reqs)
 
 
 def _scrape(client: httpx.Client, engine: InferenceEngine) -> str | None:
-    """The engine's metrics text, for an engine that reports acceptance only as counters (vLLM); None otherwise."""
+    """The engine's metrics text, for an engine whose responses carry no server-side timing or acceptance (vLLM):
+    scraped before and after each request; None for the others."""
     if not engine.metrics_path:
         return None
     try:

@@ -233,11 +233,15 @@ _BACKEND_FILES = {
     "wave_backend": ("wave", {"wave"}),
     "ascend_backend": ("ascend", {"ascend"}),
     "nsa_backend": ("nsa", {"nsa", "dsa"}),
+    # vLLM 0.26: vllm/v1/attention/backends/<name>.py, chosen with --attention-backend NAME
+    "triton_attn": ("TRITON_ATTN", {"TRITON_ATTN"}),
+    "flash_attn": ("FLASH_ATTN", {"FLASH_ATTN"}),
+    "flashinfer": ("FLASHINFER", {"FLASHINFER"}),
 }
 KNOWN_ENTRY_CLASSES = {
     "kimi_k25": ["KimiK25ForConditionalGeneration"],
     "deepseek_v2": ["DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM"],
-    "llama_eagle3": ["LlamaForCausalLMEagle3"],
+    "llama_eagle3": ["LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM"],
     "kimi_k25_eagle3": ["Eagle3DeepseekV2ForCausalLM"],
     "llama": ["LlamaForCausalLM"],
     "qwen2": ["Qwen2ForCausalLM"],
@@ -314,7 +318,7 @@ def classify_path(path: str) -> tuple[str, str | None]:
         return "benchmarks", None
     if re.search(r"(^|/)tests?/|(^|/)test_[^/]*\.py$", p):
         return "tests", None
-    if "layers/attention/" in p:
+    if "layers/attention/" in p or "v1/attention/backends/" in p:
         if stem in _BACKEND_FILES:
             return "attention-backend", _BACKEND_FILES[stem][0]
         if stem.endswith("_backend"):
@@ -325,15 +329,15 @@ def classify_path(path: str) -> tuple[str, str | None]:
     if re.search(r"(^|/)(communicator\.py$|distributed/|device_communicators/|layer_boundary/)", p) and \
             "managers/communicator.py" not in p:
         return "communicator", stem
-    if "/speculative/" in f"/{p}":
+    if re.search(r"/(speculative|spec_decode)/|v1/sample/rejection_sampler\.py$", f"/{p}"):
         return "speculative", stem
     if re.search(r"(^|/)models/[^/]+\.py$", p):
         return "model", stem
     if re.search(r"(^|/)configs/[^/]+\.py$", p):
         return "model-config", stem
-    if "model_executor/" in p:
+    if "model_executor/" in p or "v1/worker/" in p:
         return "executor", stem
-    if "managers/" in p:
+    if "managers/" in p or "v1/core/sched/" in p:
         return "scheduler", stem
     if re.search(r"(^|/)(entrypoints/|launch_server\.py$|server_args\.py$|arg_groups/)", p):
         return "engine", stem

@@ -206,12 +206,14 @@ def _inside(path: str | None, root: str) -> bool:
     return path == root or path.startswith(root + "/")
 
 
-# Where `import sglang` resolves (find_spec only: sglang itself is not imported) and its PEP 610 editable source.
+# Where `import <engine>` resolves (find_spec only: the engine itself is not imported) and its PEP 610 editable
+# source; the package name comes in SD_PKG (sglang, vllm).
 SGLANG_ORIGIN = ("import importlib.util, json, os, sys\n"
-                 "s = importlib.util.find_spec('sglang')\n"
+                 "p = os.environ.pop('SD_PKG')\n"
+                 "s = importlib.util.find_spec(p)\n"
                  "try:\n"
                  "    import importlib.metadata as md\n"
-                 "    u = json.loads(md.distribution('sglang').read_text('direct_url.json') or 'null')\n"
+                 "    u = json.loads(md.distribution(p).read_text('direct_url.json') or 'null')\n"
                  "except Exception:\n"
                  "    u = None\n"
                  "e = u.get('url') if isinstance(u, dict) and (u.get('dir_info') or {}).get('editable') else None\n"
@@ -219,9 +221,12 @@ SGLANG_ORIGIN = ("import importlib.util, json, os, sys\n"
                  "if s else [], 'executable': sys.executable, 'cwd': os.getcwd(), 'editable': e}))\n")
 
 
-def resolve_origin(host: Host, python: str, env: dict[str, str], cwd: str | None) -> tuple[dict[str, Any] | None, str]:
-    """Run SGLANG_ORIGIN with exactly this interpreter, environment and cwd: (its answer, or None; stderr's last line)."""
-    res = host.run(["env", "-i", *[f"{k}={v}" for k, v in env.items()], python, "-c", SGLANG_ORIGIN], cwd=cwd,
+def resolve_origin(host: Host, python: str, env: dict[str, str], cwd: str | None,
+                   package: str) -> tuple[dict[str, Any] | None, str]:
+    """Run SGLANG_ORIGIN for `package` with exactly this interpreter, environment and cwd: (its answer, or None;
+    stderr's last line)."""
+    res = host.run(["env", "-i", *[f"{k}={v}" for k, v in env.items()], f"SD_PKG={package}", python, "-c",
+                    SGLANG_ORIGIN], cwd=cwd,
                    check="ignore", timeout=60)
     try:
         return json.loads(res.stdout.strip().splitlines()[-1]), ""
@@ -233,7 +238,10 @@ def _imports_from(host: Host, s: Server, root: str) -> bool:
     """The server's own interpreter, with its own environment and cwd, resolves `sglang` inside `root` (an editable
     install of the checkout: what the real H200 box had, where neither cwd, argv[0] nor PYTHONPATH names it)."""
     env = read_environs(host, [s.main.pid]).get(s.main.pid)
-    info = resolve_origin(host, s.argv[0], env, s.cwd)[0] if env is not None and s.argv else None
+    if not s.engine:
+        return False
+    info = resolve_origin(host, s.argv[0], env, s.cwd, get_engine(s.engine).package)[0] \
+        if env is not None and s.argv else None
     if info is None:
         return False
     editable = str(info.get("editable") or "").removeprefix("file://")

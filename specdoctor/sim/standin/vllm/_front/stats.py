@@ -27,6 +27,7 @@ class VllmEngine(Engine):
         self.draft_tokens = 0
         self.accepted = 0
         self.iv_prompt = 0
+        self.ttft_sum = 0.0
         self.log_stats = not self.args.get("disable_log_stats")
 
     def begin(self, plan: Plan) -> None:
@@ -35,6 +36,11 @@ class VllmEngine(Engine):
             self.running_tokens += plan.prompt_tokens + 1
             self.prompt_tokens_total += plan.prompt_tokens
             self.iv_prompt += plan.prompt_tokens
+
+    def end(self, plan: Plan, produced: int) -> None:
+        with self.lock:
+            self.ttft_sum += plan.ttft_ms / 1000.0
+        super().end(plan, produced)
 
     def step(self, ms: float, new: int, correct: int) -> None:
         super().step(ms, new, correct)
@@ -86,4 +92,12 @@ class VllmEngine(Engine):
         out = []
         for kind, name, help_, value in rows:
             out += [f"# HELP {name} {help_}", f"# TYPE {name} {kind}", f"{name}{{{labels}}} {float(value)}"]
+        # Histograms in model seconds (v1/metrics/loggers.py:797, :913): what the server's own clock says.
+        for name, help_, total in (("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
+                                    self.ttft_sum),
+                                   ("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.",
+                                    self.e2e_sum)):
+            out += [f"# HELP {name} {help_}", f"# TYPE {name} histogram",
+                    f'{name}_bucket{{{labels},le="+Inf"}} {float(self.requests_total)}',
+                    f"{name}_count{{{labels}}} {float(self.requests_total)}", f"{name}_sum{{{labels}}} {total}"]
         return "\n".join(out) + "\n"

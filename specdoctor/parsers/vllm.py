@@ -190,6 +190,14 @@ def parse_vllm_launch(cmd: str | list[str]) -> LaunchArgs:
     if isinstance(values.get("tensor_parallel_size"), int):
         out.tp_size = values["tensor_parallel_size"]
     spec = _speculative(values)
+    # The engine's own flags stay comparable (and revertible) under their names; the neutral fields read from them
+    # are marked derived.
+    out.derived = ["model_path", "tp_size", "speculative_algorithm", "speculative_draft_model_path",
+                   "speculative_num_steps", "speculative_eagle_topk", "speculative_num_draft_tokens",
+                   "disable_cuda_graph"]
+    if isinstance(values.get("speculative_config"), dict):
+        out.extra["speculative_config"] = json.dumps(values["speculative_config"], sort_keys=True,
+                                                     separators=(",", ":"))
     if spec.get("method") or spec.get("model"):
         out.speculative_algorithm = str(spec.get("method") or "draft_model")
         out.speculative_draft_model_path = spec.get("model")
@@ -203,8 +211,7 @@ def parse_vllm_launch(cmd: str | list[str]) -> LaunchArgs:
     out.attention_backend = values.get("attention_backend") or (ac.get("backend") if isinstance(ac, dict) else None)
     out.disable_cuda_graph = _no_cuda_graph(values)
     out.disable_custom_all_reduce = bool(values.get("disable_custom_all_reduce"))
-    for key in ("host", "port", "tensor_parallel_size", "attention_backend", "disable_custom_all_reduce",
-                *_SPEC_FLAGS):
+    for key in ("host", "port", "attention_backend", "disable_custom_all_reduce", "speculative_config"):
         values.pop(key, None)
     out.extra.update(values)
     return out

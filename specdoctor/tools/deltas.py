@@ -389,9 +389,10 @@ def _flag_deltas(ref_line: str | None, cur_line: str | None, notes: list[str],
         notes.append(f"launch lines not compared: {exc}")
         return []
     ra, ca = ref.as_args(), cur.as_args()
+    derived = set(ref.derived) | set(cur.derived)
     out: list[Delta] = []
     for dest in sorted(set(ra) | set(ca)):
-        if dest in _FLAG_IDENTITY:
+        if dest in _FLAG_IDENTITY or dest in derived:
             continue
         rv, cv = _flag_value(ra.get(dest)), _flag_value(ca.get(dest))
         if rv == cv:

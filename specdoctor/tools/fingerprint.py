@@ -20,7 +20,7 @@ from specdoctor.tools.server import Server, http_get, locate_servers, server_env
 __all__ = ["FingerprintInput", "GpuFingerprint", "Fingerprint", "fingerprint", "Change", "FingerprintDiff",
            "FingerprintDiffInput", "diff_fingerprints", "fingerprint_diff", "ENV_PREFIXES"]
 
-ENV_PREFIXES = ("NCCL_", "CUDA_", "SGLANG_", "TORCH_NCCL_")
+ENV_PREFIXES = ("NCCL_", "CUDA_", "SGLANG_", "TORCH_NCCL_", "VLLM_")
 _QUERY = ["index", "name", "uuid", "pci.bus_id", "driver_version", "clocks.sm", "clocks.max.sm", "clocks.mem",
           "power.limit", "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current",
           "pcie.link.width.max", "persistence_mode"]

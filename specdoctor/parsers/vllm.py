@@ -282,9 +282,11 @@ def parse_vllm_stats(text: str) -> list[DecodeLine]:
 
 
 # vllm/v1/worker/gpu_model_runner.py:6845 `Graph capturing finished in %.0f secs, took %.2f GiB`;
-# vllm/config/vllm.py:1392 `Cudagraph is disabled under eager mode`
+# vllm/config/vllm.py:1392 `Cudagraph is disabled under eager mode`, :1163 `Enforce eager set, disabling torch.compile
+# and CUDAGraphs. …`
 _GRAPH_ON = re.compile(r"Graph capturing finished in \d+ secs")
-_GRAPH_OFF = re.compile(r"Cudagraph is disabled under eager mode|enforce_eager=True")
+_GRAPH_OFF = re.compile(r"Cudagraph is disabled under eager mode|Enforce eager set, disabling torch.compile|"
+                        r"enforce_eager=True")
 
 
 def startup_cuda_graph(text: str) -> bool | None:

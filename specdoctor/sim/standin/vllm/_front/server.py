@@ -87,6 +87,8 @@ def main(argv: list[str], entry: str) -> int:
     if args.get("speculative_algorithm") and (not draft or not os.path.isfile(os.path.join(draft, "config.json"))):
         return _fail(f"OSError: {draft} does not appear to have a file named config.json.")
     if args["disable_cuda_graph"] and args.get("enforce_eager"):
+        vlog("Enforce eager set, disabling torch.compile and CUDAGraphs. This is equivalent to setting "
+             "-cc.mode=none -cc.cudagraph_mode=none", where="vllm.py:1163", level="WARNING")
         vlog("Cudagraph is disabled under eager mode", where="vllm.py:1392")
     try:
         httpd = ThreadingHTTPServer((args["host"], args["port"]), make_handler())

@@ -16,7 +16,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from specdoctor.parsers.environ import EnvDecl, EnvironCatalog
-from specdoctor.parsers.sglang import DecodeLine, LaunchArgs, MetaInfo, ServerInfo, split_command
+from specdoctor.parsers.errors import ParseError
+from specdoctor.parsers.sglang import DecodeLine, LaunchArgs, MetaInfo, ServerInfo, _launch_cuts, split_command
+from specdoctor.parsers.text import clean_lines, clean_text, flag_clipped
 
 __all__ = ["parse_vllm_launch", "drop_vllm_speculative", "parse_vllm_stats", "parse_vllm_metrics",
            "spec_counters", "accept_length_between", "complete_meta", "parse_vllm_envs", "startup_cuda_graph", "read_completion",
@@ -175,15 +177,28 @@ def _no_cuda_graph(values: dict[str, Any]) -> bool:
     return bool(values.get("enforce_eager")) or mode.upper() == "NONE" or str(values.get("optimization_level")) == "0"
 
 
+@flag_clipped(_launch_cuts)
 def parse_vllm_launch(cmd: str | list[str]) -> LaunchArgs:
-    """Parse `vllm serve MODEL ...`, `python -m vllm.entrypoints.openai.api_server --model ...` or a flag list."""
+    """Parse `vllm serve MODEL ...`, `python -m vllm.entrypoints.openai.api_server --model ...` or a flag list
+    (decorations of a pasted capture removed); ParseError when a value has a shape vLLM would refuse."""
+    try:
+        return _parse_launch(clean_text(cmd) if isinstance(cmd, str) else cmd)
+    except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+        if isinstance(exc, ParseError):
+            raise
+        raise ParseError(f"vLLM launch line not read: {type(exc).__name__}: {str(exc).splitlines()[0][:120]}") \
+            from None
+
+
+def _parse_launch(cmd: str | list[str]) -> LaunchArgs:
     tokens = split_command(cmd)
     env, entry, python, i = _locate(tokens)
     out = LaunchArgs(argv=tokens, env=env, prefix=tokens[_lead(tokens):i], entry=entry, python=python, flags=tokens[i:],
                      port=VLLM_DEFAULT_PORT)
     values, model = _read_flags(tokens, i, out.problems)
-    out.model_path = values.pop("model", None) or model
-    if values.get("host"):
+    given = values.pop("model", None)
+    out.model_path = str(given) if given not in (None, True) else model
+    if values.get("host") and values["host"] is not True:
         out.host = str(values["host"])
     if isinstance(values.get("port"), int):
         out.port = values["port"]
@@ -200,15 +215,16 @@ def parse_vllm_launch(cmd: str | list[str]) -> LaunchArgs:
                                                      separators=(",", ":"))
     if spec.get("method") or spec.get("model"):
         out.speculative_algorithm = str(spec.get("method") or "draft_model")
-        out.speculative_draft_model_path = spec.get("model")
+        out.speculative_draft_model_path = str(spec["model"]) if spec.get("model") is not None else None
         k = spec.get("num_speculative_tokens")
-        if isinstance(k, int):
+        if isinstance(k, int) and not isinstance(k, bool):
             # An EAGLE chain drafts k tokens in k steps, top-1 each; verify scores k drafts plus the bonus token.
             out.speculative_num_steps, out.speculative_eagle_topk, out.speculative_num_draft_tokens = k, 1, k + 1
         if spec.get("draft_tensor_parallel_size") is not None:
             out.extra["draft_tensor_parallel_size"] = spec["draft_tensor_parallel_size"]
     ac = values.get("attention_config")
-    out.attention_backend = values.get("attention_backend") or (ac.get("backend") if isinstance(ac, dict) else None)
+    backend = values.get("attention_backend") or (ac.get("backend") if isinstance(ac, dict) else None)
+    out.attention_backend = str(backend) if backend is not None and backend is not True else None
     out.disable_cuda_graph = _no_cuda_graph(values)
     out.disable_custom_all_reduce = bool(values.get("disable_custom_all_reduce"))
     for key in ("host", "port", "attention_backend", "disable_custom_all_reduce", "speculative_config"):
@@ -260,11 +276,24 @@ def _finite(v: str | None) -> float | None:
     return f if math.isfinite(f) else None
 
 
+def _stats_cuts(text: str, result: Any) -> Any:
+    """A stats line without its closing `Prefix cache hit rate: X%`, a spec line without `Avg Draft acceptance
+    rate: X%`: a narrow terminal cut them."""
+    for line in clean_lines(text):
+        if "Avg prompt throughput" in line and not re.search(r"Prefix cache hit rate: [\d.]+%", line):
+            yield f"a stats line without its closing field: {line.strip()[-50:]!r}"
+            return
+        if "SpecDecoding metrics" in line and not re.search(r"Avg Draft acceptance rate: (?:[\d.]+|nan)%", line):
+            yield f"a SpecDecoding line without its closing field: {line.strip()[-50:]!r}"
+            return
+
+
+@flag_clipped(_stats_cuts)
 def parse_vllm_stats(text: str) -> list[DecodeLine]:
     """The periodic stats lines as DecodeLines: throughput and running requests from `Engine NNN:`, the accept
     length of the same tick from the `SpecDecoding metrics:` line logged right after it (loggers.py:315)."""
     out: list[DecodeLine] = []
-    for line in text.splitlines():
+    for line in clean_lines(text):
         m = _STATS.search(line)
         if m:
             t = _TIME.search(line)
@@ -307,7 +336,7 @@ _SAMPLE = re.compile(r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>[^}]*)
 def parse_vllm_metrics(text: str) -> dict[str, float]:
     """Prometheus text → name → value summed over label sets (engines, positions)."""
     out: dict[str, float] = {}
-    for line in text.splitlines():
+    for line in clean_lines(text):
         if line.startswith("#") or not line.strip():
             continue
         m = _SAMPLE.match(line.strip())
@@ -403,8 +432,12 @@ def _getenv_default(node: ast.AST, name: str) -> str | None:
 
 def parse_vllm_envs(text: str) -> EnvironCatalog:
     """Every variable `vllm/envs.py` declares: the `if TYPE_CHECKING:` block's `NAME: type = default` lines (the
-    defaults as written), and names only in the `environment_variables` dict."""
-    tree = ast.parse(text)
+    defaults as written), and names only in the `environment_variables` dict (their `os.getenv` default);
+    ParseError when the file is no Python."""
+    try:
+        tree = ast.parse(clean_text(text))
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        raise ParseError(f"envs.py is not Python: {type(exc).__name__}: {str(exc).splitlines()[0][:100]}") from None
     fields: list[EnvDecl] = []
     seen: set[str] = set()
     for node in tree.body:
@@ -415,8 +448,8 @@ def parse_vllm_envs(text: str) -> EnvironCatalog:
                     src = ast.unparse(stmt.value) if stmt.value is not None else "None"
                     try:
                         default = ast.literal_eval(stmt.value) if stmt.value is not None else None
-                    except ValueError:
-                        default = None
+                    except (ValueError, TypeError, SyntaxError, RecursionError):
+                        default = None  # computed (tempfile.gettempdir(), os.path.expanduser(...))
                     fields.append(EnvDecl(name=name, type=ast.unparse(stmt.annotation), env_class="envs.py",
                                           default=default, default_source=src, line=stmt.lineno))
                     seen.add(name)

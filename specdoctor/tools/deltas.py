@@ -344,11 +344,11 @@ def _env_delta(v: _EnvView, name: str, cur: str | None, row: Any) -> Delta:
 
 
 def _env_deltas(ref_env: dict[str, str] | None, fp: Fingerprint, prop: Propagation | None, box: BoxState,
-                launch_env: dict[str, str]) -> list[Delta]:
+                launch_env: dict[str, str], engine: InferenceEngine) -> list[Delta]:
     """The NCCL/CUDA/SGLang/torch variables whose worker value differs from the good run's (or the box forces)."""
     out: list[Delta] = []
     version = fp.engine_version or fp.server_version
-    forced = get_engine(fp.engine, version).forced_env_names if version and fp.engine else frozenset()
+    forced = get_engine(engine.name, version).forced_env_names if version else frozenset()
     current = _current_env(prop, fp)
     v = _EnvView(ref_env=ref_env, prop=prop, box=box, launch_env=launch_env, forced=forced,
                  interconnect=fp.interconnect)
@@ -725,7 +725,7 @@ def list_deltas(ctx: ToolContext, args: DeltasInput) -> Deltas:
     ref_env = _flat_env(ref.get("worker_env")) if ref and "worker_env" in ref else None
     if ref is not None and ref_env is None:
         notes.append("the good run recorded no worker env: env compared with what the box forces")
-    deltas += _env_deltas(ref_env, fp, prop, box, launch_env)
+    deltas += _env_deltas(ref_env, fp, prop, box, launch_env, ctx.engine)
     if ref is not None:
         deltas += _locate_paths(ctx, _flag_deltas(ref.get("launch"), args.launch, notes, ctx.engine))
         deltas += _software_deltas(ref, fp)

@@ -17,8 +17,15 @@ from pydantic import BaseModel
 
 from specdoctor.parsers.environ import EnvDecl, EnvironCatalog
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.sglang import DecodeLine, LaunchArgs, MetaInfo, ServerInfo, _launch_cuts, split_command
-from specdoctor.parsers.text import clean_lines, clean_text, flag_clipped
+from specdoctor.parsers.sglang import (
+    DecodeLine,
+    LaunchArgs,
+    MetaInfo,
+    ServerInfo,
+    _launch_cuts,
+    split_command,
+)
+from specdoctor.parsers.text import clean_lines, clean_text, flag_clipped, strip_ansi
 
 __all__ = ["parse_vllm_launch", "drop_vllm_speculative", "parse_vllm_stats", "parse_vllm_metrics",
            "spec_counters", "accept_length_between", "complete_meta", "parse_vllm_envs", "startup_cuda_graph", "read_completion",
@@ -293,10 +300,11 @@ def parse_vllm_stats(text: str) -> list[DecodeLine]:
     """The periodic stats lines as DecodeLines: throughput and running requests from `Engine NNN:`, the accept
     length of the same tick from the `SpecDecoding metrics:` line logged right after it (loggers.py:315)."""
     out: list[DecodeLine] = []
-    for line in clean_lines(text):
+    # The time is in vLLM's own prefix, which the clean-up removes with the other decorations.
+    for raw, line in zip(strip_ansi(text).split("\n"), clean_lines(text), strict=False):
         m = _STATS.search(line)
         if m:
-            t = _TIME.search(line)
+            t = _TIME.search(raw)
             kv = _finite(m["kv"])
             out.append(DecodeLine(time=t["ts"] if t else None, rank=f"Engine{int(m['engine']):03d}",
                                   running_req=int(m["running"]), queue_req=int(m["waiting"]),

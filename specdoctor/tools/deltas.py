@@ -243,7 +243,7 @@ def _env_source(row: Any, prop: Propagation, profiles: dict[str, str], launch_en
     """Where a worker variable's current value comes from, as /proc and the files show it (`forced`: what this
     engine version sets itself before it spawns the workers)."""
     in_env = row.parent is not None or _first_worker(row) is not None
-    if row.forced_by_sglang and row.status == "forced-by-sglang":
+    if row.forced_by_engine and row.status == "forced-by-sglang":
         return "engine-forced"
     if row.name in forced and row.parent is None and _first_worker(row) is not None and not row.from_sitecustomize:
         return "engine-forced"

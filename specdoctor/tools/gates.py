@@ -33,12 +33,15 @@ class ServerProcess(BaseModel):
 class Gate(BaseModel):
     """One env-var gate found in ADDED lines, with its runtime value in each server process."""
 
+    model_config = ConfigDict(populate_by_name=True)
+
     name: str
     reader: str
     default: str | None
     file: str
     line: str
-    declared_in_sglang: EnvDecl | None = None
+    declared_in_engine: EnvDecl | None = Field(default=None, validation_alias=AliasChoices(
+        "declared_in_engine", "declared_in_sglang"), description="Its declaration in the engine's catalog.")
     state: GateState
     values: dict[str, str | None] = Field(default_factory=dict, description="process label → value (None: unset).")
     reason: str
@@ -247,6 +250,6 @@ def scan_feature_gates(ctx: ToolContext, args: GateInput) -> GateScan:
         if unreadable:
             reason += f" (could not read: {', '.join(unreadable)})"
         found[r.name] = Gate(name=r.name, reader=r.reader, default=default, file=path, line=r.line,
-                             declared_in_sglang=decl, state=state, values=values, reason=reason)
+                             declared_in_engine=decl, state=state, values=values, reason=reason)
     scan.gates = sorted(found.values(), key=lambda g: (g.state != "ENABLED-at-runtime", g.name))
     return scan

@@ -469,7 +469,7 @@ def _workers_setting(rows: list[dict[str, Any]]) -> dict[str, str]:
     out = {}
     for row in rows:
         value = _worker_value(row)
-        if str(row.get("name", "")).startswith("NCCL_") and value is not None and not row.get("forced_by_sglang") \
+        if str(row.get("name", "")).startswith("NCCL_") and value is not None and not (row.get("forced_by_engine") or row.get("forced_by_sglang")) \
                 and row["name"] not in DEBUG_ENV and "REDACTED" not in value:
             out[row["name"]] = value
     return out
@@ -498,7 +498,7 @@ def _nccl_only(env: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, str
     to the same value is not part of it (every launch gets it anyway)."""
     if env and all(isinstance(v, dict) for v in env.values()):
         env = env[sorted(env, key=lambda k: (len(str(k)), str(k)))[0]]
-    forced = {r["name"]: _worker_value(r) for r in rows if r.get("forced_by_sglang")}
+    forced = {r["name"]: _worker_value(r) for r in rows if r.get("forced_by_engine") or r.get("forced_by_sglang")}
     return {str(k): str(v) for k, v in env.items() if str(k).startswith("NCCL_") and v is not None
             and str(k) not in DEBUG_ENV and forced.get(str(k)) != str(v)}
 

@@ -551,7 +551,7 @@ def _status(shell: str | None, parent: str | None, workers: dict[str, str | None
     present = [v for v in workers.values() if v is not None]
     upstream = parent if parent is not None else shell
     if forced and (not present or any(v != upstream for v in present)):
-        return "forced-by-sglang", "SGLang sets this itself before spawning workers"
+        return "forced-by-sglang", "the engine sets this itself before starting its workers"
     return (_unreached_status(shell, parent, workers, has_shell)
             or _values_status(shell, parent, workers, has_shell))
 
@@ -675,7 +675,7 @@ def _env_row(name: str, src: _EnvSources, forced: bool) -> EnvRow:
     if name in src.site_vars and status in ("only-in-workers", "differs"):
         note = f"set by {src.hook_sources.get(name) or src.site_path}"
     row = EnvRow(name=name, shell=src.shell.get(name), parent=src.parent.get(name), workers=workers,
-                 forced_by_sglang=forced, from_sitecustomize=name in src.site_vars,
+                 forced_by_engine=forced, from_sitecustomize=name in src.site_vars,
                  from_nccl_conf=name in src.conf, nccl_conf_value=src.conf.get(name), status=status, note=note)
     row.shell = redact_value(name, row.shell) if row.shell is not None else None
     row.parent = redact_value(name, row.parent) if row.parent is not None else None

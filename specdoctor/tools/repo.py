@@ -233,11 +233,9 @@ _BACKEND_FILES = {
     "wave_backend": ("wave", {"wave"}),
     "ascend_backend": ("ascend", {"ascend"}),
     "nsa_backend": ("nsa", {"nsa", "dsa"}),
-    # vLLM 0.26: vllm/v1/attention/backends/<name>.py, chosen with --attention-backend NAME
-    "triton_attn": ("TRITON_ATTN", {"TRITON_ATTN"}),
-    "flash_attn": ("FLASH_ATTN", {"FLASH_ATTN"}),
-    "flashinfer": ("FLASHINFER", {"FLASHINFER"}),
 }
+# vLLM 0.26: vllm/v1/attention/backends/<name>.py, chosen with --attention-backend NAME (only under that folder)
+_VLLM_BACKEND_FILES = {"triton_attn": "TRITON_ATTN", "flash_attn": "FLASH_ATTN", "flashinfer": "FLASHINFER"}
 KNOWN_ENTRY_CLASSES = {
     "kimi_k25": ["KimiK25ForConditionalGeneration"],
     "deepseek_v2": ["DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM"],
@@ -318,7 +316,9 @@ def classify_path(path: str) -> tuple[str, str | None]:
         return "benchmarks", None
     if re.search(r"(^|/)tests?/|(^|/)test_[^/]*\.py$", p):
         return "tests", None
-    if "layers/attention/" in p or "v1/attention/backends/" in p:
+    if "v1/attention/backends/" in p and stem in _VLLM_BACKEND_FILES:
+        return "attention-backend", _VLLM_BACKEND_FILES[stem]
+    if "layers/attention/" in p:
         if stem in _BACKEND_FILES:
             return "attention-backend", _BACKEND_FILES[stem][0]
         if stem.endswith("_backend"):

@@ -180,7 +180,8 @@ def _launches(audit: Path) -> int:
     if not audit.is_file():
         return 0
     entries = [json.loads(line) for line in audit.read_text().splitlines() if line.strip()]
-    return sum(1 for e in entries if "setsid" in e.get("command", "") and "sglang" in e.get("command", ""))
+    return sum(1 for e in entries if "setsid" in e.get("command", "")
+               and any(engine in e.get("command", "") for engine in ("sglang", "vllm")))
 
 
 def _access_lines(log: Path) -> int:

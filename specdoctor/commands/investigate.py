@@ -114,6 +114,8 @@ def register(app: typer.Typer) -> None:
         known_hosts: KnownHosts = None,
         identity: Identity = None,
         as_json: Annotated[bool, typer.Option("--json", help="Plain output; print the outcome as JSON.")] = False,
+        engine: Annotated[str | None, typer.Option(help="Serving engine: sglang or vllm (default: found on the "
+                                                   "host from the launch line or the running server).")] = None,
     ) -> None:
         """Run a playbook against a host and write report.md, report.json, report.html and audit.jsonl."""
         import sys
@@ -133,7 +135,7 @@ def register(app: typer.Typer) -> None:
             essential=essential or [], patch_script=patch_script, good_fingerprint=good_fingerprint,
             playbook=playbook, params=budget_params(parse_params(param), budget), yes=yes, dry_run=dry_run, out=out, checkpoint=checkpoint,
             llm=llm, llm_base_url=llm_base_url, accept_new_host_key=accept_new_host_key, known_hosts=known_hosts,
-            identity_files=identity or [])
+            identity_files=identity or [], engine=engine)
         opened = open_host(host, accept_new_host_key=accept_new_host_key, known_hosts=known_hosts,
                            identity_files=identity or None)
         try:

@@ -87,12 +87,13 @@ def _render_inventory(inv: dict[str, Any], console: Console) -> None:
     from rich.table import Table
 
     t = Table(title="NCCL inventory", show_header=False)
-    for k in ("interconnect", "gpus", "tp", "nccl_version", "sglang_version", "hidden_size", "draft_tokens",
+    for k in ("interconnect", "gpus", "tp", "nccl_version", "engine", "engine_version", "hidden_size", "draft_tokens",
               "bench_tool"):
         t.add_row(k, str(inv.get(k)))
     t.add_row("sizes", ", ".join(f"{s['label']}: {s['bytes']} B" for s in inv.get("sizes", [])))
-    if inv.get("sglang_forced_env"):
-        t.add_row("SGLang forces", ", ".join(f"{k}={v}" for k, v in inv["sglang_forced_env"].items()))
+    forced = inv.get("engine_forced_env") or inv.get("sglang_forced_env")
+    if forced:
+        t.add_row(f"{inv.get('engine') or 'the engine'} forces", ", ".join(f"{k}={v}" for k, v in forced.items()))
     console.print(t)
     if inv.get("launcher_drops"):  # before any latency or tuning claim
         console.print("[bold red]Propagation first:[/bold red] " + (inv.get("notes") or [""])[0], highlight=False)

@@ -90,7 +90,7 @@ def _breakeven_actions(case: Case, base: float | None, spec: float | None) -> li
 
 def _pcie_gate_action(case: Case) -> list[PlanAction]:
     scan = case.tools.gates
-    sglang_gates = {g.name for g in scan.sglang_gates} if scan else set()
+    sglang_gates = {g.name for g in scan.engine_gates} if scan else set()
     topo = case.facts.topology or TopologyFact()
     if "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE" not in sglang_gates or topo.interconnect != "pcie":
         return []

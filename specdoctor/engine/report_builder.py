@@ -120,7 +120,7 @@ def _head(verdict: Verdict | None, v: StateView, r: _Reader, *, rec: Any, error:
         summary=verdict.sentence if verdict is not None else (error or ""),
         meta=m.RunMeta(run_id=rec.run_id, host=rec.host, repo=v.params.get("repo"), playbook=rec.playbook,
                        started=started, finished=time.time(), specdoctor_version=__version__, status=status,
-                       error=error),
+                       error=error, engine=getattr(rec, "engine", None)),
         commands=r.cmds.entries)
     narrative = v.run_facts.narrative
     if narrative is not None:

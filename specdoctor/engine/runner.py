@@ -22,7 +22,9 @@ from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import BackupError, UsageError
 from specdoctor.host import AuditLog, Host, open_host
 from specdoctor.host.redact import redact_text
+from specdoctor.inference import EngineName, InferenceEngine, engine_for_launch
 from specdoctor.toolkit import ToolContext
+from specdoctor.toolkit.context import run_engine_on
 from specdoctor.toolkit.safety import restore_hint, safety_net
 from specdoctor.tools.launch import StopResult
 
@@ -54,6 +56,8 @@ class InvestigateOptions(BaseModel):
     accept_new_host_key: bool = False
     known_hosts: str | None = None
     identity_files: list[str] = Field(default_factory=list)
+    engine: EngineName | None = Field(default=None, description="The serving engine (None: found on the host once, "
+                                      "from the launch line or the running server's process).")
 
 
 class RunOutcome(BaseModel):
@@ -201,6 +205,16 @@ def _guard(host: Host, run_id: str, repo: str | None, *, resuming: bool) -> Chec
     return guard
 
 
+def _run_engine(rec: RunRecord, host: Host, first_input: Any) -> InferenceEngine:
+    """The run's engine, resolved once: `--engine`, else the launch line the run was given, else what runs on the
+    host (its server's process); a run that cannot tell stops here with a one-line error."""
+    launch = ((first_input or {}).get("params") or {}).get("launch") if isinstance(first_input, dict) else None
+    found = engine_for_launch(launch) if launch and not rec.engine else None
+    engine = found or run_engine_on(host, rec.engine)
+    rec.engine = engine.name
+    return engine
+
+
 def _run(rec: RunRecord, playbook: Playbook, host: Host, first_input: Any, view: Any, approver: Approver | None,
          advisor: Any, dry_run: bool, guard: CheckoutGuard | None = None) -> RunOutcome:
     try:
@@ -213,7 +227,8 @@ def _run(rec: RunRecord, playbook: Playbook, host: Host, first_input: Any, view:
 def _run_graph(rec: RunRecord, playbook: Playbook, host: Host, first_input: Any, view: Any,
                approver: Approver | None, advisor: Any, dry_run: bool, guard: CheckoutGuard | None) -> RunOutcome:
     ctx = ToolContext(host=host, run_id=rec.run_id,
-                      progress=guard.beating(view.progress) if guard is not None else view.progress)
+                      progress=guard.beating(view.progress) if guard is not None else view.progress,
+                      run_engine=_run_engine(rec, host, first_input))
     deps = RunDeps(host=host, tool_ctx=ctx, view=view, advisor=advisor, out_dir=Path(rec.out_dir), yes=rec.yes,
                    dry_run=dry_run, playbook=playbook)
     cfg = {"configurable": {"thread_id": rec.run_id}}
@@ -269,7 +284,7 @@ def investigate(options: InvestigateOptions, *, view: Any = None, approver: Appr
         rec = RunRecord(run_id=run_id, host=options.host, reopen=getattr(host, "reopen_spec", None) or options.host,
                         host_options=_host_options(options), playbook=options.playbook, out_dir=str(out_dir),
                         checkpoint=options.checkpoint or "", yes=options.yes, dry_run=options.dry_run,
-                        llm=options.llm, llm_base_url=options.llm_base_url)
+                        llm=options.llm, llm_base_url=options.llm_base_url, engine=options.engine)
         # A dry run only reads: it neither waits for nor blocks a real run on the same checkout.
         guard = None if options.dry_run else _guard(host, run_id, params.get("repo"), resuming=False)
         save_record(rec)

@@ -52,6 +52,7 @@ class RunRecord(BaseModel):
     dry_run: bool = False
     llm: str | None = None
     llm_base_url: str | None = None
+    engine: str | None = Field(default=None, description="The serving engine given (--engine) or found at the start.")
     status: str = "running"
     verdict: str | None = None
     started: float = Field(default_factory=time.time)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from specdoctor.parsers.environ import EnvironCatalog
 from specdoctor.parsers.sglang import DecodeLine, LaunchArgs, MetaInfo, ServerInfo
 
 __all__ = ["InferenceEngine", "ProcessRole"]
@@ -111,6 +112,25 @@ class InferenceEngine(Protocol):
 
     def read_server_info(self, body: Any) -> ServerInfo:
         """The server-info body in neutral names."""
+        ...
+
+    @property
+    def metrics_path(self) -> str | None:
+        """Prometheus endpoint whose counters give the accept length of a window (None: read per request)."""
+        ...
+
+    def meta_from_metrics(self, meta: MetaInfo, before: str, after: str) -> MetaInfo:
+        """A response's metadata completed from two scrapes of `metrics_path` around it (server-side latency, time
+        to first token, drafts and accepted tokens); unchanged where the response already said it."""
+        ...
+
+    def force_accept_argv(self, command: str | list[str], accept_length: float) -> list[str] | None:
+        """A launch line that forces the accept length through the engine's own config (None: no such key; see
+        `simulate_accept_env` for an engine that forces it with a variable)."""
+        ...
+
+    def parse_gate_catalog(self, text: str) -> EnvironCatalog:
+        """The engine's env-var catalog file (`gate_catalog_paths`) parsed into declarations."""
         ...
 
     # -- logs -----------------------------------------------------------------------------------

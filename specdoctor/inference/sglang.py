@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from specdoctor.inference.base import ProcessRole
+from specdoctor.parsers.environ import EnvironCatalog, parse_environ_py
 from specdoctor.parsers.sglang import (
     DecodeLine,
     LaunchArgs,
@@ -187,6 +188,17 @@ class SGLang:
 
     def read_server_info(self, body: Any) -> ServerInfo:
         return normalise_server_info(body)
+
+    metrics_path: str | None = None  # the accept length comes with each /generate response (meta_info)
+
+    def meta_from_metrics(self, meta: MetaInfo, before: str, after: str) -> MetaInfo:
+        return meta  # meta_info carries it all
+
+    def force_accept_argv(self, command: str | list[str], accept_length: float) -> list[str] | None:
+        return None  # SGLang forces it with a variable (simulate_accept_env)
+
+    def parse_gate_catalog(self, text: str) -> EnvironCatalog:
+        return parse_environ_py(text)
 
     # -- logs -----------------------------------------------------------------------------------
     def decode_lines(self, text: str) -> list[DecodeLine]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import AliasChoices, ConfigDict, Field, field_validator
 
 from specdoctor.models.base import StrictModel, str_keys
 from specdoctor.models.evidence import Evidence
@@ -18,11 +18,15 @@ EnvStatus = Literal["propagated", "dropped-for-workers", "differs", "forced-by-s
 class EnvRow(StrictModel):
     """One variable's value in the launch shell, the main (parent) process and each worker."""
 
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, populate_by_name=True)
+
     name: str
     shell: str | None = None
     parent: str | None = None
     workers: dict[str, str | None] = Field(default_factory=dict, description="Rank -> value (None: unset).")
-    forced_by_sglang: bool = False
+    forced_by_engine: bool = Field(default=False, validation_alias=AliasChoices("forced_by_engine", "forced_by_sglang"),
+                                   description="The serving engine writes it itself before starting its workers "
+                                               "(saved runs say forced_by_sglang).")
     from_sitecustomize: bool = False
     from_nccl_conf: bool = False
     nccl_conf_value: str | None = None

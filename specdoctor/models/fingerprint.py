@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 __all__ = ["GpuFingerprint", "Fingerprint", "Impact", "Change", "FingerprintDiff"]
 
@@ -30,6 +30,8 @@ class GpuFingerprint(BaseModel):
 class Fingerprint(BaseModel):
     """Everything about the box and the server that a tok/s figure depends on; stored with every measurement."""
 
+    model_config = ConfigDict(populate_by_name=True)
+
     driver: str | None = None
     cuda_driver: str | None = Field(default=None, description="CUDA version the driver supports (nvidia-smi).")
     cuda_runtime: str | None = Field(default=None, description="torch.version.cuda.")
@@ -45,7 +47,9 @@ class Fingerprint(BaseModel):
                                        "the first TP worker (redacted).")
     worker_env_mismatch: list[str] = Field(default_factory=list, description="Names whose value differs between ranks.")
     parent_env: dict[str, str] = Field(default_factory=dict)
-    sglang_version: str | None = None
+    engine: str | None = Field(default=None, description="The serving engine (sglang, vllm).")
+    engine_version: str | None = Field(default=None, validation_alias=AliasChoices("engine_version", "sglang_version"),
+                                       description="Its package's version (saved fingerprints say sglang_version).")
     server_version: str | None = None
     commit: str | None = None
     dirty_files: int | None = None
@@ -61,7 +65,7 @@ class Fingerprint(BaseModel):
     def summary_line(self) -> str:
         gpu = f"{len(self.gpus)}x {self.gpus[0].name}" if self.gpus else "no GPUs"
         return (f"driver {self.driver}, CUDA {self.cuda_driver}, NCCL {self.nccl_version} ({self.nccl_source}), "
-                f"{gpu} {self.interconnect or ''}, sglang {self.sglang_version or self.server_version}, "
+                f"{gpu} {self.interconnect or ''}, {self.engine or 'engine'} {self.engine_version or self.server_version}, "
                 f"{len(self.worker_env)} worker env vars")
 
 

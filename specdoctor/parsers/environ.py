@@ -116,6 +116,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ("get_int_env_var", re.compile(r"\bget_int_env_var\(\s*" + _STR + _DEFAULT)),
     ("envs.get", re.compile(r"\benvs\.(?P<name>[A-Z][A-Z0-9_]*)\.get\(\s*\)")),
     ("envs.is_set", re.compile(r"\benvs\.(?P<name>[A-Z][A-Z0-9_]*)\.is_set\(\s*\)")),
+    # vLLM reads its variables as module attributes: `if envs.VLLM_X:` (vllm/envs.py's __getattr__)
+    ("envs.VLLM_X", re.compile(r"\benvs\.(?P<name>VLLM_[A-Z0-9_]*)\b(?!\s*[.(])")),
     ("declaration", re.compile(r"^\s*(?P<name>[A-Z][A-Z0-9_]*)\s*(?::[^=]+)?=\s*(?P<cls>Env[A-Za-z]+)\(\s*"
                                r"(?P<default>[^,)]*)")),
 ]

@@ -122,6 +122,9 @@ class LaunchArgs(BaseModel):
     cuda_graph_max_bs: int | None = None
     disable_custom_all_reduce: bool = False
     extra: dict[str, Any] = Field(default_factory=dict, description="Every other flag by dest name.")
+    derived: list[str] = Field(default_factory=list, description="Fields above read from another flag, not flags "
+                               "of this engine themselves (vLLM's tp_size from --tensor-parallel-size, speculative_* "
+                               "from --speculative-config): launch-flag comparisons and reverts skip them.")
     problems: list[str] = Field(default_factory=list)
     unresolved: dict[str, str] = Field(default_factory=dict, description="dest (or 'env.NAME') -> the value as "
                                        "written when the given lines cannot resolve it ($VAR, $(...), a "
@@ -137,7 +140,8 @@ class LaunchArgs(BaseModel):
 
     def as_args(self) -> dict[str, Any]:
         """The server args as a flat dict (what `find_server_processes` reports)."""
-        d = self.model_dump(exclude={"argv", "env", "prefix", "flags", "extra", "problems", "python", "entry"})
+        d = self.model_dump(exclude={"argv", "env", "prefix", "flags", "extra", "problems", "python", "entry",
+                                     "derived"})
         d.update(self.extra)
         return d
 

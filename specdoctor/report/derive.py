@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from specdoctor.diagnosis.causes import revert_patch_command as revert_command
-from specdoctor.parsers.sglang import drop_speculative_flags
+from specdoctor.inference import engine_for_launch
 from specdoctor.report.model import (
     Action,
     Attribution,
@@ -102,7 +102,8 @@ def action_command(a: Action, r: Report) -> str | None:
         env = " ".join(f"{n}={v}" for n, v in assigns)
         return f"env {env} {r.meta.launch}" if r.meta.launch else f"env {env} python -m sglang.launch_server …"
     if "without speculation" in low and r.meta.launch:
-        return shlex.join(drop_speculative_flags(r.meta.launch))
+        engine = engine_for_launch(r.meta.launch)  # the launch line's own engine drops its speculative flags
+        return shlex.join(engine.drop_speculative(r.meta.launch)) if engine else None
     return None
 
 

@@ -226,6 +226,8 @@ class RunMeta(_Model):
     error: str | None = None
     advisor: str | None = Field(default=None, description="LLM model used, if any.")
     launch: str | None = Field(default=None, description="The examined server's launch line.")
+    engine: str | None = Field(default=None, description="The serving engine the run resolved (sglang, vllm); its "
+                               "version is the fingerprint's engine_version.")
     sitecustomize: str | None = Field(default=None, description="Path of the sitecustomize.py the server imports.")
 
 

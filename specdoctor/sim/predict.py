@@ -16,8 +16,9 @@ from pydantic import BaseModel
 from specdoctor.sim.sandbox import Sandbox
 from specdoctor.sim.standin.sglang._twin import perf as _perf
 from specdoctor.sim.standin.sglang._twin.args import parse_server_args, resolve
+from specdoctor.sim.standin.vllm._front.args import parse_args as parse_vllm_args
 
-__all__ = ["Prediction", "predict", "server_worker_env"]
+__all__ = ["Prediction", "predict", "server_worker_env", "vllm_server_args"]
 
 
 class Prediction(BaseModel):
@@ -35,6 +36,20 @@ class Prediction(BaseModel):
     gpus: list[int]
     link_factor: float
     hw_factor: float
+
+
+def vllm_server_args(argv: list[str], speculative: bool = True) -> dict:
+    """The vLLM stand-in's resolved args for a `vllm serve` / api_server line (the twin model's names)."""
+    if "serve" in argv:
+        entry, rest = "serve", argv[argv.index("serve") + 1:]
+    else:
+        entry, rest = "api_server", argv[argv.index("vllm.entrypoints.openai.api_server") + 1:]
+    args = parse_vllm_args(rest, entry)
+    if not speculative:
+        for key in ("speculative_algorithm", "speculative_draft_model_path", "speculative_num_steps",
+                    "speculative_eagle_topk", "speculative_num_draft_tokens"):
+            args[key] = None
+    return args
 
 
 def server_worker_env(sandbox: Sandbox, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -61,13 +76,16 @@ def predict(sandbox: Sandbox, *, launch: str | None = None, worker_env: dict[str
     """
     twin = json.loads((sandbox.root / ".sim" / "twin.json").read_text())
     argv = shlex.split(launch or sandbox.launch)
-    argv = argv[argv.index("sglang.launch_server") + 1:] if "sglang.launch_server" in argv else argv[2:]
-    ns = parse_server_args(argv, twin["version"], "predict")
-    if not speculative:
-        ns.speculative_algorithm = None
-    model_cfg = json.loads((Path(ns.model_path) / "config.json").read_text())
-    args, _ = resolve(ns, twin["version"], (model_cfg.get("architectures") or ["x"])[0],
-                      float(twin["hardware"]["memory_gb"]))
+    if twin.get("engine") == "vllm":
+        args = vllm_server_args(argv, speculative)
+    else:
+        argv = argv[argv.index("sglang.launch_server") + 1:] if "sglang.launch_server" in argv else argv[2:]
+        ns = parse_server_args(argv, twin["version"], "predict")
+        if not speculative:
+            ns.speculative_algorithm = None
+        model_cfg = json.loads((Path(ns.model_path) / "config.json").read_text())
+        args, _ = resolve(ns, twin["version"], (model_cfg.get("architectures") or ["x"])[0],
+                          float(twin["hardware"]["memory_gb"]))
     env = dict(worker_env if worker_env is not None else server_worker_env(sandbox))
     present = {p["id"] for p in twin["patches"] if _perf.patch_present(tree or twin["repo"], p)}
     res = _perf.evaluate(twin, env, args, present, _perf.live_contention(str(sandbox.root), twin))

@@ -394,16 +394,23 @@ def _layout_python(root: Path, scenario: Scenario, twin_root: str) -> tuple[Path
     python = root / "bin" / "python"
     python.symlink_to(base)
     (root / "bin" / "python3").symlink_to("python")
+    engine = scenario.engine
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     src = resources.files("specdoctor.sim.standin").joinpath("sglang")
     with resources.as_file(src) as src_path:
-        shutil.copytree(src_path, site / "sglang", ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    (site / "sglang" / "_twin" / "location.txt").write_text(twin_root + "\n")
+        if engine == "vllm":  # vLLM's stand-in front over the same twin model, under the engine's own package
+            with resources.as_file(resources.files("specdoctor.sim.standin").joinpath("vllm")) as vsrc:
+                shutil.copytree(vsrc, site / "vllm", ignore=ignore)
+            shutil.copytree(Path(src_path) / "_twin", site / "vllm" / "_twin", ignore=ignore)
+        else:
+            shutil.copytree(src_path, site / "sglang", ignore=ignore)
+    (site / engine / "_twin" / "location.txt").write_text(twin_root + "\n")
     # A process that imports sglang from a checkout (a trial tree on PYTHONPATH) runs the stand-in, origin kept.
     finder = resources.files("specdoctor.sim.standin").joinpath("twin_checkout_import.py").read_text()
     (site / "twin_checkout_import.py").write_text(finder)
     (site / "twin_checkout_import.pth").write_text("import twin_checkout_import\n")
-    (site / "sglang" / "version.py").write_text(f'__version__ = "{scenario.sglang.version}"\n')
-    for dist, version in ((f"sglang-{scenario.sglang.version}", scenario.sglang.version),
+    (site / engine / "version.py").write_text(f'__version__ = "{scenario.sglang.version}"\n')
+    for dist, version in ((f"{engine}-{scenario.sglang.version}", scenario.sglang.version),
                           (f"nvidia_nccl_cu12-{scenario.hardware.nccl}", scenario.hardware.nccl),
                           (f"torch-{scenario.hardware.torch}", scenario.hardware.torch)):
         info = site / f"{dist}.dist-info"
@@ -417,8 +424,11 @@ def _layout_python(root: Path, scenario: Scenario, twin_root: str) -> tuple[Path
         for tool in sorted(Path(bin_path).iterdir()):
             if tool.name.startswith((".", "_")) or tool.suffix == ".pyc" or tool.is_dir():
                 continue
+            if tool.name in ("sglang", "vllm") and tool.name != engine:  # only the box's own engine's command
+                continue
             target = root / "bin" / tool.name
-            target.write_text(f"#!{python}\n" + tool.read_text())
+            # The box's tools read the twin model from the engine's package (sglang._twin or vllm._twin).
+            target.write_text(f"#!{python}\n" + tool.read_text().replace("from sglang._twin", f"from {engine}._twin"))
             target.chmod(0o755)
     return python, site
 
@@ -444,7 +454,7 @@ def build_sandbox(scenario: Scenario | str, root: Path | None = None, *, start_s
     python, _site = _layout_python(root, sc, str(root))
     ctx["site"] = str(_site)  # the interpreter's site-packages: a scenario's start-up hooks (.pth files) go there
     if sc.sglang.install == "editable":  # pip's PEP 610 record of `pip install -e <repo>`: where sglang comes from
-        (_site / f"sglang-{sc.sglang.version}.dist-info" / "direct_url.json").write_text(
+        (_site / f"{sc.engine}-{sc.sglang.version}.dist-info" / "direct_url.json").write_text(
             json.dumps({"url": repo.as_uri(), "dir_info": {"editable": True}}))
     base_env = {"PATH": f"{root / 'bin'}:{_SYSTEM_PATH}", "HOME": str(home), "LANG": "C.UTF-8"}
     nccl_conf = root / "etc" / "nccl.conf"
@@ -606,7 +616,7 @@ def _write_twin(root: Path, sc: Scenario, repo: str, nccl_conf: Path | None, ctx
     mc = sc.server.model_config_json
     hidden = mc.get("hidden_size") or (mc.get("text_config") or {}).get("hidden_size") or 7168
     twin = {
-        "name": sc.name, "version": sc.sglang.version, "seed": sc.seed, "time_scale": sc.time_scale, "repo": repo,
+        "name": sc.name, "engine": sc.engine, "version": sc.sglang.version, "seed": sc.seed, "time_scale": sc.time_scale, "repo": repo,
         "sglang_install": sc.sglang.install, "launch_time": sc.server.launch_time.model_dump(),
         "hardware": hw,
         "patches": [{"id": p.id, "file": p.file, "add": p.add, "after": p.after, "essential": p.essential,

@@ -409,8 +409,11 @@ class Scenario(_Strict):
     corpus: bool = Field(default=False, description="A corpus story (not one of the six the agent was built on).")
     seed: int = 0
     time_scale: float = Field(default=200.0, gt=0, description="Model seconds per wall second.")
+    engine: Literal["sglang", "vllm"] = Field(default="sglang", description="The serving engine the box runs; its "
+                                              "checkout is `checkout:` (alias of `sglang:`), its base a tree of "
+                                              "_bases.yaml / _bases_vllm.yaml.")
     hardware: Hardware
-    sglang: SGLangCheckout
+    sglang: SGLangCheckout = Field(alias="checkout")
     files: list[ExtraFile] = Field(default_factory=list)
     sitecustomize: str | None = None
     nccl_conf: str | None = None
@@ -469,7 +472,8 @@ def _library() -> dict[str, dict]:
 
 def base_tree(name: str) -> dict[str, str]:
     """The files of a named SGLang base tree (path -> content), resolving `extends`."""
-    trees = yaml.safe_load(_read_builtin("_bases.yaml"))["trees"]
+    trees = {**yaml.safe_load(_read_builtin("_bases.yaml"))["trees"],
+             **yaml.safe_load(_read_builtin("_bases_vllm.yaml"))["trees"]}
     if name not in trees:
         raise ScenarioError(f"unknown base tree {name!r} (known: {', '.join(sorted(trees))})")
     spec = trees[name]
@@ -527,7 +531,7 @@ def load_scenario(name_or_path: str | Path) -> Scenario:
     """A built-in scenario by name (`seed`) or a YAML file by path; `extends` and library patches resolved."""
     ref = str(name_or_path)
     raw = _raw(ref)
-    checkout = raw.get("sglang") or {}
+    checkout = raw.get("sglang") or raw.get("checkout") or {}
     if checkout.get("use_patches"):
         lib = _library()
         own = list(checkout.get("patches") or [])

@@ -10,8 +10,35 @@ from importlib import resources
 from typing import Any
 
 from specdoctor.host.base import Host
+from specdoctor.inference import InferenceEngine, engine_for_launch, get_engine, resolve_engine
 
-__all__ = ["ToolContext", "ApprovalRequest"]
+__all__ = ["ToolContext", "ApprovalRequest", "register_engine_detector", "run_engine_on"]
+
+EngineDetector = Callable[[Host], "InferenceEngine | None"]
+_DETECTORS: list[EngineDetector] = []
+
+
+def register_engine_detector(detector: EngineDetector) -> None:
+    """A way to tell the engine from what runs on a host (the tools' process listing registers one): tried, in
+    order, when a context's engine was not given, after the host's launch hint."""
+    if detector not in _DETECTORS:
+        _DETECTORS.append(detector)
+
+
+def run_engine_on(host: Host, name: str | None = None) -> InferenceEngine:
+    """A run's engine, once: the named one (`--engine`), else the one the host shows (`_detect`)."""
+    return get_engine(name) if name else _detect(host)
+
+
+def _detect(host: Host) -> InferenceEngine:
+    """The host's engine: its launch hint, else the registered detectors, else `resolve_engine`'s `ps` look."""
+    hint = host.hints.launch if host.hints is not None else None
+    found = engine_for_launch(hint) if hint else None
+    for detector in _DETECTORS if found is None else []:
+        found = detector(host)
+        if found is not None:
+            break
+    return found if found is not None else resolve_engine(host)
 
 
 @dataclass
@@ -38,6 +65,39 @@ class ToolContext:
     approve: Callable[[ApprovalRequest], bool] | None = None
     progress: Callable[[str], None] | None = None
     cache: dict[str, Any] = field(default_factory=dict)
+    run_engine: InferenceEngine | None = None
+    """The serving engine of this run, resolved once (`--engine`, or the runner's detection); None: found on first
+    use from the host (its launch hint or its server's process), never assumed."""
+
+    @property
+    def engine(self) -> InferenceEngine:
+        """The run's engine (see `run_engine`): every tool asks this, none picks one itself."""
+        if self.run_engine is None:
+            self.run_engine = _detect(self.host)
+        return self.run_engine
+
+    def engine_at(self, version: str | None) -> InferenceEngine:
+        """The run's engine, speaking for `version` when one is known (a version-specific answer)."""
+        engine = self.engine
+        if not version or version == engine.version:
+            return engine
+        return get_engine(engine.name, version)
+
+    def engine_for(self, command: str | list[str] | None) -> InferenceEngine:
+        """The engine a launch line starts: the run's when the line is the run's engine's (its version kept) or
+        names none; another engine's when its entry point says so (a vLLM line on an SGLang run's host)."""
+        found = engine_for_launch(command) if command else None
+        if found is None:
+            return self.engine
+        if self.run_engine is None:
+            self.run_engine = found
+        return self.run_engine if self.run_engine.name == found.name else found
+
+    def engine_named(self, name: str | None, version: str | None = None) -> InferenceEngine:
+        """An input's explicit engine (`engine` field of a tool's input), else the run's."""
+        if name is None or name == self.engine.name:
+            return self.engine_at(version)
+        return get_engine(name, version)
 
     def say(self, message: str) -> None:
         """A one-line progress message for the live view (never printed by tools themselves)."""

@@ -9,7 +9,6 @@ import numpy as np
 from pydantic import BaseModel, Field
 
 from specdoctor.errors import ToolFailed, Unresolved
-from specdoctor.inference import get_engine
 from specdoctor.toolkit import ToolContext, registry, tool
 from specdoctor.tools.trial import LaunchConfig, measure, trial
 
@@ -84,8 +83,9 @@ def crossing(xs: list[float], ys: list[float], level: float) -> float | None:
     return None
 
 
-def _measure(ctx: ToolContext, args: EmpiricalInput, label: str, env: dict[str, str], drop_spec: bool) -> dict:
-    config = LaunchConfig(command=args.command, env=env, speculative=not drop_spec, label=label,
+def _measure(ctx: ToolContext, args: EmpiricalInput, label: str, env: dict[str, str], drop_spec: bool,
+             command: str | list[str] | None = None) -> dict:
+    config = LaunchConfig(command=command if command is not None else args.command, env=env, speculative=not drop_spec, label=label,
                           timeout_s=args.timeout_s, python=args.python, cwd=args.cwd, port=args.port)
     ctx.say(f"launching server ({label})")
     with trial(ctx, config) as handle:
@@ -96,9 +96,10 @@ def _measure(ctx: ToolContext, args: EmpiricalInput, label: str, env: dict[str, 
 
 @tool(effect="disrupt")
 def breakeven_empirical(ctx: ToolContext, args: EmpiricalInput) -> EmpiricalBreakeven:
-    """Relaunch the server with SGLANG_SIMULATE_ACC_LEN over a grid, measure tok/s, and find the measured break-even.
+    """Relaunch the server with the accept length forced over a grid, measure tok/s, and find the measured break-even.
 
-    Real SGLang forces the accept length with that variable, so tok/s against τ traces the cycle cost directly.
+    Real SGLang forces it with SGLANG_SIMULATE_ACC_LEN, vLLM 0.26 with its speculative config's synthetic rejection
+    sampling (`synthetic_acceptance_length`), so tok/s against τ traces the cycle cost directly.
     The model line is tps = 1000·τ/cycle fitted through the origin; its break-even is baseline·cycle/1000.
     """
     if len(args.accept_lens) < 2:
@@ -110,12 +111,16 @@ def breakeven_empirical(ctx: ToolContext, args: EmpiricalInput) -> EmpiricalBrea
         baseline, base_samples = float(b["median"]), [float(x) for x in b.get("samples", [])]
     else:
         baseline = args.baseline_tps
-    knob = get_engine().simulate_accept_env
-    if knob is None:
+    engine = ctx.engine_for(args.command)
+    knob = engine.simulate_accept_env  # SGLang: a variable; vLLM 0.26: speculative-config keys (force_accept_argv)
+    if knob is None and engine.force_accept_argv(args.command, 2.0) is None:
         raise Unresolved("this inference engine has no way to force the accept length")
     raw = []
     for acc in sorted(args.accept_lens):
-        m = _measure(ctx, args, f"acc-{acc:g}", {knob: f"{acc:g}"}, False)
+        if knob is not None:
+            m = _measure(ctx, args, f"acc-{acc:g}", {knob: f"{acc:g}"}, False)
+        else:
+            m = _measure(ctx, args, f"acc-{acc:g}", {}, False, command=engine.force_accept_argv(args.command, acc))
         measured = m.get("accept_length")
         if measured is not None and abs(float(measured) - acc) > 0.25 * acc:
             notes.append(f"forced τ {acc:g} but the server reported {float(measured):.2f}: the variable may not have "

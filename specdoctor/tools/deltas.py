@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from specdoctor.errors import NoData, ToolFailed
 from specdoctor.host.base import Raw
-from specdoctor.inference import get_engine
+from specdoctor.inference import InferenceEngine, get_engine
 from specdoctor.models import DeltaList, MeasureFacts
 from specdoctor.models.delta import Delta, Revert, norm_value
 from specdoctor.models.fingerprint import Fingerprint, GpuFingerprint
@@ -232,7 +232,7 @@ def _env_source(row: Any, prop: Propagation, profiles: dict[str, str], launch_en
     """Where a worker variable's current value comes from, as /proc and the files show it (`forced`: what this
     engine version sets itself before it spawns the workers)."""
     in_env = row.parent is not None or _first_worker(row) is not None
-    if row.forced_by_sglang and row.status == "forced-by-sglang":
+    if row.forced_by_engine and row.status == "forced-by-sglang":
         return "engine-forced"
     if row.name in forced and row.parent is None and _first_worker(row) is not None and not row.from_sitecustomize:
         return "engine-forced"
@@ -333,11 +333,11 @@ def _env_delta(v: _EnvView, name: str, cur: str | None, row: Any) -> Delta:
 
 
 def _env_deltas(ref_env: dict[str, str] | None, fp: Fingerprint, prop: Propagation | None, box: BoxState,
-                launch_env: dict[str, str]) -> list[Delta]:
+                launch_env: dict[str, str], engine: InferenceEngine) -> list[Delta]:
     """The NCCL/CUDA/SGLang/torch variables whose worker value differs from the good run's (or the box forces)."""
     out: list[Delta] = []
-    version = fp.sglang_version or fp.server_version
-    forced = get_engine(version=version).forced_env_names if version else frozenset()
+    version = fp.engine_version or fp.server_version
+    forced = get_engine(engine.name, version).forced_env_names if version else frozenset()
     current = _current_env(prop, fp)
     v = _EnvView(ref_env=ref_env, prop=prop, box=box, launch_env=launch_env, forced=forced,
                  interconnect=fp.interconnect)
@@ -366,21 +366,22 @@ def _flag_value(v: Any) -> str | None:
     return norm_value(v)
 
 
-def _flag_deltas(ref_line: str | None, cur_line: str | None, notes: list[str]) -> list[Delta]:
+def _flag_deltas(ref_line: str | None, cur_line: str | None, notes: list[str],
+                 engine: InferenceEngine) -> list[Delta]:
     if not ref_line or not cur_line:
         if ref_line and not cur_line:
             notes.append("today's launch line unknown: launch flags not compared")
         return []
-    engine = get_engine()
     try:
         ref, cur = engine.parse_launch(ref_line), engine.parse_launch(cur_line)
     except Exception as exc:  # an unparsable line: say so, compare the rest
         notes.append(f"launch lines not compared: {exc}")
         return []
     ra, ca = ref.as_args(), cur.as_args()
+    derived = set(ref.derived) | set(cur.derived)
     out: list[Delta] = []
     for dest in sorted(set(ra) | set(ca)):
-        if dest in _FLAG_IDENTITY:
+        if dest in _FLAG_IDENTITY or dest in derived:
             continue
         rv, cv = _flag_value(ra.get(dest)), _flag_value(ca.get(dest))
         if rv == cv:
@@ -421,13 +422,13 @@ def _locate_paths(ctx: ToolContext, deltas: list[Delta]) -> list[Delta]:
 
 _SOFTWARE = [("nccl_version", "nccl", "high"), ("driver", "driver", "high"), ("cuda_driver", "cuda-driver", "high"),
              ("cuda_runtime", "cuda-runtime", "high"), ("torch_version", "torch", "medium"),
-             ("sglang_version", "engine", "high")]
+             ("engine_version", "engine", "high")]
 
 
 def _software_deltas(ref: dict[str, Any], fp: Fingerprint) -> list[Delta]:
     cur = fp.model_dump()
-    if not cur.get("sglang_version"):
-        cur["sglang_version"] = cur.get("server_version")
+    if not cur.get("engine_version"):
+        cur["engine_version"] = cur.get("server_version")
     out = []
     for key, name, impact in _SOFTWARE:
         a, b = ref.get(key), cur.get(key)
@@ -645,13 +646,12 @@ def _acceptance_delta(ref: dict[str, Any], measure: MeasureFacts | None) -> list
                   step_ids=["reproduce"])]
 
 
-def _workload_deltas(ref: dict[str, Any], max_new_tokens: int | None) -> list[Delta]:
+def _workload_deltas(ref: dict[str, Any], max_new_tokens: int | None, engine: InferenceEngine) -> list[Delta]:
     w = ref.get("workload")
     if not isinstance(w, dict):
         return []
-    engine = get_engine()
     payload = engine.generate_payload("x", max_new_tokens or 128)
-    temp = (payload.get("sampling_params") or {}).get("temperature") if isinstance(payload, dict) else None
+    temp = (payload.get("sampling_params") or payload).get("temperature") if isinstance(payload, dict) else None
     today: dict[str, Any] = {"output_tokens": max_new_tokens, "concurrency": 1, "temperature": temp,
                              "dataset": "specdoctor benchmark prompts"}
     out = []
@@ -705,7 +705,7 @@ def list_deltas(ctx: ToolContext, args: DeltasInput) -> Deltas:
     launch_env: dict[str, str] = {}
     if args.launch:
         try:
-            launch_env = dict(get_engine().parse_launch(args.launch).env)
+            launch_env = dict(ctx.engine.parse_launch(args.launch).env)
         except Exception:  # reported by _flag_deltas
             launch_env = {}
     server_pids = {int(p["pid"]) for p in fp.gpu_processes if isinstance(p, dict) and p.get("server")}
@@ -714,12 +714,12 @@ def list_deltas(ctx: ToolContext, args: DeltasInput) -> Deltas:
     ref_env = _flat_env(ref.get("worker_env")) if ref and "worker_env" in ref else None
     if ref is not None and ref_env is None:
         notes.append("the good run recorded no worker env: env compared with what the box forces")
-    deltas += _env_deltas(ref_env, fp, prop, box, launch_env)
+    deltas += _env_deltas(ref_env, fp, prop, box, launch_env, ctx.engine)
     if ref is not None:
-        deltas += _locate_paths(ctx, _flag_deltas(ref.get("launch"), args.launch, notes))
+        deltas += _locate_paths(ctx, _flag_deltas(ref.get("launch"), args.launch, notes, ctx.engine))
         deltas += _software_deltas(ref, fp)
         deltas += _acceptance_delta(ref, measure)
-        deltas += _workload_deltas(ref, args.max_new_tokens)
+        deltas += _workload_deltas(ref, args.max_new_tokens, ctx.engine)
     if args.fingerprint or box.gpus:
         deltas += _hardware_deltas(ref, fp, box, server_bus)
     deltas += _code_deltas(args.catalog)

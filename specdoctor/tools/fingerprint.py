@@ -12,7 +12,6 @@ from pydantic import BaseModel, Field
 from specdoctor.errors import NoData, SpecdoctorError, ToolFailed, ToolRetry, UsageError
 from specdoctor.host.base import Raw
 from specdoctor.host.redact import redact_env, redact_text
-from specdoctor.inference import get_engine
 from specdoctor.models.fingerprint import Change, Fingerprint, FingerprintDiff, GpuFingerprint, Impact
 from specdoctor.parsers.nvidia_smi import QGpu, parse_q, parse_query_csv, parse_topo
 from specdoctor.parsers.sections import split_sections
@@ -23,7 +22,7 @@ from specdoctor.tools.server import Server, http_get, locate_servers, server_env
 __all__ = ["FingerprintInput", "GpuFingerprint", "Fingerprint", "fingerprint", "Change", "FingerprintDiff",
            "FingerprintDiffInput", "diff_fingerprints", "fingerprint_diff", "ENV_PREFIXES"]
 
-ENV_PREFIXES = ("NCCL_", "CUDA_", "SGLANG_", "TORCH_NCCL_")
+ENV_PREFIXES = ("NCCL_", "CUDA_", "SGLANG_", "TORCH_NCCL_", "VLLM_")
 _QUERY = ["index", "name", "uuid", "pci.bus_id", "driver_version", "clocks.sm", "clocks.max.sm", "clocks.mem",
           "power.limit", "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current",
           "pcie.link.width.max", "persistence_mode"]
@@ -35,7 +34,8 @@ _PY_FACTS = (
     " print('nccl', '.'.join(map(str, v)) if isinstance(v, tuple) else '%d.%d.%d' % (v // 1000, v // 100 % 10, v % 100)"
     " if v < 10000 else '%d.%d.%d' % (v // 10000, v // 100 % 100, v % 100))\n"
     "except Exception as e:\n print('torch_error', type(e).__name__)\n"
-    "try:\n import sglang\n print('sglang', sglang.__version__)\nexcept Exception as e:\n print('sglang_error', type(e).__name__)\n"
+    "import importlib, os\ne = os.environ['SD_ENGINE']\n"
+    "try:\n print(e, importlib.import_module(e).__version__)\nexcept Exception as x:\n print(e + '_error', type(x).__name__)\n"
     "try:\n import importlib.metadata as m\n print('nccl_pip', m.version('nvidia-nccl-cu12'))\nexcept Exception:\n pass\n"
 )
 _SCRIPT = (
@@ -62,10 +62,9 @@ class FingerprintInput(BaseModel):
     python: str | None = Field(default=None, description="The server's python (torch NCCL, sglang version).")
 
 
-def _tuning_env(env: dict[str, str]) -> dict[str, str]:
+def _tuning_env(env: dict[str, str], skip: frozenset[str]) -> dict[str, str]:
     """The variables that tune NCCL/CUDA/SGLang/torch (what a fingerprint records of a process's env); a per-launch
     run id is no setting and would differ from every saved fingerprint."""
-    skip = get_engine().run_identity_env
     return {k: v for k, v in env.items() if k.startswith(ENV_PREFIXES) and k not in skip}
 
 
@@ -188,7 +187,7 @@ def _record_python_facts(fp: Fingerprint, sec: dict[str, list[str]]) -> None:
     facts = dict(ln.split(" ", 1) for ln in sec.get("py", []) if " " in ln)
     fp.python = facts.get("python")
     fp.torch_version, fp.cuda_runtime = facts.get("torch"), facts.get("torch_cuda")
-    fp.sglang_version = facts.get("sglang")
+    fp.engine_version = facts.get(fp.engine or "")
     if facts.get("nccl"):
         fp.nccl_version, fp.nccl_source = facts["nccl"], "torch.cuda.nccl.version()"
     elif facts.get("nccl_pip"):
@@ -221,13 +220,13 @@ def _record_server(ctx: ToolContext, fp: Fingerprint, s: Server) -> None:
     readable = {r: e for r, e in envs.workers.items() if e is not None}
 
     if readable:
-        first_env = _tuning_env(next(iter(readable.values())))
+        first_env = _tuning_env(next(iter(readable.values())), ctx.engine.run_identity_env)
         fp.worker_env = redact_env(first_env)
-        names = set().union(*(_tuning_env(e).keys() for e in readable.values()))
+        names = set().union(*(_tuning_env(e, ctx.engine.run_identity_env).keys() for e in readable.values()))
         fp.worker_env_mismatch = sorted(n for n in names if len({e.get(n) for e in readable.values()}) > 1)
     else:
         fp.problems.append("workers' environments not readable")
-    fp.parent_env = redact_env(_tuning_env(envs.main or {}))
+    fp.parent_env = redact_env(_tuning_env(envs.main or {}, ctx.engine.run_identity_env))
     fp.launch = redact_text(shlex.join(s.argv)) if s.argv else None
     # Digests of the redacted forms: a saved fingerprint without them gets the same digest from its fields.
     fp.launch_digest = launch_digest(fp.launch)
@@ -245,12 +244,12 @@ def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
     CPU governor, the TP workers' NCCL/CUDA/SGLANG env, SGLang version, checkout commit and Python."""
     servers, server_problem = _the_server(ctx, args)
     python = _server_python(args, servers)
-    env = {"SD_PY": python or "python3", "SD_PYSRC": _PY_FACTS}
+    env = {"SD_PY": python or "python3", "SD_PYSRC": _PY_FACTS, "SD_ENGINE": ctx.engine.package}
     if args.repo:
         env["SD_REPO"] = args.repo
     res = ctx.host.run(Raw(_SCRIPT), env=env, check="ignore", timeout=120)
     sec = split_sections(res.stdout)
-    fp = Fingerprint()
+    fp = Fingerprint(engine=ctx.engine.name)
     _record_gpus(fp, sec)
     _record_topology(fp, sec)
     _record_gpu_processes(fp, sec, servers)
@@ -333,7 +332,7 @@ def _limit_impact(before: Any, after: Any, *, lower_is_worse: bool = True) -> tu
 
 
 _TOP_ALIASES = {"cuda": "cuda_driver", "cuda_version": "cuda_driver", "nccl": "nccl_version",
-                "sglang": "sglang_version", "governor": "cpu_governor"}
+                "sglang": "engine_version", "vllm": "engine_version", "sglang_version": "engine_version", "governor": "cpu_governor"}
 _GPU_ALIASES = {"clocks_sm_max": "max_sm_clock_mhz", "clocks_sm": "sm_clock_mhz", "clocks_mem": "mem_clock_mhz",
                 "power_limit": "power_limit_w", "pcie_gen_current": "pcie_gen", "pcie_width_current": "pcie_width"}
 
@@ -373,7 +372,7 @@ def _env_changes(da: dict[str, Any], db: dict[str, Any]) -> list[Change]:
 _SCALARS: list[tuple[str, int, Impact]] = [
     ("nccl_version", 10, "high"), ("driver", 30, "high"), ("cuda_driver", 31, "high"), ("cuda_runtime", 32, "high"),
     ("torch_version", 33, "medium"), ("interconnect", 40, "high"), ("cpu_governor", 60, "medium"),
-    ("sglang_version", 70, "medium"), ("server_version", 71, "medium"), ("commit", 72, "medium"),
+    ("engine_version", 70, "medium"), ("server_version", 71, "medium"), ("commit", 72, "medium"),
     ("dirty_files", 73, "low"), ("python", 80, "low")]
 
 

@@ -6,12 +6,12 @@ import re
 import shlex
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from specdoctor.host.base import Raw
 from specdoctor.host.redact import redact_env
-from specdoctor.inference import get_engine
-from specdoctor.parsers.environ import EnvDecl, find_gate_reads, is_enabled_value, parse_environ_py
+from specdoctor.inference import InferenceEngine
+from specdoctor.parsers.environ import EnvDecl, find_gate_reads, is_enabled_value
 from specdoctor.toolkit import ToolContext, registry, tool
 from specdoctor.tools.repo import full_diff, git, unquote_c_path
 
@@ -33,33 +33,40 @@ class ServerProcess(BaseModel):
 class Gate(BaseModel):
     """One env-var gate found in ADDED lines, with its runtime value in each server process."""
 
+    model_config = ConfigDict(populate_by_name=True)
+
     name: str
     reader: str
     default: str | None
     file: str
     line: str
-    declared_in_sglang: EnvDecl | None = None
+    declared_in_engine: EnvDecl | None = Field(default=None, validation_alias=AliasChoices(
+        "declared_in_engine", "declared_in_sglang"), description="Its declaration in the engine's catalog.")
     state: GateState
     values: dict[str, str | None] = Field(default_factory=dict, description="process label → value (None: unset).")
     reason: str
 
 
 class GateScan(BaseModel):
-    """Gates in the local patches, verified against the running processes; SGLang's own gate catalog."""
+    """Gates in the local patches, verified against the running processes; the engine's own gate catalog."""
+
+    model_config = ConfigDict(populate_by_name=True)
 
     repo: str
     gates: list[Gate] = Field(default_factory=list)
     processes: list[ServerProcess] = Field(default_factory=list)
     process_source: str = "none"
-    environ_py: str | None = Field(default=None, description="Where SGLang's environ.py was read on the host.")
-    sglang_gates: list[EnvDecl] = Field(default_factory=list)
+    environ_py: str | None = Field(default=None, description="Where the engine's catalog (SGLang's environ.py, "
+                                   "vLLM's envs.py) was read on the host.")
+    engine_gates: list[EnvDecl] = Field(default_factory=list, validation_alias=AliasChoices(
+        "engine_gates", "sglang_gates"), description="Every variable the engine's catalog declares.")
     problems: list[str] = Field(default_factory=list)
 
     def summary_line(self) -> str:
         enabled = [g.name for g in self.gates if g.state == "ENABLED-at-runtime"]
         return (f"{len(self.gates)} gates in added lines, {len(self.processes)} server processes checked"
                 + (f"; ENABLED at runtime: {', '.join(enabled)}" if enabled else "; none enabled at runtime")
-                + f"; {len(self.sglang_gates)} SGLang gates catalogued")
+                + f"; {len(self.engine_gates)} engine gates catalogued")
 
 
 class GateInput(BaseModel):
@@ -71,8 +78,8 @@ class GateInput(BaseModel):
     include_catalog: bool = Field(default=True, description="Return SGLang's whole environ.py catalog.")
 
 
-def _label(pid: int, title: str, parent: bool) -> str:
-    return "parent" if parent else (title.split()[0] if get_engine().process_role(title) != "other" else f"pid{pid}")
+def _label(pid: int, title: str, parent: bool, engine: InferenceEngine) -> str:
+    return "parent" if parent else (title.split()[0] if engine.process_role(title) != "other" else f"pid{pid}")
 
 
 def _parse_environ(text: str) -> dict[str, str]:
@@ -123,10 +130,10 @@ def server_processes(ctx: ToolContext, port: int | None,
         for proc, parent in members:
             pid = int(proc.get("pid") or 0)
             argv = proc.get("cmdline") or []
-            title = argv[0] if argv and get_engine().process_role(str(argv[0])) != "other" else proc.get("title") or ""
+            title = argv[0] if argv and ctx.engine.process_role(str(argv[0])) != "other" else proc.get("title") or ""
             if pid:
                 env = by_pid[pid] if pid in by_pid else _read_env(ctx, pid)
-                procs.append(ServerProcess(pid=pid, role=_label(pid, title, parent),
+                procs.append(ServerProcess(pid=pid, role=_label(pid, title, parent, ctx.engine),
                                            env=redact_env(env) if env is not None else None))
         return procs, "find_server_processes", problems
     return _ps_processes(ctx, port), "ps", problems
@@ -139,7 +146,7 @@ def _ps_processes(ctx: ToolContext, port: int | None) -> list[ServerProcess]:
         parts = line.strip().split(None, 2)
         if len(parts) == 3 and parts[0].isdigit() and parts[1].isdigit():
             rows.append((int(parts[0]), int(parts[1]), parts[2]))
-    engine = get_engine()
+    engine = ctx.engine
     mains = [r for r in rows if engine.ps_main_pattern.search(r[2]) and engine.process_role(r[2]) == "other"]
     if port is not None:
         mains = [r for r in mains if re.search(rf"--port[= ]{port}\b", r[2])] or \
@@ -155,14 +162,14 @@ def _ps_processes(ctx: ToolContext, port: int | None) -> list[ServerProcess]:
     while stack:
         r = stack.pop()
         if engine.process_role(r[2]) == "worker":
-            out.append(ServerProcess(pid=r[0], role=_label(r[0], r[2], False), env=_read_env(ctx, r[0])))
+            out.append(ServerProcess(pid=r[0], role=_label(r[0], r[2], False, engine), env=_read_env(ctx, r[0])))
         stack.extend(children.get(r[0], []))
     return out
 
 
 def locate_environ_py(ctx: ToolContext, repo: str, python: str | None) -> str | None:
     """The env-gate catalog the server imports: from the given python's engine package, else the checkout's copy."""
-    engine = get_engine()
+    engine = ctx.engine
     if python:
         code = (f"import importlib.util as u; s = u.find_spec({engine.package!r}); "
                 "print(s.submodule_search_locations[0] if s and s.submodule_search_locations else '')")
@@ -221,8 +228,8 @@ def scan_feature_gates(ctx: ToolContext, args: GateInput) -> GateScan:
     catalog = None
     if scan.environ_py:
         try:
-            catalog = parse_environ_py(ctx.host.read(scan.environ_py).decode("utf-8", "replace"))
-            scan.sglang_gates = catalog.fields if args.include_catalog else []
+            catalog = ctx.engine.parse_gate_catalog(ctx.host.read(scan.environ_py).decode("utf-8", "replace"))
+            scan.engine_gates = catalog.fields if args.include_catalog else []
         except (SyntaxError, ValueError) as exc:  # a broken file on the host is a finding, not a crash
             scan.problems.append(f"could not parse {scan.environ_py}: {type(exc).__name__}: {exc}")
     procs, scan.process_source, problems = server_processes(ctx, args.port, args.repo)
@@ -243,6 +250,6 @@ def scan_feature_gates(ctx: ToolContext, args: GateInput) -> GateScan:
         if unreadable:
             reason += f" (could not read: {', '.join(unreadable)})"
         found[r.name] = Gate(name=r.name, reader=r.reader, default=default, file=path, line=r.line,
-                             declared_in_sglang=decl, state=state, values=values, reason=reason)
+                             declared_in_engine=decl, state=state, values=values, reason=reason)
     scan.gates = sorted(found.values(), key=lambda g: (g.state != "ENABLED-at-runtime", g.name))
     return scan

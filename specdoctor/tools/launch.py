@@ -15,14 +15,12 @@ from pydantic import BaseModel, Field
 from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env, redact_text
-from specdoctor.inference import EngineName, InferenceEngine, get_engine
+from specdoctor.inference import EngineName, InferenceEngine, engine_for_launch
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, start_in_session_script
 
 __all__ = ["LaunchInput", "LaunchResult", "launch_server", "StopInput", "StopResult", "stop_server",
-           "build_command", "port_busy", "listening_ports", "pick_free_port", "FATAL"]
-
-FATAL = get_engine().fatal_log
+           "build_command", "port_busy", "listening_ports", "pick_free_port"]
 
 
 class LaunchInput(BaseModel):
@@ -38,7 +36,8 @@ class LaunchInput(BaseModel):
                              description="Override the port (--port); 0: a port free on the host.")
     timeout_s: float = Field(default=600, description="How long to wait until the server is healthy.")
     label: str = Field(default="server", description="A name for the log file and the record.")
-    engine: EngineName = Field(default="sglang", description="Inference engine of the launch line.")
+    engine: EngineName | None = Field(default=None, description="Inference engine of the launch line (None: the "
+                                      "one its entry point names, else the run's).")
     replace_env: bool = Field(default=False, description="Start from an empty environment (env -i) plus `env`: "
                               "restarts a recorded server with exactly its own environment.")
     log_path: str | None = Field(default=None, description="Append the server's output to this file (e.g. where "
@@ -73,8 +72,12 @@ class LaunchResult(BaseModel):
 
 def build_command(command: str | list[str], *, python: str | None, drop_speculative: bool,
                   port: int | None, engine: InferenceEngine | None = None) -> list[str]:
-    """The argv to run: baseline flags dropped, python swapped, port forced, leading K=V kept out (env)."""
-    return (engine or get_engine()).relaunch_argv(command, python=python, speculative=not drop_speculative, port=port)
+    """The argv to run: baseline flags dropped, python swapped, port forced, leading K=V kept out (env); the engine
+    is the one given, else the one the line's entry point names."""
+    engine = engine or engine_for_launch(command)
+    if engine is None:
+        raise ToolRetry("the launch line names no known engine's entry point (sglang, vllm): pass the engine")
+    return engine.relaunch_argv(command, python=python, speculative=not drop_speculative, port=port)
 
 
 def listening_ports(host: Host) -> tuple[set[int], set[int]]:
@@ -265,7 +268,7 @@ def _wait_healthy(ctx: ToolContext, args: LaunchInput, engine: InferenceEngine, 
 
 def _launch(ctx: ToolContext, args: LaunchInput) -> LaunchResult:
     """One start of launch_server (see there)."""
-    engine = get_engine(args.engine)
+    engine = ctx.engine_named(args.engine) if args.engine else ctx.engine_for(args.command)
     argv, env, port = _launch_argv(ctx, args, engine)
     label = re.sub(r"[^A-Za-z0-9_.-]+", "-", args.label) or "server"
     log = args.log_path or f"{ctx.run_dir}/{label}-{int(time.time())}-{port}.log"

@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from specdoctor.errors import NoData, ToolFailed, ToolRetry, Unresolved
 from specdoctor.host.base import Host
-from specdoctor.inference import EngineName, InferenceEngine, get_engine
+from specdoctor.inference import EngineName, InferenceEngine
 from specdoctor.parsers.sglang import BodyError, DecodeLine, parse_body
 from specdoctor.stats.comparator import Comparison, compare
 from specdoctor.stats.summary import median_ci
@@ -97,7 +97,8 @@ class BenchmarkInput(BaseModel):
     log_path: str | None = Field(default=None, description="Server log on the host, for Decode batch lines.")
     label: str = "benchmark"
     timeout_s: float = Field(default=300, description="Per-request timeout.")
-    engine: EngineName = Field(default="sglang", description="Inference engine serving on the port.")
+    engine: EngineName | None = Field(default=None, description="Inference engine serving on the port (None: the "
+                                      "run's).")
     prompts: list[str] | None = Field(default=None, description="Prompts to cycle through (default: the fixed "
                                       "chat set PROMPTS); a recorded workload's, to compare like with like.")
     temperature: float = Field(default=0.0, ge=0, description="Sampling temperature (0: greedy).")
@@ -184,6 +185,7 @@ class BenchmarkResult(BaseModel):
 def _one_request(client: httpx.Client, engine: InferenceEngine, prompt: str, max_new_tokens: int,
                  timeout: float, temperature: float = 0.0) -> RequestResult:
     path = engine.generate_path
+    before = _scrape(client, engine)
     t0 = time.perf_counter()
     try:
         r = client.post(path, json=engine.generate_payload(prompt, max_new_tokens, temperature=temperature),
@@ -200,6 +202,9 @@ def _one_request(client: httpx.Client, engine: InferenceEngine, prompt: str, max
     if isinstance(body, list) and body:
         body = body[0]
     meta = engine.read_meta(body)
+    after = _scrape(client, engine) if before is not None else None
+    if before is not None and after is not None:  # the server's own clock and counters for this one request
+        meta = engine.meta_from_metrics(meta, before, after)
     tokens = meta.completion_tokens
     if not tokens:
         ids = body.get("output_ids") if isinstance(body, dict) else None
@@ -233,6 +238,18 @@ def _run(client: httpx.Client, engine: InferenceEngine, args: BenchmarkInput, of
     accepts = [r.spec_accept_length for r in reqs if r.spec_accept_length is not None]
     return RunResult(tok_s=tokens / latency, tpot_ms=statistics.fmean(tpots) if tpots else None,
                      accept_length=statistics.fmean(accepts) if accepts else None, requests=reqs)
+
+
+def _scrape(client: httpx.Client, engine: InferenceEngine) -> str | None:
+    """The engine's metrics text, for an engine whose responses carry no server-side timing or acceptance (vLLM):
+    scraped before and after each request; None for the others."""
+    if not engine.metrics_path:
+        return None
+    try:
+        r = client.get(engine.metrics_path, timeout=10)
+    except httpx.HTTPError:
+        return None
+    return r.text if r.status_code == 200 else None
 
 
 def _decode_tok_s(run: RunResult) -> float | None:
@@ -396,7 +413,7 @@ def benchmark(ctx: ToolContext, args: BenchmarkInput) -> BenchmarkResult:
     reports the median with a 95 % bootstrap CI, TPOT, accept length and findings from the server log, and each run
     again with the prefill excluded (`decode_samples`: how a claim read from a server log or 1/TPOT is measured).
     """
-    engine = get_engine(args.engine)
+    engine = ctx.engine_named(args.engine)
     log_offset = _log_size(ctx.host, args.log_path) if args.log_path else None
     runs, discarded = _measure_runs(ctx, engine, args)
     out = _summarise_runs(args, runs)

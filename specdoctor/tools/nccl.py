@@ -10,11 +10,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from specdoctor.errors import NoData, ToolFailed, ToolRetry
 from specdoctor.host.base import Raw
-from specdoctor.inference import get_engine
+from specdoctor.inference import InferenceEngine
 from specdoctor.parsers.nccl import latency_at, parse_all_reduce, parse_nccl_debug
 from specdoctor.parsers.nvidia_smi import Topology, parse_topo
 from specdoctor.parsers.sections import split_sections
@@ -25,10 +25,10 @@ from specdoctor.tools.nccl_grid import (
     MessageSize,
     NcclConfig,
     Skipped,
+    engine_forced_env,
     expand_grid,
     experiment_only,
     message_sizes,
-    sglang_forced_env,
 )
 from specdoctor.tools.remote import remote_text
 
@@ -67,6 +67,8 @@ class InventoryInput(BaseModel):
 class NcclInventory(BaseModel):
     """What the sweep needs to know first: topology, versions, config files, TP, and the sizes that matter."""
 
+    model_config = ConfigDict(populate_by_name=True)
+
     interconnect: Literal["nvlink", "pcie", "mixed", "unknown"] = "unknown"
     link_kinds: dict[str, int] = Field(default_factory=dict)
     gpus: int = 0
@@ -74,8 +76,10 @@ class NcclInventory(BaseModel):
     crosses_numa: bool | None = None
     nccl_version: str | None = None
     torch_version: str | None = None
-    sglang_version: str | None = None
-    sglang_forced_env: dict[str, str] = Field(default_factory=dict)
+    engine: str | None = Field(default=None, description="The serving engine (sglang, vllm).")
+    engine_version: str | None = Field(default=None, validation_alias=AliasChoices("engine_version", "sglang_version"))
+    engine_forced_env: dict[str, str] = Field(default_factory=dict, validation_alias=AliasChoices(
+        "engine_forced_env", "sglang_forced_env"), description="What the engine writes into the workers' env.")
     nccl_conf: dict[str, dict[str, str]] = Field(default_factory=dict, description="Config file → NCCL_* it sets.")
     tp: int | None = None
     model_path: str | None = None
@@ -149,14 +153,14 @@ def _inventory_server(ctx: ToolContext, args: InventoryInput, inv: NcclInventory
     that happens to run on the host); the launch line fills what the running server does not say."""
     port = args.port
     if port is None and args.launch:
-        port = get_engine().parse_launch(args.launch).port
+        port = ctx.engine.parse_launch(args.launch).port
     server = _server_args(ctx, port)
     if server:
         _propagation(ctx, port, inv)
     elif port is not None:
         inv.notes.append(f"no SGLang server found on port {port}: TP and model read from the launch line")
     if args.launch:  # the running server's own args win over the launch line
-        server = {**get_engine().parse_launch(args.launch).as_args(), **server}
+        server = {**ctx.engine.parse_launch(args.launch).as_args(), **server}
     return server
 
 
@@ -205,14 +209,15 @@ def _conf_files(inv: NcclInventory, sec: dict[str, list[str]]) -> None:
                          + " — every NCCL process on the host reads them")
 
 
-def _read_versions(inv: NcclInventory, sec: dict[str, list[str]], package: str) -> None:
+def _read_versions(inv: NcclInventory, sec: dict[str, list[str]], engine: InferenceEngine) -> None:
     """torch, engine and NCCL versions, the variables that engine version forces, and the benchmark on the host."""
     try:
         ver = json.loads((sec.get("versions") or ["{}"])[-1] or "{}")
     except json.JSONDecodeError:
         ver = {}
-    inv.torch_version, inv.sglang_version, inv.nccl_version = ver.get("torch"), ver.get(package), ver.get("nccl")
-    inv.sglang_forced_env = sglang_forced_env(inv.sglang_version)
+    inv.torch_version, inv.engine_version, inv.nccl_version = ver.get("torch"), ver.get(engine.package), ver.get("nccl")
+    inv.engine = engine.name
+    inv.engine_forced_env = engine_forced_env(engine, inv.engine_version)
     perf = [x.strip() for x in sec.get("all_reduce_perf", []) if x.strip()]
     if perf:
         inv.bench_tool, inv.all_reduce_perf = "all_reduce_perf", perf[0]
@@ -234,7 +239,7 @@ def nccl_inventory(ctx: ToolContext, args: InventoryInput) -> NcclInventory:
     The sizes are the all-reduces decode and verify actually issue: decode b·hidden·2 B, verify
     b·draft_tokens·hidden·2 B (bf16), for each batch size asked (1 and 16 by default).
     """
-    engine = get_engine()
+    engine = ctx.engine
     res = ctx.host.run(Raw(_SCRIPT), env={"PY": args.python, "VERSIONS": _VERSIONS, "ENGINE": engine.package},
                        check="ignore", timeout=120)
     sec = split_sections(res.stdout)
@@ -249,7 +254,7 @@ def nccl_inventory(ctx: ToolContext, args: InventoryInput) -> NcclInventory:
     kinds = _links(inv, topo, gpus)
     _numa(inv, topo, gpus, kinds)
     _conf_files(inv, sec)
-    _read_versions(inv, sec, engine.package)
+    _read_versions(inv, sec, engine)
     _size_all_reduces(ctx, args, inv)
     return inv
 
@@ -429,7 +434,7 @@ def _workers_setting(rows: list[dict[str, Any]]) -> dict[str, str]:
     out = {}
     for row in rows:
         value = _worker_value(row)
-        if str(row.get("name", "")).startswith("NCCL_") and value is not None and not row.get("forced_by_sglang") \
+        if str(row.get("name", "")).startswith("NCCL_") and value is not None and not (row.get("forced_by_engine") or row.get("forced_by_sglang")) \
                 and row["name"] not in DEBUG_ENV and "REDACTED" not in value:
             out[row["name"]] = value
     return out
@@ -458,7 +463,7 @@ def _nccl_only(env: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, str
     to the same value is not part of it (every launch gets it anyway)."""
     if env and all(isinstance(v, dict) for v in env.values()):
         env = env[sorted(env, key=lambda k: (len(str(k)), str(k)))[0]]
-    forced = {r["name"]: _worker_value(r) for r in rows if r.get("forced_by_sglang")}
+    forced = {r["name"]: _worker_value(r) for r in rows if r.get("forced_by_engine") or r.get("forced_by_sglang")}
     return {str(k): str(v) for k, v in env.items() if str(k).startswith("NCCL_") and v is not None
             and str(k) not in DEBUG_ENV and forced.get(str(k)) != str(v)}
 

@@ -8,7 +8,7 @@ import re
 from pydantic import BaseModel, Field, field_validator
 
 from specdoctor.errors import UsageError
-from specdoctor.inference import get_engine
+from specdoctor.inference import InferenceEngine, get_engine
 
 __all__ = [
     "DEBUG_CLASS",
@@ -22,7 +22,7 @@ __all__ = [
     "version_tuple",
     "experiment_only",
     "EXPERIMENT_NOTE",
-    "sglang_forced_env",
+    "engine_forced_env",
 ]
 
 # NCCL's env docs list these under "Debugging": fine for experiments, not to be left set in production
@@ -179,6 +179,6 @@ def experiment_only(env: dict[str, str]) -> list[str]:
     return sorted(k for k in env if k in DEBUG_CLASS)
 
 
-def sglang_forced_env(version: str | None) -> dict[str, str]:
+def engine_forced_env(engine: InferenceEngine, version: str | None) -> dict[str, str]:
     """What the engine writes into os.environ before spawning workers, at this version (ask the seam)."""
-    return get_engine(version=version).forced_env()
+    return (get_engine(engine.name, version) if version else engine).forced_env()

@@ -8,7 +8,6 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from specdoctor.errors import HostError, ToolRetry, Unresolved
-from specdoctor.inference import get_engine
 from specdoctor.parsers.nccl import parse_nccl_debug
 from specdoctor.stats.comparator import Comparison, compare
 from specdoctor.stats.nearer import level_at, midpoint_looks
@@ -362,7 +361,7 @@ def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
     if not args.candidates and not args.current and args.good is None:
         raise ToolRetry("no candidates: run nccl_sweep first and pass the configurations it promoted (or the "
                         "workers' current NCCL setting, or the good run's)")
-    tp = max(1, get_engine().parse_launch(args.command).tp_size)
+    tp = max(1, ctx.engine_for(args.command).parse_launch(args.command).tp_size)
     out = NcclPromotion(reference=f"what the workers run now ({_label(args.current, [])})",
                         reference_env=dict(args.current))
     looks = midpoint_looks(args.runs, max(args.max_runs, args.runs))

@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 from pydantic import BaseModel, Field
 
 from specdoctor.host.base import Host, Raw
-from specdoctor.inference import get_engine
 from specdoctor.parsers.sglang_startup import StartupTimings, parse_startup
 from specdoctor.toolkit import ToolContext, tool
 
@@ -98,7 +97,7 @@ def launch_cost(ctx: ToolContext, args: LaunchCostInput) -> LaunchCost:
     if args.log_path:
         head, tail = _read_log(ctx.host, args.log_path)
         timings = parse_startup(head)
-        gens = [ln.gen_throughput for ln in get_engine().decode_lines(tail) if ln.gen_throughput]
+        gens = [ln.gen_throughput for ln in ctx.engine.decode_lines(tail) if ln.gen_throughput]
         decode = statistics.median(gens) if gens else None
         evidence += timings.lines[:8]
     ready = _to_utc(timings.ready_at, offset)

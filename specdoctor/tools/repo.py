@@ -227,10 +227,12 @@ _BACKEND_FILES = {
     "ascend_backend": ("ascend", {"ascend"}),
     "nsa_backend": ("nsa", {"nsa", "dsa"}),
 }
+# vLLM 0.26: vllm/v1/attention/backends/<name>.py, chosen with --attention-backend NAME (only under that folder)
+_VLLM_BACKEND_FILES = {"triton_attn": "TRITON_ATTN", "flash_attn": "FLASH_ATTN", "flashinfer": "FLASHINFER"}
 KNOWN_ENTRY_CLASSES = {
     "kimi_k25": ["KimiK25ForConditionalGeneration"],
     "deepseek_v2": ["DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM"],
-    "llama_eagle3": ["LlamaForCausalLMEagle3"],
+    "llama_eagle3": ["LlamaForCausalLMEagle3", "Eagle3LlamaForCausalLM"],
     "kimi_k25_eagle3": ["Eagle3DeepseekV2ForCausalLM"],
     "llama": ["LlamaForCausalLM"],
     "qwen2": ["Qwen2ForCausalLM"],
@@ -307,6 +309,8 @@ def classify_path(path: str) -> tuple[str, str | None]:
         return "benchmarks", None
     if re.search(r"(^|/)tests?/|(^|/)test_[^/]*\.py$", p):
         return "tests", None
+    if "v1/attention/backends/" in p and stem in _VLLM_BACKEND_FILES:
+        return "attention-backend", _VLLM_BACKEND_FILES[stem]
     if "layers/attention/" in p:
         if stem in _BACKEND_FILES:
             return "attention-backend", _BACKEND_FILES[stem][0]
@@ -318,15 +322,15 @@ def classify_path(path: str) -> tuple[str, str | None]:
     if re.search(r"(^|/)(communicator\.py$|distributed/|device_communicators/|layer_boundary/)", p) and \
             "managers/communicator.py" not in p:
         return "communicator", stem
-    if "/speculative/" in f"/{p}":
+    if re.search(r"/(speculative|spec_decode)/|v1/sample/rejection_sampler\.py$", f"/{p}"):
         return "speculative", stem
     if re.search(r"(^|/)models/[^/]+\.py$", p):
         return "model", stem
     if re.search(r"(^|/)configs/[^/]+\.py$", p):
         return "model-config", stem
-    if "model_executor/" in p:
+    if "model_executor/" in p or "v1/worker/" in p:
         return "executor", stem
-    if "managers/" in p:
+    if "managers/" in p or "v1/core/sched/" in p:
         return "scheduler", stem
     if re.search(r"(^|/)(entrypoints/|launch_server\.py$|server_args\.py$|arg_groups/)", p):
         return "engine", stem

@@ -13,12 +13,13 @@ from pydantic import BaseModel, Field
 from specdoctor.errors import NoData, ToolFailed, ToolRetry
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env, redact_value
-from specdoctor.inference import InferenceEngine, get_engine
+from specdoctor.inference import InferenceEngine, get_engine, known_engines
 from specdoctor.models import EnvRow as SharedEnvRow
 from specdoctor.models import EnvStatus
 from specdoctor.parsers.sections import split_sections
 from specdoctor.parsers.sglang import BodyError, ServerInfo, parse_body
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.toolkit.context import register_engine_detector
 from specdoctor.tools.remote import remote_text
 from specdoctor.tools.startup_hooks import PROBE_SH, parse_hooks, probe_env
 
@@ -31,8 +32,7 @@ __all__ = [
     "ServerInfoInput", "ServerInfoOutput", "server_info", "http_get", "FORCED_BY_SGLANG",
 ]
 
-FORCED_BY_SGLANG = set(get_engine().forced_env_names)  # kept for readers of the old name; ask the engine
-DEFAULT_PATTERNS = list(get_engine().env_patterns)
+FORCED_BY_SGLANG = set(get_engine("sglang").forced_env_names)  # kept for readers of the old name; ask ctx.engine
 
 # One round-trip for the whole process table: per process "\x1e<stat>\x1f<cmdline NUL-separated>".
 _PS_SCRIPT = Raw(remote_text("proc_table.sh").rstrip("\n"))
@@ -63,6 +63,7 @@ class Server(BaseModel):
                                      "workers, their /proc/PID/environ is intact where a worker's was overwritten.")
     port: int
     argv: list[str] = Field(default_factory=list)
+    engine: str | None = Field(default=None, description="The engine whose main process this is (sglang, vllm).")
     args: dict[str, Any] = Field(default_factory=dict)
     launch_env: dict[str, str] = Field(default_factory=dict, description="Leading K=V of the command (redacted).")
     log_path: str | None = Field(default=None, description="File the main process writes stderr (else stdout) "
@@ -109,7 +110,8 @@ def list_processes(host: Host) -> list[Proc]:
         argv = [a for a in cmd.split("\x00")]
         while argv and argv[-1] == "":
             argv.pop()
-        if len(argv) == 1 and " " in argv[0] and get_engine().process_role(argv[0].split()[0]) != "other":
+        if len(argv) == 1 and " " in argv[0] and \
+                any(e.process_role(argv[0].split()[0]) != "other" for e in known_engines()):
             argv = argv[0].split()  # setproctitle writes one string
         procs.append(Proc(pid=int(m.group(1)), ppid=int(m.group(3)), title=m.group(2), cmdline=argv))
     return procs
@@ -123,8 +125,10 @@ def _title(p: Proc, engine: InferenceEngine) -> str:
 
 def find_servers(procs: list[Proc], port: int | None = None,
                  engine: InferenceEngine | None = None) -> list[Server]:
-    """Group processes into servers: mains by command line, workers/detokenizer by title, as descendants."""
-    engine = engine or get_engine()
+    """Group processes into servers: mains by command line, workers/detokenizer by title, as descendants; without
+    an engine, every known engine's servers (each read by its own engine)."""
+    if engine is None:
+        return [s for e in known_engines() for s in find_servers(procs, port, e)]
     children: dict[int, list[Proc]] = {}
     for p in procs:
         children.setdefault(p.ppid, []).append(p)
@@ -151,7 +155,7 @@ def find_servers(procs: list[Proc], port: int | None = None,
                      if engine.process_role(_title(c, engine)) == "other" and c.cmdline
                      and re.match(r"python[0-9.]*$", c.cmdline[0].rsplit("/", 1)[-1])]
         s = Server(main=main, workers=workers, ranks=ranks, detokenizer=detok, port=parsed.port, argv=main.cmdline,
-                   args=parsed.as_args(), launch_env=redact_env(parsed.env), env_witnesses=witnesses)
+                   engine=engine.name, args=parsed.as_args(), launch_env=redact_env(parsed.env), env_witnesses=witnesses)
         if port is None or s.port == port:
             servers.append(s)
     return servers
@@ -201,12 +205,14 @@ def _inside(path: str | None, root: str) -> bool:
     return path == root or path.startswith(root + "/")
 
 
-# Where `import sglang` resolves (find_spec only: sglang itself is not imported) and its PEP 610 editable source.
+# Where `import <engine>` resolves (find_spec only: the engine itself is not imported) and its PEP 610 editable
+# source; the package name comes in SD_PKG (sglang, vllm).
 SGLANG_ORIGIN = ("import importlib.util, json, os, sys\n"
-                 "s = importlib.util.find_spec('sglang')\n"
+                 "p = os.environ.pop('SD_PKG')\n"
+                 "s = importlib.util.find_spec(p)\n"
                  "try:\n"
                  "    import importlib.metadata as md\n"
-                 "    u = json.loads(md.distribution('sglang').read_text('direct_url.json') or 'null')\n"
+                 "    u = json.loads(md.distribution(p).read_text('direct_url.json') or 'null')\n"
                  "except Exception:\n"
                  "    u = None\n"
                  "e = u.get('url') if isinstance(u, dict) and (u.get('dir_info') or {}).get('editable') else None\n"
@@ -214,9 +220,12 @@ SGLANG_ORIGIN = ("import importlib.util, json, os, sys\n"
                  "if s else [], 'executable': sys.executable, 'cwd': os.getcwd(), 'editable': e}))\n")
 
 
-def resolve_origin(host: Host, python: str, env: dict[str, str], cwd: str | None) -> tuple[dict[str, Any] | None, str]:
-    """Run SGLANG_ORIGIN with exactly this interpreter, environment and cwd: (its answer, or None; stderr's last line)."""
-    res = host.run(["env", "-i", *[f"{k}={v}" for k, v in env.items()], python, "-c", SGLANG_ORIGIN], cwd=cwd,
+def resolve_origin(host: Host, python: str, env: dict[str, str], cwd: str | None,
+                   package: str) -> tuple[dict[str, Any] | None, str]:
+    """Run SGLANG_ORIGIN for `package` with exactly this interpreter, environment and cwd: (its answer, or None;
+    stderr's last line)."""
+    res = host.run(["env", "-i", *[f"{k}={v}" for k, v in env.items()], f"SD_PKG={package}", python, "-c",
+                    SGLANG_ORIGIN], cwd=cwd,
                    check="ignore", timeout=60)
     try:
         return json.loads(res.stdout.strip().splitlines()[-1]), ""
@@ -228,7 +237,10 @@ def _imports_from(host: Host, s: Server, root: str) -> bool:
     """The server's own interpreter, with its own environment and cwd, resolves `sglang` inside `root` (an editable
     install of the checkout: what the real H200 box had, where neither cwd, argv[0] nor PYTHONPATH names it)."""
     env = read_environs(host, [s.main.pid]).get(s.main.pid)
-    info = resolve_origin(host, s.argv[0], env, s.cwd)[0] if env is not None and s.argv else None
+    if not s.engine:
+        return False
+    info = resolve_origin(host, s.argv[0], env, s.cwd, get_engine(s.engine).package)[0] \
+        if env is not None and s.argv else None
     if info is None:
         return False
     editable = str(info.get("editable") or "").removeprefix("file://")
@@ -526,7 +538,7 @@ def _status(shell: str | None, parent: str | None, workers: dict[str, str | None
     present = [v for v in workers.values() if v is not None]
     upstream = parent if parent is not None else shell
     if forced and (not present or any(v != upstream for v in present)):
-        return "forced-by-sglang", "SGLang sets this itself before spawning workers"
+        return "forced-by-sglang", "the engine sets this itself before starting its workers"
     return (_unreached_status(shell, parent, workers, has_shell)
             or _values_status(shell, parent, workers, has_shell))
 
@@ -603,7 +615,7 @@ def check_env_propagation(ctx: ToolContext, args: PropagationInput) -> Propagati
     python = args.python or _server_python(ctx.host, s.main)
     inj = _injected(ctx.host, python, parent_env.get("NCCL_CONF_FILE"), parent_env.get("PATH"))
     problems += inj.problems
-    engine = get_engine()
+    engine = ctx.engine
     src = _EnvSources(shell_env, parent_env, worker_envs, inj.site_path, inj.site_vars, inj.conf, inj.hook_sources)
     rows = [_env_row(name, src, forced=name in engine.forced_env_names)
             for name in _variable_names(src, args.names, args.names or list(engine.env_patterns))]
@@ -650,7 +662,7 @@ def _env_row(name: str, src: _EnvSources, forced: bool) -> EnvRow:
     if name in src.site_vars and status in ("only-in-workers", "differs"):
         note = f"set by {src.hook_sources.get(name) or src.site_path}"
     row = EnvRow(name=name, shell=src.shell.get(name), parent=src.parent.get(name), workers=workers,
-                 forced_by_sglang=forced, from_sitecustomize=name in src.site_vars,
+                 forced_by_engine=forced, from_sitecustomize=name in src.site_vars,
                  from_nccl_conf=name in src.conf, nccl_conf_value=src.conf.get(name), status=status, note=note)
     row.shell = redact_value(name, row.shell) if row.shell is not None else None
     row.parent = redact_value(name, row.parent) if row.parent is not None else None
@@ -716,7 +728,7 @@ class ServerInfoOutput(ServerInfo):
 @tool(effect="read")
 def server_info(ctx: ToolContext, args: ServerInfoInput) -> ServerInfoOutput:
     """Query /server_info (falling back to /get_server_info) and /model_info through a port forward."""
-    engine = get_engine()
+    engine = ctx.engine
     source, body = http_get(ctx.host, args.port, list(engine.server_info_paths))
     try:
         info = engine.read_server_info(body)
@@ -724,9 +736,18 @@ def server_info(ctx: ToolContext, args: ServerInfoInput) -> ServerInfoOutput:
         raise ToolFailed(f"{source} on port {args.port}: {exc}") from None
     out = ServerInfoOutput(**info.model_dump(), source=source)
     try:
-        _, model = http_get(ctx.host, args.port, list(get_engine(version=info.version).model_info_paths))
+        _, model = http_get(ctx.host, args.port, list(ctx.engine_at(info.version).model_info_paths))
         out.model_info = {k: v for k, v in model.items() if isinstance(v, (str, int, float, bool, list)) or v is None} \
             if isinstance(model, dict) else {}
     except ToolFailed as exc:
         out.problems.append(str(exc))
     return out
+
+
+def _engine_on_host(host: Host) -> InferenceEngine | None:
+    """The engine of the servers running on the host (one engine among them), None when none or several run."""
+    names = {s.engine for s in find_servers(list_processes(host)) if s.engine}
+    return get_engine(names.pop()) if len(names) == 1 else None
+
+
+register_engine_detector(_engine_on_host)

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from specdoctor.errors import Unresolved
-from specdoctor.inference import EngineName, InferenceEngine, get_engine
+from specdoctor.errors import ToolRetry, Unresolved
+from specdoctor.inference import EngineName, InferenceEngine, engine_for_launch, get_engine
 from specdoctor.models.phases import PhaseTimes
 from specdoctor.toolkit import ToolContext, ToolResult, registry
 from specdoctor.tools.launch import LaunchResult
@@ -52,13 +52,20 @@ class LaunchConfig(BaseModel):
     port: int | None = Field(default=None, ge=0, le=65535, description="None: the launch line's port; 0: a free port.")
     label: str = Field(default="server", description="Names the log file and the recorded results.")
     timeout_s: float = Field(default=600, gt=0, description="How long to wait until healthy.")
-    engine: EngineName = Field(default="sglang", description="Inference engine (specdoctor.inference).")
+    engine: EngineName | None = Field(default=None, description="Inference engine (specdoctor.inference); None: "
+                                      "the one the launch line's entry point names.")
     engine_version: str | None = None
     replace_env: bool = Field(default=False, description="env = the whole environment (env -i), not overrides.")
     log_path: str | None = Field(default=None, description="Append output here (None: a new log in the run folder).")
 
     def inference(self) -> InferenceEngine:
-        return get_engine(self.engine, self.engine_version)
+        """The engine this configuration starts: the named one, else the one its launch line's entry point names."""
+        if self.engine:
+            return get_engine(self.engine, self.engine_version)
+        found = engine_for_launch(self.command)
+        if found is None:
+            raise ToolRetry("the launch line names no known engine's entry point (sglang, vllm): name the engine")
+        return found
 
     def launch_args(self) -> dict[str, Any]:
         """The launch_server input for this configuration."""

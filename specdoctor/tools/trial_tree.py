@@ -395,9 +395,9 @@ def sglang_origin_of(ctx: ToolContext, args: OriginInput) -> SglangOrigin:
             python = argv0 if argv0.startswith("/") or "/" not in argv0 else f"{cwd}/{argv0}"
         env = dict(kv.split("=", 1) for kv in base64.b64decode(parts[2]).decode("utf-8", "replace").split("\0")
                    if "=" in kv)
-    info, why = resolve_origin(ctx.host, python, env, cwd)
+    info, why = resolve_origin(ctx.host, python, env, cwd, ctx.engine.package)
     if info is None:
-        raise ToolRetry(f"{python} could not resolve sglang on {ctx.host.name}: {why}")
+        raise ToolRetry(f"{python} could not resolve {ctx.engine.package} on {ctx.host.name}: {why}")
     out = SglangOrigin(origin=info["origin"], locations=info["locations"], python=python,
                        expect_under=args.expect_under, editable_from=info.get("editable"))
     if args.expect_under:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from specdoctor.errors import ToolFailed, ToolRetry
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env
-from specdoctor.inference import get_engine
+from specdoctor.inference import engine_for_argv
 from specdoctor.parsers.sections import split_sections
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, session_of
@@ -264,7 +264,7 @@ def stop_user_server(ctx: ToolContext, args: StopUserInput) -> StopUserResult:
     cap = capture(ctx.host, args.pid)
     if cap.starttime != args.starttime:
         raise ToolFailed(f"pid {args.pid} is no longer the recorded server (start time changed): refusing to stop it")
-    if get_engine().parse_launch(cap.argv).entry == "bare":  # only an inference server's main process, nothing else
+    if engine_for_argv(cap.argv) is None:  # only an inference server's main process, nothing else
         raise ToolFailed(f"pid {args.pid} is not an inference server ({' '.join(cap.argv)[:80]}): refusing to stop it")
     t0 = time.monotonic()
     pids = [args.pid, *[p for p in args.pids if p != args.pid]]

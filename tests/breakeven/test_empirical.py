@@ -41,3 +41,20 @@ def test_needs_approval_without_yes(tmp_path):
         ctx = ToolContext(host=host, run_id="t-empirical-approval")
         res = registry.call(ctx, "breakeven_empirical", {"command": host.hints.launch, "accept_lens": [1.5, 3]})
         assert res.status == "needs_approval" and not res.evidence
+
+
+def test_vllm_forces_the_accept_length_through_its_speculative_config(tmp_path, free_gpus):
+    """vLLM 0.26 has no variable for it: the launch line's speculative config gets synthetic rejection sampling."""
+    with open_sim_host("vllm-no-regression", root=tmp_path) as host:
+        free_gpus(host)
+        ctx = ToolContext(host=host, run_id="t-empirical-vllm", auto_approve=True)
+        res = registry.call(ctx, "breakeven_empirical", {
+            "command": host.hints.launch, "python": host.hints.python, "port": 30112, "baseline_tps": 143.0,
+            "accept_lens": [1.5, 2.5], "runs": 3, "requests_per_run": 2, "max_new_tokens": 64})
+        assert res.ok, res.summary
+        out = EmpiricalBreakeven.model_validate(res.output)
+        for p in out.points:  # the /metrics counters say what was forced
+            assert p.accept_len_measured == pytest.approx(p.accept_len_set, rel=0.15)
+        launches = [e.command for e in res.evidence if "vllm serve" in e.command]
+        assert any('"synthetic_acceptance_length":1.5' in c for c in launches), launches
+        assert launches and not any("SGLANG_" in c for c in launches)

@@ -28,7 +28,7 @@ def test_claims_measured_on_code_prompts_hold_when_measured_like_for_like():
         assert source == "the good run" and wl.dataset == "humaneval" and wl.output_tokens == 128
         diffs = wl.differs_from(default_workload(128))
         assert any(d.startswith("dataset") for d in diffs)
-        base = {"port": get_engine().parse_launch(host.hints.launch).port, "runs": 8, "warmup_runs": 1}
+        base = {"port": get_engine("sglang").parse_launch(host.hints.launch).port, "runs": 8, "warmup_runs": 1}
         today = registry.call(ctx, "benchmark", base)
         alike = registry.call(ctx, "benchmark", {**base, "prompts": wl.request_prompts(),
                                                  "temperature": wl.temperature or 0.0})
@@ -72,7 +72,7 @@ def test_without_enable_metrics_a_one_token_request_times_the_prefill():
     with open_host("sim:nccl-upgrade") as host:
         assert "--enable-metrics" not in host.hints.launch
         ctx = ToolContext(host=host, run_id="probe", auto_approve=True)
-        res = registry.call(ctx, "benchmark", {"port": get_engine().parse_launch(host.hints.launch).port, "runs": 3,
+        res = registry.call(ctx, "benchmark", {"port": get_engine("sglang").parse_launch(host.hints.launch).port, "runs": 3,
                                                "requests_per_run": 2, "warmup_runs": 0})
     assert res.ok, res.summary
     reqs = [r for run in res.output["runs"] for r in run["requests"]]

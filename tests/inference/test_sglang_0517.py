@@ -34,7 +34,7 @@ def _roles(run: str) -> dict[str, int]:
     return out
 
 
-@pytest.mark.parametrize("engine", [SGLANG_0_5_17, get_engine(version="0.5.17"), SGLang()])
+@pytest.mark.parametrize("engine", [SGLANG_0_5_17, get_engine("sglang", version="0.5.17"), SGLang()])
 @pytest.mark.parametrize("run", RUNS)
 def test_the_finder_groups_the_real_processes(run, engine):
     roles = _roles(run)

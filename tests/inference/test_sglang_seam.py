@@ -14,7 +14,7 @@ def test_each_version_implements_the_protocol(engine):
 
 
 def test_main_processes_are_recognised_by_entry_point_not_by_mention():
-    e = get_engine()
+    e = get_engine("sglang")
     assert e.is_main_process(["python3", "-m", "sglang.launch_server", "--model", "/m"])
     assert e.is_main_process(["/venv/bin/sglang", "serve", "--model-path", "/m"])
     assert not e.is_main_process(["vim", "notes-about-sglang.launch_server.txt"])
@@ -31,13 +31,13 @@ def test_main_processes_are_recognised_by_entry_point_not_by_mention():
     ("python3", "other", None),
 ])
 def test_worker_titles_give_role_and_rank(title, role, rank):
-    e = get_engine()
+    e = get_engine("sglang")
     assert e.process_role(title) == role
     assert (e.worker_rank(title) if role == "worker" else None) == rank
 
 
 def test_relaunch_drops_speculation_swaps_python_and_forces_the_port():
-    e = get_engine()
+    e = get_engine("sglang")
     line = ("NCCL_PROTO=LL python3 -m sglang.launch_server --model /m --tp 8 --port 30000 "
             "--speculative-algo EAGLE3 --speculative-draft /d --speculative-num-steps=3 --disable-cuda-graph")
     argv = e.relaunch_argv(line, python="/venv/bin/python", speculative=False, port=31234)
@@ -76,9 +76,9 @@ def test_meta_info_names_of_both_versions_read_the_same():
 
 
 def test_a_trial_tree_is_imported_from_its_python_folder():
-    assert get_engine().tree_import_path("/home/u/.specdoctor/trees/r1/") == "/home/u/.specdoctor/trees/r1/python"
+    assert get_engine("sglang").tree_import_path("/home/u/.specdoctor/trees/r1/") == "/home/u/.specdoctor/trees/r1/python"
 
 
 def test_an_unknown_engine_is_a_clear_error():
-    with pytest.raises(ValueError, match="unknown inference engine 'vllm'"):
-        get_engine("vllm")
+    with pytest.raises(ValueError, match="unknown inference engine 'tgi'"):
+        get_engine("tgi")

@@ -34,7 +34,7 @@ def _investigate_nccl(name: str) -> tuple[StateView, NcclPromotion, dict | None]
     with open_host(f"sim:{name}") as host:
         ctx = ToolContext(host=host, run_id=f"cause-{name}", auto_approve=True)
         fp = registry.call(ctx, "fingerprint", {"repo": host.hints.repo, "python": host.hints.python})
-        port = get_engine().parse_launch(host.hints.launch).port
+        port = get_engine("sglang").parse_launch(host.hints.launch).port
         bench = registry.call(ctx, "benchmark", {"port": port, "runs": 8, "warmup_runs": 1})
         # the user's server holds the GPUs (the twin enforces memory): stop it as investigate does, then launch
         found = registry.call(ctx, "find_server_processes", {"port": port})

@@ -37,7 +37,7 @@ def test_nccl_win_inventory(nccl_win):
     assert (inv.interconnect, inv.tp, inv.hidden_size, inv.draft_tokens) == ("pcie", 8, 7168, 3), inv.notes
     assert [s.bytes for s in inv.sizes] == [14336, 43008, 229376, 688128]
     assert inv.bench_tool == "all_reduce_perf" and inv.launcher_drops is False
-    assert inv.sglang_forced_env.get("CUDA_DEVICE_MAX_CONNECTIONS") == "8 (always)"
+    assert inv.engine_forced_env.get("CUDA_DEVICE_MAX_CONNECTIONS") == "8 (always)"
 
 
 def test_nccl_win_sweep_finds_ll(nccl_win):

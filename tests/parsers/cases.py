@@ -24,6 +24,7 @@ from specdoctor.parsers import (
     sglang_server_args,
     sglang_startup,
     sglang_trace,
+    vllm,
 )
 
 __all__ = ["FIXTURES", "Case", "CASES", "fixture_text", "problems_of"]
@@ -87,6 +88,14 @@ def _launch(a: sglang.LaunchArgs) -> Any:
     return (a.env, a.model_path, a.port, a.tp_size, a.speculative_algorithm, a.speculative_draft_model_path,
             a.speculative_num_steps, a.speculative_eagle_topk, a.speculative_num_draft_tokens, a.cuda_graph_max_bs,
             a.disable_cuda_graph, a.extra)
+
+
+_VLLM = "vllm-0.26-constructed/"
+
+
+def _vllm_launch(a: sglang.LaunchArgs) -> Any:
+    return (a.env, a.model_path, a.port, a.tp_size, a.speculative_algorithm, a.speculative_draft_model_path,
+            a.speculative_num_steps, a.disable_cuda_graph, a.extra)
 
 
 def _smi_table(t: nvidia_smi_table.SmiTable) -> Any:
@@ -273,4 +282,12 @@ CASES: list[Case] = [
          samples=(_LOGS + "v0.4.2-2025-01-ci-eagle-llama2-torchcompile-startup-decode.txt",
                   _LOGS + "v0.4.4-2025-03-gemma3-tp1-load-weight-kv-cache.txt", _SPEC_LOG),
          synthetic=(SYNTH_ENV_STARTUP,)),
+    Case("vllm.parse_vllm_launch", vllm.parse_vllm_launch, _vllm_launch,
+         samples=(_VLLM + "launch-serve-tp2-eagle3.txt", _VLLM + "launch-api-server-dotted-eager.txt")),
+    Case("vllm.parse_vllm_stats", vllm.parse_vllm_stats, lambda ls: [ln.model_dump() for ln in ls],
+         samples=(_VLLM + "server.log", _VLLM + "server-eager.log")),
+    Case("vllm.parse_vllm_metrics", vllm.parse_vllm_metrics, lambda d: d,
+         samples=(_VLLM + "metrics-before.txt",), line_oriented=False),
+    Case("vllm.parse_vllm_envs", vllm.parse_vllm_envs, lambda c: [(f.name, f.default) for f in c.fields],
+         samples=(_VLLM + "envs_excerpt.py",), line_oriented=False),
 ]

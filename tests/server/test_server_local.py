@@ -54,7 +54,7 @@ def test_launch_find_propagate_benchmark_stop(local_ctx):
     assert prop.output["rows"][0]["name"] == "NCCL_PROTO"  # dropped variables lead the table
     assert rows["NCCL_ALGO"]["status"] == "propagated"
     assert rows["CUDA_DEVICE_MAX_CONNECTIONS"]["status"] == "forced-by-sglang"
-    assert rows["NCCL_NVLS_ENABLE"]["forced_by_sglang"]
+    assert rows["NCCL_NVLS_ENABLE"]["forced_by_engine"]
     assert "NCCL_PROTO" in prop.summary
 
     info = registry.call(local_ctx, "server_info", {"port": port})

@@ -14,7 +14,7 @@ from specdoctor.diagnosis.references import FROM_FINGERPRINT, judge_claims
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import UsageError
-from specdoctor.inference import get_engine
+from specdoctor.inference import engine_for_launch
 from specdoctor.models import Claims, Fingerprint
 from specdoctor.models.delta import CauseFact
 from specdoctor.models.facts import MeasureFacts
@@ -64,7 +64,7 @@ def _relaunch_env(deps, out: ActionOutcome, step, pid: int) -> dict[str, str]:
     env_res = call_tool(deps, "read_process_env", {"pid": pid}, out.results, key=f"{step.id}_env")
     penv = registry.typed_output(env_res, ProcessEnv, where=f"{step.id}_env")
     env = penv.env if penv is not None else {}
-    engine = get_engine()
+    engine = deps.tool_ctx.engine
     return {k: v for k, v in env.items() if k.startswith(engine.relaunch_env_prefixes)
             and "REDACTED" not in v and k not in engine.forced_env_names}
 
@@ -109,11 +109,13 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
 
 
 def _launch_port(launch: str | None) -> int | None:
-    """The port a given launch line serves on: the server to examine when the user named one."""
-    if not launch:
+    """The port a given launch line serves on (read by the engine its entry point names): the server to examine
+    when the user named one."""
+    engine = engine_for_launch(launch) if launch else None
+    if engine is None or launch is None:
         return None
     try:
-        return get_engine().parse_launch(launch).port
+        return engine.parse_launch(launch).port
     except Exception:  # an unparsable line is reported later by the tools that need it
         return None
 

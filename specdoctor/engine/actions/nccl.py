@@ -257,7 +257,7 @@ def _workers_nccl(view: StateView) -> dict[str, str]:
     out: dict[str, str] = {}
     for row in prop.rows if prop else []:
         values = [v for v in row.workers.values() if v is not None]
-        if row.name.startswith("NCCL_") and values and not row.forced_by_sglang and row.name not in DEBUG_ENV \
+        if row.name.startswith("NCCL_") and values and not row.forced_by_engine and row.name not in DEBUG_ENV \
                 and "REDACTED" not in values[0]:
             out[row.name] = max(set(values), key=values.count)
     return out
@@ -273,7 +273,7 @@ def _good_nccl(view: StateView, good: dict[str, Any] | None) -> dict[str, str] |
         env = env[sorted(env, key=lambda k: (len(str(k)), str(k)))[0]]
     prop = view.latest(Propagation)
     forced = {r.name: [v for v in r.workers.values() if v is not None] for r in (prop.rows if prop else [])
-              if r.forced_by_sglang}
+              if r.forced_by_engine}
     return {str(k): str(v) for k, v in env.items() if str(k).startswith("NCCL_") and v is not None
             and str(k) not in DEBUG_ENV and not (str(k) in forced and str(v) in forced[str(k)])}
 

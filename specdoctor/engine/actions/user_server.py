@@ -20,7 +20,6 @@ from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.actions.restart_check import identity_differences, judge_throughput
 from specdoctor.engine.runs import Relaunch, load_relaunch, relaunch_path, save_relaunch, write_private
 from specdoctor.engine.state import Decision, StateView
-from specdoctor.inference import get_engine
 from specdoctor.models import UserServerFact
 from specdoctor.stats.comparator import Comparison
 from specdoctor.toolkit import ToolContext, ToolResult, registry
@@ -278,7 +277,7 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
         # Nothing else may take its port while it is down: the restart at the end needs it.
         ctx = deps.tool_ctx
         deps.host.run(["mkdir", "-p", ctx.run_dir], check="ignore")
-        hold = hold_port(deps.host, int(rec.port), get_engine().parse_launch(cap.argv).host or "127.0.0.1",
+        hold = hold_port(deps.host, int(rec.port), deps.tool_ctx.engine_for(cap.argv).parse_launch(cap.argv).host or "127.0.0.1",
                          run_id=run_id, seconds=_HOLD_S, python=_python_of(cap.argv),
                          log=f"{ctx.run_dir}/port-hold-{rec.port}.log")
         fact.port_held = hold.held

@@ -18,7 +18,7 @@ def env_section(r: Report) -> Section:
     ranks = sorted({k for row in r.env_propagation for k in row.workers}, key=lambda k: (len(k), k))
     rows = []
     for e in r.env_propagation:
-        src = ", ".join(n for n, b in (("forced by sglang", e.forced_by_sglang), ("sitecustomize", e.from_sitecustomize),
+        src = ", ".join(n for n, b in (("forced by the engine", e.forced_by_engine), ("sitecustomize", e.from_sitecustomize),
                                        ("nccl.conf", e.from_nccl_conf)) if b) or fmt.DASH
         vals = [fmt.value(e.workers.get(k)) for k in ranks]
         rows.append(table_row([Code(e.name)], fmt.value(e.shell), fmt.value(e.parent), *vals, src, e.status or fmt.DASH))

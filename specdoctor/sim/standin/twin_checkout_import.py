@@ -1,4 +1,4 @@
-"""The twin's stand-in runs whichever SGLang checkout a process imports (its path is what the model reads).
+"""The twin's stand-in runs whichever SGLang (or vLLM) checkout a process imports (its path is what the model reads).
 
 A real checkout's python/sglang is runnable; the twin's checkouts hold SGLang's sources without their
 dependencies. Installed in the sandbox's site-packages through a .pth file: when `import sglang` resolves to a
@@ -13,29 +13,34 @@ import importlib.machinery
 import os
 import sys
 
-_STANDIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sglang")
+_SITE = os.path.dirname(os.path.abspath(__file__))
+_ENGINES = ("sglang", "vllm")  # whichever stand-in this box installed
 
 
 class _StandinLoader(importlib.abc.Loader):
+    def __init__(self, standin: str):
+        self.standin = standin
+
     def create_module(self, spec):  # default module creation
         return None
 
     def exec_module(self, module) -> None:
-        init = os.path.join(_STANDIN, "__init__.py")
-        module.__path__ = [_STANDIN]  # submodules come from the stand-in
+        init = os.path.join(self.standin, "__init__.py")
+        module.__path__ = [self.standin]  # submodules come from the stand-in
         with open(init, encoding="utf-8") as fh:
             exec(compile(fh.read(), init, "exec"), module.__dict__)
 
 
 class _CheckoutFinder(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name != "sglang":
+        standin = os.path.join(_SITE, name)
+        if name not in _ENGINES or not os.path.isdir(standin):
             return None
         spec = importlib.machinery.PathFinder.find_spec(name, sys.path)
         locs = list(spec.submodule_search_locations or []) if spec is not None else []
-        if spec is None or not locs or os.path.realpath(locs[0]) == os.path.realpath(_STANDIN):
+        if spec is None or not locs or os.path.realpath(locs[0]) == os.path.realpath(standin):
             return None
-        spec.loader = _StandinLoader()
+        spec.loader = _StandinLoader(standin)
         return spec
 
 

@@ -135,7 +135,7 @@ def held_on_gpus(root: str, twin: dict, total_mib: float, exclude_pid: int | Non
         if exclude_pid is not None and any(p.get("pid") == exclude_pid for p in procs):
             continue
         for p in procs:
-            if not str(p.get("title", "")).startswith("sglang::scheduler") or "gpu" not in p or \
+            if "gpu" not in p or \
                     not alive(int(p["pid"])):
                 continue
             mib = p.get("mem_mib")

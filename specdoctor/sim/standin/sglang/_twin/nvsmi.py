@@ -47,7 +47,7 @@ def _gpu_procs() -> list[dict]:
             continue
         for p in procs:
             title = p.get("title", "")
-            if not title.startswith("sglang::scheduler") or not alive(int(p["pid"])):
+            if "gpu" not in p or not alive(int(p["pid"])):  # the ranks that hold a GPU (the server records them)
                 continue
             rank = int(title.rsplit("TP", 1)[1]) if "TP" in title else 0
             out.append({"gpu": int(p.get("gpu", rank)), "pid": p["pid"], "name": title,
@@ -379,7 +379,7 @@ def _pmon(twin: dict) -> str:
     lines = ["# gpu         pid   type     sm    mem    enc    dec    jpg    ofa    command ",
              "# Idx           #    C/G      %      %      %      %      %      %    name "]
     for p in sorted(_gpu_procs(), key=lambda p: (p["gpu"], p["pid"])):
-        sm = share.get(p["name"]) if not p["name"].startswith("sglang::") else None
+        sm = share.get(p["name"]) if not p.get("server") else None
         cell = str(int(round(float(sm) * 100))) if sm is not None else "-"
         lines.append(f"{p['gpu']:>5} {p['pid']:>11}     C {cell:>6} {'-':>6} {'-':>6} {'-':>6} {'-':>6} {'-':>6}    "
                      f"{p['name'][:20]} ")

@@ -376,7 +376,8 @@ def evaluate(twin: dict, environ: dict[str, str], args: dict, present: set[str],
             decode_graph = False
             t_decode *= no_graph
     forced = None
-    raw = environ.get("SGLANG_SIMULATE_ACC_LEN")
+    # SGLang forces it with a variable; vLLM 0.26 with speculative-config keys (synthetic rejection sampling).
+    raw = environ.get("SGLANG_SIMULATE_ACC_LEN") or str(args.get("synthetic_acceptance_length") or "")
     if raw:
         try:
             val = float(raw)

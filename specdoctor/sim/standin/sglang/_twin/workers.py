@@ -33,9 +33,10 @@ sys.modules.pop('sitecustomize', None)
 site.execsitecustomize()
 sys.path.insert(0, {site!r})
 import json
-from sglang._twin.workers import worker_main
+from {pkg}._twin.workers import worker_main
 worker_main({role!r}, {rank!r}, json.loads({payload!r}))
 """
+_PKG = __name__.split(".")[0]  # sglang, or vllm on a vLLM box (the same twin code under the engine's package)
 
 
 def proc_starttime(pid: int) -> int | None:
@@ -52,13 +53,25 @@ def _site_dir() -> str:
     return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def spawn_children(tp: int, env: dict[str, str], payload: dict) -> list[tuple[str, subprocess.Popen]]:
-    """Start sglang::scheduler_TP{i} (or sglang::scheduler at TP=1) and sglang::detokenizer."""
-    children = []
+def titles(engine: str, tp: int) -> list[tuple[str, str, int]]:
+    """(title, role, rank) of a server's children: SGLang's sglang::scheduler[_TP{i}] and sglang::detokenizer;
+    vLLM 0.26's VLLM::EngineCore (the model runs in it at TP=1) and VLLM::Worker_TP{i} at TP>1
+    (utils/system_utils.py:184, v1/engine/core.py:1270, v1/executor/multiproc_executor.py:1046)."""
+    if engine == "vllm":
+        if tp == 1:
+            return [("VLLM::EngineCore", "scheduler", 0)]
+        return [(f"VLLM::Worker_TP{i}", "scheduler", i) for i in range(tp)] + [("VLLM::EngineCore", "detokenizer", 0)]
     roles = [(f"sglang::scheduler_TP{i}" if tp > 1 else "sglang::scheduler", "scheduler", i) for i in range(tp)]
-    roles.append(("sglang::detokenizer", "detokenizer", 0))
+    return [*roles, ("sglang::detokenizer", "detokenizer", 0)]
+
+
+def spawn_children(tp: int, env: dict[str, str], payload: dict) -> list[tuple[str, subprocess.Popen]]:
+    """Start the engine's children (`titles`); each learns its title from the payload."""
+    children = []
+    roles = titles(payload.get("engine") or "sglang", tp)
     for title, role, rank in roles:
-        code = _BOOT.format(site=_site_dir(), role=role, rank=rank, payload=json.dumps(payload))
+        code = _BOOT.format(site=_site_dir(), role=role, rank=rank, pkg=_PKG,
+                            payload=json.dumps({**payload, "title": title}))
         proc = subprocess.Popen([title], executable=sys.executable, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 env=env, close_fds=True)
         assert proc.stdin is not None
@@ -132,6 +145,17 @@ def source_tree(environ: dict[str, str], twin: dict, cwd: str | None = None) -> 
     The stand-in package itself always imports from the sandbox's site-packages (the trees hold SGLang's
     sources, not a runnable package); the tree found here is what the performance model reads.
     """
+    if twin.get("engine") == "vllm":  # a vLLM checkout keeps the package at its top: the tree is the entry
+        for entry in (environ.get("PYTHONPATH") or "").split(os.pathsep):
+            entry = entry.rstrip("/")
+            if entry and os.path.isdir(os.path.join(entry, "vllm")) and os.path.isfile(os.path.join(entry, "setup.py")):
+                return entry
+        if twin.get("sglang_install") == "wheel":
+            return os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        here = cwd if cwd is not None else os.getcwd()
+        if here and os.path.isdir(os.path.join(here, "vllm")) and os.path.isfile(os.path.join(here, "setup.py")):
+            return here
+        return twin["repo"]
     for entry in (environ.get("PYTHONPATH") or "").split(os.pathsep):
         entry = entry.rstrip("/")
         if entry.endswith("/python") and os.path.isdir(os.path.join(entry, "sglang")):
@@ -165,7 +189,7 @@ def _emit(obj: dict) -> None:
 
 def worker_main(role: str, rank: int, payload: dict) -> None:
     """Body of a scheduler/detokenizer process: report readiness (TP0: the evaluated model), then idle."""
-    title = f"sglang::{role}" + (f"_TP{rank}" if role == "scheduler" and payload["tp"] > 1 else "")
+    title = payload.get("title") or f"sglang::{role}" + (f"_TP{rank}" if role == "scheduler" and payload["tp"] > 1 else "")
     _prctl(title)
     if os.getppid() != payload["parent"]:
         sys.exit(0)
@@ -193,6 +217,10 @@ def worker_main(role: str, rank: int, payload: dict) -> None:
                            "file": os.path.join(tree, p["file"]), "line": _anchor_line(tree, p), "tree": tree})
                     sys.exit(1)
         result = evaluate(twin, dict(os.environ), args, present, live_contention(sandbox_root(), twin))
+        if payload.get("engine") == "vllm":  # the vLLM front logs its own start-up lines
+            _emit({"ready": True, "perf": result})
+            while True:
+                time.sleep(3600)
         log("Init torch distributed begin.", tag)
         gpu_mem = float(twin["hardware"].get("memory_gb", 96.0))
         if payload.get("title_hides_env") is not None:  # 0.5.17: the parent logs loading (startup0517)

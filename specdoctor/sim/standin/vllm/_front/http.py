@@ -1,0 +1,115 @@
+"""vLLM 0.26's HTTP routes on loopback: /health, /version, /v1/models, /v1/completions, /metrics, profiler."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler
+
+from vllm._twin.http import run_generate
+
+from .stats import vlog
+
+__all__ = ["make_handler"]
+
+
+def _completion(state: dict, req: dict) -> tuple[int, dict]:
+    """POST /v1/completions (completion/protocol.py:45-80): greedy unless asked, `ignore_eos` honoured."""
+    prompt = req.get("prompt")
+    if isinstance(prompt, list):
+        prompt = prompt[0] if prompt else ""
+    if not isinstance(prompt, str):
+        return 400, {"error": {"message": "prompt must be a string", "type": "BadRequestError", "code": 400}}
+    model = state["args"]["served_model_name"]
+    if req.get("model") not in (None, model):
+        return 404, {"error": {"message": f"The model `{req.get('model')}` does not exist.",
+                               "type": "NotFoundError", "code": 404}}
+    max_tokens = int(req.get("max_tokens") or 16)
+    temperature = float(req.get("temperature", 1.0))
+    out = run_generate(state, {"text": prompt, "sampling_params": {"max_new_tokens": max_tokens,
+                                                                   "temperature": temperature}}, None)
+    meta = out.get("meta_info") or {}
+    n = int(meta.get("completion_tokens") or 0)
+    body = {"id": f"cmpl-{uuid.uuid4().hex}", "object": "text_completion", "created": int(time.time()),
+            "model": model, "choices": [{"index": 0, "text": out.get("text", ""), "logprobs": None,
+                                         "finish_reason": "length", "stop_reason": None}],
+            "usage": {"prompt_tokens": int(meta.get("prompt_tokens") or 0), "total_tokens":
+                      int(meta.get("prompt_tokens") or 0) + n, "completion_tokens": n, "prompt_tokens_details": None}}
+    return 200, body
+
+
+def make_handler():
+    """The request handler class; state lives on the server object (`server.twin_state`)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "uvicorn"
+        sys_version = ""
+
+        def log_message(self, format, *args):  # noqa: A002 - uvicorn-style access lines instead
+            return
+
+        def _send(self, code: int, body, ctype: str = "application/json") -> None:
+            data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+            self.send_response(code)
+            self.send_header("content-type", ctype)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            vlog(f'{self.client_address[0]}:{self.client_address[1]} - "{self.command} {self.path} HTTP/1.1" {code}',
+                 where="h11_impl.py:477")
+
+        def _state(self) -> dict:
+            return self.server.twin_state  # type: ignore[attr-defined]
+
+        def _body(self) -> dict | None:
+            n = int(self.headers.get("content-length") or 0)
+            try:
+                obj = json.loads(self.rfile.read(n) if n else b"{}")
+            except ValueError:
+                return None
+            return obj if isinstance(obj, dict) else None
+
+        def do_GET(self):  # noqa: N802
+            st = self._state()
+            path = self.path.split("?", 1)[0]
+            if path == "/health":
+                return self._send(200 if st["ready"] else 503, "", "application/json")
+            if path == "/version":  # serve/instrumentator/basic.py:53
+                return self._send(200, {"version": st["version"]})
+            if path == "/v1/models":
+                a = st["args"]
+                return self._send(200, {"object": "list", "data": [{
+                    "id": a["served_model_name"], "object": "model", "created": int(st["started"]),
+                    "owned_by": "vllm", "root": a["model_path"], "parent": None,
+                    "max_model_len": int(a.get("max_model_len") or 131072)}]})
+            if path == "/metrics":
+                return self._send(200, st["engine"].metrics(st["args"]["served_model_name"]),
+                                  "text/plain; version=0.0.4; charset=utf-8")
+            if path == "/load":
+                return self._send(200, {"server_load": st["engine"].running})
+            return self._send(404, {"detail": "Not Found"})
+
+        def do_POST(self):  # noqa: N802
+            st = self._state()
+            path = self.path.split("?", 1)[0]
+            if path in ("/start_profile", "/stop_profile"):
+                # serve/profile/api_router.py: only mounted when --profiler-config names a profiler
+                prof = st["args"].get("profiler_config") or {}
+                if not (isinstance(prof, dict) and prof.get("profiler")):
+                    return self._send(404, {"detail": "Not Found"})
+                vlog("Starting profiler..." if path == "/start_profile" else "Stopping profiler...",
+                     where="api_router.py:23")
+                return self._send(200, "")
+            if path != "/v1/completions":
+                return self._send(404, {"detail": "Not Found"})
+            if not st["ready"]:
+                return self._send(503, {"error": {"message": "starting", "code": 503}})
+            req = self._body()
+            if req is None:
+                return self._send(400, {"error": {"message": "invalid JSON", "type": "BadRequestError", "code": 400}})
+            code, body = _completion(st, req)
+            return self._send(code, body)
+
+    return Handler

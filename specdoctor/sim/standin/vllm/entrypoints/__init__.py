@@ -1,0 +1,1 @@
+"""OpenAI-compatible entry points (stand-in)."""

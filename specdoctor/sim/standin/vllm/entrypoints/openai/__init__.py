@@ -1,0 +1,1 @@
+"""`python -m vllm.entrypoints.openai.api_server` (stand-in)."""

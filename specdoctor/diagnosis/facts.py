@@ -37,6 +37,7 @@ from specdoctor.tools.bisect import BisectResult
 from specdoctor.tools.gates import GateScan
 from specdoctor.tools.hardware_probe import HardwareProbe
 from specdoctor.tools.measure import Workload
+from specdoctor.tools.nccl import NcclSweep
 from specdoctor.tools.server import Propagation
 from specdoctor.tools.user_server import UserServerRecord
 
@@ -137,6 +138,7 @@ class ToolOutputs(BaseModel):
     bisect: BisectResult | None = None
     hardware: HardwareProbe | None = None
     propagation: Propagation | None = None
+    nccl_sweep: NcclSweep | None = None
 
 
 class Case(BaseModel):
@@ -152,7 +154,8 @@ class Case(BaseModel):
         """The case as a run's state holds it (a pure read of checkpointed JSON: no host, no I/O)."""
         tools = ToolOutputs(gates=view.latest(GateScan), fingerprint_diff=view.latest(FingerprintDiff),
                             breakeven=view.latest(BreakevenAnalysis), bisect=view.latest(BisectResult),
-                            hardware=view.latest(HardwareProbe), propagation=view.latest(Propagation))
+                            hardware=view.latest(HardwareProbe), propagation=view.latest(Propagation),
+                            nccl_sweep=view.latest(NcclSweep))
         p = view.params
         return cls(facts=checked_facts(view.facts), tools=tools, expect=dict(p.get("expect") or {}),
                    repo=p.get("repo"))

@@ -148,9 +148,13 @@ def _claims(report: m.Report, claims: Claims | None, measure: MeasureFacts) -> N
 
 
 def _action(a: PlanAction) -> m.Action:
+    mg = a.modelled
     return m.Action(title=a.title, gain=a.gain_tps, basis="measured" if a.basis == "measured" else "modelled",
                     cost=a.cost, risk=a.risk, command=a.command,
-                    detail=(a.expected_gain + ("; " if a.detail else "") + a.detail).strip("; "))
+                    detail=(a.expected_gain + ("; " if a.detail else "") + a.detail).strip("; "),
+                    lever=a.lever, gain_low=mg.low if mg else None, gain_high=mg.high if mg else None,
+                    modelled_gain=mg.point if mg else None, measured_gain=a.measured_gain_tps,
+                    assumptions=list(mg.assumptions) if mg else [])
 
 
 def _attribution(att: AttributionFact | None, v: StateView, r: _Reader) -> Attribution | None:
@@ -334,11 +338,13 @@ def _nccl(report: m.Report, r: _Reader) -> None:
     sweep = r.v.latest(NcclSweep)
     if sweep is None:
         return
+    promo = r.v.latest(NcclPromotion)
+    in_ab = {a.label for a in (promo.results if promo else []) if not a.skipped}
     rows = []
     for c in sweep.results:
         pts = [m.NcclPoint(size_bytes=p.size, latency_us=p.latency_us) for p in c.points if p.latency_us is not None]
-        rows.append(m.NcclRow(config=c.label or "default", env=c.env, points=pts, promoted=c.promote))
-    promo = r.v.latest(NcclPromotion)
+        rows.append(m.NcclRow(config=c.label or "default", env=c.env, points=pts, promoted=c.label in in_ab,
+                              cycle_us=c.cycle_us))
     ab = [m.MetricComparison(metric=a.label or "promoted", samples=a.samples, median=a.median, ci_low=a.ci_low,
                              ci_high=a.ci_high, pct_change=a.pct_change, outcome=_outcome(a.outcome),
                              p_value=a.p_value)
@@ -348,7 +354,9 @@ def _nccl(report: m.Report, r: _Reader) -> None:
         propagated = all(a.propagated for a in promo.results) if promo.results else None
         if promo.launcher_drops:
             propagated = False
-    report.nccl = m.NcclSection(tp=sweep.tp, rows=rows, ab=ab, propagated=propagated,
+    weighting = (" + ".join(f"{w.per_cycle:g} × {w.size} B ({w.phase})" for w in sweep.weights)
+                 + " per cycle") if sweep.weights else None
+    report.nccl = m.NcclSection(tp=sweep.tp, rows=rows, ab=ab, propagated=propagated, weighting=weighting,
                                 evidence=r.evidence("nccl", r.v.latest_key(NcclSweep)))
     if promo is None:
         return

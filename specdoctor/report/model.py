@@ -181,7 +181,10 @@ class NcclRow(_Model):
     config: str = Field(description="Label, e.g. 'PROTO=LL ALGO=Ring'.")
     env: dict[str, str] = Field(default_factory=dict)
     points: list[NcclPoint] = Field(default_factory=list)
-    promoted: bool = False
+    promoted: bool = Field(default=False, description="Run in the end-to-end A/B (not only called better by the "
+                           "micro-benchmark).")
+    cycle_us: float | None = Field(default=None, description="All-reduce µs per speculative cycle at the cycle's own "
+                                   "sizes and counts (None: not weighed).")
 
 
 class NcclSection(_Model):
@@ -190,6 +193,8 @@ class NcclSection(_Model):
     tp: int | None = None
     rows: list[NcclRow] = Field(default_factory=list)
     ab: list[MetricComparison] = Field(default_factory=list, description="Promoted config vs default, tok/s.")
+    weighting: str | None = Field(default=None, description="How the sizes were weighed: all-reduces per cycle at "
+                                  "each size the cycle sends (None: every size the same).")
     propagated: bool | None = Field(default=None, description="Variables reached every TP worker.")
     evidence: Evidence | None = None
 
@@ -206,6 +211,13 @@ class Action(_Model):
     detail: str = ""
     llm_made: bool = False
     command: str | None = Field(default=None, description="The exact command/edit that carries it out.")
+    lever: str | None = Field(default=None, description="The lever it pulls (verify-graph, draft-steps, nccl, ...).")
+    gain_low: float | None = Field(default=None, description="Low end of the modelled gain, tok/s.")
+    gain_high: float | None = Field(default=None, description="High end of the modelled gain, tok/s.")
+    modelled_gain: float | None = Field(default=None, description="The what-if model's point gain, tok/s (also when "
+                                        "the action's gain was measured: modelled kept apart from measured).")
+    measured_gain: float | None = Field(default=None, description="What a trial measured for the same lever, tok/s.")
+    assumptions: list[str] = Field(default_factory=list, description="What the model assumes.")
 
 
 class RunMeta(_Model):

@@ -41,7 +41,7 @@ from specdoctor.tools.repo import Triage
 from specdoctor.tools.server import Propagation
 from specdoctor.tools.worktree import Backup, Restored
 
-__all__ = ["build_report"]
+__all__ = ["build_report", "nccl_section_of"]
 
 
 class _Commands:
@@ -334,11 +334,8 @@ def _stash(report: m.Report, r: _Reader) -> None:
         evidence=r.evidence("backup", r.v.latest_key(Backup)))
 
 
-def _nccl(report: m.Report, r: _Reader) -> None:
-    sweep = r.v.latest(NcclSweep)
-    if sweep is None:
-        return
-    promo = r.v.latest(NcclPromotion)
+def nccl_section_of(sweep: NcclSweep, promo: NcclPromotion | None) -> m.NcclSection:
+    """The sweep's table as the report shows it: every row's latencies and time per cycle; promoted = in the A/B."""
     in_ab = {a.label for a in (promo.results if promo else []) if not a.skipped}
     rows = []
     for c in sweep.results:
@@ -349,15 +346,24 @@ def _nccl(report: m.Report, r: _Reader) -> None:
                              ci_high=a.ci_high, pct_change=a.pct_change, outcome=_outcome(a.outcome),
                              p_value=a.p_value)
           for a in (promo.results if promo else []) if not a.skipped]
+    weighting = (" + ".join(f"{w.per_cycle:g} × {w.size} B ({w.phase})" for w in sweep.weights)
+                 + " per cycle") if sweep.weights else None
+    return m.NcclSection(tp=sweep.tp, rows=rows, ab=ab, weighting=weighting)
+
+
+def _nccl(report: m.Report, r: _Reader) -> None:
+    sweep = r.v.latest(NcclSweep)
+    if sweep is None:
+        return
+    promo = r.v.latest(NcclPromotion)
+    section = nccl_section_of(sweep, promo)
     propagated: bool | None = None
     if promo is not None:
         propagated = all(a.propagated for a in promo.results) if promo.results else None
         if promo.launcher_drops:
             propagated = False
-    weighting = (" + ".join(f"{w.per_cycle:g} × {w.size} B ({w.phase})" for w in sweep.weights)
-                 + " per cycle") if sweep.weights else None
-    report.nccl = m.NcclSection(tp=sweep.tp, rows=rows, ab=ab, propagated=propagated, weighting=weighting,
-                                evidence=r.evidence("nccl", r.v.latest_key(NcclSweep)))
+    report.nccl = section.model_copy(update={"propagated": propagated,
+                                             "evidence": r.evidence("nccl", r.v.latest_key(NcclSweep))})
     if promo is None:
         return
     ev = [r.evidence("nccl_promote", r.v.latest_key(NcclPromotion))]

@@ -4,8 +4,8 @@ rankings disagree, the sweep's pick and the report's table follow the cycle."""
 from __future__ import annotations
 
 from specdoctor.engine.report_builder import nccl_section_of
-from specdoctor.report.model import Report, RunMeta
 from specdoctor.report.markdown import render_markdown
+from specdoctor.report.model import Report, RunMeta
 from specdoctor.toolkit import registry
 from specdoctor.tools.nccl import NcclSweep
 from specdoctor.tools.nccl_grid import cycle_weights, message_sizes

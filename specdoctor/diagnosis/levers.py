@@ -115,8 +115,8 @@ def graph_lever(case: Case) -> Lever | None:
     Point: verify costs what the real engine's graph-replayed verify costs against its decode step
     (`REAL_VERIFY_OVER_DECODE`) times this run's graph-replayed decode step; when today's decode is eager too, the
     decode step's own eager/graph ratio measured in the run (reference against today) scales verify instead. Low:
-    a graph removes only half of verify's excess over that point. High: the point, or the decode ratio's figure,
-    whichever is faster."""
+    a graph removes only half of verify's excess over that point. High: verify as cheap as one graph-replayed
+    decode step (no forward at this batch is cheaper)."""
     measure = case.facts.measure or MeasureFacts()
     be = case.tools.breakeven
     spec = measure.spec.median if measure.spec else None
@@ -140,8 +140,9 @@ def graph_lever(case: Case) -> Lever | None:
         return None  # verify is already as cheap as the model says a graph makes it: nothing to gain
     point_v = max(point_v, floor)
     low_v = be.verify_ms - 0.5 * (be.verify_ms - point_v)
-    assumptions.append("low end: the graph removes only half of verify's excess over that")
-    vals = [tps_at(be, spec, verify_ms=v, draft_ms=draft) for v in (point_v, low_v, floor)]
+    assumptions.append("low end: the graph removes only half of verify's excess over that; high end: verify as "
+                       "cheap as one graph-replayed decode step")
+    vals = [tps_at(be, spec, verify_ms=v, draft_ms=draft) for v in (point_v, low_v, min(decode_graph, point_v))]
     if any(v is None for v in vals):
         return None
     point, low, high = (float(v) - spec for v in vals if v is not None)

@@ -10,7 +10,7 @@ import time
 from typing import Any, Literal
 
 from specdoctor import __version__
-from specdoctor.diagnosis import PlanAction, Verdict
+from specdoctor.diagnosis import PlanAction, RunFacts, Verdict
 from specdoctor.engine.state import StateView
 from specdoctor.host.audit import AuditEntry
 from specdoctor.host.base import Host
@@ -41,7 +41,7 @@ from specdoctor.tools.repo import Triage
 from specdoctor.tools.server import Propagation
 from specdoctor.tools.worktree import Backup, Restored
 
-__all__ = ["build_report", "nccl_section_of"]
+__all__ = ["build_report", "nccl_section_of", "fill_workload"]
 
 
 class _Commands:
@@ -102,6 +102,7 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
         dec = Decision.model_validate(d)
         report.decisions.append(dec.model_copy(update={"command_ids": r.cmds.ids_for_commands(dec.evidence)}))
     report.game_plan = [_action(a) for a in facts.game_plan or []]
+    fill_workload(report, facts)
     report.attribution = _attribution(facts.attribution, v, r)
     _enrich(report, r)
     add_run_facts(report, v.facts, dry_run=bool(getattr(rec, "dry_run", False)))  # box left, launches, dry run
@@ -294,6 +295,32 @@ def _propagation(report: m.Report, r: _Reader) -> None:
             {**row.model_dump(), "evidence": r.evidence("propagation", r.v.latest_key(Propagation))}))
 
 
+def fill_workload(report: m.Report, facts: RunFacts) -> None:
+    """The workload behind every figure (the benchmark's own record), and the claims' when one was recorded."""
+    measure = facts.measure or MeasureFacts()
+    report.workload = next((mf.workload for _, mf in measure.items() if mf.workload is not None), None)
+    wl = facts.workload
+    if wl is not None and wl.recorded is not None:
+        report.claims_workload, report.claims_workload_source = wl.recorded, wl.source
+        report.workload_differences = list(wl.differences)
+        if report.workload is not None and report.workload.prompts == wl.recorded.request_prompts():
+            # measured like for like: the figures ran the claims' own prompts; name their dataset
+            report.workload = report.workload.model_copy(update={"dataset": wl.recorded.dataset,
+                                                                 "prompt_tokens": wl.recorded.prompt_tokens})
+
+
+def _fingerprint_record(fp: Fingerprint, facts: RunFacts) -> dict[str, Any]:
+    """The fingerprint as a reference to save: with the figures measured beside it and their workload."""
+    measure = facts.measure or MeasureFacts()
+    meas = {k: v for k, v in (("baseline_tps", measure.baseline.median if measure.baseline else None),
+                              ("spec_tps", measure.spec.median if measure.spec else None),
+                              ("accept_length", measure.spec.accept_length if measure.spec else None))
+            if v is not None}
+    wl = next((mf.workload for _, mf in measure.items() if mf.workload is not None), None)
+    return fp.model_copy(update={"workload": fp.workload or wl,
+                                 "measurements": fp.measurements or meas}).model_dump(mode="json")
+
+
 def _fingerprint(report: m.Report, r: _Reader) -> None:
     fp = r.v.latest(Fingerprint)
     diff = r.v.latest(FingerprintDiff)
@@ -302,7 +329,7 @@ def _fingerprint(report: m.Report, r: _Reader) -> None:
     changes = [m.FingerprintChange(key=c.key, before=c.before, after=c.after, impact=c.impact)
                for c in (diff.changes if diff else [])]
     report.fingerprint = m.FingerprintSection(
-        current=fp.model_dump(mode="json") if fp else {}, previous_run=r.v.params.get("good_fingerprint"),
+        current=_fingerprint_record(fp, r.v.run_facts) if fp else {}, previous_run=r.v.params.get("good_fingerprint"),
         changes=changes, evidence=r.evidence("fingerprint", r.v.latest_key(Fingerprint)))
 
 

@@ -16,6 +16,7 @@ from specdoctor.models import BreakevenAnalysis, Decision, EnvRow, Evidence, Mea
 from specdoctor.models.base import str_keys as _str_keys
 from specdoctor.models.box import BoxLeftFact
 from specdoctor.models.phases import PhaseTimes
+from specdoctor.models.workload import Workload
 from specdoctor.report.attribution_model import Attribution, BisectTrial, Cause
 
 __all__ = [
@@ -307,6 +308,13 @@ class Report(_Model):
                                            "cycle with samples, CIs and their source (the engine's profiler first).")
     decisions: list[Decision] = Field(default_factory=list)
     game_plan: list[Action] = Field(default_factory=list, description="Ranked, best first.")
+    workload: Workload | None = Field(default=None, description="What every figure of this run was measured on: "
+                                      "prompt set, output length, temperature, concurrency.")
+    claims_workload: Workload | None = Field(default=None, description="The workload recorded behind the claims "
+                                             "(by the user or the good run), when one was.")
+    claims_workload_source: str | None = None
+    workload_differences: list[str] = Field(default_factory=list, description="How the claims' workload differs "
+                                            "from today's benchmark: such claims are flagged, not silently compared.")
     commands: list[AuditEntry] = Field(default_factory=list, description="The audit log, in order.")
     attribution: Attribution | None = Field(default=None, description="The measured gap split into causes, with CIs.")
     bisection: list[BisectTrial] = Field(default_factory=list, description="The bisection's trials, in order.")

@@ -139,6 +139,7 @@ class ToolOutputs(BaseModel):
     hardware: HardwareProbe | None = None
     propagation: Propagation | None = None
     nccl_sweep: NcclSweep | None = None
+    deltas: DeltaList | None = Field(default=None, description="list_deltas: every difference from the reference.")
 
 
 class Case(BaseModel):
@@ -155,7 +156,7 @@ class Case(BaseModel):
         tools = ToolOutputs(gates=view.latest(GateScan), fingerprint_diff=view.latest(FingerprintDiff),
                             breakeven=view.latest(BreakevenAnalysis), bisect=view.latest(BisectResult),
                             hardware=view.latest(HardwareProbe), propagation=view.latest(Propagation),
-                            nccl_sweep=view.latest(NcclSweep))
+                            nccl_sweep=view.latest(NcclSweep), deltas=view.latest(DeltaList))
         p = view.params
         return cls(facts=checked_facts(view.facts), tools=tools, expect=dict(p.get("expect") or {}),
                    repo=p.get("repo"))

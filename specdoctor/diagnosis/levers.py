@@ -71,16 +71,24 @@ def tps_at(be: BreakevenAnalysis, spec: float, *, verify_ms: float | None = None
 
 
 def _confirmed(case: Case, keys: tuple[str, ...]) -> CauseFact | None:
-    """The confirmed cause whose trial measured this lever (its key names one of `keys`), with an effect on spec."""
+    """The confirmed cause whose trial pulled this lever (its key names one of `keys`)."""
     for c in attribution(case).confirmed():
-        if c.effect_tps is not None and c.metric == "spec" and any(k in c.key.lower() for k in keys):
+        if any(k in c.key.lower() for k in keys):
             return c
     return None
 
 
 def _measured(lever: Lever, cause: CauseFact | None) -> Lever:
-    if cause is not None and cause.effect_tps is not None:
-        lever.measured_tps, lever.measured_by = -cause.effect_tps, cause.name
+    """The trial's measurement beside the model: only on the figure the model predicts (speculative tok/s); a
+    trial that measured another figure is named, not compared."""
+    if cause is None:
+        return lever
+    lever.measured_by = cause.name
+    if cause.effect_tps is not None and cause.metric == "spec":
+        lever.measured_tps = -cause.effect_tps
+    elif cause.effect_tps is not None:
+        lever.assumptions.append(f"its trial measured the {cause.metric} figure ({-cause.effect_tps:+.1f} tok/s), "
+                                 "not the speculative one this model predicts")
     return lever
 
 
@@ -213,7 +221,8 @@ def _mid_verify(be: BreakevenAnalysis, steps: int) -> float:
 
 
 def _reference_steps(case: Case, cause: CauseFact) -> int | None:
-    for d in case.facts.deltas.deltas if case.facts.deltas else []:
+    found = case.tools.deltas or case.facts.deltas
+    for d in found.deltas if found else []:
         if d.name == cause.key and d.reference and d.reference.isdigit():
             n = int(d.reference)
             return n - 1 if "draft_tokens" in d.name else n

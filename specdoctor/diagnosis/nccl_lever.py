@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 
 from specdoctor.diagnosis.facts import Case
-from specdoctor.diagnosis.levers import _WORTH, Lever, _confirmed, tps_at
+from specdoctor.diagnosis.levers import _WORTH, Lever, _confirmed, _measured, tps_at
 from specdoctor.models import MeasureFacts, NcclFact
 from specdoctor.tools.nccl import ConfigResult, NcclSweep
 
@@ -83,7 +83,4 @@ def nccl_lever(case: Case) -> Lever | None:
     if nccl.best and nccl.best_gain_pct is not None:
         lever.measured_tps, lever.measured_by = spec * nccl.best_gain_pct / 100.0, f"the end-to-end A/B of {nccl.best}"
         return lever
-    cause = _confirmed(case, ("nccl_",))
-    if cause is not None and cause.effect_tps is not None:
-        lever.measured_tps, lever.measured_by = -cause.effect_tps, cause.name
-    return lever
+    return _measured(lever, _confirmed(case, ("nccl_",)))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 import tempfile
@@ -68,10 +69,17 @@ def run_one(name: str, k: int) -> list[Case]:
                           modelled=mod, low=a.get("gain_low"), high=a.get("gain_high"), measured=meas,
                           error_pct=100.0 * abs(mod - meas) / abs(meas) if meas else None, wall_s=wall))
     if not cases:
-        causes = [c.get("name") for c in ((report.get("attribution") or {}).get("causes") or [])]
-        cases.append(Case(scenario=name, seed=sc.seed, verdict=verdict, wall_s=wall,
-                          note="no action carries both a modelled and a measured gain (confirmed causes: "
-                               + (", ".join(str(c) for c in causes) or "none") + ")"))
+        att = report.get("attribution") or {}
+        causes = ", ".join(f"{c.get('name')} ({att.get('metric')})" for c in att.get("causes") or []) or "none"
+        modelled = [x for x in report.get("game_plan") or [] if x.get("modelled_gain") is not None]
+        for x in modelled:  # a lever the model covers, whose trial (if any) measured another figure
+            cases.append(Case(scenario=name, seed=sc.seed, verdict=verdict, lever=x.get("lever"), action=x["title"],
+                              modelled=x["modelled_gain"], low=x.get("gain_low"), high=x.get("gain_high"),
+                              wall_s=wall, note=f"not compared: no trial measured it on the speculative figure "
+                                                f"(confirmed causes: {causes})"))
+        if not modelled:
+            cases.append(Case(scenario=name, seed=sc.seed, verdict=verdict, wall_s=wall,
+                              note=f"no lever of the model here (confirmed causes: {causes})"))
     return cases
 
 
@@ -85,8 +93,8 @@ def table(cases: list[Case]) -> str:
         mod = f"{c.modelled:+.1f}{rng}" if c.modelled is not None else "—"
         meas = f"{c.measured:+.1f}" if c.measured is not None else "—"
         err = f"{c.error_pct:.1f} %" if c.error_pct is not None else "—"
-        rows.append(f"| {c.scenario} | {c.seed} | {c.verdict} | {c.lever or '—'} | {mod} | {meas} | {err} | "
-                    f"{c.note or c.action} |")
+        note = re.sub(r"/tmp/specdoctor-sim-[^/\s]+", "<sandbox>", c.note or c.action)
+        rows.append(f"| {c.scenario} | {c.seed} | {c.verdict} | {c.lever or '—'} | {mod} | {meas} | {err} | {note} |")
     errs = [c.error_pct for c in cases if c.error_pct is not None]
     summary = (f"\nMedian absolute error over {len(errs)} measured levers: {statistics.median(errs):.1f} % "
                f"(limit {LIMIT_PCT:g} %): {'PASS' if statistics.median(errs) <= LIMIT_PCT else 'FAIL'}\n"

@@ -29,11 +29,6 @@ def claims_section(r: Report) -> Section:
                               + "; ".join(r.workload_differences) + "); the table compares them with this server "
                               "run on that workload" + (f" ({r.claims_workload.line()})" if r.claims_workload else "")
                               + ", not with today's benchmark."], role="workload"))
-    elif r.workload is not None:
-        s.blocks.append(Para([f"Measured on: {r.workload.line()}."
-                              + (" The claims record no workload: compare them only if they were measured the "
-                                 "same way." if r.claims_workload is None else " The claims' recorded workload "
-                                 "is the same.")], role="workload"))
     if any(c.basis == "decode" for c in r.claims):
         s.blocks.append(Para(["A claim marked 'prefill excluded' reads as a regression over whole requests but not "
                               "with the time to the first token left out (how a server log's gen throughput or "

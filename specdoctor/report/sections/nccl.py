@@ -73,9 +73,11 @@ def nccl_section(r: Report) -> Section:
                               f"{how}, ", Code(derive.nccl_label(cur_row, n.rows)),
                               " (negative is faster). ", *(ev_link(n.evidence, len(r.commands)) if n.evidence else [])]))
     heads = ["config", *(["µs per cycle"] if cycle else []), *[fmt.size(sz) for sz in sizes]]
-    if cycle:
-        s.blocks.append(Para([f"Ranked by all-reduce time per speculative cycle at the cycle's own sizes ({n.weighting}"
-                              "), not by a sum over sizes: a size the cycle does not send weighs nothing."]))
+    if cycle:  # said with the table's caption: one line, not another paragraph
+        ranked = (f"Ranked by all-reduce time per speculative cycle at the cycle's own sizes ({n.weighting}), not by "
+                  "a sum over sizes: a size the cycle does not send weighs nothing. ")
+    else:
+        ranked = ""
     s.blocks.append(Figure("nccl", "All-reduce latency per setting and message size, relative to the workers' "
                                    "current setting"))
     total = [(row.cycle_us or 0.0) if cycle else sum(p.latency_us for p in row.points) for row in n.rows]
@@ -83,10 +85,11 @@ def nccl_section(r: Report) -> Section:
     short = [n.rows[i] for i in order[:_NCCL_MD_ROWS]]
     if cur_row is not None and cur_row not in short:
         short.append(cur_row)
-    full = Table(heads, [row_cells(n.rows[i]) for i in order] if cycle else [row_cells(row) for row in n.rows])
+    full = Table(heads, [row_cells(n.rows[i]) for i in order] if cycle else [row_cells(row) for row in n.rows],
+                 caption=ranked.strip())
     s.blocks.append(Details(f"All {len(n.rows)} configurations", [full],
                             md_short=[Table(heads, [row_cells(row) for row in short],
-                                            caption=f"Fastest {_NCCL_MD_ROWS} of {len(n.rows)} by "
+                                            caption=ranked + f"Fastest {_NCCL_MD_ROWS} of {len(n.rows)} by "
                                                     + ("time per cycle" if cycle else "total latency") + ", "
                                                     "and the workers' setting (all in report.html)")]))
     if n.ab:

@@ -174,7 +174,8 @@ def graph_lever(case: Case) -> Lever | None:
 def steps_lever(case: Case, target_steps: int | None = None) -> Lever | None:
     """Draft steps k (topk 1: draft tokens k+1), from the break-even model at the measured α: τ(k) and the cycle
     with k draft steps. High: verify constant in its tokens (memory-bound); low: verify's excess over a decode step
-    grows in proportion to its tokens; point: halfway. `target_steps`: the k a trial measured (else the best k)."""
+    grows in proportion to its tokens; point: halfway. `target_steps`: the k a trial measured (else the best k);
+    a k no trial measured is proposed only when its low end still gains 5 %."""
     measure = case.facts.measure or MeasureFacts()
     be = case.tools.breakeven
     spec = measure.spec.median if measure.spec else None
@@ -195,8 +196,8 @@ def steps_lever(case: Case, target_steps: int | None = None) -> Lever | None:
         return None
     pt, lo, hi = sorted(float(v) - spec for v in vals if v is not None)[1], *sorted(
         float(v) - spec for v in vals if v is not None)[::2]
-    if pt <= _WORTH * spec:
-        return None
+    if lo <= _WORTH * spec and cause is None:
+        return None  # proposed only when even verify growing with its tokens pays; a trial's k is always modelled
     lever = Lever(kind="draft-steps", title=f"Draft {target_steps} steps instead of {k} (--speculative-num-steps "
                   f"{target_steps} --speculative-num-draft-tokens {target_steps + 1})", today_tps=spec,
                   gain_tps=pt, gain_low=lo, gain_high=hi,

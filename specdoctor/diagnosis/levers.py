@@ -71,9 +71,11 @@ def tps_at(be: BreakevenAnalysis, spec: float, *, verify_ms: float | None = None
 
 
 def _confirmed(case: Case, keys: tuple[str, ...]) -> CauseFact | None:
-    """The confirmed cause whose trial pulled this lever (its key names one of `keys`)."""
+    """The confirmed cause whose trial pulled this lever: a setting (launch flag, variable) whose name holds one of
+    `keys`. A patch is never matched, by its file name or by the phase its revert moved: a revert that speeds verify
+    up need not be what makes verify replay a graph (single-culprit's patch slows an eager verify)."""
     for c in attribution(case).confirmed():
-        if any(k in c.key.lower() for k in keys):
+        if c.kind != "code" and any(k in c.key.lower() for k in keys):
             return c
     return None
 

@@ -162,7 +162,8 @@ def graph_lever(case: Case) -> Lever | None:
     check = (f"grep -n -i -E 'capture.*cuda graph|cuda graph: False|disable.cuda.graph' {shlex.quote(log)} | head -20"
              if log else None)
     title = ("Relaunch without --disable-cuda-graph (decode and verify replay CUDA graphs)" if whole else
-             "Make verify replay a CUDA graph (it runs eager; the cycle is verify-bound)")
+             "Make verify replay a CUDA graph (it runs eager" + ("; the cycle is verify-bound)"
+                                                                 if be.dominant_term == "verify" else ")"))
     lever = Lever(kind="cuda-graph" if whole else "verify-graph", title=title, today_tps=spec, gain_tps=point,
                   gain_low=min(low, point), gain_high=max(high, point), assumptions=assumptions, command=dropped or check,
                   risk="low (start-up captures the graphs: more memory, a longer start)")

@@ -39,6 +39,7 @@ from specdoctor.tools.commit_bisect import CommitBisectResult
 from specdoctor.tools.gates import GateScan
 from specdoctor.tools.hardware_probe import HardwareProbe
 from specdoctor.tools.measure import Workload
+from specdoctor.tools.nccl import NcclSweep
 from specdoctor.tools.server import Propagation
 from specdoctor.tools.user_server import UserServerRecord
 
@@ -143,6 +144,8 @@ class ToolOutputs(BaseModel):
     hardware: HardwareProbe | None = None
     propagation: Propagation | None = None
     commit_bisect: CommitBisectResult | None = None
+    nccl_sweep: NcclSweep | None = None
+    deltas: DeltaList | None = Field(default=None, description="list_deltas: every difference from the reference.")
 
 
 class Case(BaseModel):
@@ -159,7 +162,8 @@ class Case(BaseModel):
         tools = ToolOutputs(gates=view.latest(GateScan), fingerprint_diff=view.latest(FingerprintDiff),
                             breakeven=view.latest(BreakevenAnalysis), bisect=view.latest(BisectResult),
                             hardware=view.latest(HardwareProbe), propagation=view.latest(Propagation),
-                            commit_bisect=view.latest(CommitBisectResult))
+                            commit_bisect=view.latest(CommitBisectResult),
+                            nccl_sweep=view.latest(NcclSweep), deltas=view.latest(DeltaList))
         p = view.params
         return cls(facts=checked_facts(view.facts), tools=tools, expect=dict(p.get("expect") or {}),
                    repo=p.get("repo"))

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-__all__ = ["VerdictName", "Verdict", "PlanAction", "Diagnosis"]
+__all__ = ["VerdictName", "Verdict", "ModelledGain", "PlanAction", "Diagnosis"]
 
 VerdictName = Literal["no-regression", "code-regression", "environment", "baseline-not-reproducible", "inconclusive"]
 """The one verdict vocabulary (the report adds only `plan-only`, for a --dry-run that concludes nothing)."""
@@ -23,6 +23,15 @@ class Verdict(BaseModel):
     llm_made: bool = False
 
 
+class ModelledGain(BaseModel):
+    """A what-if model's gain on today's speculative tok/s: a point, a range and what it assumes (never measured)."""
+
+    point: float
+    low: float
+    high: float
+    assumptions: list[str] = Field(default_factory=list)
+
+
 class PlanAction(BaseModel):
     """One ranked next action of the game plan."""
 
@@ -35,6 +44,11 @@ class PlanAction(BaseModel):
     detail: str = ""
     command: str | None = Field(default=None, description="The exact command or edit that carries it out.")
     confirmed: bool = Field(default=False, description="Fixes a cause that trials or measurements confirmed.")
+    lever: str | None = Field(default=None, description="The lever it pulls (diagnosis.levers.LeverKind), if any.")
+    modelled: ModelledGain | None = Field(default=None, description="The what-if model's gain for this lever, kept "
+                                          "apart from any measurement.")
+    measured_gain_tps: float | None = Field(default=None, description="What a trial measured for the same lever "
+                                            "(tok/s), beside the model; None: not measured.")
 
 
 class Diagnosis(BaseModel):

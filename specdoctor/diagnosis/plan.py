@@ -1,14 +1,17 @@
 """The game plan: ranked next actions, each with its expected gain and the basis of that number, cost and risk.
 
-Fixes of confirmed causes come first (by measured gain), then other measured actions, then modelled ones; the last
-action (record a fingerprint) always closes the list.
+Fixes of confirmed causes come first (by measured gain); then the actions cheap to try (a relaunch, an edit), by
+expected gain — measured or modelled by the what-if levers (`levers.py`), each with its range; then the expensive
+ones (training a drafter); then those without a gain estimate. The last action (record a fingerprint) always closes
+the list.
 """
 
 from __future__ import annotations
 
 from specdoctor.diagnosis.attribution import attribution
 from specdoctor.diagnosis.facts import Case
-from specdoctor.diagnosis.outcome import PlanAction, Verdict
+from specdoctor.diagnosis.levers import Lever, levers
+from specdoctor.diagnosis.outcome import ModelledGain, PlanAction, Verdict
 from specdoctor.diagnosis.verdict import enabled_gates
 from specdoctor.models import (
     CAUSE_KINDS,
@@ -75,7 +78,7 @@ def _nccl_action(case: Case, spec: float | None, so_far: list[PlanAction]) -> li
     return [PlanAction(
         title=what[:1].upper() + what[1:],
         expected_gain=f"+{pct:.1f} % tok/s end to end" if pct is not None else "measured end to end",
-        gain_tps=gain, basis="measured", cost="low",
+        gain_tps=gain, basis="measured", cost="low", lever="nccl",
         risk="medium (NCCL debugging knobs; revisit on NCCL upgrade)",
         detail="compared end to end with what the workers run now (A/B, propagation proven in every worker)")]
 
@@ -101,9 +104,12 @@ def _pcie_gate_action(case: Case) -> list[PlanAction]:
         detail="NCCL carries every TP all-reduce on PCIe TP>2; the gate exists in this SGLang's environ.py")]
 
 
-def _cuda_graph_action(case: Case, measure: MeasureFacts) -> list[PlanAction]:
+def _cuda_graph_action(case: Case, measure: MeasureFacts, found: list[Lever]) -> list[PlanAction]:
+    """Verify runs eager but the run lacks what the what-if model needs (phase times): the check, without a gain."""
     spec_findings = measure.spec.finding_texts() if measure.spec else []
     if not (case.facts.cuda_graph_off or any("CUDA graph" in f for f in spec_findings)):
+        return []
+    if any(x.kind in ("verify-graph", "cuda-graph") for x in found):
         return []
     return [PlanAction(
         title="Check why verify does not replay a CUDA graph (decode log says `cuda graph: False`)",
@@ -117,25 +123,74 @@ _FINGERPRINT_ACTION = PlanAction(
     detail="`specdoctor investigate --playbook breakeven` or the fingerprint tool stores it")
 
 
+def _cheap(cost: str) -> bool:
+    """A relaunch or an edit (minutes of the box), not training a drafter (GPU days)."""
+    c = cost.lower()
+    return c.startswith(("none", "low", "minutes")) or "one relaunch" in c
+
+
 def _ranked(actions: list[PlanAction]) -> list[PlanAction]:
-    """Fixes of confirmed causes first (by measured gain; one whose share was not measured alone after those), then
-    other measured actions, then models, labelled as modelled (a model's big number never outranks a fix a trial
-    measured, and serving without speculation never hides the fix of what broke it); no gain estimate last."""
-    order = {"measured": 0, "modelled": 1, "none": 2}
+    """Fixes of confirmed causes first (by measured gain; one whose share was not measured alone after those: a
+    model's big number never outranks a fix a trial measured), then the actions cheap to try by expected gain —
+    measured or modelled, so the biggest cheap lever leads —, then the expensive ones, then those with no gain
+    estimate; a model is labelled as modelled."""
     for a in actions:
         if a.basis == "modelled" and not a.expected_gain.startswith("modelled"):
             a.expected_gain = f"modelled: {a.expected_gain}"
         a.cost = a.cost or "unknown"
-    return sorted(actions, key=lambda a: (not a.confirmed, order[a.basis], -(a.gain_tps or 0.0)))
+
+    def key(a: PlanAction) -> tuple[bool, bool, bool, float]:
+        has_gain = a.gain_tps is not None and a.basis != "none"
+        return (not a.confirmed, not has_gain, not _cheap(a.cost), -(a.gain_tps or 0.0))
+
+    return sorted(actions, key=key)
+
+
+def _modelled(x: Lever) -> ModelledGain:
+    return ModelledGain(point=round(x.gain_tps, 2), low=round(x.gain_low, 2), high=round(x.gain_high, 2),
+                        assumptions=list(x.assumptions))
+
+
+def _lever_actions(case: Case, found: list[Lever], so_far: list[PlanAction]) -> list[PlanAction]:
+    """Each lever: beside the action that already carries it (a confirmed cause's fix, the NCCL A/B) its model is
+    added there, modelled next to measured; otherwise it is an action of its own, modelled, with its range."""
+    out = []
+    for x in found:
+        home = next((a for a in so_far if x.measured_by and (x.measured_by in a.title or (
+            x.kind == "nccl" and a.lever == "nccl"))), None)
+        if home is not None:
+            home.modelled, home.measured_gain_tps, home.lever = _modelled(x), x.measured_tps, x.kind
+            home.detail = (home.detail + "; " if home.detail else "") + (
+                f"what-if model: {x.range_text()} ({'; '.join(x.assumptions)})")
+            continue
+        out.append(PlanAction(
+            title=x.title, expected_gain=f"{x.range_text()} on {x.today_tps:.1f} tok/s today",
+            gain_tps=x.gain_tps, basis="modelled", cost=x.cost, risk=x.risk, command=x.command,
+            detail="; ".join(x.assumptions + _breakeven_after(case, x)), lever=x.kind, modelled=_modelled(x),
+            measured_gain_tps=x.measured_tps))
+    return out
+
+
+def _breakeven_after(case: Case, x: Lever) -> list[str]:
+    """What a lever that shortens the cycle does to the break-even τ* (the acceptance the drafter needs)."""
+    be = case.tools.breakeven
+    if be is None or be.accept_len is None or x.kind not in ("verify-graph", "cuda-graph") or x.today_tps <= 0:
+        return []
+    cycle = be.cycle_ms * x.today_tps / (x.today_tps + x.gain_tps)
+    tau = cycle / be.decode_ms
+    word = "clears" if be.accept_len > tau else "still misses"
+    return [f"break-even τ* {be.tau_star:.2f} → about {tau:.2f}: the measured τ {be.accept_len:.2f} {word} it"]
 
 
 def game_plan(case: Case, verdict: Verdict) -> list[PlanAction]:
     """Ranked next actions, each with expected gain and its basis, cost and risk."""
     measure = case.facts.measure or MeasureFacts()
     base, spec = _median(measure.baseline), _median(measure.spec)
+    found = levers(case)
     actions = _cause_actions(case) + _gate_actions(case, verdict)
     actions += _nccl_action(case, spec, actions)
-    actions += _breakeven_actions(case, base, spec) + _pcie_gate_action(case) + _cuda_graph_action(case, measure)
+    actions += _lever_actions(case, found, actions)
+    actions += _breakeven_actions(case, base, spec) + _pcie_gate_action(case) + _cuda_graph_action(case, measure, found)
     return _ranked(actions) + [_FINGERPRINT_ACTION.model_copy()]
 
 

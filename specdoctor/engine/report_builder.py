@@ -10,7 +10,7 @@ import time
 from typing import Any, Literal
 
 from specdoctor import __version__
-from specdoctor.diagnosis import PlanAction, Verdict
+from specdoctor.diagnosis import PlanAction, RunFacts, Verdict
 from specdoctor.diagnosis.verdict import good_news
 from specdoctor.engine.state import StateView
 from specdoctor.host.audit import AuditEntry
@@ -42,7 +42,7 @@ from specdoctor.tools.repo import Triage
 from specdoctor.tools.server import Propagation
 from specdoctor.tools.worktree import Backup, Restored
 
-__all__ = ["build_report"]
+__all__ = ["build_report", "nccl_section_of", "fill_workload"]
 
 
 class _Commands:
@@ -104,6 +104,7 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
         dec = Decision.model_validate(d)
         report.decisions.append(dec.model_copy(update={"command_ids": r.cmds.ids_for_commands(dec.evidence)}))
     report.game_plan = [_action(a) for a in facts.game_plan or []]
+    fill_workload(report, facts)
     report.attribution = _attribution(facts.attribution, v, r)
     _enrich(report, r)
     add_run_facts(report, v.facts, dry_run=bool(getattr(rec, "dry_run", False)))  # box left, launches, dry run
@@ -156,9 +157,13 @@ def _claims(report: m.Report, claims: Claims | None, measure: MeasureFacts) -> N
 
 
 def _action(a: PlanAction) -> m.Action:
+    mg = a.modelled
     return m.Action(title=a.title, gain=a.gain_tps, basis="measured" if a.basis == "measured" else "modelled",
                     cost=a.cost, risk=a.risk, command=a.command,
-                    detail=(a.expected_gain + ("; " if a.detail else "") + a.detail).strip("; "))
+                    detail=(a.expected_gain + ("; " if a.detail else "") + a.detail).strip("; "),
+                    lever=a.lever, gain_low=mg.low if mg else None, gain_high=mg.high if mg else None,
+                    modelled_gain=mg.point if mg else None, measured_gain=a.measured_gain_tps,
+                    assumptions=list(mg.assumptions) if mg else [])
 
 
 def _attribution(att: AttributionFact | None, v: StateView, r: _Reader) -> Attribution | None:
@@ -311,6 +316,32 @@ def _propagation(report: m.Report, r: _Reader) -> None:
             {**row.model_dump(), "evidence": r.evidence("propagation", r.v.latest_key(Propagation))}))
 
 
+def fill_workload(report: m.Report, facts: RunFacts) -> None:
+    """The workload behind every figure (the benchmark's own record), and the claims' when one was recorded."""
+    measure = facts.measure or MeasureFacts()
+    report.workload = next((mf.workload for _, mf in measure.items() if mf.workload is not None), None)
+    wl = facts.workload
+    if wl is not None and wl.recorded is not None:
+        report.claims_workload, report.claims_workload_source = wl.recorded, wl.source
+        report.workload_differences = list(wl.differences)
+        if report.workload is not None and report.workload.prompts == wl.recorded.request_prompts():
+            # measured like for like: the figures ran the claims' own prompts; name their dataset
+            report.workload = report.workload.model_copy(update={"dataset": wl.recorded.dataset,
+                                                                 "prompt_tokens": wl.recorded.prompt_tokens})
+
+
+def _fingerprint_record(fp: Fingerprint, facts: RunFacts) -> dict[str, Any]:
+    """The fingerprint as a reference to save: with the figures measured beside it and their workload."""
+    measure = facts.measure or MeasureFacts()
+    meas = {k: v for k, v in (("baseline_tps", measure.baseline.median if measure.baseline else None),
+                              ("spec_tps", measure.spec.median if measure.spec else None),
+                              ("accept_length", measure.spec.accept_length if measure.spec else None))
+            if v is not None}
+    wl = next((mf.workload for _, mf in measure.items() if mf.workload is not None), None)
+    return fp.model_copy(update={"workload": fp.workload or wl,
+                                 "measurements": fp.measurements or meas}).model_dump(mode="json")
+
+
 def _fingerprint(report: m.Report, r: _Reader) -> None:
     fp = r.v.latest(Fingerprint)
     diff = r.v.latest(FingerprintDiff)
@@ -319,7 +350,7 @@ def _fingerprint(report: m.Report, r: _Reader) -> None:
     changes = [m.FingerprintChange(key=c.key, before=c.before, after=c.after, impact=c.impact)
                for c in (diff.changes if diff else [])]
     report.fingerprint = m.FingerprintSection(
-        current=fp.model_dump(mode="json") if fp else {}, previous_run=r.v.params.get("good_fingerprint"),
+        current=_fingerprint_record(fp, r.v.run_facts) if fp else {}, previous_run=r.v.params.get("good_fingerprint"),
         changes=changes, evidence=r.evidence("fingerprint", r.v.latest_key(Fingerprint)))
 
 
@@ -351,26 +382,36 @@ def _stash(report: m.Report, r: _Reader) -> None:
         evidence=r.evidence("backup", r.v.latest_key(Backup)))
 
 
-def _nccl(report: m.Report, r: _Reader) -> None:
-    sweep = r.v.latest(NcclSweep)
-    if sweep is None:
-        return
+def nccl_section_of(sweep: NcclSweep, promo: NcclPromotion | None) -> m.NcclSection:
+    """The sweep's table as the report shows it: every row's latencies and time per cycle; promoted = in the A/B."""
+    in_ab = {a.label for a in (promo.results if promo else []) if not a.skipped}
     rows = []
     for c in sweep.results:
         pts = [m.NcclPoint(size_bytes=p.size, latency_us=p.latency_us) for p in c.points if p.latency_us is not None]
-        rows.append(m.NcclRow(config=c.label or "default", env=c.env, points=pts, promoted=c.promote))
-    promo = r.v.latest(NcclPromotion)
+        rows.append(m.NcclRow(config=c.label or "default", env=c.env, points=pts, promoted=c.label in in_ab,
+                              cycle_us=c.cycle_us))
     ab = [m.MetricComparison(metric=a.label or "promoted", samples=a.samples, median=a.median, ci_low=a.ci_low,
                              ci_high=a.ci_high, pct_change=a.pct_change, outcome=_outcome(a.outcome),
                              p_value=a.p_value)
           for a in (promo.results if promo else []) if not a.skipped]
+    weighting = (" + ".join(f"{w.per_cycle:g} × {w.size} B ({w.phase})" for w in sweep.weights)
+                 + " per cycle") if sweep.weights else None
+    return m.NcclSection(tp=sweep.tp, rows=rows, ab=ab, weighting=weighting)
+
+
+def _nccl(report: m.Report, r: _Reader) -> None:
+    sweep = r.v.latest(NcclSweep)
+    if sweep is None:
+        return
+    promo = r.v.latest(NcclPromotion)
+    section = nccl_section_of(sweep, promo)
     propagated: bool | None = None
     if promo is not None:
         propagated = all(a.propagated for a in promo.results) if promo.results else None
         if promo.launcher_drops:
             propagated = False
-    report.nccl = m.NcclSection(tp=sweep.tp, rows=rows, ab=ab, propagated=propagated,
-                                evidence=r.evidence("nccl", r.v.latest_key(NcclSweep)))
+    report.nccl = section.model_copy(update={"propagated": propagated,
+                                             "evidence": r.evidence("nccl", r.v.latest_key(NcclSweep))})
     if promo is None:
         return
     ev = [r.evidence("nccl_promote", r.v.latest_key(NcclPromotion))]

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 from specdoctor.models.evidence import Evidence
 from specdoctor.models.measurement import Measurement
+from specdoctor.models.workload import Workload
 
 __all__ = ["FactModel", "MeasuredFact", "MeasureFacts", "ClaimFact", "Claims", "ComparisonFact",
            "SubtractionFact", "NcclFact", "TopologyFact", "ServerFact"]
@@ -37,6 +38,7 @@ class MeasuredFact(FactModel):
     cuda_graph: bool | None = None
     findings: list[dict[str, Any] | str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    workload: Workload | None = Field(default=None, description="What it was measured on (the benchmark's).")
     error: str | None = Field(default=None, description="Why it could not be measured.")
     status: str | None = None
 

@@ -6,6 +6,8 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
+from specdoctor.models.workload import Workload
+
 __all__ = ["GpuFingerprint", "Fingerprint", "Impact", "Change", "FingerprintDiff"]
 
 
@@ -60,6 +62,11 @@ class Fingerprint(BaseModel):
     python: str | None = None
     launch: str | None = Field(default=None, description="The running server's launch line (redacted): a saved "
                                "fingerprint is then the reference for launch flags too (list_deltas reads it).")
+    workload: Workload | None = Field(default=None, description="The workload its figures were measured on (prompt "
+                                      "set, output length, temperature, concurrency): a later run compares like with "
+                                      "like, or flags the difference.")
+    measurements: dict[str, float] = Field(default_factory=dict, description="The figures measured with it "
+                                           "(baseline_tps, spec_tps, accept_length).")
     problems: list[str] = Field(default_factory=list)
 
     def summary_line(self) -> str:

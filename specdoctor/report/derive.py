@@ -108,8 +108,9 @@ def action_command(a: Action, r: Report) -> str | None:
 
 
 def ranked_actions(r: Report) -> list[Action]:
-    """The game plan with measured actions first (stable: the advisor's order within each basis)."""
-    return sorted(r.game_plan, key=lambda a: a.basis != "measured")
+    """The game plan in the diagnosis' order (confirmed fixes, then the biggest cheap lever, measured or modelled);
+    the advisor's additions after it, in their own order."""
+    return sorted(r.game_plan, key=lambda a: a.llm_made)
 
 
 @dataclass(frozen=True)

@@ -152,7 +152,7 @@ def _all_measurements(r: Report) -> dict[tuple[str, str], Measurement]:
 
 
 def _top(actions: list[Action]) -> str | None:
-    """The first action as the report shows it: measured before modelled (see derive.ranked_actions)."""
+    """The first action as the report shows it (see derive.ranked_actions)."""
     ranked = sorted(actions, key=lambda a: a.basis != "measured")
     return ranked[0].title if ranked else None
 

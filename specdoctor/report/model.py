@@ -16,6 +16,7 @@ from specdoctor.models import BreakevenAnalysis, Decision, EnvRow, Evidence, Mea
 from specdoctor.models.base import str_keys as _str_keys
 from specdoctor.models.box import BoxLeftFact
 from specdoctor.models.phases import PhaseTimes
+from specdoctor.models.workload import Workload
 from specdoctor.report.attribution_model import Attribution, BisectTrial, Cause
 
 __all__ = [
@@ -185,7 +186,10 @@ class NcclRow(_Model):
     config: str = Field(description="Label, e.g. 'PROTO=LL ALGO=Ring'.")
     env: dict[str, str] = Field(default_factory=dict)
     points: list[NcclPoint] = Field(default_factory=list)
-    promoted: bool = False
+    promoted: bool = Field(default=False, description="Run in the end-to-end A/B (not only called better by the "
+                           "micro-benchmark).")
+    cycle_us: float | None = Field(default=None, description="All-reduce µs per speculative cycle at the cycle's own "
+                                   "sizes and counts (None: not weighed).")
 
 
 class NcclSection(_Model):
@@ -194,6 +198,8 @@ class NcclSection(_Model):
     tp: int | None = None
     rows: list[NcclRow] = Field(default_factory=list)
     ab: list[MetricComparison] = Field(default_factory=list, description="Promoted config vs default, tok/s.")
+    weighting: str | None = Field(default=None, description="How the sizes were weighed: all-reduces per cycle at "
+                                  "each size the cycle sends (None: every size the same).")
     propagated: bool | None = Field(default=None, description="Variables reached every TP worker.")
     evidence: Evidence | None = None
 
@@ -210,6 +216,13 @@ class Action(_Model):
     detail: str = ""
     llm_made: bool = False
     command: str | None = Field(default=None, description="The exact command/edit that carries it out.")
+    lever: str | None = Field(default=None, description="The lever it pulls (verify-graph, draft-steps, nccl, ...).")
+    gain_low: float | None = Field(default=None, description="Low end of the modelled gain, tok/s.")
+    gain_high: float | None = Field(default=None, description="High end of the modelled gain, tok/s.")
+    modelled_gain: float | None = Field(default=None, description="The what-if model's point gain, tok/s (also when "
+                                        "the action's gain was measured: modelled kept apart from measured).")
+    measured_gain: float | None = Field(default=None, description="What a trial measured for the same lever, tok/s.")
+    assumptions: list[str] = Field(default_factory=list, description="What the model assumes.")
 
 
 class RunMeta(_Model):
@@ -303,6 +316,13 @@ class Report(_Model):
                                            "cycle with samples, CIs and their source (the engine's profiler first).")
     decisions: list[Decision] = Field(default_factory=list)
     game_plan: list[Action] = Field(default_factory=list, description="Ranked, best first.")
+    workload: Workload | None = Field(default=None, description="What every figure of this run was measured on: "
+                                      "prompt set, output length, temperature, concurrency.")
+    claims_workload: Workload | None = Field(default=None, description="The workload recorded behind the claims "
+                                             "(by the user or the good run), when one was.")
+    claims_workload_source: str | None = None
+    workload_differences: list[str] = Field(default_factory=list, description="How the claims' workload differs "
+                                            "from today's benchmark: such claims are flagged, not silently compared.")
     commands: list[AuditEntry] = Field(default_factory=list, description="The audit log, in order.")
     attribution: Attribution | None = Field(default=None, description="The measured gap split into causes, with CIs.")
     bisection: list[BisectTrial] = Field(default_factory=list, description="The bisection's trials, in order.")

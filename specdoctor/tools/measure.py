@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field
 from specdoctor.errors import NoData, ToolFailed, ToolRetry, Unresolved
 from specdoctor.host.base import Host
 from specdoctor.inference import EngineName, InferenceEngine
+from specdoctor.models.workload import WORDS_PER_TOKEN, Workload
 from specdoctor.parsers.sglang import BodyError, DecodeLine, parse_body
 from specdoctor.stats.comparator import Comparison, compare
 from specdoctor.stats.summary import median_ci
@@ -32,53 +33,9 @@ PROMPTS = [
 ]
 
 
-WORDS_PER_TOKEN = 0.75
-"""English text runs about 0.75 words per BPE token: how a recorded prompt length becomes a prompt (approximate; the
-server's own prompt-token count is what the measurement reports)."""
-
 SETTLE_ROUNDS = 3
 """At most this many times a leading group still warming up is replaced (a server that never settles keeps its
 last runs, and its spread says so)."""
-
-
-class Workload(BaseModel):
-    """The requests behind a throughput figure (what the good run or the user recorded), and today's default."""
-
-    dataset: str | None = Field(default=None, description="Where the prompts came from (e.g. humaneval, sharegpt).")
-    prompt_example: str | None = Field(default=None, description="A prompt of that dataset, as recorded.")
-    prompts: list[str] = Field(default_factory=list, description="The prompts themselves, when recorded.")
-    prompt_tokens: int | None = Field(default=None, ge=1, description="Prompt length per request.")
-    output_tokens: int | None = Field(default=None, ge=1, description="Generated tokens per request.")
-    temperature: float | None = Field(default=None, ge=0)
-    concurrency: int | None = Field(default=None, ge=1, description="Requests in flight (the benchmark runs 1).")
-
-    def request_prompts(self) -> list[str]:
-        """The prompts to send: recorded ones, else the example stretched to the recorded length, else []."""
-        if self.prompts:
-            return list(self.prompts)
-        if not self.prompt_example:
-            return []
-        text = self.prompt_example.strip()
-        if self.prompt_tokens:
-            words = max(1, round(self.prompt_tokens * WORDS_PER_TOKEN))
-            base = text.split()
-            reps = -(-words // max(len(base), 1))
-            text = "\n".join([text] * reps) if reps > 1 else text
-        return [text]
-
-    def differs_from(self, other: Workload) -> list[str]:
-        """What differs from `other` (today's benchmark), field by field, as '<field>: a → b'; [] when alike."""
-        out = []
-        if self.dataset and self.dataset != other.dataset:
-            out.append(f"dataset: {other.dataset or 'fixed chat prompts'} → {self.dataset}")
-        if (self.prompts or self.prompt_example) and self.request_prompts() != other.request_prompts():
-            if not any(o.startswith("dataset") for o in out):
-                out.append("prompts differ")
-        for name in ("prompt_tokens", "output_tokens", "temperature", "concurrency"):
-            mine, theirs = getattr(self, name), getattr(other, name)
-            if mine is not None and theirs is not None and float(mine) != float(theirs):
-                out.append(f"{name.replace('_', ' ')}: {theirs:g} → {mine:g}")
-        return out
 
 
 def default_workload(max_new_tokens: int = 128) -> Workload:
@@ -175,6 +132,8 @@ class BenchmarkResult(BaseModel):
     warmup_discarded: list[float] = Field(default_factory=list, description="tok/s of leading runs found still "
                                           "warming up (slower than every later run) and replaced by more runs.")
     findings: list[Finding] = Field(default_factory=list)
+    workload: Workload | None = Field(default=None, description="What the figure was measured on: prompt set, "
+                                      "output length, temperature, concurrency (one request at a time).")
 
     def summary_line(self) -> str:
         acc = f", accept length {self.accept_length:.2f}" if self.accept_length else ""
@@ -382,7 +341,16 @@ def _summarise_runs(args: BenchmarkInput, runs: list[RunResult]) -> BenchmarkRes
                            tpot_ms=statistics.median(tpots) if tpots else None,
                            accept_length=statistics.median(accepts) if accepts else None,
                            speculative=bool(accepts), runs=runs, max_new_tokens=args.max_new_tokens,
-                           requests_per_run=args.requests_per_run, warmup_runs=args.warmup_runs)
+                           requests_per_run=args.requests_per_run, warmup_runs=args.warmup_runs,
+                           workload=_workload_of(args))
+
+
+def _workload_of(args: BenchmarkInput) -> Workload:
+    """The workload this benchmark sent (requests go one at a time: concurrency 1)."""
+    if not args.prompts or list(args.prompts) == PROMPTS:
+        return default_workload(args.max_new_tokens).model_copy(update={"temperature": args.temperature})
+    return Workload(prompts=list(args.prompts), output_tokens=args.max_new_tokens, temperature=args.temperature,
+                    concurrency=1)
 
 
 def _log_evidence(ctx: ToolContext, engine: InferenceEngine, args: BenchmarkInput, log_path: str,

@@ -22,9 +22,11 @@ from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolContext, registry, tool
 from specdoctor.tools.nccl_grid import (
     EXPERIMENT_NOTE,
+    CycleWeight,
     MessageSize,
     NcclConfig,
     Skipped,
+    cycle_weights,
     engine_forced_env,
     expand_grid,
     experiment_only,
@@ -84,6 +86,9 @@ class NcclInventory(BaseModel):
     tp: int | None = None
     model_path: str | None = None
     hidden_size: int | None = None
+    layers: int | None = Field(default=None, description="The target's hidden layers (config.json).")
+    allreduces_per_forward: int | None = Field(default=None, description="2 per target layer (attention and MLP "
+                                               "outputs) when the layers are known.")
     draft_tokens: int | None = None
     sizes: list[MessageSize] = Field(default_factory=list)
     bench_tool: Literal["all_reduce_perf", "allreduce_bench"] = "allreduce_bench"
@@ -135,17 +140,19 @@ def _propagation(ctx: ToolContext, port: int | None, inv: NcclInventory) -> None
             + " — fix propagation before trusting any NCCL tuning")
 
 
-def _hidden(ctx: ToolContext, model_path: str, notes: list[str]) -> int | None:
+def _model_config(ctx: ToolContext, model_path: str, notes: list[str]) -> tuple[int | None, int | None]:
+    """The target's hidden size and layer count from its config.json (a multimodal wrapper's text config too)."""
     try:
         cfg = json.loads(ctx.host.read(f"{model_path.rstrip('/')}/config.json"))
     except Exception as exc:
         notes.append(f"could not read {model_path}/config.json on the host ({type(exc).__name__}); pass hidden_size")
-        return None
-    for node in (cfg, cfg.get("text_config") or {}, cfg.get("language_config") or {}):
-        if isinstance(node, dict) and isinstance(node.get("hidden_size"), int):
-            return node["hidden_size"]
-    notes.append(f"{model_path}/config.json has no hidden_size")
-    return None
+        return None, None
+    nodes = [n for n in (cfg, cfg.get("text_config") or {}, cfg.get("language_config") or {}) if isinstance(n, dict)]
+    hidden = next((n["hidden_size"] for n in nodes if isinstance(n.get("hidden_size"), int)), None)
+    layers = next((n["num_hidden_layers"] for n in nodes if isinstance(n.get("num_hidden_layers"), int)), None)
+    if hidden is None:
+        notes.append(f"{model_path}/config.json has no hidden_size")
+    return hidden, layers
 
 
 def _inventory_server(ctx: ToolContext, args: InventoryInput, inv: NcclInventory) -> dict[str, Any]:
@@ -225,7 +232,10 @@ def _read_versions(inv: NcclInventory, sec: dict[str, list[str]], engine: Infere
 
 def _size_all_reduces(ctx: ToolContext, args: InventoryInput, inv: NcclInventory) -> None:
     """The hidden size (given, else the model's config.json) and the all-reduce sizes it gives."""
-    inv.hidden_size = args.hidden_size or (_hidden(ctx, inv.model_path, inv.notes) if inv.model_path else None)
+    hidden, layers = _model_config(ctx, inv.model_path, inv.notes) if inv.model_path else (None, None)
+    inv.hidden_size = args.hidden_size or hidden
+    inv.layers = layers
+    inv.allreduces_per_forward = 2 * layers if layers else None
     if inv.hidden_size:
         inv.sizes = message_sizes(inv.hidden_size, inv.draft_tokens, args.batches)
     else:
@@ -287,6 +297,14 @@ class SweepInput(BaseModel):
     good: dict[str, Any] | str | None = Field(default=None, description="The good run's fingerprint (a dict, or a "
                                               "JSON file on the host): its workers' NCCL setting is always a "
                                               "configuration.")
+    per_forward: int | None = Field(default=None, ge=1, description="All-reduces per target forward (2 per layer); "
+                                    "from the inventory when absent. With it each size is weighed by how often the "
+                                    "cycle sends it.")
+    steps: int | None = Field(default=None, ge=1, description="Draft steps k (draft tokens − 1); from the inventory.")
+    size_roles: list[MessageSize] = Field(default_factory=list, description="What each size is (decode or verify, "
+                                          "at which batch); from the inventory.")
+    batch: int = Field(default=1, ge=1, description="The batch the cycle runs at (the benchmark sends one request "
+                       "at a time): only sizes at this batch weigh.")
     not_removable: list[str] | None = Field(default=None, description="Current variables set inside every process "
                                             "(sitecustomize.py, nccl.conf): never a 'remove' configuration. None: "
                                             "from the workers' propagation table.")
@@ -312,11 +330,14 @@ class ConfigResult(BaseModel):
     unset: list[str] = Field(default_factory=list, description="Variables it removes (a 'remove' configuration).")
     points: list[SizePoint] = Field(default_factory=list)
     scores: list[float] = Field(default_factory=list, description="Per run: Σ latency over the sizes, µs.")
+    cycle_us: float | None = Field(default=None, description="All-reduce µs per speculative cycle: Σ over the "
+                                   "cycle's sizes of (all-reduces per cycle × median latency); None: unweighted.")
     score_median: float | None = None
     outcome: str | None = Field(default=None, description="Comparator vs the reference (the workers' current "
                                 "setting) over the sizes: DIFFERENT / SAME / UNKNOWN.")
     verdict: str | None = Field(default=None, description="better / trade-off / worse / no change / undecided.")
-    pct_change: float | None = Field(default=None, description="Geometric mean over sizes of the latency change, %.")
+    pct_change: float | None = Field(default=None, description="Latency change, %: of the all-reduce time per cycle "
+                                     "when the sizes are weighed, else the geometric mean over sizes.")
     worse_at: list[int] = Field(default_factory=list, description="Sizes where it is DIFFERENT and slower.")
     p_value: float | None = None
     promote: bool = False
@@ -341,10 +362,13 @@ class NcclSweep(BaseModel):
     reference: str = Field(default="NCCL defaults", description="What every configuration was compared with: the "
                            "workers' current effective setting.")
     reference_env: dict[str, str] = Field(default_factory=dict)
+    weights: list[CycleWeight] = Field(default_factory=list, description="All-reduces per cycle at each size the "
+                                       "cycle sends (empty: the sizes were not weighed; every size counts the same).")
     notes: list[str] = Field(default_factory=list)
 
     def summary_line(self) -> str:
-        best = f"best {self.best}" if self.best else f"no configuration beats {self.reference}"
+        at = " at the cycle's sizes" if self.weights else ""
+        best = f"best {self.best}{at}" if self.best else f"no configuration beats {self.reference}{at}"
         return f"{len(self.results)} configs × {len(self.sizes)} sizes on TP {self.tp} ({self.tool}, {self.runs} runs): {best}"
 
 
@@ -510,6 +534,11 @@ def _fill_from_inventory(ctx: ToolContext, args: SweepInput) -> list[dict[str, A
     args.tp = args.tp or inv.tp
     args.interconnect = args.interconnect or inv.interconnect
     args.nccl_version = args.nccl_version or inv.nccl_version
+    args.per_forward = args.per_forward or inv.allreduces_per_forward
+    if args.steps is None and inv.draft_tokens and inv.draft_tokens > 1:
+        args.steps = inv.draft_tokens - 1
+    if not args.size_roles:
+        args.size_roles = list(inv.sizes)
     if args.tool == "auto":
         args.tool = inv.bench_tool
     return inv.propagation
@@ -587,12 +616,18 @@ def _screen(ctx: ToolContext, args: SweepInput, plan: _SweepPlan) -> int:
     return runs
 
 
-def _ratio_to(default: ConfigResult) -> Callable[[ConfigResult], float]:
-    """Geometric mean over sizes of median latency / the reference's: every size weighs the same."""
+def _ratio_to(default: ConfigResult, weights: list[CycleWeight] | None = None) -> Callable[[ConfigResult], float]:
+    """Median latency against the reference's: with the cycle's weights, all-reduce time per cycle over the
+    reference's; without, the geometric mean over sizes (every size weighs the same)."""
     base_med = [statistics.median(p.samples) for p in default.points]
+    per = {w.size: w.per_cycle for w in weights or []}
 
     def ratio(r: ConfigResult) -> float:
         meds = [statistics.median(p.samples) for p in r.points]
+        if per:
+            ws = [per.get(p.size, 0.0) for p in r.points]
+            return sum(w * m for w, m in zip(ws, meds, strict=True)) / sum(
+                w * b for w, b in zip(ws, base_med, strict=True))
         return math.exp(statistics.fmean(math.log(m / b) for m, b in zip(meds, base_med, strict=True)))
 
     return ratio
@@ -610,8 +645,32 @@ def _final_runs(ctx: ToolContext, args: SweepInput, plan: _SweepPlan, default: C
     return runs
 
 
-def _judge_finalist(r: ConfigResult, default: ConfigResult, ratio: Callable[[ConfigResult], float]) -> None:
-    """The comparator at every size vs the reference: promoted when DIFFERENT and faster at one size or more."""
+MIN_CYCLE_GAIN = 0.05
+"""A setting is promoted to the end-to-end A/B (launches: the user's box time) only when it cuts the cycle's
+all-reduce time by at least 5 %: all-reduce is a share of the cycle, so less is below what an A/B can tell."""
+
+
+def _weights(args: SweepInput) -> list[CycleWeight]:
+    """All-reduces per cycle at each swept size, when the sizes' roles and the count per forward are known."""
+    if not args.per_forward or not args.size_roles:
+        return []
+    swept = set(args.sizes)
+    return [w for w in cycle_weights(args.size_roles, args.per_forward, args.steps, args.batch) if w.size in swept]
+
+
+def _cycle_us(r: ConfigResult, weights: list[CycleWeight]) -> float | None:
+    """µs of all-reduce per cycle under this setting (None: unweighted, or a size not measured)."""
+    lat = {p.size: p.latency_us for p in r.points}
+    vals = [lat.get(w.size) for w in weights]
+    if not weights or any(v is None for v in vals):
+        return None
+    return round(sum(w.per_cycle * v for w, v in zip(weights, vals, strict=True) if v is not None), 3)
+
+
+def _judge_finalist(r: ConfigResult, default: ConfigResult, ratio: Callable[[ConfigResult], float],
+                    weights: list[CycleWeight] | None = None) -> None:
+    """The comparator at every size vs the reference: promoted when DIFFERENT and faster at one size or more — with
+    the cycle's weights, at a size the cycle sends and with less all-reduce time per cycle than the reference."""
     if r.failed or len(r.scores) < 2 or len(default.scores) < 2:
         return
     r.pct_change = round(100.0 * (ratio(r) - 1.0), 2)
@@ -622,6 +681,11 @@ def _judge_finalist(r: ConfigResult, default: ConfigResult, ratio: Callable[[Con
         if c.outcome == "DIFFERENT" and c.verdict == "better":
             better_p.append(c.p_value)
     worse = [p.size for p in r.points if p.outcome == "DIFFERENT" and p.verdict == "worse"]
+    if weights:
+        sent = {w.size for w in weights if w.per_cycle > 0}
+        better_p = [c for p, c in zip(r.points, _better_ps(r, default), strict=True) if c is not None and p.size in sent]
+        if r.cycle_us is None or default.cycle_us is None or r.cycle_us > (1 - MIN_CYCLE_GAIN) * default.cycle_us:
+            better_p = []
     r.promote = bool(better_p)
     r.outcome = "DIFFERENT" if better_p or worse else (
         "SAME" if all(p.outcome == "SAME" for p in r.points) else "UNKNOWN")
@@ -629,6 +693,15 @@ def _judge_finalist(r: ConfigResult, default: ConfigResult, ratio: Callable[[Con
         "no change" if r.outcome == "SAME" else "undecided"))
     r.p_value = min(better_p) if better_p else None
     r.worse_at = worse
+
+
+def _better_ps(r: ConfigResult, default: ConfigResult) -> list[float | None]:
+    """Per size: the comparator's p when this setting is DIFFERENT and faster there, else None."""
+    out: list[float | None] = []
+    for p, d in zip(r.points, default.points, strict=True):
+        c = compare(d.samples, p.samples, unit="µs", higher_is_better=False)
+        out.append(c.p_value if c.outcome == "DIFFERENT" and c.verdict == "better" else None)
+    return out
 
 
 def _promotion_notes(args: SweepInput, promoted: list[ConfigResult], notes: list[str]) -> None:
@@ -662,18 +735,26 @@ def nccl_sweep(ctx: ToolContext, args: SweepInput) -> NcclSweep:
     default = results[plan.configs[0].label]
     if default.failed:
         raise ToolFailed(f"the benchmark failed with {plan.reference}: {default.failed}")
-    ratio = _ratio_to(default)
+    weights = _weights(args)
+    ratio = _ratio_to(default, weights)
     screened = sorted((r for r in results.values() if r is not default and r.scores and not r.failed), key=ratio)
     finalists = [r for r in screened[: args.finalists] if ratio(r) < 1.0]
     runs += _final_runs(ctx, args, plan, default, finalists)
     for r in results.values():
         _summarise(r)
+        r.cycle_us = _cycle_us(r, weights)
     for r in finalists:
-        _judge_finalist(r, default, ratio)
-    promoted = sorted((r for r in results.values() if r.promote), key=lambda r: (bool(r.worse_at), ratio(r)))
+        _judge_finalist(r, default, ratio, weights)
+    promoted = sorted((r for r in results.values() if r.promote),
+                      key=lambda r: (r.cycle_us or 0.0, bool(r.worse_at), ratio(r)) if weights
+                      else (bool(r.worse_at), ratio(r)))
     _promotion_notes(args, promoted, notes)
+    if weights:
+        notes.append("ranked at the cycle's own sizes: " + ", ".join(
+            f"{w.per_cycle:g} × {w.size} B ({w.phase})" for w in weights) + f" per cycle at batch {args.batch}; "
+            "a size the cycle does not send weighs nothing")
     return NcclSweep(tool=tool_name, tp=tp, sizes=args.sizes, interconnect=args.interconnect or "unknown",
                      nccl_version=args.nccl_version, results=list(results.values()), skipped=plan.skipped,
                      promoted=[r.label for r in promoted], best=promoted[0].label if promoted else None, runs=runs,
-                     reference=plan.reference, reference_env=plan.current,
+                     reference=plan.reference, reference_env=plan.current, weights=weights,
                      notes=notes + [f"command: {shlex.join(_argv(ctx, args, tool_name, tp, args.sizes, None))}"])

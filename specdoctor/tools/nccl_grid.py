@@ -18,6 +18,8 @@ __all__ = [
     "Skipped",
     "expand_grid",
     "message_sizes",
+    "CycleWeight",
+    "cycle_weights",
     "parse_grid_option",
     "version_tuple",
     "experiment_only",
@@ -96,6 +98,31 @@ def message_sizes(hidden: int, draft_tokens: int | None, batches: list[int], dty
         if draft_tokens and draft_tokens > 1:
             out.append(MessageSize(label=f"verify b={b}", phase="verify", batch=b,
                                    bytes=b * draft_tokens * hidden * dtype_bytes))
+    return out
+
+
+class CycleWeight(BaseModel):
+    """How many all-reduces of one size a speculative cycle sends (what a setting's latency there is worth)."""
+
+    size: int
+    phase: str = Field(description="'verify' (the target's forward over k+1 tokens) or 'draft' (the draft steps).")
+    per_cycle: float
+
+
+def cycle_weights(sizes: list[MessageSize], per_forward: int, steps: int | None, batch: int = 1) -> list[CycleWeight]:
+    """The all-reduces per speculative cycle at each size the cycle sends at `batch`: verify's forward sends
+    `per_forward` (2 per target layer) of b·(k+1)·hidden·2 B; each of the k draft steps (a one-layer EAGLE drafter)
+    sends 2 of b·hidden·2 B. Without speculation (no steps) a plain decode forward sends `per_forward` of the
+    decode size. Sizes at other batches weigh nothing: this cycle does not send them."""
+    out = []
+    for m in sizes:
+        if m.batch != batch:
+            continue
+        if m.phase == "verify" and steps:
+            out.append(CycleWeight(size=m.bytes, phase="verify", per_cycle=float(per_forward)))
+        elif m.phase == "decode":
+            out.append(CycleWeight(size=m.bytes, phase="draft" if steps else "decode",
+                                   per_cycle=float(2 * steps if steps else per_forward)))
     return out
 
 

@@ -65,7 +65,13 @@ def test_a_checkpoint_from_before_validates_and_diagnoses_as_main_did(path: Path
     reasons = [_BOTH_WAYS.sub("confirmed both ways: alone on the essentials it is slow,",
                               _OVERSHOOT.sub(r" of \1", line)) for line in d.verdict.reasons]
     assert d.verdict.model_copy(update={"reasons": reasons}) == recorded.verdict
-    assert d.plan == recorded.game_plan
+    # One deliberate change to the plan since (#48): the what-if levers add their modelled actions, and a modelled
+    # verify-graph lever replaces the bare "check why verify does not replay a CUDA graph". Every other recorded
+    # action is as main recorded it, in the same order.
+    kept = [a.model_copy(update={"lever": None, "modelled": None, "measured_gain_tps": None}) for a in d.plan
+            if not (a.modelled is not None and a.basis == "modelled" and not a.confirmed)]
+    replaced = any(a.lever in ("verify-graph", "cuda-graph") for a in d.plan)
+    assert kept == [a for a in recorded.game_plan if not (replaced and a.title.startswith("Check why verify"))]
 
 
 def test_the_checkpoint_fixtures_cover_every_verdict_kind_they_claim():

@@ -44,6 +44,9 @@ def test_claims_measured_on_code_prompts_hold_when_measured_like_for_like():
         d > s for d, s in zip(alike.output["decode_samples"], alike.output["samples"], strict=True))
     assert {r["ttft_source"] for run in alike.output["runs"] for r in run["requests"]} == {"first_token_latency"}
     assert alike.output["accept_length"] > today.output["accept_length"] + 0.3
+    # every figure states its workload: today's chat prompts, the claims' own prompts for the like-for-like run
+    assert today.output["workload"]["prompts"] == list(PROMPTS) and today.output["workload"]["concurrency"] == 1
+    assert alike.output["workload"]["prompts"] == wl.request_prompts()
 
 
 def test_no_recorded_workload_changes_nothing():

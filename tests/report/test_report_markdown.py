@@ -65,7 +65,7 @@ def test_seed_values_by_range(seed: Report) -> None:
     assert base[6] == spec[6] == "DIFFERENT"
     assert _table_row(md, "Break-even", "measured τ vs break-even τ\\*")[1].startswith("1.80 vs 2.46 (τ\\* from components")
     first_action = _table_row(md, "Game plan", "1")
-    assert first_action[3] == "measured"                    # measured actions rank before modelled ones
+    assert first_action[3] == "measured"                    # the report keeps the diagnosis' order
     plan = md.split("## Game plan\n", 1)[1].split("\n## ", 1)[0]
     drafter = [line for line in plan.splitlines() if "drafter" in line]
     assert drafter and "| modelled |" in drafter[0]

@@ -52,9 +52,15 @@ def ci_text(low: float | None, high: float | None) -> str:
 
 
 def gain_text(a: Action) -> str:
+    """The gain; a modelled one with its range; measured and modelled side by side when a trial measured the lever."""
     if a.gain is None:
         return fmt.DASH
-    return f"{a.gain:+.1f} tok/s" if a.gain_unit == "tok/s" else fmt.pct(a.gain)
+    text = f"{a.gain:+.1f} tok/s" if a.gain_unit == "tok/s" else fmt.pct(a.gain)
+    if a.gain_low is not None and a.gain_high is not None and a.basis == "modelled":
+        text += f" [{a.gain_low:+.1f}, {a.gain_high:+.1f}]"
+    if a.measured_gain is not None and a.modelled_gain is not None:
+        text += f" (measured {a.measured_gain:+.1f}, modelled {a.modelled_gain:+.1f})"
+    return text
 
 
 def span_text(sp: Span) -> str:

@@ -30,6 +30,12 @@ def claims_section(r: Report) -> Section:
     measured_by = [f"{c.metric}: {c.measured_by}" for c in r.claims if c.measured_by]
     if measured_by:
         s.blocks.append(Para(["Measured as: " + "; ".join(measured_by) + "."]))
+    if r.workload_differences:
+        who = r.claims_workload_source or "the reference"
+        s.blocks.append(Para([f"⚠ The claims were measured on another workload (recorded by {who}: "
+                              + "; ".join(r.workload_differences) + "); the table compares them with this server "
+                              "run on that workload" + (f" ({r.claims_workload.line()})" if r.claims_workload else "")
+                              + ", not with today's benchmark."], role="workload"))
     if any(c.basis == "decode" for c in r.claims):
         s.blocks.append(Para(["A claim marked 'prefill excluded' reads as a regression over whole requests but not "
                               "with the time to the first token left out (how a server log's gen throughput or "

@@ -28,6 +28,10 @@ def measurements_section(r: Report) -> Section:
     if not r.measurements:
         s.blocks.append(NOT_RUN)
         return s
+    if r.workload is not None:
+        note = (" The claims record no workload: compare them only if they were measured the same way."
+                if r.claims and r.claims_workload is None else "")
+        s.blocks.append(Para([f"Workload of every figure below: {r.workload.line()}.{note}"], role="workload"))
     s.blocks.append(Table(MEAS_HEAD, measurement_rows(r.measurements, len(r.commands))))
     s.blocks.append(Figure("throughput", "Throughput per configuration (one point per run)"))
     s.blocks += _phase_blocks(r)

@@ -41,7 +41,7 @@ def verdict_section(r: Report) -> Section:
             cmd = derive.action_command(a, r)
             rows.append(table_row(str(i), a.title + (f" {LLM_MARK}" if a.llm_made else ""), gain_text(a), a.basis,
                                   [Code(cmd)] if cmd else "no single command: see the game plan"))
-        s.blocks.append(Table(["#", "top action (measured first)", "expected gain", "basis", "command"], rows))
+        s.blocks.append(Table(["#", "top action", "expected gain", "basis", "command"], rows))
     cost = plan_vs_actual(r)
     if cost:
         s.blocks.append(Para([cost[:1].upper() + cost[1:] + " (see Plan and cost)."], role="plan"))

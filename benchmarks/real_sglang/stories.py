@@ -485,6 +485,8 @@ def _specdoctor_box_ok(box: dict) -> bool | None:
     server, checkout = box.get("server") or {}, box.get("checkout") or {}
     if not server and not checkout:
         return None
+    if server and not server.get("stopped"):  # never stopped (the claims held on it, say): nothing to put back
+        return bool(checkout.get("identical", True))
     return bool(server.get("healthy") and server.get("identity_before") == server.get("identity_after")
                 and checkout.get("identical"))
 

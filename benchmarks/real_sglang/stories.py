@@ -38,9 +38,14 @@ MEASURED_HERE = "measured on this lease (story no-regression)"
 PY = os.environ.get("STORIES_PY") or shutil.which("python3") or "python3"
 SPECDOCTOR = os.environ.get("STORIES_SPECDOCTOR", "/root/sd/bin/specdoctor")
 PORT = int(os.environ.get("STORIES_PORT", "30000"))
+# NVLink multicast stays off in every process on the lent (shared) GPUs: a program that uses it can take the host's
+# GPUs out of service. Set last, so that no story or STORIES_ENV can turn it back on; specdoctor's relaunches copy the
+# user's server environment, so its trials inherit them.
+NVLS_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 ENV = {"SGLANG_IS_FLASHINFER_AVAILABLE": "false", "SGLANG_ENABLE_JIT_DEEPGEMM": "false", "HF_HUB_OFFLINE": "1",
        "TRANSFORMERS_OFFLINE": "1", "SGLANG_TORCH_PROFILER_DIR": "/root/prof", "SGLANG_SIMULATE_ACC_LEN": "3.0",
-       **json.loads(os.environ.get("STORIES_ENV", "{}"))}
+       **json.loads(os.environ.get("STORIES_ENV", "{}")), **NVLS_OFF}
+TP = int(os.environ.get("STORIES_TP", "1"))  # tensor parallelism of the user's server and every story (#52)
 FLAGS = os.environ.get("STORIES_FLAGS", "").split() or ("--model-path /root/models/target --load-format dummy --attention-backend triton --sampling-backend pytorch "
          f"--host 127.0.0.1 --port {PORT} --mem-fraction-static 0.35 --context-length 4096 --max-running-requests 8 "
          "--cuda-graph-max-bs 4 --disable-prefill-cuda-graph --enable-metrics --log-level info --decode-log-interval 40 "
@@ -151,11 +156,16 @@ def user_env(story: Story) -> dict[str, str]:
     venv = str(Path(PY).parent.parent)
     env["PATH"] = f"{venv}/bin:" + ":".join(p for p in env.get("PATH", "").split(":") if "/root/sd/" not in p)
     env["VIRTUAL_ENV"] = venv
-    return {**env, **ENV, **story.env}
+    return {**env, **ENV, **story.env, **NVLS_OFF}
 
 
 def launch_line(story: Story) -> list[str]:
-    return [PY, "-m", "sglang.launch_server", *FLAGS, *story.extra_flags]
+    """The user's launch line: the flags, `--tp-size` when TP > 1, the story's flags; never NVLS."""
+    tp = ["--tp-size", str(TP)] if TP > 1 else []
+    argv = [PY, "-m", "sglang.launch_server", *FLAGS, *tp, *story.extra_flags]
+    if "--enable-nccl-nvls" in argv:
+        raise SystemExit("--enable-nccl-nvls is never used on the lent machines (NVLink multicast)")
+    return argv
 
 
 def start_user_server(story: Story, timeout: float = 400) -> float:

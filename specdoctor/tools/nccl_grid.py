@@ -167,9 +167,17 @@ def _has_ll128(value: str) -> bool:
     return False
 
 
+def _uses_nvls(env: dict[str, str]) -> bool:
+    """True when a config would turn NVLink multicast on: an NVLS algorithm (not excluded with '^') or NVLS enabled."""
+    algo = env.get("NCCL_ALGO", "")
+    spec = algo.split(":", 1)[-1]
+    on = not spec.startswith("^") and any(t.strip().upper().startswith("NVLS") for t in spec.split(","))
+    return on or env.get("NCCL_NVLS_ENABLE", "0") not in ("0", "")
+
+
 def expand_grid(grid: dict[str, list[str | None]] | None, *, interconnect: str = "unknown",
                 nccl_version: str | None = None) -> tuple[list[NcclConfig], list[Skipped]]:
-    """Every combination, default first; LL128 is never run on PCIe (NCCL's own guard keeps it off there)."""
+    """Every combination, default first; LL128 is never run on PCIe (NCCL's own guard keeps it off there), NVLS never."""
     grid = dict(DEFAULT_GRID if grid is None else grid)
     _check(grid)
     ver = version_tuple(nccl_version)
@@ -186,6 +194,10 @@ def expand_grid(grid: dict[str, list[str | None]] | None, *, interconnect: str =
             parts.append(f"{name.removeprefix('NCCL_')}={value}")
             env.update(_channel_env(value, ver) if name == CHANNELS else {name: value})
         label = " ".join(parts) or "default"
+        if _uses_nvls(env):
+            skipped.append(Skipped(label=label, reason="NVLS (NVLink multicast) is never swept: a program that uses "
+                                   "multicast can take a host's shared GPUs out of service"))
+            continue
         if "NCCL_PROTO" in env and _has_ll128(env["NCCL_PROTO"]) and interconnect in ("pcie", "mixed", "unknown"):
             skipped.append(Skipped(label=label, reason=f"LL128 with a {interconnect} interconnect: NCCL only enables it on NVLink, "
                                    "forcing it risks data corruption; never forced"))

@@ -33,7 +33,10 @@ def test_the_no_regression_story_runs_on_the_twin(tmp_path):
         assert row["verdict"] == row["truth_verdict"] == "no-regression", row
         assert row["box_left_as_found"] is True and row["box_left_as_found_by_specdoctor"] is True
         claims = json.loads((tmp_path / "state" / "claims.json").read_text())
-        assert claims["spec"] > 0 and claims["baseline"] > 0  # the good run, then specdoctor's own baseline
+        assert claims["spec"] > 0  # the good run
+        # specdoctor's own baseline when it launched one; when the speculative claims held on the running server it
+        # ends without stopping it (#46), and then no baseline is measured and nothing is launched
+        assert (row["launches"] or 0) == 0 and "baseline" not in claims or claims["baseline"] > 0
         box = json.loads((tmp_path / "out" / "no-regression" / "box.json").read_text())
         assert box["server_after"]["running"] and box["env_differences"] == [] and box["checkout_identical"]
     finally:

@@ -90,12 +90,20 @@ def box_left(r: Report) -> BoxState:
 
 
 def plan_vs_actual(r: Report) -> str | None:
-    """'planned up to N launches ≈ M min; made K' (None when the run neither planned nor launched anything)."""
+    """'expected N launches ≈ M min (worst case N′ ≈ M′ min); made K', or 'planned up to N …' when the plan had no
+    expectation below its bound (None when the run neither planned nor launched anything)."""
     made = r.launches_made
     if r.plan is None:
         return None if not made else f"{made} launch{'es' if made != 1 else ''} made (no plan was computed)"
     minutes = f" ≈ {r.plan.box_minutes_max:.0f} min of box time" if r.plan.box_minutes_max is not None else ""
     planned = f"planned up to {r.plan.launches_max} launch{'es' if r.plan.launches_max != 1 else ''}{minutes}"
+    exp = r.plan.launches_expected
+    if exp is not None and round(exp) < r.plan.launches_max:  # the plan's expectation first, as Plan and cost says
+        exp_min = (f" ≈ {r.plan.box_minutes_expected:.0f} min of box time"
+                   if r.plan.box_minutes_expected is not None else "")
+        worst = f" ≈ {r.plan.box_minutes_max:.0f} min" if r.plan.box_minutes_max is not None else ""
+        planned = (f"expected {exp:.0f} launch{'es' if round(exp) != 1 else ''}{exp_min} "
+                   f"(worst case {r.plan.launches_max}{worst})")
     if r.verdict == "plan-only":
         return f"{planned}; dry run: none made"
     if made is not None and made > r.plan.launches_max:  # a search sized only once its differences were known

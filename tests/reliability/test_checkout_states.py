@@ -15,7 +15,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "repo"))
 
 from states import build_state  # noqa: E402
 
+from specdoctor.inference import get_engine
 from specdoctor.tools.manifest import take_manifest  # noqa: E402
+
+SGLANG = get_engine("sglang")  # these tools act on an SGLang checkout: no detection from stray processes
 
 _n = itertools.count()
 KIMI = "python/sglang/srt/models/kimi_k25.py"
@@ -33,7 +36,7 @@ def ssh(sshd: SSHServer):
 def test_trial_trees_over_ssh_leave_the_checkout_identical(ssh, sshd: SSHServer, state: str):
     repo = f"{sshd.workdir}/cs-repo{next(_n)}"
     build_state(ssh, repo, state)
-    ctx = ToolContext(host=ssh, run_id=f"cs{next(_n)}", auto_approve=True)
+    ctx = ToolContext(host=ssh, run_id=f"cs{next(_n)}", auto_approve=True, run_engine=SGLANG)
     before = take_manifest(ctx, repo)
     for name, args in (("every", {"all_changes": True}), ("hunk", {"hunks": {KIMI: [0]}})):
         r = registry.call(ctx, "build_trial_tree", {"repo": repo, "name": name, **args})
@@ -50,7 +53,7 @@ def test_trial_trees_over_ssh_leave_the_checkout_identical(ssh, sshd: SSHServer,
 def test_manifest_over_ssh_catches_the_legacy_in_place_path_and_exact_backups_restore_it(ssh, sshd: SSHServer):
     repo = f"{sshd.workdir}/cs-repo{next(_n)}"
     build_state(ssh, repo, "all", without={"big-untracked"})
-    ctx = ToolContext(host=ssh, run_id=f"cs{next(_n)}", auto_approve=True)
+    ctx = ToolContext(host=ssh, run_id=f"cs{next(_n)}", auto_approve=True, run_engine=SGLANG)
     before = take_manifest(ctx, repo)
     assert registry.call(ctx, "stash_all", {"repo": repo}).ok
     exact = registry.call(ctx, "restore_worktree", {"repo": repo})

@@ -15,7 +15,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from helpers import make_messy_repo  # noqa: E402
 
 from specdoctor.host import LocalHost  # noqa: E402
+from specdoctor.inference import get_engine
 from specdoctor.toolkit import ToolContext  # noqa: E402
+
+SGLANG = get_engine("sglang")  # these tools act on an SGLang checkout: no detection from stray processes
 
 _n = itertools.count()
 
@@ -34,7 +37,7 @@ def local_repo(tmp_path: Path) -> Iterator[tuple[LocalHost, str]]:
 @pytest.fixture()
 def local_ctx(local_repo: tuple[LocalHost, str]) -> tuple[ToolContext, str]:
     host, repo = local_repo
-    return ToolContext(host=host, run_id=f"run{os.getpid()}", auto_approve=True), repo
+    return ToolContext(host=host, run_id=f"run{os.getpid()}", auto_approve=True, run_engine=SGLANG), repo
 
 
 @pytest.fixture()

@@ -14,6 +14,7 @@ from helpers import WEIRD, fingerprint, make_messy_repo
 
 from specdoctor.errors import BackupError, RepoRefused
 from specdoctor.host import LocalHost
+from specdoctor.inference import get_engine
 from specdoctor.toolkit import ToolContext, registry
 from specdoctor.tools.gates import GateInput, scan_feature_gates
 from specdoctor.tools.repo import CatalogInput, TriageInput, catalog_diffs, classify_path, triage_diffs
@@ -29,6 +30,7 @@ from specdoctor.tools.worktree import (
     stash_all,
 )
 
+SGLANG = get_engine("sglang")  # these tools act on an SGLang checkout: no detection from stray processes
 KIMI = "python/sglang/srt/models/kimi_k25.py"
 TOPK = "python/sglang/srt/layers/moe/topk.py"
 
@@ -58,7 +60,7 @@ def test_catalog_caps_big_hunks_but_keeps_files(local_ctx):
 def test_catalog_detached_head(tmp_path):
     host = LocalHost(base_env={"HOME": str(tmp_path)})
     make_messy_repo(host, str(tmp_path / "r"), detached=True)
-    cat = catalog_diffs(ToolContext(host=host), CatalogInput(repo=str(tmp_path / "r")))
+    cat = catalog_diffs(ToolContext(host=host, run_engine=SGLANG), CatalogInput(repo=str(tmp_path / "r")))
     assert cat.detached and cat.branch is None and "detached" in cat.summary_line()
 
 

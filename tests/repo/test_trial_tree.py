@@ -13,8 +13,11 @@ import pytest
 from states import NON_UTF8, SGLANG_INIT, STATES, build_state
 
 from specdoctor.host import LocalHost
+from specdoctor.inference import get_engine
 from specdoctor.toolkit import ToolContext, registry
 from specdoctor.tools.manifest import encode_name, take_manifest
+
+SGLANG = get_engine("sglang")  # these tools act on an SGLang checkout: no detection from stray processes
 
 KIMI = "python/sglang/srt/models/kimi_k25.py"
 TOPK = "python/sglang/srt/layers/moe/topk.py"
@@ -29,7 +32,7 @@ def local(tmp_path: Path):
 
 
 def _ctx(host: LocalHost) -> ToolContext:
-    return ToolContext(host=host, run_id=f"trial{next(_n)}", auto_approve=True)
+    return ToolContext(host=host, run_id=f"trial{next(_n)}", auto_approve=True, run_engine=SGLANG)
 
 
 def _changed_entries(m, paths: set[str]):

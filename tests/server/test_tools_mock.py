@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 
 from specdoctor.host import MockHost
+from specdoctor.inference import get_engine
 from specdoctor.toolkit import ToolContext, registry
 from specdoctor.tools.fingerprint import diff_fingerprints
 
 from .helpers import sample
+
+SGLANG = get_engine("sglang")  # these tools act on an SGLang checkout: no detection from stray processes
 
 PROCS = [  # pid, ppid, comm, argv
     (1, 0, "init", ["/sbin/init"]),
@@ -61,7 +64,7 @@ def handler(cmd, env, cwd):
 
 
 def ctx() -> ToolContext:
-    return ToolContext(host=MockHost(handler), auto_approve=True)
+    return ToolContext(host=MockHost(handler), auto_approve=True, run_engine=SGLANG)
 
 
 def test_find_servers_from_proc():
@@ -116,9 +119,9 @@ def test_fingerprint_from_samples_and_diff():
     per_rank = diff_fingerprints({"worker_env": {"TP0": {"NCCL_PROTO": "LL"}}}, {"worker_env": {"NCCL_PROTO": "LL"}})
     assert per_rank.changes == []
     host = MockHost(handler, files={"/good.json": json.dumps(good).encode()})
-    t = registry.call(ToolContext(host=host), "fingerprint_diff", {"a": "/good.json", "b": fp})
+    t = registry.call(ToolContext(host=host, run_engine=SGLANG), "fingerprint_diff", {"a": "/good.json", "b": fp})
     assert t.ok and t.output["changes"][0]["key"] == "worker_env.NCCL_PROTO"
-    assert registry.call(ToolContext(host=host), "fingerprint_diff", {"a": "/missing.json", "b": fp}).status == "no_data"
+    assert registry.call(ToolContext(host=host, run_engine=SGLANG), "fingerprint_diff", {"a": "/missing.json", "b": fp}).status == "no_data"
 
 
 def test_compare_samples_tool():

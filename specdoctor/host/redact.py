@@ -16,7 +16,10 @@ _SECRET_WORD = re.compile(r"^(AUTH|CREDENTIALS?|PASS|PASSWORD|PASSWD|SECRETS?|[A
 # A bare "key" is a record's field name (Change.key, CauseFact.key: a variable or flag name), not a secret: treating
 # it as one made every diff key and cause key (NCCL_PROTO, pcie-link) a "known secret" redacted from the report.
 _NOT_SECRET = {"SSH_AUTH_SOCK", "KEY_FILE", "PUBLIC_KEY", "TOKENIZERS_PARALLELISM", "NCCL_IB_PKEY", "KEY"}
-_URL_CRED = re.compile(r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)(?P<user>[^:/@\s]+):(?P<pw>[^@/\s]+)@")
+# Linear time on long word runs (a 20 kB argument took seconds): a scheme only starts where no letter precedes it, and
+# is matched possessively. Neither changes a match: a later start in the same run of scheme characters ends where
+# the earliest does (at `://`), and the earliest is tried first; nothing after the run is a scheme character.
+_URL_CRED = re.compile(r"(?P<scheme>(?<![a-zA-Z])[a-zA-Z][a-zA-Z0-9+.-]*+://)(?P<user>[^:/@\s]+):(?P<pw>[^@/\s]+)@")
 # NUL ends a value too: /proc/PID/environ text is NAME=value\0NAME=value...
 _ASSIGN = re.compile(r"\b(?P<name>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>[^\s'\"\x00]+)")
 # Command-line flags whose value is a secret: a dash-separated part is exactly key/token/secret/password/...
@@ -35,7 +38,8 @@ _TOKEN_SHAPES = re.compile(
     r"|-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.S)
 # name='v' / name="v" / "name": "v" / 'name': 'v' / name: v / name = v, where the name is secret-looking
 # (api_key, hf_token, aws_secret_access_key, password, ...): Python reprs (ServerArgs(api_key='…')), JSON, YAML.
-_QUOTED = re.compile(r"""(?P<lead>(?P<q0>["']?)(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P=q0)\s*(?::|=|=>)\s*)"""
+# The name starts where no letter precedes it and is matched possessively, for the same reason as _URL_CRED.
+_QUOTED = re.compile(r"""(?P<lead>(?P<q0>["']?)(?<![A-Za-z_])(?P<name>[A-Za-z_][A-Za-z0-9_.-]*+)(?P=q0)\s*(?::|=|=>)\s*)"""
                      r"""(?P<q>["'])(?P<value>(?:\\.|(?!(?P=q)).)*)(?P=q)""")
 _COLON = re.compile(r"(?P<lead>\b(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)[ \t]*[:=][ \t]*)(?P<value>[^\s'\",;}\]]+)")
 # HTTP credentials: Authorization / Proxy-Authorization headers and any `Bearer X` / `Basic X` / `Token X`.

@@ -11,6 +11,7 @@ import httpx
 from pydantic import BaseModel, Field
 
 from specdoctor.errors import NoData, ToolFailed, ToolRetry
+from specdoctor.host import http
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env, redact_value
 from specdoctor.inference import InferenceEngine, get_engine, known_engines
@@ -681,7 +682,7 @@ def http_get(host: Host, port: int, paths: list[str], timeout: float = 10.0) -> 
     """GET the first path that answers 200 through host.forward(port); (path, parsed body). ToolFailed otherwise."""
     errors = []
     with host.forward(port) as local:
-        with httpx.Client(base_url=f"http://127.0.0.1:{local}", timeout=timeout) as client:
+        with http.client(base_url=f"http://127.0.0.1:{local}", timeout=timeout) as client:
             for path in paths:
                 try:
                     r = client.get(path)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
+from functools import lru_cache
 
 __all__ = ["is_secret_name", "redact_value", "redact_env", "redact_text", "remember_secret", "REDACTED"]
 
@@ -65,6 +67,8 @@ def _looks_like_value(v: str) -> bool:
 
 _known: set[str] = set()
 _lock = threading.Lock()
+_generation = 0
+"""Bumped whenever a secret is added to `_known`: remembered redactions from before it are not reused."""
 
 
 def is_secret_name(name: str) -> bool:
@@ -78,9 +82,12 @@ def is_secret_name(name: str) -> bool:
 
 def remember_secret(value: str) -> None:
     """Remember a secret value seen anywhere so later text containing it is scrubbed too."""
+    global _generation
     if len(value) >= 6:
         with _lock:
-            _known.add(value)
+            if value not in _known:
+                _known.add(value)
+                _generation += 1
 
 
 def redact_value(name: str, value: str) -> str:
@@ -100,26 +107,56 @@ def _scrub(m: re.Match[str]) -> str:
     return f"{m['lead']}{REDACTED}"
 
 
+# Each step runs only where its pattern could match: a literal every match contains must be in the text (the
+# case-insensitive ones checked case-insensitively, as their patterns match). Most texts (commands, paths, numbers)
+# carry none of them; the steps and their order are as before (tests/host/test_redact_linear.py checks both ways).
+_MAY_AUTH = re.compile(r"authorization", re.I)
+_MAY_WORD = re.compile(r"pass|pwd|secret", re.I)
+_Step = tuple[re.Pattern[str], Callable[[re.Match[str]], str] | str, Callable[[str], bool]]
+_STEPS: list[_Step] = [
+    (_TOKEN_SHAPES, REDACTED, lambda t: True),
+    (_QUOTED, lambda m: m[0] if not is_secret_name(m["name"]) or m["value"] == REDACTED else
+     f"{m['lead']}{m['q']}{REDACTED}{m['q']}", lambda t: ("'" in t or '"' in t) and (":" in t or "=" in t)),
+    (_ASSIGN, lambda m: f"{m['name']}={REDACTED}" if is_secret_name(m["name"]) else m[0], lambda t: "=" in t),
+    (_COLON, lambda m: _scrub(m) if is_secret_name(m["name"]) and m["value"] != REDACTED
+     and not _PLAIN_SCALAR.match(m["value"]) else m[0], lambda t: ":" in t or "=" in t),
+    (_URL_CRED, lambda m: f"{m['scheme']}{m['user']}:{REDACTED}@", lambda t: "://" in t and "@" in t),
+    (_SECRET_FLAG_QUOTED, lambda m: f"{m[1]}{m[2]}{m[3]}{REDACTED}{m[3]}", lambda t: "--" in t),
+    (_SECRET_FLAG, lambda m: f"{m[1]}{m[2]}{REDACTED}", lambda t: "--" in t),
+    (_AUTH_HEADER, lambda m: m[0] if m["value"] == REDACTED else _scrub(m), lambda t: bool(_MAY_AUTH.search(t))),
+    (_BEARER, lambda m: m[0] if m["value"].startswith(REDACTED) else _scrub(m),
+     lambda t: "Bearer" in t or "Basic" in t or "Token" in t),
+    (_WORD_SECRET, lambda m: _scrub(m) if _looks_like_value(m["value"]) and REDACTED not in m["value"] else m[0],
+     lambda t: bool(_MAY_WORD.search(t))),
+]
+_CACHED_CHARS = 4096
+"""Texts up to this long are remembered (a report renders the same command lines and prose several times)."""
+
+
 def redact_text(text: str) -> str:
     """Scrub free text: secret-named assignments (plain, quoted, JSON, repr), credentials in URLs, headers and
     flags, password/secret words, token shapes (AWS pairs, sk-, hf_, ghp_, JWTs, private keys) and known secrets."""
     if not text:
         return text
+    if len(text) > _CACHED_CHARS:
+        return _redact(text)
+    return _redact_cached(text, _generation)
+
+
+@lru_cache(maxsize=8192)
+def _redact_cached(text: str, generation: int) -> str:
+    """`_redact`, remembered per set of known secrets (`generation` changes whenever one is added)."""
+    return _redact(text)
+
+
+def _redact(text: str, *, guarded: bool = True) -> str:
+    """The steps in order; `guarded=False` runs every step (the reference the guards are tested against)."""
     with _lock:
         known = sorted(_known, key=len, reverse=True)
     for secret in known:
         if secret in text:
             text = text.replace(secret, REDACTED)
-    text = _TOKEN_SHAPES.sub(REDACTED, text)
-    text = _QUOTED.sub(lambda m: m[0] if not is_secret_name(m["name"]) or m["value"] == REDACTED else
-                       f"{m['lead']}{m['q']}{REDACTED}{m['q']}", text)
-    text = _ASSIGN.sub(lambda m: f"{m['name']}={REDACTED}" if is_secret_name(m["name"]) else m[0], text)
-    text = _COLON.sub(lambda m: _scrub(m) if is_secret_name(m["name"]) and m["value"] != REDACTED
-                      and not _PLAIN_SCALAR.match(m["value"]) else m[0], text)
-    text = _URL_CRED.sub(lambda m: f"{m['scheme']}{m['user']}:{REDACTED}@", text)
-    text = _SECRET_FLAG_QUOTED.sub(lambda m: f"{m[1]}{m[2]}{m[3]}{REDACTED}{m[3]}", text)
-    text = _SECRET_FLAG.sub(lambda m: f"{m[1]}{m[2]}{REDACTED}", text)
-    text = _AUTH_HEADER.sub(lambda m: m[0] if m["value"] == REDACTED else _scrub(m), text)
-    text = _BEARER.sub(lambda m: m[0] if m["value"].startswith(REDACTED) else _scrub(m), text)
-    return _WORD_SECRET.sub(lambda m: _scrub(m) if _looks_like_value(m["value"]) and REDACTED not in m["value"]
-                            else m[0], text)
+    for pattern, repl, may_match in _STEPS:
+        if not guarded or may_match(text):
+            text = pattern.sub(repl, text)
+    return text

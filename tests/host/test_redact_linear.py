@@ -49,3 +49,23 @@ def test_a_long_hostile_argument_is_redacted_in_well_under_a_second() -> None:
         t0 = time.perf_counter()
         redact_text(text)
         assert time.perf_counter() - t0 < 2.0
+
+
+_SECRETISH = _PIECES + ["password", "PaSsWd", "secret", "pwd", "Authorization", "proxy-authorization", "Bearer ",
+                        "Basic ", "Token ", "--api-key", "--hf-token=", "hf_abcdefgh123", "sk-abcdefgh12",
+                        "AKIAABCDEFGHIJKLMNOP", "x", "Q9", "***REDACTED***", ",", ";", "}", "is "]
+
+
+@settings(max_examples=500, deadline=None, database=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+@given(text=st.lists(st.sampled_from(_SECRETISH), max_size=30).map("".join))
+def test_skipping_steps_that_cannot_match_changes_no_redaction(text: str) -> None:
+    assert redact._redact(text) == redact._redact(text, guarded=False)
+    assert redact_text(text) == redact._redact(text, guarded=False)
+
+
+def test_a_remembered_redaction_is_redone_once_a_new_secret_is_known() -> None:
+    text = "the value is qzv81-unique-zz in this line"
+    assert redact_text(text) == text
+    redact.remember_secret("qzv81-unique-zz")
+    assert redact_text(text) == f"the value is {redact.REDACTED} in this line"

@@ -26,7 +26,7 @@ def _spans(pattern: re.Pattern[str], text: str) -> list[tuple[tuple[int, int], d
     return [(m.span(), m.groupdict()) for m in pattern.finditer(text)]
 
 
-@settings(max_examples=400, deadline=None, database=None, derandomize=True,
+@settings(max_examples=150, deadline=None, database=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 @given(text=_TEXT)
 def test_the_guarded_patterns_find_the_same_matches_as_the_old_ones(text: str) -> None:
@@ -56,7 +56,7 @@ _SECRETISH = _PIECES + ["password", "PaSsWd", "secret", "pwd", "Authorization", 
                         "AKIAABCDEFGHIJKLMNOP", "x", "Q9", "***REDACTED***", ",", ";", "}", "is "]
 
 
-@settings(max_examples=500, deadline=None, database=None, derandomize=True,
+@settings(max_examples=200, deadline=None, database=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 @given(text=st.lists(st.sampled_from(_SECRETISH), max_size=30).map("".join))
 def test_skipping_steps_that_cannot_match_changes_no_redaction(text: str) -> None:

@@ -69,3 +69,20 @@ def test_a_remembered_redaction_is_redone_once_a_new_secret_is_known() -> None:
     assert redact_text(text) == text
     redact.remember_secret("qzv81-unique-zz")
     assert redact_text(text) == f"the value is {redact.REDACTED} in this line"
+
+
+# One text per step that its pattern matches (case variants included), and the secret-corpus shapes.
+_EACH_STEP = ["hf_abcdefgh123 and sk-abcdefgh12", "ServerArgs(api_key='s3cr3t')", '{"Token": "x"}', "HF_TOKEN=abc",
+              "api_key: abc123", "password = hunter2", "git clone https://u:pw@h/r", "--api-key 'x y'",
+              "--hf-token=abc", "AUTHORIZATION: Basic abcdefgh", "proxy-authorization=xyz", "Bearer abcdefgh123",
+              "Token abcdefgh123", "my PWD x9", "PassPhrase: Abc-1", "the SECRET is q1w2e3", "passwd\tz_9"]
+
+
+def test_a_step_is_skipped_only_where_its_pattern_finds_nothing() -> None:
+    for text in _EACH_STEP:
+        for pattern, _repl, may_match in redact._STEPS:
+            if pattern.search(text):
+                assert may_match(text), (pattern.pattern[:40], text)
+        assert redact._redact(text) == redact._redact(text, guarded=False)
+    matched = {i for i, (p, _r, _m) in enumerate(redact._STEPS) for t in _EACH_STEP if p.search(t)}
+    assert matched == set(range(len(redact._STEPS)))  # every step is exercised by some text above

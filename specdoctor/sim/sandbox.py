@@ -19,6 +19,7 @@ import httpx
 from pydantic import BaseModel
 
 from specdoctor.errors import ScenarioError
+from specdoctor.host import http
 from specdoctor.host.base import Host, HostHints, Raw
 from specdoctor.sim.digest import code_digest
 from specdoctor.sim.history import layout_history, twin_entries
@@ -183,7 +184,7 @@ class Sandbox:
                 break
             try:  # our server (its pidfile exists) and healthy: not some other server on the same port
                 if self._started_by(pid) and \
-                        httpx.get(f"http://127.0.0.1:{port}/health", timeout=1.0).status_code == 200:
+                        http.get(f"http://127.0.0.1:{port}/health", timeout=1.0).status_code == 200:
                     healthy = True
                     break
             except httpx.HTTPError:

@@ -13,6 +13,7 @@ import httpx
 from pydantic import BaseModel, Field
 
 from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
+from specdoctor.host import http
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env, redact_text
 from specdoctor.inference import EngineName, InferenceEngine, engine_for_launch
@@ -125,7 +126,7 @@ def _record(ctx: ToolContext, entry: dict[str, Any]) -> None:
 def _health(host: Host, port: int, path: str) -> bool:
     try:
         with host.forward(port) as local:
-            r = httpx.get(f"http://127.0.0.1:{local}{path}", timeout=5.0)
+            r = http.get(f"http://127.0.0.1:{local}{path}", timeout=5.0)
             return r.status_code == 200
     except (httpx.HTTPError, OSError):
         return False

@@ -10,6 +10,7 @@ import httpx
 from pydantic import BaseModel, Field
 
 from specdoctor.errors import NoData, ToolFailed, ToolRetry, Unresolved
+from specdoctor.host import http
 from specdoctor.host.base import Host
 from specdoctor.inference import EngineName, InferenceEngine
 from specdoctor.models.workload import WORDS_PER_TOKEN, Workload
@@ -285,7 +286,7 @@ def _measure_runs(ctx: ToolContext, engine: InferenceEngine, args: BenchmarkInpu
     runs: list[RunResult] = []
     discarded: list[float] = []
     with ctx.host.forward(args.port) as local:
-        with httpx.Client(base_url=f"http://127.0.0.1:{local}") as client:
+        with http.client(base_url=f"http://127.0.0.1:{local}") as client:
             try:
                 client.get(engine.liveness_path, timeout=10)
             except httpx.HTTPError as exc:

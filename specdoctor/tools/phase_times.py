@@ -19,6 +19,7 @@ import httpx
 from pydantic import BaseModel, Field
 
 from specdoctor.errors import NoData
+from specdoctor.host import http
 from specdoctor.models.phases import PhaseStat, PhaseTimes, ProfilerOverhead
 from specdoctor.parsers.errors import ParseError
 from specdoctor.parsers.sglang_trace import TRACE_NAME, Phase, SGLangTrace, parse_sglang_trace
@@ -86,7 +87,7 @@ def _list(ctx: ToolContext, folder: str) -> set[str]:
 
 def _post(port_url: str, path: str, body: dict | None, timeout: float = 60.0) -> tuple[int, str]:
     try:
-        r = httpx.post(port_url + path, json=body, timeout=timeout)
+        r = http.post(port_url + path, json=body, timeout=timeout)
     except httpx.HTTPError as exc:
         return 0, f"{type(exc).__name__}: {exc}"
     return r.status_code, r.text.strip()

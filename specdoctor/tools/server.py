@@ -11,11 +11,13 @@ import httpx
 from pydantic import BaseModel, Field
 
 from specdoctor.errors import NoData, ToolFailed, ToolRetry
+from specdoctor.host import http
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env, redact_value
 from specdoctor.inference import InferenceEngine, get_engine, known_engines
 from specdoctor.models import EnvRow as SharedEnvRow
 from specdoctor.models import EnvStatus
+from specdoctor.parsers.proc_table import parse_proc_table
 from specdoctor.parsers.sections import split_sections
 from specdoctor.parsers.sglang import BodyError, ServerInfo, parse_body
 from specdoctor.toolkit import ToolContext, tool
@@ -34,7 +36,7 @@ __all__ = [
 
 FORCED_BY_SGLANG = set(get_engine("sglang").forced_env_names)  # kept for readers of the old name; ask ctx.engine
 
-# One round-trip for the whole process table: per process "\x1e<stat>\x1f<cmdline NUL-separated>".
+# One round-trip for the whole process table, one grep over every stat and cmdline (parsers/proc_table.py).
 _PS_SCRIPT = Raw(remote_text("proc_table.sh").rstrip("\n"))
 
 
@@ -100,20 +102,12 @@ def list_processes(host: Host) -> list[Proc]:
     """Every process on the host with pid/ppid/comm/cmdline, in one command."""
     res = host.run(_PS_SCRIPT, check="ignore", timeout=60)
     procs = []
-    for rec in res.stdout.split("\x1e"):
-        if "\x1f" not in rec:
-            continue
-        stat, _, cmd = rec.partition("\x1f")
-        m = re.match(r"^(\d+) \((.*)\) \S+ (\d+)", stat, re.S)
-        if not m:
-            continue
-        argv = [a for a in cmd.split("\x00")]
-        while argv and argv[-1] == "":
-            argv.pop()
+    for row in parse_proc_table(res.stdout):
+        argv = row.argv
         if len(argv) == 1 and " " in argv[0] and \
                 any(e.process_role(argv[0].split()[0]) != "other" for e in known_engines()):
             argv = argv[0].split()  # setproctitle writes one string
-        procs.append(Proc(pid=int(m.group(1)), ppid=int(m.group(3)), title=m.group(2), cmdline=argv))
+        procs.append(Proc(pid=row.pid, ppid=row.ppid, title=row.comm, cmdline=argv))
     return procs
 
 
@@ -688,7 +682,7 @@ def http_get(host: Host, port: int, paths: list[str], timeout: float = 10.0) -> 
     """GET the first path that answers 200 through host.forward(port); (path, parsed body). ToolFailed otherwise."""
     errors = []
     with host.forward(port) as local:
-        with httpx.Client(base_url=f"http://127.0.0.1:{local}", timeout=timeout) as client:
+        with http.client(base_url=f"http://127.0.0.1:{local}", timeout=timeout) as client:
             for path in paths:
                 try:
                     r = client.get(path)

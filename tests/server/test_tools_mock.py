@@ -32,8 +32,9 @@ ENVS = {
 
 
 def _ps() -> str:
-    return "".join(f"\x1e{pid} ({comm}) S {ppid} {pid} {pid} 0\x1f" + "".join(a + "\x00" for a in argv)
-                   for pid, ppid, comm, argv in PROCS)
+    """What `grep -z -H` over every /proc/PID/stat and cmdline prints (tools/remote/proc_table.sh)."""
+    return "".join(f"/proc/{pid}/stat:{pid} ({comm}) S {ppid} {pid} {pid} 0\n\x00"
+                   + "".join(f"/proc/{pid}/cmdline:{a}\x00" for a in argv) for pid, ppid, comm, argv in PROCS)
 
 
 def handler(cmd, env, cwd):

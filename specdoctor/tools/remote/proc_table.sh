@@ -1,1 +1,1 @@
-for d in /proc/[0-9]*; do read -r st < "$d/stat" 2>/dev/null || continue; printf '\036%s\037' "$st"; cat "$d/cmdline" 2>/dev/null; done; true
+for d in /proc/[0-9]*; do printf '%s\0%s\0' "$d/stat" "$d/cmdline"; done | xargs -0 grep -a -s -z -H ''; true

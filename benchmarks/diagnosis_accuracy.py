@@ -104,7 +104,8 @@ def other_causes(report: dict, truth_causes: list[dict]) -> list[str]:
     out = []
     for c in (report.get("attribution") or {}).get("causes") or []:
         text = str(c.get("name") or "")
-        if c.get("confirmed", True) and c.get("kind") not in ("code", "commit") and not any(v in text.lower() for v in names):
+        subject = text.split(";")[0].lower()  # what the cause is about: 'X=1 in the workers' env; removing X, Y restores'
+        if c.get("confirmed", True) and c.get("kind") not in ("code", "commit") and not any(v in subject for v in names):
             out.append(text)
     return out
 

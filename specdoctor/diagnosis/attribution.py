@@ -10,7 +10,7 @@ from specdoctor.diagnosis.causes import non_revertible_causes
 from specdoctor.diagnosis.facts import Case
 from specdoctor.models import AttributionFact, CauseFact
 
-__all__ = ["attribution", "cause_line"]
+__all__ = ["attribution", "cause_line", "without_split"]
 
 
 def attribution(case: Case) -> AttributionFact:
@@ -19,7 +19,18 @@ def attribution(case: Case) -> AttributionFact:
     fact = case.facts.attribution or AttributionFact()
     seen = {(c.kind, c.key) for c in fact.causes}
     extra = [c for c in non_revertible_causes(case) if (c.kind, c.key) not in seen]
-    return fact.model_copy(update={"causes": [*fact.causes, *extra]}) if extra else fact
+    causes = [*fact.causes, *extra]
+    kept = without_split(causes)
+    return fact.model_copy(update={"causes": kept}) if extra or len(kept) < len(causes) else fact
+
+
+def without_split(causes: list[CauseFact]) -> list[CauseFact]:
+    """The causes less each unconfirmed one naming several variables changed together (one NCCL promotion) of
+    which a revert trial has confirmed one on its own: that trial says which it was, the joint one adds nothing."""
+    def split(c: CauseFact) -> bool:
+        keys = set(c.key.split(",")) if not c.confirmed and "," in c.key else set()
+        return bool(keys) and any(o.confirmed and o.key in keys for o in causes if o is not c)
+    return [c for c in causes if not split(c)]
 
 
 def _tps(x: float | None) -> str:

@@ -102,6 +102,25 @@ def test_a_forced_variable_the_winner_replaces_is_an_env_cause():
     assert cause.fix == "env -u NCCL_PROTO" and "NCCL_PROTO=Simple" in cause.name
 
 
+def test_variables_removed_together_are_one_unconfirmed_cause_until_a_trial_singles_one_out():
+    """script-and-conf-harmless: the winner removed NCCL_CONF_FILE and NCCL_P2P_DISABLE at once; one trial cannot
+    say which matters, so neither is confirmed by it (it named the alphabetically first, the innocent conf file).
+    Once a revert trial confirms NCCL_P2P_DISABLE alone, the joint cause drops out; while none does, it stays,
+    unconfirmed, and a lone replaced variable is still confirmed (test above)."""
+    from specdoctor.diagnosis.attribution import without_split
+
+    view = StateView({"params": {"expect": {"spec": 51.6}},
+                      "facts": {"claims": {"spec": claim_outcome(SLOW, 51.6)}}})
+    current = {"NCCL_CONF_FILE": "/etc/nccl.conf", "NCCL_P2P_DISABLE": "1"}
+    joint = nccl_cause(view, _promotion(SLOW, FAST, {}, ["NCCL_CONF_FILE", "NCCL_P2P_DISABLE"]), current, None, None)
+    assert joint is not None and not joint.confirmed and set(joint.key.split(",")) == set(current)
+    assert "NCCL_CONF_FILE=/etc/nccl.conf" in joint.name and "NCCL_P2P_DISABLE=1" in joint.name
+    alone = CauseFact(name="NCCL_P2P_DISABLE=1 set by launcher", kind="env", key="NCCL_P2P_DISABLE", confirmed=True)
+    assert without_split([joint, alone]) == [alone]
+    other = CauseFact(name="NCCL_P2P_LEVEL=LOC set by nccl.conf", kind="env", key="NCCL_P2P_LEVEL", confirmed=True)
+    assert without_split([joint, other]) == [joint, other]  # no trial split it: kept, unconfirmed
+
+
 def test_a_winner_that_does_not_reach_the_claims_is_not_the_cause():
     # must not fire: +4 % is a real gain, but the claimed 51.6 stays out of reach: something else explains the gap
     half = [x * 1.04 for x in SLOW]

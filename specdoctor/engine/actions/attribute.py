@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from specdoctor.diagnosis import Case
+from specdoctor.diagnosis.attribution import without_split
 from specdoctor.diagnosis.causes import CODE_CLEARED, effect, non_revertible_causes, revert_patch_command
 from specdoctor.engine.actions import ActionOutcome, action
 from specdoctor.engine.actions.attribute_evidence import promoted_override
@@ -514,6 +515,7 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
     elif testable:
         fact.untested += [f"{d.label}: no launch command to run a trial" for d in testable]
     _in_the_causes_unit(view, measure_facts, fact)
+    fact.causes = without_split(fact.causes)
     out.facts["attribution"] = fact.model_dump(mode="json")
     named = [c.name for c in fact.confirmed()]
     out.summary = ("causes: " + "; ".join(named) if named else

@@ -221,18 +221,25 @@ def _effect(winner: PromotedResult) -> dict[str, float | None]:
 
 
 def _named_cause(b: _Basis) -> CauseFact | None:
-    """The cause in words: a workers' variable the winner replaces, else the NCCL version that moved, else a
-    variable the good run had; None when none of these names it."""
+    """The cause in words: a workers' variable the winner replaces (several replaced at once: an unconfirmed cause
+    naming them all, for the revert trials to split — one trial cannot clear the ones that rode along), else the
+    NCCL version that moved, else a variable the good run had; None when none of these names it."""
     changed, removed, what, fix = b.change
     current, good, label, effect, evidence = b.current, b.good, b.label, b.effect, b.evidence
     replaced = removed + [k for k in changed if k in current]
     restored = [k for k in changed if good is not None and good.get(k) == changed[k]]
     then, today = b.versions
-    if replaced:
+    if len(replaced) == 1:
         key = replaced[0]
         return CauseFact(name=f"{key}={current[key]} in the workers' environment; {what} restores", kind="env",
                          key=key, metric="spec", confirmed=True, method="revert-trial", fix=fix, evidence=evidence,
                          detail=f"the workers run {_pairs(current)}; {what} reaches the {label} figure", **effect)
+    if replaced:  # one trial changed them together: it cannot say which matters (an innocent one rode along)
+        names = ", ".join(f"{k}={current[k]}" for k in replaced)
+        return CauseFact(name=f"one of {names} in the workers' environment; {what} restores", kind="env",
+                         key=",".join(replaced), metric="spec", confirmed=False, method="revert-trial", fix=fix,
+                         evidence=evidence, detail=f"the workers run {_pairs(current)}; {what} together reaches the "
+                         f"{label} figure: the revert trials single out which of them it is", **effect)
     if then and today and then != today:
         return CauseFact(name=f"NCCL {then} → {today} (its default {', '.join(k.removeprefix('NCCL_') for k in changed)} "
                          f"choice); {what} restores", kind="software", key="nccl", metric="spec", confirmed=True,

@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
 # Builds the vLLM 0.26.0 wheelhouse for the lent GPU (docs/real-gpu.md, "vLLM"): pinned, kept out of git
-# (.whl-vllm/ is ignored), split into parts that each fit one device call's 64 MiB carry; a warm machine keeps
-# what an earlier call left, so the parts go over in consecutive calls and are joined there.
-#   part1/  _C_stable_libtorch.abi3.so as xz pieces (hard import: vllm/platforms/cuda.py:23)
-#   part2/  the trimmed vllm wheel without that .so (the Python package, _vllm_fa3_C for Hopper) + the deps the
-#           image lacks (its package list: .library/device/KINDS.md)
+# (.whl-vllm/ is ignored), then cut into pieces that each travel in one device call beside the checkout.
+#   house/part1/  _C_stable_libtorch.abi3.so as xz (hard import: vllm/platforms/cuda.py:23) + SHA256SUMS
+#   house/part2/  the trimmed vllm wheel without that .so (the Python package, _vllm_fa3_C for Hopper) + the deps
+#                 the image lacks (its package list: image-packages.txt, from .library/device/KINDS.md)
+#   house/sd/     specdoctor's own dependencies (../real_sglang/sd_wheels.sh); sd/shared.txt names those part2 has
+#   call1/ call2/ …  house.tar cut into pieces of PIECE_MIB (default 44) — 64 MiB a call less the checkout
+#                 (≈ 14 MB) and a margin. Each call carries one (`carry: [".whl-vllm/callN"]`) and copies it to
+#                 /root/vllmwh (a warm machine keeps /root between calls; a carried path not named again is gone);
+#                 run_device.sh joins them (`cat house.tar.* | tar -x`) once all have come (MANIFEST: count, sha256).
 # Left out, from vLLM's own source: vllm_flash_attn/_vllm_fa2_C (the FA3 build alone makes vllm.vllm_flash_attn
 # importable on sm90: vllm_flash_attn/__init__.py:33 needs FA2 *or* FA3), _moe_C_stable_libtorch and _qutlass_C
 # (optional: cuda.py:227-231 suppress their ImportError; a dense Llama calls no MoE op), vllm-rs (the Rust front end,
 # only with VLLM_RUST_FRONTEND_PATH: envs.py:571), _flashmla_C (MLA models), third_party/ (deep_gemm, fmha_sm100).
+# Proven on the CPU machine by prove_on_cpu.sh (imports, parser, engine config; report .whl-vllm/cpu-check.json).
 # Usage: bash benchmarks/real_vllm/build_wheelhouse.sh [OUTDIR]   (default: .whl-vllm at the repository root)
 set -euo pipefail
-OUT=${1:-$(cd "$(dirname "$0")/../.." && pwd)/.whl-vllm}
-LIMIT=$((60 * 1024 * 1024))   # per part, leaving room for the checkout that travels with it
+HERE=$(cd "$(dirname "$0")" && pwd)
+OUT=${1:-$(cd "$HERE/../.." && pwd)/.whl-vllm}
+PIECE=$(( ${PIECE_MIB:-44} * 1024 * 1024 ))
 rm -rf "$OUT"
 WORK=$(mktemp -d /tmp/vllmwh.XXXX)
-mkdir -p "$OUT/part1" "$OUT/part2"
+H="$OUT/house"
+mkdir -p "$H/part1" "$H/part2" "$H/sd"
 PLAT="--no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
  --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64"
 dl() { python3 -m pip download $PLAT -d "$WORK/dl" "$@" 2>&1 | grep -E "Saved|ERROR" || true; }
@@ -27,11 +34,11 @@ V="$WORK/unp/vllm-0.26.0"
 rm -f "$V"/vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so "$V"/vllm/_moe_C_stable_libtorch.abi3.so \
       "$V"/vllm/_qutlass_C.abi3.so "$V"/vllm/_flashmla_C.abi3.so "$V"/vllm/vllm-rs
 rm -rf "$V"/vllm/third_party
-# part1: the kernel library alone, xz-compressed and cut into pieces (joined with `cat` on the machine)
-xz -6 -T2 -c "$V"/vllm/_C_stable_libtorch.abi3.so | split -b 30M - "$OUT/part1/_C_stable_libtorch.abi3.so.xz."
-( cd "$V" && sha256sum vllm/_C_stable_libtorch.abi3.so ) > "$OUT/part1/SHA256SUMS"
+# part1: the kernel library alone, xz-compressed (decompressed into the installed package on the machine)
+xz -6 -T2 -c "$V"/vllm/_C_stable_libtorch.abi3.so > "$H/part1/_C_stable_libtorch.abi3.so.xz"
+( cd "$V" && sha256sum vllm/_C_stable_libtorch.abi3.so ) > "$H/part1/SHA256SUMS"
 rm -f "$V"/vllm/_C_stable_libtorch.abi3.so
-python3 -m wheel pack -d "$OUT/part2" "$V"
+python3 -m wheel pack -d "$H/part2" "$V"
 
 # Dependencies vLLM 0.26 declares that the image lacks (one version each); those only some code paths import are
 # left for the first real start to name (see docs/real-gpu.md).
@@ -41,12 +48,26 @@ for p in fastapi==0.136.1 starlette==1.0.1 uvicorn==0.54.0 pydantic==2.14.4 pyda
   pybase64==1.5.1 setproctitle==1.3.8 partial-json-parser==0.2.1.1.post7 cachetools==6.2.4 ijson==3.4.0 \
   python-json-logger==4.0.0 watchfiles==1.1.1 python-multipart==0.0.34 depyf==0.20.0 astor==0.8.1 dill==0.4.1 \
   jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1 \
-  lark==1.2.2 gguf==0.19.0 compressed-tensors==0.17.0 openai-harmony==0.0.8 ; do dl "$p"; done
-cp "$WORK"/dl/*.whl "$OUT/part2/" 2>/dev/null || true
+  lark==1.2.2 gguf==0.19.0 compressed-tensors==0.17.0 openai-harmony==0.0.8 ${VLLM_EXTRA_WHEELS:-} ; do dl "$p"; done
+cp "$WORK"/dl/*.whl "$H/part2/" 2>/dev/null || true
 
-for part in part1 part2; do
-  size=$(du -sb "$OUT/$part" | cut -f1)
-  echo "$part: $size bytes"
-  if [ "$size" -gt "$LIMIT" ]; then echo "ERROR: $part is over $LIMIT bytes: split it further" >&2; exit 1; fi
+# specdoctor's own venv (/root/sd): the same list as the SGLang builder's; orjson, zstandard and typing-extensions
+# too, which the SGLang set shares with it and this one does not carry
+# shellcheck source=../real_sglang/sd_wheels.sh
+source "$HERE/../real_sglang/sd_wheels.sh"
+SD_WHEELS="$SD_WHEELS orjson==3.13.0 zstandard==0.25.0 typing-extensions==4.16.0"
+sd_wheels "$H/sd" "$WORK/sd" $PLAT
+sd_shared "$H/part2" "$H/sd"
+
+# the pieces: one tar of the house, cut; each piece travels in its own consecutive call
+tar -C "$OUT" -cf "$WORK/house.tar" house
+n=0
+split -b "$PIECE" -d -a 1 "$WORK/house.tar" "$WORK/house.tar."
+for piece in "$WORK"/house.tar.*; do
+  n=$((n + 1)); mkdir -p "$OUT/call$n"; mv "$piece" "$OUT/call$n/"
 done
+{ echo "pieces $n"; ( cd "$WORK" && sha256sum house.tar ); } > "$OUT/MANIFEST"
+cp "$OUT/MANIFEST" "$OUT/call$n/"
+for d in "$OUT"/call*; do echo "$(basename "$d"): $(du -sb "$d" | cut -f1) bytes"; done
+echo "house: $(du -sb "$H" | cut -f1) bytes in $n pieces of at most $PIECE bytes"
 rm -rf "$WORK"

@@ -1,0 +1,71 @@
+"""The vLLM story runner (benchmarks/real_vllm/stories.py), rehearsed on the twin's vLLM stand-in: the SGLang
+runner's box code with vLLM's launch line, server processes and result rows lays the box out, starts the user's
+`vllm serve` with nohup, measures the good run, runs `investigate --host local` and checks the box afterwards — so
+the device run is only the GPU part."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from specdoctor.sim.sandbox import build_sandbox
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_vllm_no_regression_story_runs_on_the_twin(tmp_path):
+    sb = build_sandbox("vllm-no-regression", root=tmp_path / "box", start_server=False)
+    try:
+        flags = shlex.join(shlex.split(sb.launch)[2:])  # "vllm serve FLAGS"
+        env = {**os.environ, **sb.base_env, "STORIES_REPO": sb.repo, "STORIES_PY": sb.python,
+               "STORIES_FLAGS": flags, "STORIES_PORT": str(sb.port), "STORIES_WORK": str(tmp_path / "work"),
+               "STORIES_STATE": str(tmp_path / "state"), "STORY_TIMEOUT_S": "240", "STORIES_SEED_STATE": "",
+               "STORIES_SPECDOCTOR": str(Path(sys.executable).parent / "specdoctor")}
+        env.pop("PYTHONPATH", None)
+        res = subprocess.run([sys.executable, str(ROOT / "benchmarks/real_vllm/stories.py"), str(tmp_path / "out"),
+                              "no-regression"], env=env, capture_output=True, text=True, timeout=400)
+        assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
+        (row,) = json.loads((tmp_path / "out" / "summary.json").read_text())
+        assert row["verdict"] == row["truth_verdict"] == "no-regression", row
+        assert row["engine"] == "vllm" and row["engine_reported"] == "vllm" and row["engine_version"] == "0.26.0", row
+        assert "sglang_version" not in row
+        assert row["box_left_as_found"] is True and row["box_left_as_found_by_specdoctor"] is True
+        assert json.loads((tmp_path / "state" / "claims.json").read_text())["spec"] > 0
+        box = json.loads((tmp_path / "out" / "no-regression" / "box.json").read_text())
+        assert box["server_after"]["running"] and box["env_differences"] == [] and box["checkout_identical"]
+        assert "vllm" in " ".join(box["server_after"]["argv"][:3]) and "serve" in box["server_after"]["argv"]
+    finally:
+        sb.stop_all()
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_the_launch_line_is_vllm_serve_with_a_forced_acceptance(monkeypatch):
+    """The stories' own line: `vllm serve`, the speculative config a JSON vLLM's parser reads (synthetic
+    acceptance: vLLM has no acceptance variable), dummy weights, the Triton backend, the profiler configured."""
+    launch = _load("vllm_launch", ROOT / "benchmarks/real_vllm/launch.py")
+    argv = launch.launch_argv(models="/m", port=30000, prof_dir="/p", extra=["--enforce-eager"], tp=2)
+    assert argv[:3] == ["vllm", "serve", "/m/target"] and argv[-1] == "--enforce-eager"
+    spec = json.loads(argv[argv.index("--speculative-config") + 1])
+    assert spec == {"method": "eagle3", "model": "/m/draft", "num_speculative_tokens": 3,
+                    "rejection_sample_method": "synthetic", "synthetic_acceptance_length": 3.0}
+    assert argv[argv.index("--load-format") + 1] == "dummy"
+    assert argv[argv.index("--attention-backend") + 1] == "TRITON_ATTN"
+    assert json.loads(argv[argv.index("--profiler-config") + 1])["torch_profiler_dir"] == "/p"
+    assert argv[argv.index("--tensor-parallel-size") + 1] == "2"
+    # specdoctor reads the same line: the engine's own parser finds the draft and the forced acceptance
+    from specdoctor.inference.vllm import VLLM_0_26_0
+
+    parsed = VLLM_0_26_0.parse_launch(argv)
+    assert parsed.flags and VLLM_0_26_0.is_main_process(argv)

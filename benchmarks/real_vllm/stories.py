@@ -120,6 +120,46 @@ def keep_trace(out: Path, started_at: float) -> None:
         shutil.copy(traces[-1], out / name)
 
 
+# A rehearsal on a shared CPU machine may see other engines' twin servers: STORIES_ENGINE names the user's engine
+# there (specdoctor's --engine, and the launch line as the host's hint). On the device nothing is named: specdoctor
+# finds vLLM on the box itself.
+ENGINE_NAMED = os.environ.get("STORIES_ENGINE", "")
+
+
+def connect_local() -> Any:
+    import specdoctor
+    from specdoctor.host import HostHints, open_host
+
+    host = open_host("local")
+    if ENGINE_NAMED:
+        host.hints = HostHints(launch=shlex.join(launch_line(STORIES["no-regression"])))
+    return specdoctor.connect(host)
+
+
+def _get(path: str) -> str:
+    import urllib.request
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{run.PORT}{path}", timeout=10) as r:
+        return r.read().decode(errors="replace")
+
+
+_measure_claims = run.measure_claims
+
+
+def measure_claims() -> dict[str, object]:
+    """The SGLang runner's good run, with vLLM's own answers kept around it for the conformance fixtures
+    (OUT/capture: /version, /v1/models, /metrics before and after, the log, the launch line; to_fixtures.py)."""
+    cap = Path(sys.argv[1]) / "capture"
+    cap.mkdir(parents=True, exist_ok=True)
+    for name, path in (("version.json", "/version"), ("models.json", "/v1/models"), ("metrics-before.txt", "/metrics")):
+        (cap / name).write_text(_get(path))
+    claims = _measure_claims()
+    (cap / "metrics-after.txt").write_text(_get("/metrics"))
+    (cap / "server.log").write_text((run.WORK / "server.log").read_text(errors="replace"))
+    (cap / "launch.txt").write_text(shlex.join(launch_line(STORIES["no-regression"])) + "\n")
+    return claims
+
+
 _run_story = run.run_story
 
 
@@ -135,6 +175,10 @@ def run_story(story: Any, out_root: Path, deadline: float) -> dict[str, object]:
 
 
 run.STORIES = STORIES
+run.connect_local = connect_local
+run.measure_claims = measure_claims
+if ENGINE_NAMED:
+    run.INVESTIGATE_EXTRA = ["--engine", ENGINE_NAMED]
 run.launch_line = launch_line
 run.server_pids = server_pids
 run.keep_trace = keep_trace

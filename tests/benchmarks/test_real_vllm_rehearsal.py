@@ -25,6 +25,7 @@ def test_the_vllm_no_regression_story_runs_on_the_twin(tmp_path):
         env = {**os.environ, **sb.base_env, "STORIES_REPO": sb.repo, "STORIES_PY": sb.python,
                "STORIES_FLAGS": flags, "STORIES_PORT": str(sb.port), "STORIES_WORK": str(tmp_path / "work"),
                "STORIES_STATE": str(tmp_path / "state"), "STORY_TIMEOUT_S": "240", "STORIES_SEED_STATE": "",
+               "STORIES_ENGINE": "vllm",
                "STORIES_SPECDOCTOR": str(Path(sys.executable).parent / "specdoctor")}
         env.pop("PYTHONPATH", None)
         res = subprocess.run([sys.executable, str(ROOT / "benchmarks/real_vllm/stories.py"), str(tmp_path / "out"),

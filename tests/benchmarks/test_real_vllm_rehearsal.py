@@ -70,3 +70,21 @@ def test_the_launch_line_is_vllm_serve_with_a_forced_acceptance(monkeypatch):
 
     parsed = VLLM_0_26_0.parse_launch(argv)
     assert parsed.flags and VLLM_0_26_0.is_main_process(argv)
+
+
+def test_to_fixtures_writes_the_box_folders_out_and_refuses_a_secret(tmp_path):
+    cap = tmp_path / "results" / "capture"
+    cap.mkdir(parents=True)
+    for f in ("version.json", "models.json", "metrics-before.txt", "metrics-after.txt", "server.log"):
+        (cap / f).write_text('{"version": "0.26.0"}' if f == "version.json" else "model /root/models/target\n")
+    (cap / "launch.txt").write_text("/usr/bin/vllm serve /root/models/target --port 30000\n")
+    script = str(ROOT / "benchmarks/real_vllm/to_fixtures.py")
+    res = subprocess.run([sys.executable, script, str(tmp_path / "results"), "h100", str(tmp_path / "fx")],
+                         capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "fx/h100/launch.txt").read_text() == "/usr/bin/vllm serve /box/models/target --port 30000\n"
+    assert "/root/" not in "".join(p.read_text() for p in (tmp_path / "fx/h100").iterdir())
+    (cap / "server.log").write_text("HF_TOKEN=hf_" + "a" * 30 + "\n")
+    res = subprocess.run([sys.executable, script, str(tmp_path / "results"), "h100b", str(tmp_path / "fx")],
+                         capture_output=True, text=True)
+    assert res.returncode != 0 and "secret" in res.stderr and not (tmp_path / "fx/h100b").exists()

@@ -16,9 +16,8 @@ SD_SHARED="pydantic pydantic_core annotated_types typing_inspection typing_exten
 sd_wheels() {
   local dest=$1 work=$2; shift 2
   mkdir -p "$dest" "$work"
-  for p in $SD_WHEELS; do
-    python3 -m pip download "$@" -d "$work" "$p" 2>&1 | grep -E "ERROR" || true
-  done
+  # shellcheck disable=SC2086
+  python3 -m pip download "$@" -d "$work" $SD_WHEELS 2>&1 | grep -E "ERROR" || true
   cp "$work"/*.whl "$dest"/
 }
 

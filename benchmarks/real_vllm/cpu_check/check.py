@@ -79,6 +79,8 @@ def parse(argv: list[str]):
         cmds[cmd.name] = cmd
     args = parser.parse_args(argv)
     cmds[args.subparser].validate(args)
+    if getattr(args, "model_tag", None) is not None:  # what ServeSubcommand.cmd does first (cli/serve.py:52)
+        args.model = args.model_tag
     return args
 
 
@@ -102,6 +104,8 @@ def loaded_distributions() -> dict[str, list[str]]:
     for mod in sorted({m.split(".")[0] for m in list(sys.modules)}):
         if mod in stdlib or mod.startswith("_") or mod in ("sitecustomize", "launch", "check"):
             continue
+        if "/_vendor/" in (getattr(sys.modules.get(mod), "__file__", None) or ""):
+            continue  # a package's vendored copy (setuptools' jaraco, more_itertools): comes with its package
         out[mod] = sorted({norm(d) for d in owners.get(mod, [])})
     return out
 

@@ -25,7 +25,35 @@ ABSENT_BY_DESIGN = {"vllm._moe_C_stable_libtorch", "vllm._qutlass_C", "vllm._fla
 
 
 def cuda_platform() -> str:
-    return "vllm.platforms.cuda.CudaPlatform"
+    """CudaPlatform itself; with VLLM_CPU_CHECK_SM (e.g. 9.0) a CudaPlatform that answers the device questions
+    asked at import time (oink_ops.py:18 asks the capability) as the lent H100 would, so the check goes past them."""
+    return "sitecustomize.DevicePlatform" if os.environ.get("VLLM_CPU_CHECK_SM") else "vllm.platforms.cuda.CudaPlatform"
+
+
+def __getattr__(name: str):
+    """DevicePlatform, built on first use (vLLM resolves it by name once the platform is first asked for)."""
+    if name != "DevicePlatform":
+        raise AttributeError(name)
+    from vllm.platforms.cuda import CudaPlatform
+    from vllm.platforms.interface import DeviceCapability
+
+    major, minor = (int(x) for x in os.environ["VLLM_CPU_CHECK_SM"].split("."))
+
+    class DevicePlatform(CudaPlatform):
+        @classmethod
+        def get_device_capability(cls, device_id: int = 0) -> DeviceCapability:
+            return DeviceCapability(major=major, minor=minor)
+
+        @classmethod
+        def get_device_name(cls, device_id: int = 0) -> str:
+            return "NVIDIA H100 80GB HBM3 (stand-in answer: CPU check)"
+
+        @classmethod
+        def get_device_total_memory(cls, device_id: int = 0) -> int:
+            return 80 * 1024**3
+
+    globals()["DevicePlatform"] = DevicePlatform
+    return DevicePlatform
 
 
 def _record(name: str, why: str) -> None:

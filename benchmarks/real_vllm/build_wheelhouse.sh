@@ -24,8 +24,12 @@ rm -rf "$OUT"
 WORK=$(mktemp -d /tmp/vllmwh.XXXX)
 H="$OUT/house"
 mkdir -p "$H/part1" "$H/part2" "$H/sd"
+# glibc tags up to 2.35: the image's is newer, the CPU machine's (2.36) installs them too for the proof
 PLAT="--no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
- --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64"
+ --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
+ --platform manylinux2014_x86_64 --platform manylinux1_x86_64 --platform manylinux_2_5_x86_64 \
+ --platform manylinux_2_24_x86_64 --platform manylinux_2_26_x86_64 --platform manylinux_2_31_x86_64 \
+ --platform manylinux_2_34_x86_64 --platform manylinux_2_35_x86_64"
 dl() { python3 -m pip download $PLAT -d "$WORK/dl" "$@" 2>&1 | grep -E "Saved|ERROR" || true; }  # many at once
 python3 -m pip install -q wheel >/dev/null 2>&1 || true
 
@@ -47,15 +51,19 @@ python3 -m wheel pack -d "$H/part2" "$V"
 # a class body), xgrammar (backend_xgrammar.py:136, likewise; 0.2.7 takes vLLM's apache-tvm-ffi pin 0.1.10),
 # model-hosting-container-standards + jmespath (imported by entrypoints/openai/api_server.py) and an openai with
 # openai.types.responses.NamespaceTool (tool_parsers/utils.py:13; 2.6.1 lacks it).
-dl fastapi==0.136.1 starlette==1.0.1 uvicorn==0.54.0 pydantic==2.14.4 pydantic-core==2.50.5 \
-  annotated-types==0.8.0 typing-inspection==0.4.5 openai==2.54.0 jiter==0.19.0 distro==1.9.0 sniffio==1.3.1 \
-  prometheus-fastapi-instrumentator==8.0.0 msgspec==0.23.0 pyzmq==27.3.0 blake3==1.0.8 cbor2==5.7.1 \
-  pybase64==1.5.1 setproctitle==1.3.8 partial-json-parser==0.2.1.1.post7 cachetools==6.2.4 ijson==3.4.0 \
-  python-json-logger==4.0.0 watchfiles==1.1.1 python-multipart==0.0.34 depyf==0.20.0 astor==0.8.1 dill==0.4.1 \
-  jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1 \
-  lark==1.2.2 gguf==0.19.0 compressed-tensors==0.17.0 openai-harmony==0.0.8 llguidance==1.7.6 \
-  xgrammar==0.2.7 apache-tvm-ffi==0.1.10 model-hosting-container-standards==0.1.16 jmespath==1.1.0 ${VLLM_EXTRA_WHEELS:-}
+DEPS="fastapi==0.136.1 starlette==1.0.1 uvicorn==0.54.0 pydantic==2.14.4 pydantic-core==2.50.5
+  annotated-types==0.8.0 typing-inspection==0.4.5 openai==2.54.0 jiter==0.19.0 distro==1.9.0 sniffio==1.3.1
+  prometheus-fastapi-instrumentator==8.0.0 msgspec==0.23.0 pyzmq==27.3.0 blake3==1.0.8 cbor2==5.7.1
+  pybase64==1.5.1 setproctitle==1.3.8 partial-json-parser==0.2.1.1.post7 cachetools==6.2.4 ijson==3.4.0
+  python-json-logger==4.0.0 watchfiles==1.1.1 python-multipart==0.0.34 depyf==0.20.0 astor==0.8.1 dill==0.4.1
+  jsonschema==4.26.0 jsonschema-specifications==2025.9.1 referencing==0.37.0 rpds-py==2026.9.1
+  lark==1.2.2 gguf==0.19.0 compressed-tensors==0.17.0 openai-harmony==0.0.8 llguidance==1.7.6
+  xgrammar==0.2.7 apache-tvm-ffi==0.1.10 model-hosting-container-standards==0.1.16 jmespath==1.1.0 ${VLLM_EXTRA_WHEELS:-}"
+# shellcheck disable=SC2086
+dl $DEPS
 cp "$WORK"/dl/*.whl "$H/part2/" 2>/dev/null || true
+got=$(ls "$WORK"/dl/*.whl 2>/dev/null | wc -l); want=$(echo $DEPS | wc -w)
+[ "$got" -eq "$want" ] || { echo "ERROR: $got of $want dependency wheels (one bad pin fails the whole download)" >&2; exit 1; }
 
 # specdoctor's own venv (/root/sd): the same list as the SGLang builder's; orjson, zstandard and typing-extensions
 # too, which the SGLang set shares with it and this one does not carry

@@ -142,11 +142,21 @@ def main() -> None:
     report["stubbed"] = [line.split("\t") for line in stub_log.read_text().splitlines()] if stub_log.exists() else []
     report_path.write_text(json.dumps(report, indent=1))
     fails = [k for k, v in report["imports"].items() if not v["ok"]]
-    print(json.dumps({"serve_help": report["serve_help"]["ok"], "import_failures": fails,
+    # What only a GPU gets past: the driver (torch.cuda's lazy init) and the kernel library's ops, which need
+    # libcuda.so.1 to load (`torch.ops._C.<op>` is then missing). Anything else — a missing package above all — is
+    # what the first real start would trip on.
+    boundary = ("Found no NVIDIA driver", "'_OpNamespace' '_C' object has no attribute", "libcuda.so")
+    report["blocking"] = sorted(
+        [k for k in fails if not any(b in report["imports"][k]["error"] for b in boundary)]
+        + [f"parse:{k}" for k, v in report["launch_lines"].items() if not v.get("parse", {}).get("ok")]
+        + ([] if report["serve_help"]["ok"] else ["serve --help"]) + [f"missing:{m}" for m in report["in_neither"]])
+    report_path.write_text(json.dumps(report, indent=1))
+    print(json.dumps({"blocking": report["blocking"], "serve_help": report["serve_help"]["ok"], "import_failures": fails,
                       "parse": {k: v.get("parse", {}).get("ok") for k, v in report["launch_lines"].items()},
                       "engine_config": {k: v.get("engine_config", {}).get("ok")
                                         for k, v in report["launch_lines"].items()},
                       "in_neither": report["in_neither"], "stubbed": report["stubbed"]}, indent=1))
+    sys.exit(1 if report["blocking"] else 0)
 
 
 if __name__ == "__main__":

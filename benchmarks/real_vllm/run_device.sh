@@ -12,10 +12,11 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
-WHD=/root/vllmwh
+WHD=${VLLM_WH_DIR:-/root/vllmwh}
 mkdir -p "$WHD"
+piece_only=0
 if [ "${1:-}" = "--piece" ]; then
-  k=$2; shift 2
+  k=$2; shift 2; [ $# -gt 0 ] || piece_only=1
   cp "$SRC/.whl-vllm/call$k"/* "$WHD"/ || { echo "[run_device] piece $k not carried (.whl-vllm/call$k)"; exit 1; }
 fi
 if [ ! -d "$WHD/house" ]; then
@@ -29,6 +30,7 @@ if [ ! -d "$WHD/house" ]; then
   fi
   [ -d "$WHD/house" ] || exit 0
 fi
+[ "$piece_only" -eq 0 ] || exit 0  # a piece and no stories: nothing to start or watch
 [ -f "$HERE/../results/real-vllm/claims.json" ] && seed="$HERE/../results/real-vllm" || seed=""
 export STORIES_SEED_STATE=${STORIES_SEED_STATE-$seed}  # empty: none (never the SGLang runner's claims)
 export RUNNER_DIR=$HERE

@@ -88,3 +88,36 @@ def test_to_fixtures_writes_the_box_folders_out_and_refuses_a_secret(tmp_path):
     res = subprocess.run([sys.executable, script, str(tmp_path / "results"), "h100b", str(tmp_path / "fx")],
                          capture_output=True, text=True)
     assert res.returncode != 0 and "secret" in res.stderr and not (tmp_path / "fx/h100b").exists()
+
+
+def test_run_device_gathers_the_pieces_over_calls_and_joins_them_once_all_came(tmp_path):
+    """Each call copies its carried piece to the machine's folder; only the last one's MANIFEST (count, sha256)
+    lets them be joined, checked and unpacked — a corrupt piece stops the join."""
+    house = tmp_path / "src" / "house" / "part1"
+    house.mkdir(parents=True)
+    (house / "x.bin").write_bytes(os.urandom(5000))
+    subprocess.run(["tar", "-C", str(tmp_path / "src"), "-cf", str(tmp_path / "house.tar"), "house"], check=True)
+    data = (tmp_path / "house.tar").read_bytes()
+    checkout = tmp_path / "checkout"
+    (checkout / "benchmarks").mkdir(parents=True)
+    subprocess.run(["cp", "-r", str(ROOT / "benchmarks/real_vllm"), str(checkout / "benchmarks/")], check=True)
+    import hashlib
+
+    for k, chunk in enumerate((data[:4096], data[4096:8192], data[8192:]), start=1):
+        (checkout / f".whl-vllm/call{k}").mkdir(parents=True)
+        (checkout / f".whl-vllm/call{k}/house.tar.{k - 1}").write_bytes(chunk)
+    (checkout / ".whl-vllm/call3/MANIFEST").write_text(f"pieces 3\n{hashlib.sha256(data).hexdigest()}  house.tar\n")
+    env = {**os.environ, "VLLM_WH_DIR": str(tmp_path / "wh")}
+    script = str(checkout / "benchmarks/real_vllm/run_device.sh")
+    outs = [subprocess.run(["bash", script, "--piece", str(k)], env=env, capture_output=True, text=True)
+            for k in (1, 2, 3)]
+    assert [o.returncode for o in outs] == [0, 0, 0], [o.stdout + o.stderr for o in outs]
+    assert "1 of ?" in outs[0].stdout and "2 of ?" in outs[1].stdout and "joined" in outs[2].stdout
+    assert (tmp_path / "wh/house/part1/x.bin").read_bytes() == (house / "x.bin").read_bytes()
+    assert not list((tmp_path / "wh").glob("house.tar*"))
+    # a piece that changed on the way: the sha256 stops the join
+    (checkout / ".whl-vllm/call2/house.tar.1").write_bytes(b"\0" * 4096)
+    env["VLLM_WH_DIR"] = str(tmp_path / "wh2")
+    outs = [subprocess.run(["bash", script, "--piece", str(k)], env=env, capture_output=True, text=True)
+            for k in (1, 2, 3)]
+    assert outs[2].returncode != 0 and not (tmp_path / "wh2/house").exists()

@@ -38,16 +38,7 @@ if [ ! -f /root/.vllm-installed ]; then
   touch /root/.vllm-installed
   log "vllm into $PY + editable checkout in $((SECONDS - t0)) s"
 fi
-if [ ! -f /root/sd/.done ]; then
-  # specdoctor's venv: its carried deps, then (a .pth appended last) the image's packages
-  t0=$SECONDS
-  rm -rf /root/sd && $PY -m venv /root/sd
-  echo "$SITE" > "$(/root/sd/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/zz-image-site.pth"
-  /root/sd/bin/python $PIPI "$WH"/sd/*.whl $(sed "s|^|$WH/part2/|" "$WH"/sd/shared.txt)
-  /root/sd/bin/python -m pip install -q --no-index --no-deps --no-build-isolation --disable-pip-version-check -e "$SRC"
-  touch /root/sd/.done
-  log "specdoctor venv in $((SECONDS - t0)) s"
-fi
+bash "$SRC"/benchmarks/real_sglang/sd_venv.sh "$WH"/sd "$WH"/part2 "$PY" "$SRC"  # specdoctor's own venv
 if [ ! -f /root/models/target/tokenizer.json ]; then
   $PY "$SRC"/benchmarks/real_sglang/make_models.py /root/models /root/vllm/vllm/v1
 fi

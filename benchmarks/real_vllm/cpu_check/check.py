@@ -104,7 +104,9 @@ def loaded_distributions() -> dict[str, list[str]]:
     for mod in sorted({m.split(".")[0] for m in list(sys.modules)}):
         if mod in stdlib or mod.startswith("_") or mod in ("sitecustomize", "launch", "check"):
             continue
-        if "/_vendor/" in (getattr(sys.modules.get(mod), "__file__", None) or ""):
+        m = sys.modules.get(mod)
+        where = [getattr(m, "__file__", None) or "", *(getattr(m, "__path__", None) or [])]
+        if any("/_vendor/" in str(w) for w in where):
             continue  # a package's vendored copy (setuptools' jaraco, more_itertools): comes with its package
         out[mod] = sorted({norm(d) for d in owners.get(mod, [])})
     return out

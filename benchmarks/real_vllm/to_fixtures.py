@@ -1,7 +1,7 @@
 """Copy a real vLLM run's capture into the conformance fixtures (tests/fixtures/real-vllm/NAME/), machine paths out.
 
 The story runner keeps vLLM's own answers around the good run in OUT/capture (version.json, models.json,
-metrics-before.txt, metrics-after.txt, server.log, launch.txt); tests/inference/test_vllm_conformance.py picks every
+metrics-before.txt, metrics-after.txt, server.log, launch.txt); tests/sim/test_conformance_vllm_026.py picks every
 folder under tests/fixtures/real-vllm/ up as a `real` set. The box's folders (/root/...) become /box/..., so no
 machine path is committed; a file with anything else that looks like a secret (a token, a key) stops the copy.
 

@@ -407,7 +407,7 @@ def run_story(story: Story, out_root: Path, deadline: float) -> dict[str, object
            "box_minutes": round(wall / 60, 1), "wall_s": round(wall, 1), "user_server_startup_s": round(startup, 1),
            "box_left_as_found": same_server and not diff,
            "box_left_as_found_by_specdoctor": _specdoctor_box_ok(report.get("box") or {}),
-           "sglang_version": fp.get("sglang_version"), "gpu": gpus[0].get("name") if gpus else None,
+           "sglang_version": fp.get("engine_version") or fp.get("sglang_version"), "gpu": gpus[0].get("name") if gpus else None,
            "claims": {k: claims.get(k) for k in ("baseline", "spec")}, "summary": report.get("summary"),
            **details_checks(story, report, same_server)}
     log(f"[{story.name}] verdict {row['verdict']} (truth {story.truth}), rc {rc}, {wall:.0f} s, "

@@ -113,24 +113,11 @@ class HTML(str):
 def display(*a, **k):
     print(*a)
 PY
-# 4. specdoctor's own dependencies for the device's Python 3.12 (the image has numpy, scipy, matplotlib, rich,
-# typer, httpx, pyyaml, requests, click, anyio, attrs, packaging, xxhash: not carried). paramiko, cryptography,
-# pynacl, bcrypt and invoke are left out: `--host local` never opens SSH (specdoctor.host.ssh is imported lazily).
-mkdir -p "$OUT/sd"
-for p in langgraph==1.2.24 langgraph-checkpoint==4.3.2 langgraph-checkpoint-sqlite==3.1.2 langgraph-prebuilt==1.1.3 \
-  langgraph-sdk==0.4.14 langchain-core==1.8.3 langchain-protocol==0.0.20 langsmith==0.15.1 aiosqlite==0.22.1 \
-  sqlite-vec==0.1.9 ormsgpack==1.13.1 jsonpatch==1.48 jsonpointer==3.12 tenacity==9.2.1 uuid-utils==0.19.0 \
-  requests-toolbelt==1.0.0 openai==3.57.0 gitpython==3.2.1 gitdb==4.0.12 smmap==5.0.3 unidiff==1.0.1 \
-  mcp==2.3.0 mcp-types==2.3.0 sse-starlette==3.7.0 httpx2==2.16.2 httpcore2==2.16.2 pyjwt==2.15.1 \
-  opentelemetry-api==1.45.2 truststore==0.10.5 websockets==17.4 ; do
-  python3 -m pip download $PLAT -d "$WORK/sd" "$p" 2>&1 | grep -E "ERROR" || true
-done
-cp "$WORK"/sd/*.whl "$OUT"/sd/
-# wheels specdoctor needs that the sglang set above already carries (same files: pydantic, starlette, ...)
-: > "$OUT/sd/shared.txt"
-for n in pydantic pydantic_core annotated_types typing_inspection typing_extensions jiter distro sniffio jsonschema \
-  jsonschema_specifications referencing rpds_py orjson zstandard starlette uvicorn python_multipart; do
-  ls "$OUT" | grep -E "^${n}-[0-9].*\.whl$" >> "$OUT/sd/shared.txt"
-done
+# 4. specdoctor's own dependencies (sd_wheels.sh, shared with the vLLM builder); those the sglang set above
+# already carries (same files: pydantic, starlette, ...) are listed in sd/shared.txt, not copied.
+# shellcheck source=sd_wheels.sh
+source "$(dirname "$0")/sd_wheels.sh"
+sd_wheels "$OUT/sd" "$WORK/sd" $PLAT
+sd_shared "$OUT" "$OUT/sd"
 rm -rf "$WORK"
 du -sh "$OUT"; du -ch "$OUT"/*.whl | tail -1

@@ -36,17 +36,7 @@ if [ ! -f /root/.sgl-installed ]; then
   touch /root/.sgl-installed
   log "sglang into $PY + editable checkout in $((SECONDS - t0)) s"
 fi
-if [ ! -f /root/sd/.done ]; then
-  # specdoctor's own venv: its carried deps first, then (a .pth appended last) the image's packages (numpy, scipy,
-  # matplotlib, rich, typer, httpx, ...): --system-site-packages would see the base interpreter's, not the image venv's
-  t0=$SECONDS
-  rm -rf /root/sd && $PY -m venv /root/sd
-  echo "$SITE" > "$(/root/sd/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/zz-image-site.pth"
-  /root/sd/bin/python $PIPI "$WHL"/sd/*.whl $(sed "s|^|$WHL/|" "$WHL"/sd/shared.txt)
-  /root/sd/bin/python -m pip install -q --no-index --no-deps --no-build-isolation --disable-pip-version-check -e "$SRC"
-  touch /root/sd/.done
-  log "specdoctor venv in $((SECONDS - t0)) s"
-fi
+bash "$SRC"/benchmarks/real_sglang/sd_venv.sh "$WHL"/sd "$WHL" "$PY" "$SRC"  # specdoctor's own venv
 if [ ! -f /root/models/target/tokenizer.json ]; then
   $PY "$HERE"/make_models.py /root/models /root/sglang/python/sglang
 fi

@@ -10,7 +10,8 @@
 # DEVICE_LEFT_S: device seconds left when the stories start; a story starts only if its cost (STORY_COST_S) fits,
 # and a running investigate gets Ctrl-C (its safety net puts the box back) 60 s before that budget ends.
 set -uo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
+# RUNNER_DIR: the engine folder whose device_setup.sh and stories.py run (real_vllm/run_device.sh points it there)
+HERE=${RUNNER_DIR:-$(cd "$(dirname "$0")" && pwd)}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 CALL_S=${CALL_S:-560}
@@ -20,7 +21,7 @@ running() { [ -f "$PIDF" ] && kill -0 "$(cat "$PIDF")" 2>/dev/null; }
 
 if ! running && [ $# -gt 0 ]; then
   bash "$HERE/device_setup.sh" 2>&1 | tee "$RES/setup.log"; [ "${PIPESTATUS[0]}" -eq 0 ] || { cp "$RES/setup.log" "$OUT/"; exit 1; }
-  export STORIES_SEED_STATE=${STORIES_SEED_STATE:-$(cd "$HERE/../results/real-sglang" && pwd)}  # claims if none measured yet
+  export STORIES_SEED_STATE=${STORIES_SEED_STATE-$(cd "$HERE/../results/real-sglang" 2>/dev/null && pwd)}  # claims if none measured yet
   export STORIES_PY=$(command -v python3)  # the user's python: the image's, sglang installed into it
   export DEVICE_LEFT_S=$(( ${DEVICE_LEFT_S:-1500} - SECONDS ))
   setsid bash -c '/root/sd/bin/python "$0"/stories.py /root/results "$@"; nvidia-smi > /root/results/nvidia-smi-end.txt 2>&1' \

@@ -288,11 +288,19 @@ grep -q 'check verify inputs are ready' python/sglang/srt/speculative/eagle_work
 
 
 # -- specdoctor's side ---------------------------------------------------------------------------------------
-def measure_claims() -> dict[str, object]:
-    """The good run, measured with specdoctor's own benchmark and fingerprint tools on the running server."""
+INVESTIGATE_EXTRA: list[str] = []  # more `investigate` flags (the vLLM runner's rehearsal names its engine)
+
+
+def connect_local():  # noqa: ANN201 - specdoctor's Client
+    """specdoctor's client on this box, as the user's own script would open it."""
     import specdoctor
 
-    with specdoctor.connect("local") as client:
+    return specdoctor.connect("local")
+
+
+def measure_claims() -> dict[str, object]:
+    """The good run, measured with specdoctor's own benchmark and fingerprint tools on the running server."""
+    with connect_local() as client:
         bench = client.call("benchmark", port=PORT, runs=8, requests_per_run=3, log_path=str(WORK / "server.log"),
                             label="good-run")
         fp = client.call("fingerprint", port=PORT, repo=str(REPO))
@@ -309,7 +317,7 @@ def measure_claims() -> dict[str, object]:
 def investigate(story: Story, out: Path, claims: dict[str, object], timeout: float) -> tuple[int, float]:
     expect = ",".join(f"{k}={claims[k]}" for k in ("baseline", "spec") if claims.get(k))
     cmd = [SPECDOCTOR, "investigate", "--host", "local", "--repo", str(REPO), "--expect", expect, "--yes",
-           "--out", str(out / "run"), "-v"]
+           "--out", str(out / "run"), "-v", *INVESTIGATE_EXTRA]
     if story.use_good_fingerprint and (STATE / "good_fingerprint.json").exists():
         cmd += ["--good-fingerprint", str(STATE / "good_fingerprint.json")]
     if story.patch_script:
@@ -404,7 +412,7 @@ def run_story(story: Story, out_root: Path, deadline: float) -> dict[str, object
            "box_minutes": round(wall / 60, 1), "wall_s": round(wall, 1), "user_server_startup_s": round(startup, 1),
            "box_left_as_found": same_server and not diff,
            "box_left_as_found_by_specdoctor": _specdoctor_box_ok(report.get("box") or {}),
-           "sglang_version": fp.get("sglang_version"), "gpu": gpus[0].get("name") if gpus else None,
+           "sglang_version": fp.get("engine_version") or fp.get("sglang_version"), "gpu": gpus[0].get("name") if gpus else None,
            "claims": {k: claims.get(k) for k in ("baseline", "spec")}, "summary": report.get("summary"),
            **details_checks(story, report, same_server)}
     log(f"[{story.name}] verdict {row['verdict']} (truth {story.truth}), rc {rc}, {wall:.0f} s, "
@@ -442,13 +450,11 @@ def phases_only(story: Story, out_root: Path) -> dict[str, object]:
     """The story's server laid out as for an investigate, profiled by specdoctor's own read-only `phase_times` tool
     (what the investigate's `phases` step runs), the trace kept: a real figure for the twin to be held to, at a
     fraction of an investigate's device time. The server is stopped afterwards (the next story lays out its own)."""
-    import specdoctor
-
     out = lay_out(story, out_root)
     startup = start_user_server(story)
     log(f"[{story.name}] phases only: server healthy in {startup:.0f} s ({len(story.patches)} local patches)")
     started_at = time.time()
-    with specdoctor.connect("local") as client:
+    with connect_local() as client:
         res = client.call("phase_times", port=PORT, runs=3, requests_per_run=2, label=f"{story.name} phases")
     shutil.copy(WORK / "server.log", out / "server.log")
     keep_trace(out, started_at)

@@ -10,7 +10,7 @@ from . import profiler
 from .config import log
 from .versions import measured_0517
 
-__all__ = ["make_handler", "run_generate"]
+__all__ = ["TwinHandler", "make_handler", "run_generate"]
 
 
 def _prompt_tokens(req: dict) -> int:
@@ -169,44 +169,49 @@ def _metrics(state: dict) -> str:
     return "\n".join(out) + "\n"
 
 
+class TwinHandler(BaseHTTPRequestHandler):
+    """What every engine's stand-in handler shares: uvicorn's headers, JSON bodies, the state on the server object
+    (`server.twin_state`); each engine writes its own access line (`_access`)."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "uvicorn"
+    sys_version = ""
+
+    def log_message(self, format, *args):  # noqa: A002 - uvicorn-style access lines instead
+        return
+
+    def _access(self, code: int) -> None:
+        phrase = {200: "OK", 400: "Bad Request", 404: "Not Found", 503: "Service Unavailable"}.get(code, "")
+        log(f'INFO:     {self.client_address[0]}:{self.client_address[1]} - "{self.command} {self.path} '
+            f'HTTP/1.1" {code} {phrase}')
+
+    def _send(self, code: int, body, ctype: str = "application/json") -> None:
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+        self.send_response(code)
+        if ctype:
+            self.send_header("content-type", ctype)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        self._access(code)
+
+    def _state(self) -> dict:
+        return self.server.twin_state  # type: ignore[attr-defined]
+
+    def _body(self) -> dict | None:
+        n = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(n) if n else b"{}"
+        try:
+            obj = json.loads(raw or b"{}")
+        except ValueError:
+            return None
+        return obj if isinstance(obj, dict) else None
+
+
 def make_handler():
     """The request handler class; state lives on the server object (`server.twin_state`)."""
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        server_version = "uvicorn"
-        sys_version = ""
-
-        def log_message(self, format, *args):  # noqa: A002 - uvicorn-style access lines instead
-            return
-
-        def _access(self, code: int) -> None:
-            phrase = {200: "OK", 400: "Bad Request", 404: "Not Found", 503: "Service Unavailable"}.get(code, "")
-            log(f'INFO:     {self.client_address[0]}:{self.client_address[1]} - "{self.command} {self.path} '
-                f'HTTP/1.1" {code} {phrase}')
-
-        def _send(self, code: int, body, ctype: str = "application/json") -> None:
-            data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-            self.send_response(code)
-            if ctype:
-                self.send_header("content-type", ctype)
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-            self._access(code)
-
-        def _state(self) -> dict:
-            return self.server.twin_state  # type: ignore[attr-defined]
-
-        def _body(self) -> dict | None:
-            n = int(self.headers.get("content-length") or 0)
-            raw = self.rfile.read(n) if n else b"{}"
-            try:
-                obj = json.loads(raw or b"{}")
-            except ValueError:
-                return None
-            return obj if isinstance(obj, dict) else None
-
+    class Handler(TwinHandler):
         def do_GET(self):  # noqa: N802
             st = self._state()
             path = self.path.split("?", 1)[0]

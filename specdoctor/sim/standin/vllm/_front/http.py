@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler
 
-from vllm._twin.http import run_generate
+from vllm._twin.http import TwinHandler, run_generate
 
 from .stats import vlog
 
@@ -42,34 +40,10 @@ def _completion(state: dict, req: dict) -> tuple[int, dict]:
 def make_handler():
     """The request handler class; state lives on the server object (`server.twin_state`)."""
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        server_version = "uvicorn"
-        sys_version = ""
-
-        def log_message(self, format, *args):  # noqa: A002 - uvicorn-style access lines instead
-            return
-
-        def _send(self, code: int, body, ctype: str = "application/json") -> None:
-            data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
-            self.send_response(code)
-            self.send_header("content-type", ctype)
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+    class Handler(TwinHandler):
+        def _access(self, code: int) -> None:  # uvicorn's access line through vLLM's logger
             vlog(f'{self.client_address[0]}:{self.client_address[1]} - "{self.command} {self.path} HTTP/1.1" {code}',
                  where="h11_impl.py:477")
-
-        def _state(self) -> dict:
-            return self.server.twin_state  # type: ignore[attr-defined]
-
-        def _body(self) -> dict | None:
-            n = int(self.headers.get("content-length") or 0)
-            try:
-                obj = json.loads(self.rfile.read(n) if n else b"{}")
-            except ValueError:
-                return None
-            return obj if isinstance(obj, dict) else None
 
         def do_GET(self):  # noqa: N802
             st = self._state()

@@ -26,6 +26,7 @@ class VllmEngine(Engine):
         self.drafts = 0
         self.draft_tokens = 0
         self.accepted = 0
+        self.accepted_per_pos = [0] * max(int(self.perf.get("k") or 0), 0)
         self.iv_prompt = 0
         self.ttft_sum = 0.0
         self.log_stats = not self.args.get("disable_log_stats")
@@ -49,6 +50,8 @@ class VllmEngine(Engine):
                 self.drafts += 1
                 self.draft_tokens += int(self.perf["k"])
                 self.accepted += correct
+                for pos in range(min(correct, len(self.accepted_per_pos))):  # position i accepted iff i < correct
+                    self.accepted_per_pos[pos] += 1
 
     def _tick(self) -> None:
         gen = self.iv_tokens / (self.iv_ms / 1000.0) if self.iv_ms > 0 else 0.0
@@ -92,6 +95,10 @@ class VllmEngine(Engine):
         out = []
         for kind, name, help_, value in rows:
             out += [f"# HELP {name} {help_}", f"# TYPE {name} {kind}", f"{name}{{{labels}}} {float(value)}"]
+        if self.perf["speculative"]:  # spec_decode/metrics.py:252, one series a draft position
+            name = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+            out += [f"# HELP {name} Accepted tokens per draft position.", f"# TYPE {name} counter"]
+            out += [f'{name}{{{labels},position="{pos}"}} {float(n)}' for pos, n in enumerate(self.accepted_per_pos)]
         # Histograms in model seconds (v1/metrics/loggers.py:797, :913): what the server's own clock says.
         for name, help_, total in (("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
                                     self.ttft_sum),

@@ -34,5 +34,6 @@ running && echo "[run_device] still running after ${SECONDS}s: call again to kee
 tar -C /root -czf "$OUT/results.tar.gz" --exclude='*.trace.json.gz' results state 2>/dev/null
 cp "$RES"/stories.log "$RES"/setup.log "$OUT"/ 2>/dev/null
 for t in "$RES"/*/trace.json.gz; do [ -f "$t" ] && cp "$t" "$OUT/trace-$(basename "$(dirname "$t")").json.gz"; done
+for t in "$RES"/*/traces/*.json.gz; do [ -f "$t" ] && mkdir -p "$OUT/traces" && cp "$t" "$OUT/traces/$(basename "$(dirname "$(dirname "$t")")")-$(basename "$t")"; done
 tail -n 15 "$RES/stories.log" 2>/dev/null
 python3 -c "import json;[print(r['story'],r['truth_verdict'],r['verdict'],r['launches'],r['wall_s'],r['box_left_as_found']) for r in json.load(open('$RES/summary.json'))]" 2>/dev/null

@@ -350,11 +350,16 @@ def lay_out(story: Story, out_root: Path) -> Path:
     return out
 
 
-def keep_trace(out: Path, started_at: float) -> None:
-    """The newest profiler trace written since `started_at`, copied beside the story's results."""
-    traces = sorted(Path(ENV["SGLANG_TORCH_PROFILER_DIR"]).glob("*.trace.json.gz"), key=lambda t: t.stat().st_mtime)
-    if traces and traces[-1].stat().st_mtime >= started_at:
+def keep_trace(out: Path, started_at: float, keep: int = 6) -> None:
+    """The profiler traces written since `started_at` beside the story's results: the newest as trace.json.gz, and up
+    to `keep` of them in traces/ (every arm the run profiled — a stalled arm's trace, not only the fast one's)."""
+    traces = [t for t in sorted(Path(ENV["SGLANG_TORCH_PROFILER_DIR"]).glob("*.trace.json.gz"),
+                                key=lambda t: t.stat().st_mtime) if t.stat().st_mtime >= started_at]
+    if traces:
         shutil.copy(traces[-1], out / "trace.json.gz")
+        (out / "traces").mkdir(exist_ok=True)
+        for t in traces[-keep:]:
+            shutil.copy(t, out / "traces" / t.name)
 
 
 def run_story(story: Story, out_root: Path, deadline: float) -> dict[str, object]:

@@ -288,6 +288,7 @@ def run(out_root: Path, deadline: float) -> dict[str, object]:
     env = {"PATH": S.user_env(STORY)["PATH"], **json.loads(os.environ.get("STORIES_SSH_ENV", "{}"))}
     box = ssh_box.start(SSH_PKG, session_env=env, root=S.WORK / "sshd")
     before, tree_before = S.identity(), S.manifest()
+    started_at = time.time()
     try:
         rc, wall = investigate(box, out, claims, max(60.0, deadline - time.monotonic()))
     finally:
@@ -299,6 +300,7 @@ def run(out_root: Path, deadline: float) -> dict[str, object]:
         if (out / "run" / name).exists():
             shutil.copy(out / "run" / name, out / name)
     shutil.copy(S.WORK / "server.log", out / "server.log")
+    S.keep_trace(out, started_at)  # the culprit's and its parent's phase profiles
     report = json.loads((out / "report.json").read_text()) if (out / "report.json").exists() else {}
     env_b, env_a = before.pop("env", {}), after.pop("env", {})
     env_diff = sorted(k for k in set(env_b) | set(env_a) if env_b.get(k) != env_a.get(k))

@@ -76,10 +76,12 @@ def test_the_upstream_story_runs_over_ssh_on_the_twin(tmp_path) -> None:
     try:
         _teach_twin(Path(sb.root) / ".sim" / "twin.json", story)
         flags = sb.launch.split(" ", 3)[3]
+        (prof := tmp_path / "prof").mkdir()
         env = {**os.environ, **sb.base_env, "STORIES_REPO": sb.repo, "STORIES_PY": sb.python,
                "STORIES_FLAGS": flags, "STORIES_PORT": str(sb.port), "STORIES_WORK": str(tmp_path / "work"),
                "STORIES_STATE": str(tmp_path / "state"), "STORY_TIMEOUT_S": "420", "STORIES_BASE_REF": "",
                "STORIES_DRAFT_ALIAS": "0", "STORIES_SSH_ENV": json.dumps(sb.base_env),
+               "STORIES_ENV": json.dumps({"SGLANG_TORCH_PROFILER_DIR": str(prof)}),
                "STORIES_SPECDOCTOR": str(Path(sys.executable).parent / "specdoctor")}
         env.pop("PYTHONPATH", None)
         res = subprocess.run([sys.executable, str(ROOT / "benchmarks/real_sglang/stories.py"), str(tmp_path / "out"),
@@ -91,6 +93,7 @@ def test_the_upstream_story_runs_over_ssh_on_the_twin(tmp_path) -> None:
         assert row["innocent_commits_blamed"] == [] and row["broken_commit_skipped"], row
         assert row["phase_named"] == ["verify"], row
         assert row["box_left_as_found"] is True, row
+        assert (tmp_path / "out" / "upstream" / "trace.json.gz").stat().st_size > 0  # the phase profiles kept
         # the checkout is back at its base for the stories after this one
         head = subprocess.run(["git", "-C", sb.repo, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
         assert head.strip() == row["base"]

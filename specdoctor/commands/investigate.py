@@ -99,6 +99,9 @@ def register(app: typer.Typer) -> None:
         essential: Annotated[list[str] | None, typer.Option(help="A patch (file) the server needs; repeatable.")] = None,
         patch_script: Annotated[str | None, typer.Option(help="Script that re-applies essential patches.")] = None,
         good_fingerprint: Annotated[str | None, typer.Option(help="Fingerprint JSON of an earlier good run (host path).")] = None,
+        good_ref: Annotated[str | None, typer.Option(help="The good run's commit: a sha, a tag or a date (YYYY-MM-DD: "
+                                                     "the last first-parent commit before it); upstream commits since "
+                                                     "are bisected. Default: the good fingerprint's commit.")] = None,
         reference: Annotated[str | None, typer.Option(help="fleet:RUN: a survey's majority fingerprint as the good run.")] = None,
         playbook: Annotated[str, typer.Option(help="Built-in playbook name or a YAML file.")] = "regression",
         param: Annotated[list[str] | None, typer.Option(help="Playbook parameter NAME=VALUE; repeatable.")] = None,
@@ -120,6 +123,7 @@ def register(app: typer.Typer) -> None:
         """Run a playbook against a host and write report.md, report.json, report.html and audit.jsonl."""
         import sys
 
+        from specdoctor.commands.good_ref import check_good_ref, good_ref_params
         from specdoctor.commands.preflight import check_inputs
         from specdoctor.engine.runner import InvestigateOptions
         from specdoctor.engine.runner import investigate as run
@@ -133,13 +137,14 @@ def register(app: typer.Typer) -> None:
         opts = InvestigateOptions(
             host=host, repo=repo, python=python, launch=launch, port=port, expect=parse_expect(expect),
             essential=essential or [], patch_script=patch_script, good_fingerprint=good_fingerprint,
-            playbook=playbook, params=budget_params(parse_params(param), budget), yes=yes, dry_run=dry_run, out=out, checkpoint=checkpoint,
+            playbook=playbook, params=good_ref_params(budget_params(parse_params(param), budget), good_ref), yes=yes, dry_run=dry_run, out=out, checkpoint=checkpoint,
             llm=llm, llm_base_url=llm_base_url, accept_new_host_key=accept_new_host_key, known_hosts=known_hosts,
             identity_files=identity or [], engine=engine)
         opened = open_host(host, accept_new_host_key=accept_new_host_key, known_hosts=known_hosts,
                            identity_files=identity or None)
         try:
             check_inputs(opened, repo=repo, python=python, launch=launch)  # read-only, before any launch
+            check_good_ref(opened, repo or getattr(opened.hints, "repo", None), opts.params.get("good_ref"))
             view = make_view(plain=as_json or not sys.stdout.isatty())
             outcome = run_reporting_interrupt(lambda: run(opts, view=view, approver=approver_for(view), host=opened),
                                               view)

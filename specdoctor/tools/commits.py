@@ -71,7 +71,8 @@ class CommitCatalog(BaseModel):
 
     repo: str
     good: str
-    good_source: str = Field(description="Where the reference came from: good_ref / good fingerprint.")
+    good_source: str = Field(description="Where the reference came from: '--good-ref REF' (the good_ref "
+                             "argument) or 'the good fingerprint'.")
     head: str
     commits: list[CommitRow] = Field(default_factory=list)
     served: ServedConfig | None = None
@@ -79,8 +80,8 @@ class CommitCatalog(BaseModel):
 
     def summary_line(self) -> str:
         hot = sum(c.on_hot_path for c in self.commits)
-        return (f"{len(self.commits)} upstream commits since the good run ({self.good[:10]}, from "
-                f"{self.good_source}) to HEAD {self.head[:10]}; {hot} touch this server's hot path")
+        return (f"reference commit: {self.good[:10]} (from {self.good_source}); {len(self.commits)} upstream commits "
+                f"from it to HEAD {self.head[:10]}; {hot} touch this server's hot path")
 
 
 def pr_number(subject: str) -> int | None:
@@ -146,13 +147,13 @@ def catalog_commits(ctx: ToolContext, args: CommitsInput) -> CommitCatalog:
     its first parent are triaged for this server's hot path, and its PR number read from the subject.
     """
     if args.good_ref:
-        good, source = resolve_good_ref(ctx, args.repo, args.good_ref), f"good_ref {args.good_ref}"
+        good, source = resolve_good_ref(ctx, args.repo, args.good_ref), f"--good-ref {args.good_ref}"
     else:
         recorded = _fingerprint_commit(ctx, args.good_fingerprint) if args.good_fingerprint else None
         if not recorded:
             raise NoData("no reference commit: neither good_ref nor a good fingerprint recording a commit")
         try:
-            good, source = resolve_good_ref(ctx, args.repo, recorded), "good fingerprint"
+            good, source = resolve_good_ref(ctx, args.repo, recorded), "the good fingerprint"
         except ToolRetry:  # a fingerprint from another checkout (a fleet's majority): no range here
             raise NoData(f"the good fingerprint's commit {recorded[:12]} is not in {args.repo}") from None
     head = ctx.host.run(git(args.repo, "rev-parse", "HEAD")).stdout.strip()

@@ -260,7 +260,13 @@ def _fit(names: list[str], trials: list[EffectTrial], slow: list[float], fast: l
     rows += [(set(t.items) & set(names), t.samples) for t in trials]
     x = np.array([[1.0] + [1.0 if n in applied else 0.0 for n in names] for applied, _ in rows])
     y = np.array([statistics.median(smp) for _, smp in rows])
-    w = np.array([1.0 / max(_se_median(smp) ** 2, 1e-9) for _, smp in rows])
+    # One server configuration's run-to-run noise, pooled over every row: a few runs' own spread can be small by
+    # chance, and weights (and CIs) from it would claim a precision the trials do not have.
+    dev = [v - statistics.fmean(smp) for _, smp in rows for v in smp]
+    dof = len(dev) - len(rows)
+    sd = math.sqrt(sum(d * d for d in dev) / dof) if dof > 0 else 0.0
+    w = np.array([len(smp) / max((1.2533 * sd) ** 2, _se_median(smp) ** 2 * len(smp) if sd == 0 else 0.0, 1e-9)
+                  for _, smp in rows])
     xtw = x.T * w
     cov = np.linalg.pinv(xtw @ x)
     beta = cov @ (xtw @ y)

@@ -25,6 +25,7 @@ from specdoctor.stats.ddmin import (
 from specdoctor.stats.nearer import POWER_Z, level_at, midpoint_looks, midpoint_z, side_of_midpoint
 from specdoctor.stats.phases import cycle_account_line, phase_deltas, phase_effect
 from specdoctor.toolkit import ToolContext, registry, tool
+from specdoctor.tools.bisect_effects import CulpritEffect, culprit_effects, effects_search
 from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, trial
 from specdoctor.tools.trial import measure as measure_
 from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, tree_problem, trial_code
@@ -359,6 +360,8 @@ class BisectInput(BaseModel):
     reference_slow: list[float] | None = Field(default=None, description="tok/s with all patches (skips a launch).")
     reference_fast: list[float] | None = Field(default=None, description="tok/s with essentials only.")
     confirm: bool = Field(default=True, description="Confirm both ways (False: candidates only, no culprit named).")
+    effects: bool = Field(default=True, description="Search by effect sizes first (both references given): "
+                          "independent culprits each measured with its share; the slow/fast search decides otherwise.")
     phases: bool = Field(default=True, description="Once culprits are confirmed, profile the confirming comparison's "
                          "two arms (2 more launches, each 2x2 short runs) for the phase they move.")
     restore: bool = True
@@ -381,6 +384,8 @@ class BisectResult(BaseModel):
     phase_effect: PhaseEffect | None = Field(default=None, description="The confirmed culprits' effect on the phase "
                                              "they touch (both confirming arms profiled).")
     phase_launches: int = Field(default=0, description="Launches the phase profile took (not in `launches`).")
+    culprit_effects: list[CulpritEffect] = Field(default_factory=list, description="The effect search's culprits, "
+                                                 "each with its own effect and share (additive, checked both ways).")
 
     def summary_line(self) -> str:
         who = ", ".join(c.rsplit("/", 1)[-1] for c in self.culprits) or "none"
@@ -479,8 +484,16 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
     runner = _Runner(ctx, args.repo, args.launch, args.python, args.port, backup, essential, env=args.env)
     ok = False
     try:
-        found = search_patches(items, runner.run, args)
-        eff, notes = None, list(found.notes)
+        effects: list[CulpritEffect] = []
+        by_effect, searched, notes = (effects_search(
+            items, runner.run, slow=list(args.reference_slow or []), fast=list(args.reference_fast or []),
+            runs=args.runs, max_runs=args.max_runs, measure={"requests_per_run": args.requests_per_run,
+                                                             "max_new_tokens": args.max_new_tokens})
+            if args.effects and args.confirm else (None, None, []))
+        if by_effect is not None and searched is not None:
+            effects = culprit_effects(searched)
+        found = by_effect or search_patches(items, runner.run, args)
+        eff, notes = None, notes + ([] if by_effect is not None else list(found.notes))
         if found.confirmed and found.culprits and args.phases:
             measure = {"requests_per_run": args.requests_per_run, "max_new_tokens": args.max_new_tokens}
             eff, more = confirmed_phase_effect(found.culprits, items,
@@ -490,7 +503,7 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
                               candidates=found.candidates,
                               launches=runner.launches, naive_launches=len(items) + 1, order=items,
                               trials=runner.trials, search=found.trials, notes=notes, phase_effect=eff,
-                              phase_launches=runner.profiled)
+                              phase_launches=runner.profiled, culprit_effects=effects)
         ok = True
     finally:
         restored = _finish(ctx, args.repo, backup, runner, args.restore)

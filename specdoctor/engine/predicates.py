@@ -197,9 +197,8 @@ def reproduce_needed(v: StateView) -> bool:
 
 
 def _code_detail(v: StateView) -> str | None:
-    from specdoctor.engine.identity import identity_of
-
     from specdoctor.engine.gap import read_gap
+    from specdoctor.engine.identity import identity_of
 
     ident = identity_of(v)
     if ident.code == "identical":

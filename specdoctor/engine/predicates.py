@@ -260,3 +260,10 @@ def upstream_moved(v: StateView) -> bool:
 
     cat = v.latest(CommitCatalog)
     return cat is not None and bool(cat.commits) and has_launch(v) and origin_outside_checkout(v) is None
+
+
+@predicate("HEAD has moved since the good run's commit, the server imports it, and today leaves a gap to explain",
+           "no commit bisection: HEAD is the good run's commit, the server does not import this checkout, or every "
+           "claim held today", lambda v: _gap_detail(v) if upstream_moved(v) else _range_detail(v))
+def commit_trials_needed(v: StateView) -> bool:
+    return upstream_moved(v) and gap_to_explain(v)

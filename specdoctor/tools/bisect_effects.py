@@ -9,6 +9,8 @@ trial, nothing material) it says why and the caller runs the slow/fast search, w
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -47,6 +49,11 @@ class CulpritEffect(BaseModel):
     share_high: float
 
 
+def _se(xs: list[float]) -> float:
+    """Standard error of a median (≈ 1.2533·sd/√n); infinite below 2 runs."""
+    return 1.2533 * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) >= 2 else math.inf
+
+
 class _Abort(Exception):
     """A trial gave no measurement (a conflict, a failed start): additivity cannot be read around it."""
 
@@ -69,11 +76,26 @@ def effects_search(items: list[str], run: RunTrial, *, slow: list[float], fast: 
     launch). (the bisection's result, or None when the slow/fast search must decide; the effect search; notes)."""
     if len(items) < 2 or len(slow) < 3 or len(fast) < 3:
         return None, None, ["effect search not run: fewer than 2 patches or references of fewer than 3 runs"]
-    gap = effect_of(slow, fast)
-    threshold, sign = material_share * abs(gap.delta), (-1.0 if gap.delta < 0 else 1.0)
+    threshold = material_share * abs(effect_of(slow, fast).delta)
     cap = max(runs, min(max_runs, EFFECT_RUN_CAP))
     looks = midpoint_looks(runs, cap)
     records: list[TrialRecord] = []
+    notes: list[str] = []
+    slow, fast = list(slow), list(fast)
+    # Every effect is read against the fast reference and the gap between both: a reference whose median is less
+    # precise than a material effect would make an innocent half look like a part of the gap. Measured again
+    # (one launch each, `cap` runs) before the search, as the slow/fast search does for its midpoint.
+    for ref, subset, label in ((fast, [], "essentials only"), (slow, list(items), "all patches")):
+        if Z95 * _se(ref) > threshold:
+            t = run(subset, f"effect search: reference again ({label}), {cap} runs", {**measure, "runs": cap,
+                                                                                     "max_runs": cap}, None)
+            if len(t.samples) >= 3:
+                t.outcome = "regressed" if subset else "same"
+                t.cause = f"reference measured again: {len(ref)} runs were too few for a {threshold:.1f} tok/s effect"
+                ref += list(t.samples)
+                notes.append(f"effect search: {label} measured again ({len(ref)} runs)")
+    gap = effect_of(slow, fast)
+    threshold, sign = material_share * abs(gap.delta), (-1.0 if gap.delta < 0 else 1.0)
 
     def measured(subset: frozenset[str], purpose: str) -> list[float]:
         single = len(subset) == 1
@@ -105,10 +127,10 @@ def effects_search(items: list[str], run: RunTrial, *, slow: list[float], fast: 
     try:
         found = search_effects(items, measured, slow=slow, fast=fast, material_share=material_share)
     except _Abort as exc:
-        return None, None, [f"effect search stopped: a trial gave no measurement ({exc}); the slow/fast search "
+        return None, None, notes + [f"effect search stopped: a trial gave no measurement ({exc}); the slow/fast search "
                             "decides"]
-    notes = [f"effect search: gap {gap.delta:+.1f} tok/s, material at {threshold:.1f}; {found.verdict} in "
-             f"{found.launches} launches"] + list(found.notes)
+    notes += [f"effect search: gap {gap.delta:+.1f} tok/s, material at {threshold:.1f}; {found.verdict} in "
+              f"{found.launches} launches"] + list(found.notes)
     if found.verdict != "culprits" or not found.confirmed_both_ways:
         notes.append("effect search named no independent culprit set (" + found.verdict + "): the slow/fast search "
                      "decides")

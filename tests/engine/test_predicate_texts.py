@@ -95,6 +95,10 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any] | None, str]] = {
     "nccl_promotion_needed": ({"facts": {"topology": {"gpu_count": 2, "interconnect": "pcie"}}},
                               {"facts": {"topology": {"gpu_count": 2, "interconnect": "pcie"},
                                          "measure": {"spec": _MEASURED}, "claims": {"spec": _HELD}}}, "modelled"),
+    "commit_trials_needed": ({"results": _commits(1), "facts": {"launch": "python -m sglang.launch_server"}},
+                             {"results": _commits(1), "facts": {"launch": "python -m sglang.launch_server",
+                                                                "measure": {"spec": _MEASURED},
+                                                                "claims": {"spec": _HELD}}}, "every claim held"),
     # upstream commits: a reference commit is known, and HEAD has moved past it
     "has_reference_commit": ({"params": {"good_ref": "v0.5.17"}}, {"params": {}}, "no reference commit"),
     "upstream_moved": ({"results": _commits(1), "facts": {"launch": "python -m sglang.launch_server"}},

@@ -29,7 +29,7 @@ def _box(effects: dict[str, float], pair: tuple[str, str] | None = None, seed: i
         n = measure["runs"]
         while True:
             rec.samples += [tps(subset) for _ in range(n - len(rec.samples))]
-            verdict = judge(rec.samples)
+            verdict = judge(rec.samples) if judge is not None else "measured"
             if verdict is not None or n >= measure["max_runs"]:
                 rec.outcome = verdict or "unresolved"
                 return rec

@@ -172,11 +172,12 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         changed=changed, essential_given=bool(p.get("essential")),
         spec_running=any("speculative" in a for a in server.get("argv") or []),
         tp_size=int(args_.get("tp_size") or 1), runs=int(p.get("runs", 5)),
-        max_runs=15, finalists=3, stops_user_server=stops, identity=ident, gap_shown=_gap_shown(view))
+        max_runs=15, finalists=3, stops_user_server=stops, identity=ident, gap_shown=(gap := _gap_shown(view)))
     upstream = view.latest(CommitCatalog)  # HEAD moved since the good run's commit: the commit bisection's row
     if upstream is not None and upstream.commits:
-        phases.insert(next(i for i, ph in enumerate(phases) if ph.step == "attribute"),
-                      commit_bisect_phase(len(upstream.commits), int(p.get("runs", 5))))
+        row = commit_bisect_phase(len(upstream.commits), int(p.get("runs", 5)))
+        row.expected = None if gap else 0  # as the step's predicate: no commit is searched when every claim held
+        phases.insert(next(i for i, ph in enumerate(phases) if ph.step == "attribute"), row)
     res = call_tool(deps, "plan_launches", {
         "pid": server["pid"], "port": server.get("port") or 0, "log_path": server.get("log_path"),
         "phases": [ph.model_dump() for ph in phases], "requests_per_run": p.get("requests_per_run", 3),

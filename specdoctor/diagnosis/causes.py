@@ -76,7 +76,7 @@ def _code_causes(case: Case) -> list[CauseFact]:
         return [CauseFact(name=f"local patch {c.path}", kind="code", key=c.path, effect_tps=c.effect_tps,
                           ci_low=c.ci_low, ci_high=c.ci_high, confirmed=True, method="bisection",
                           fix=revert_patch_command(repo, c.path), share_from=fit, evidence=["bisect"],
-                          phase_effect=bis.phase_effect,
+                          phase_effect=c.phase_effect,
                           detail=f"independent of {', '.join(x.path for x in bis.culprit_effects if x is not c)}: "
                                  f"{c.share:.0%} of the gap [{c.share_low:.0%}, {c.share_high:.0%}]")
                 for c in bis.culprit_effects]

@@ -199,6 +199,28 @@ def arms_phase_effect(slow: list[str], fast: list[str], prof: ArmProfiler, what:
     return None, f"no phase named (none moved longer, or none carries the cycle's growth): {moved or 'no phase samples'}{tail}", True
 
 
+def independent_phases(effects: list[CulpritEffect], prof: ArmProfiler) -> tuple[list[CulpritEffect], list[str]]:
+    """Each independent culprit alone on the essentials against the essentials only (profiled once): the phase
+    each one moves (1 + k launches; the set's two arms would mix two phases into one)."""
+    fast: dict[str, tuple[PhaseTimes | None, str]] = {}
+
+    def cached(sub: list[str], label: str) -> tuple[PhaseTimes | None, str]:
+        if not sub:
+            if "" not in fast:
+                fast[""] = prof(sub, label)
+            return fast[""]
+        return prof(sub, label)
+
+    out, notes = [], []
+    for c in effects:
+        who = c.path.rsplit("/", 1)[-1]
+        eff, found, _ = arms_phase_effect([c.path], [], cached, f"essentials + {who} vs essentials only",
+                                          labels=(who, "essentials"))
+        out.append(c.model_copy(update={"phase_effect": eff}))
+        notes.append(f"phases of {who} alone vs essentials only: {found}")
+    return out, notes
+
+
 def confirmed_phase_effect(culprits: list[str], items: list[str], prof: ArmProfiler
                            ) -> tuple[PhaseEffect | None, list[str]]:
     """The culprits' phase: the arms of their confirming comparison — the culprits alone on the essentials (slow)
@@ -494,8 +516,11 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
             effects = culprit_effects(searched)
         found = by_effect or search_patches(items, runner.run, args)
         eff, notes = None, notes + ([] if by_effect is not None else list(found.notes))
-        if found.confirmed and found.culprits and args.phases:
-            measure = {"requests_per_run": args.requests_per_run, "max_new_tokens": args.max_new_tokens}
+        measure = {"requests_per_run": args.requests_per_run, "max_new_tokens": args.max_new_tokens}
+        if len(effects) > 1 and args.phases:  # independent culprits: each its own phase, against essentials only
+            effects, more = independent_phases(effects, lambda sub, label: runner.profile(sub, label, measure))
+            notes += more
+        elif found.confirmed and found.culprits and args.phases:
             eff, more = confirmed_phase_effect(found.culprits, items,
                                                lambda sub, label: runner.profile(sub, label, measure))
             notes += more

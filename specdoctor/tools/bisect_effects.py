@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 
+from specdoctor.models.phases import PhaseEffect
 from specdoctor.stats.ddmin import SearchResult, TrialRecord
 from specdoctor.stats.effects import Z95, Z99, EffectSearch, effect_of, search_effects
 from specdoctor.stats.nearer import midpoint_looks
@@ -47,6 +48,8 @@ class CulpritEffect(BaseModel):
     share: float = Field(description="effect ÷ the gap between the references.")
     share_low: float
     share_high: float
+    phase_effect: PhaseEffect | None = Field(default=None, description="The phase it moves: it alone on the "
+                                             "essentials against essentials only, both profiled.")
 
 
 def _se(xs: list[float]) -> float:

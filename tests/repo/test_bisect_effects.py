@@ -78,3 +78,23 @@ def test_a_trial_without_a_measurement_hands_over_to_the_slow_fast_search():
 
     res, found, notes = effects_search(items, broken, slow=slow, fast=fast, runs=5, max_runs=15, measure=MEASURE)
     assert res is None and found is None and "no measurement" in notes[0]
+
+
+def test_independent_culprits_each_get_their_own_phase_and_the_fast_arm_is_profiled_once():
+    from specdoctor.tools.bisect import independent_phases
+    from specdoctor.tools.bisect_effects import CulpritEffect
+    from tests.diagnosis.test_phase_effect import _times
+
+    arms = {(): (1.1, 42.8), ("eagle_worker.py",): (2.1, 42.8), ("eagle_utils.py",): (1.1, 45.8)}
+    profiled: list[tuple[str, ...]] = []
+
+    def prof(sub, label):
+        profiled.append(tuple(sub))
+        return _times(*arms[tuple(sub)], seed=len(profiled)), ""
+
+    effects = [CulpritEffect(path=p, effect_tps=-3.0, ci_low=-3.5, ci_high=-2.5, share=0.5, share_low=0.4,
+                             share_high=0.6) for p in ("eagle_worker.py", "eagle_utils.py")]
+    out, notes = independent_phases(effects, prof)
+    phases = {c.path: c.phase_effect.phase if c.phase_effect else None for c in out}
+    assert phases == {"eagle_worker.py": "draft", "eagle_utils.py": "verify"}, notes
+    assert profiled.count(()) == 1 and len(profiled) == 3  # 1 + k launches

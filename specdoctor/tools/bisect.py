@@ -507,14 +507,16 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
     ok = False
     try:
         effects: list[CulpritEffect] = []
+        slow, fast = list(args.reference_slow or []), list(args.reference_fast or [])
         by_effect, searched, notes = (effects_search(
-            items, runner.run, slow=list(args.reference_slow or []), fast=list(args.reference_fast or []),
-            runs=args.runs, max_runs=args.max_runs, measure={"requests_per_run": args.requests_per_run,
-                                                             "max_new_tokens": args.max_new_tokens})
+            items, runner.run, slow=slow, fast=fast, runs=args.runs, max_runs=args.max_runs,
+            measure={"requests_per_run": args.requests_per_run, "max_new_tokens": args.max_new_tokens})
             if args.effects and args.confirm else (None, None, []))
         if by_effect is not None and searched is not None:
             effects = culprit_effects(searched)
-        found = by_effect or search_patches(items, runner.run, args)
+        # the slow/fast search starts from the references as the effect search left them (re-measured, if it did)
+        found = by_effect or search_patches(items, runner.run, args.model_copy(update={
+            "reference_slow": slow or None, "reference_fast": fast or None}))
         eff, notes = None, notes + ([] if by_effect is not None else list(found.notes))
         measure = {"requests_per_run": args.requests_per_run, "max_new_tokens": args.max_new_tokens}
         if len(effects) > 1 and args.phases:  # independent culprits: each its own phase, against essentials only

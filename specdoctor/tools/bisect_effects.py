@@ -77,7 +77,8 @@ def effects_search(items: list[str], run: RunTrial, *, slow: list[float], fast: 
                    max_runs: int, measure: dict[str, Any], material_share: float = 0.2
                    ) -> tuple[SearchResult | None, EffectSearch | None, list[str]]:
     """Run the effect search over `items` with `run(subset, purpose, measure, judge) -> Trial` (one call = one
-    launch). (the bisection's result, or None when the slow/fast search must decide; the effect search; notes)."""
+    launch). (the bisection's result, or None when the slow/fast search must decide; the effect search; notes).
+    `slow` and `fast` are extended in place by any re-measurement: a later search starts from them."""
     if len(items) < 2 or len(slow) < 3 or len(fast) < 3:
         return None, None, ["effect search not run: fewer than 2 patches or references of fewer than 3 runs"]
     threshold = material_share * abs(effect_of(slow, fast).delta)
@@ -85,7 +86,6 @@ def effects_search(items: list[str], run: RunTrial, *, slow: list[float], fast: 
     looks = midpoint_looks(runs, cap)
     records: list[TrialRecord] = []
     notes: list[str] = []
-    slow, fast = list(slow), list(fast)
     # Every effect is read against the fast reference and the gap between both: a reference whose median is less
     # precise than a material effect would make an innocent half look like a part of the gap. Measured again
     # (one launch each, `cap` runs) before the search, as the slow/fast search does for its midpoint.

@@ -382,8 +382,8 @@ class BisectInput(BaseModel):
     reference_slow: list[float] | None = Field(default=None, description="tok/s with all patches (skips a launch).")
     reference_fast: list[float] | None = Field(default=None, description="tok/s with essentials only.")
     confirm: bool = Field(default=True, description="Confirm both ways (False: candidates only, no culprit named).")
-    effects: bool = Field(default=True, description="Search by effect sizes first (both references given): "
-                          "independent culprits each measured with its share; the slow/fast search decides otherwise.")
+    effects: bool = Field(default=True, description="When the slow/fast search confirms no culprit and both "
+                          "references are given, search by effect sizes: independent culprits each with its share.")
     phases: bool = Field(default=True, description="Once culprits are confirmed, profile the confirming comparison's "
                          "two arms (2 more launches, each 2x2 short runs) for the phase they move.")
     restore: bool = True
@@ -507,17 +507,21 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
     ok = False
     try:
         effects: list[CulpritEffect] = []
-        slow, fast = list(args.reference_slow or []), list(args.reference_fast or [])
-        by_effect, searched, notes = (effects_search(
-            items, runner.run, slow=slow, fast=fast, runs=args.runs, max_runs=args.max_runs,
-            measure={"requests_per_run": args.requests_per_run, "max_new_tokens": args.max_new_tokens})
-            if args.effects and args.confirm else (None, None, []))
-        if by_effect is not None and searched is not None:
-            effects = culprit_effects(searched)
-        # the slow/fast search starts from the references as the effect search left them (re-measured, if it did)
-        found = by_effect or search_patches(items, runner.run, args.model_copy(update={
-            "reference_slow": slow or None, "reference_fast": fast or None}))
-        eff, notes = None, notes + ([] if by_effect is not None else list(found.notes))
+        found = search_patches(items, runner.run, args)
+        notes = list(found.notes)
+        # The slow/fast search decides first: against one launch's reference, an effect carries that launch's
+        # offset, which the midpoint test tolerates (single-culprit: 3 launches, where effects first took 8). When
+        # it confirms no culprit — a half-slow subset left undecided, independent culprits — the effect search
+        # measures what each subset costs and names independent culprits with their shares, or nobody.
+        if args.effects and args.confirm and not (found.confirmed and found.culprits):
+            by_effect, searched, more = effects_search(
+                items, runner.run, slow=list(args.reference_slow or []), fast=list(args.reference_fast or []),
+                runs=args.runs, max_runs=args.max_runs,
+                measure={"requests_per_run": args.requests_per_run, "max_new_tokens": args.max_new_tokens})
+            notes += more
+            if by_effect is not None and searched is not None:
+                found, effects = by_effect, culprit_effects(searched)
+        eff = None
         measure = {"requests_per_run": args.requests_per_run, "max_new_tokens": args.max_new_tokens}
         if len(effects) > 1 and args.phases:  # independent culprits: each its own phase, against essentials only
             effects, more = independent_phases(effects, lambda sub, label: runner.profile(sub, label, measure))

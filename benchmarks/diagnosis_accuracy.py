@@ -152,7 +152,10 @@ def share_check(report: dict) -> tuple[str | None, bool | None]:
         return "no measurement of the tree with every patch", None
     want = statistics.median(full["samples"]) - statistics.median(without["samples"])
     lo, hi = diff_of_medians_ci(without["samples"], full["samples"])
-    got = causes[0]["delta"]
+    # independent culprits (the effect search's additive fit) each carry their own share: together they are the
+    # comparison; a set confirmed together carries one share, the same on each member
+    fitted = [c for c in causes if "additive fit" in str(c.get("share_from") or "")]
+    got = sum(c["delta"] for c in fitted) if len(fitted) > 1 else causes[0]["delta"]
     ok = lo - 0.05 <= got <= hi + 0.05  # the report rounds shares to 0.01
     return f"{got:+.1f} vs {want:+.1f} [{lo:+.1f}, {hi:+.1f}]", ok
 

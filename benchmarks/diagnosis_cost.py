@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from specdoctor.stats.ddmin import CachedOracle, Outcome, classify, isolate
 
-__all__ = ["Row", "noisy_oracle", "run_case", "table", "main", "EffectRow", "effect_case", "effect_table"]
+__all__ = ["Row", "noisy_oracle", "run_case", "table", "main", "EffectRow", "effect_case", "effect_table", "wired_case"]
 
 FAST, SLOW, NOISE = 82.0, 60.0, 2.0
 
@@ -157,6 +157,51 @@ def effect_case(p: int, k: int, seeds: int, gap: float = FAST - SLOW) -> EffectR
                      innocent_blamed=innocent)
 
 
+def wired_case(p: int, k: int, seeds: int, gap: float = FAST - SLOW) -> EffectRow:
+    """The same cases through bisect_patches' own first search (tools.bisect_effects.effects_search): each trial a
+    launch whose runs grow at the runner's looks (5, 10, 15) until its effect is decided, as `_Runner` measures."""
+    from types import SimpleNamespace
+
+    from specdoctor.stats.nearer import midpoint_looks
+    from specdoctor.tools.bisect_effects import culprit_effects, effects_search
+
+    launches: list[int] = []
+    found = in_ci = innocent = 0
+    for seed in range(seeds):
+        rng = random.Random(seed * 7919 + p * 31 + k)
+        truth = [f"p{i}" for i in rng.sample(range(p), k)]
+        weights = [rng.uniform(0.75, 1.25) for _ in truth]
+        beta = {c: -gap * w / sum(weights) for c, w in zip(truth, weights, strict=True)}
+        made: list[int] = [0]
+
+        def tps(sub: list[str], rng: random.Random = rng, beta: dict[str, float] = beta) -> float:
+            return rng.gauss(FAST + sum(beta.get(i, 0.0) for i in sub), NOISE)
+
+        def run(sub: list[str], _why: str, measure: dict, judge, made: list[int] = made, tps=tps):
+            made[0] += 1
+            rec = SimpleNamespace(samples=[], outcome="unresolved", cause=None)
+            for look in midpoint_looks(measure["runs"], measure["max_runs"]):
+                rec.samples += [tps(sub) for _ in range(look - len(rec.samples))]
+                if (verdict := judge(rec.samples) if judge is not None else "measured") is not None:
+                    rec.outcome = verdict
+                    break
+            return rec
+
+        items = [f"p{i}" for i in range(p)]
+        res, search, _notes = effects_search(items, run, slow=[tps(items) for _ in range(5)],
+                                             fast=[tps([]) for _ in range(5)], runs=5, max_runs=40,
+                                             measure={"requests_per_run": 3, "max_new_tokens": 128})
+        launches.append(made[0])
+        fitted = culprit_effects(search) if res is not None and search is not None else []
+        named = {c.path for c in fitted}
+        found += named == set(truth)
+        innocent += len(named - set(truth))
+        in_ci += bool(fitted) and all(c.share_low <= beta.get(c.path, 0.0) / -gap <= c.share_high for c in fitted)
+    return EffectRow(culprits=k, patches=p, seeds=seeds, mean=statistics.mean(launches), max=max(launches),
+                     goal=2 * math.ceil(math.log2(p)) + 2, found=found / seeds, shares_in_ci=in_ci / seeds,
+                     innocent_blamed=innocent)
+
+
 def effect_table(rows: list[EffectRow]) -> str:
     head = (f"{'independent culprits':<21} {'P':>3} {'seeds':>5} {'launches mean':>13} {'max':>4} "
             f"{'goal 2⌈log2 P⌉+2':>16} {'all found':>9} {'shares in 95% CI':>16} {'innocent blamed':>15}")
@@ -175,6 +220,9 @@ def main(argv: list[str] | None = None) -> None:
     print(table(rows))  # noqa: T201 - a benchmark script's output is its table
     print()  # noqa: T201
     print(effect_table([effect_case(p, k, ns.seeds) for k in (1, 2, 3) for p in (8, 16)]))  # noqa: T201
+    print()  # noqa: T201
+    print("bisect_patches' first search as wired (tools/bisect_effects.py), references of 5 runs each:")  # noqa: T201
+    print(effect_table([wired_case(p, k, ns.seeds) for k in (2, 3) for p in (8, 16)]))  # noqa: T201
     # Upstream commits (bisect_commits' search, benchmarks/upstream_cost.py): N = 16, 64, 256 and a row with skips.
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from upstream_cost import run_upstream, upstream_table

@@ -69,8 +69,18 @@ def _code_causes(case: Case) -> list[CauseFact]:
     bis = case.tools.bisect
     if bis is None or bis.verdict not in ("culprit", "interaction") or not bis.confirmed:
         return []
-    eff, share_from = confirming_share(bis, case.facts.subtraction or SubtractionFact())
     repo = case.repo
+    if len(bis.culprit_effects) > 1:  # independent culprits: each its own effect and share (one additive fit)
+        fit = (f"its own effect, from one additive fit over the {len(bis.search)} effect-search trials and both "
+               "references (independent culprits: their effects add up to the gap, checked)")
+        return [CauseFact(name=f"local patch {c.path}", kind="code", key=c.path, effect_tps=c.effect_tps,
+                          ci_low=c.ci_low, ci_high=c.ci_high, confirmed=True, method="bisection",
+                          fix=revert_patch_command(repo, c.path), share_from=fit, evidence=["bisect"],
+                          phase_effect=c.phase_effect,
+                          detail=f"independent of {', '.join(x.path for x in bis.culprit_effects if x is not c)}: "
+                                 f"{c.share:.0%} of the gap [{c.share_low:.0%}, {c.share_high:.0%}]")
+                for c in bis.culprit_effects]
+    eff, share_from = confirming_share(bis, case.facts.subtraction or SubtractionFact())
     # a set confirmed together carries one share (the report shows the members as one cause)
     return [CauseFact(name=f"local patch {c}", kind="code", key=c, effect_tps=eff[0], ci_low=eff[1], ci_high=eff[2],
                       confirmed=True, method="bisection", fix=revert_patch_command(repo, c), share_from=share_from,

@@ -109,6 +109,13 @@ def _code_reasons(r: _Reading) -> list[str]:
     set whose both checks were measured (the bisection's confirmed result), said of the set, not of each member."""
     out: list[str] = []
     bis = [c.key for c in r.code if c.kind == "code" and c.method == "bisection"]
+    fitted = r.case.tools.bisect.culprit_effects if r.case.tools.bisect is not None else []
+    if bis and len(fitted) > 1:  # independent culprits: each measured on its own, the set checked both ways
+        out.append("bisection by effect sizes isolated " + " and ".join(
+            f"{c.path} ({c.effect_tps:+.1f} tok/s [{c.ci_low:+.1f}, {c.ci_high:+.1f}], {c.share:.0%} of the gap)"
+            for c in fitted) + " as independent culprits (measured: every other patch without them is fast, they "
+            "alone on the essentials reproduce the gap, and their effects add up to it: no interaction)")
+        bis = []
     if bis:
         one = len(bis) == 1
         out.append(f"bisection isolated {', '.join(bis)} (comparator DIFFERENT; confirmed both ways, measured: "

@@ -197,11 +197,14 @@ def reproduce_needed(v: StateView) -> bool:
 
 
 def _code_detail(v: StateView) -> str | None:
+    from specdoctor.engine.gap import read_gap
     from specdoctor.engine.identity import identity_of
 
     ident = identity_of(v)
     if ident.code == "identical":
         return "the checkout's content digest equals the good run's"
+    if (gap := read_gap(v)).held:
+        return gap.why
     return _settled_detail(v) if ident.settled else _origin_detail(v)
 
 
@@ -212,7 +215,28 @@ def code_trials_needed(v: StateView) -> bool:
     from specdoctor.engine.identity import identity_of
 
     ident = identity_of(v)
-    return has_served_changes(v) and ident.code != "identical" and not ident.settled
+    return has_served_changes(v) and ident.code != "identical" and not ident.settled and gap_to_explain(v)
+
+
+def _gap_detail(v: StateView) -> str | None:
+    from specdoctor.engine.gap import read_gap
+
+    return read_gap(v).why
+
+
+@predicate("today's measurements leave a gap to the claims (or none was judged yet)",
+           "every claim held today, a material shortfall ruled out: no trial has a gap to explain", _gap_detail)
+def gap_to_explain(v: StateView) -> bool:
+    from specdoctor.engine.gap import read_gap
+
+    return not read_gap(v).held
+
+
+@predicate("the NCCL sweep is needed and today's measurements leave a gap to explain",
+           "no NCCL A/B: no sweep was needed, or every claim held today (the sweep's winner stays a modelled lever)",
+           _gap_detail)
+def nccl_promotion_needed(v: StateView) -> bool:
+    return needs_nccl_sweep(v) and gap_to_explain(v)
 
 
 @predicate("the good run's commit is known (its fingerprint, or good_ref)",
@@ -236,3 +260,10 @@ def upstream_moved(v: StateView) -> bool:
 
     cat = v.latest(CommitCatalog)
     return cat is not None and bool(cat.commits) and has_launch(v) and origin_outside_checkout(v) is None
+
+
+@predicate("HEAD has moved since the good run's commit, the server imports it, and today leaves a gap to explain",
+           "no commit bisection: HEAD is the good run's commit, the server does not import this checkout, or every "
+           "claim held today", lambda v: _gap_detail(v) if upstream_moved(v) else _range_detail(v))
+def commit_trials_needed(v: StateView) -> bool:
+    return upstream_moved(v) and gap_to_explain(v)

@@ -285,7 +285,8 @@ def _named_code_causes(r: _Reader) -> set[str]:
 def _suspects(report: m.Report, r: _Reader) -> None:
     bisect = r.v.latest(BisectResult)
     culprits = set(_isolated(r)) | _named_code_causes(r)
-    candidates = set(bisect.culprits if bisect else []) - culprits
+    # an unresolved search's candidates are not cleared: the suspects table says what the bisection said
+    candidates = (set(bisect.culprits) | set(bisect.candidates) if bisect else set()) - culprits
     ess = r.v.latest(Essentials)  # the step's list (measured, or the user's) overrules triage's guess
     scan = r.v.latest(GateScan)
     gated = {g.file: g.name for g in scan.gates} if scan else {}

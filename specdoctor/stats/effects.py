@@ -151,6 +151,44 @@ class _Search(Generic[T]):
         return eff
 
 
+_ROUNDS = 3
+"""Searches of what is left once culprits are named (a culprit the inference lost to noise is found in the next)."""
+
+
+def _split(s: _Search[T], queue: list[tuple[list[T], Effect]], name: Callable[[T], str], out: EffectSearch,
+           max_launches: int | None) -> list[tuple[T, Effect]] | None:
+    """Halve every group with a material effect down to single items (one launch per split: the other half is
+    inferred). None when a measured group interacts (neither half explains it) or the launch limit is reached."""
+    threshold, sign = s.threshold, s.sign
+    found: list[tuple[T, Effect]] = []
+    while queue:
+        group, eff = queue.pop(0)
+        if len(group) == 1:
+            found.append((group[0], eff))
+            continue
+        if max_launches is not None and s.trials and len(s.trials) >= max_launches:
+            out.verdict = "unresolved"
+            out.notes.append(f"stopped at {max_launches} launches with groups left to split")
+            return None
+        half = (len(group) + 1) // 2
+        a, b = group[:half], group[half:]
+        ea = s.run(a, f"effect of {len(a)} of {len(group)}")
+        eb = eff.minus(ea)
+        # The inferred half is kept when its estimate reaches half the material size and dropped otherwise, without
+        # a launch: a culprit lost to the inference's noise shows in the check of everything else afterwards.
+        kept = [(a, ea)] if not ea.negligible(threshold, sign) else []
+        if eb.along(sign)[0] >= threshold / 2:
+            kept.append((b, eb))
+        if not kept and eff.measured and eff.material(threshold, sign):
+            # additivity says the halves sum to the group: a measured group that neither half explains interacts
+            out.verdict = "interaction"
+            out.notes.append(f"{', '.join(map(name, group))}: material together ({eff.delta:+.1f}), neither half "
+                             "alone: interacting, not additive")
+            return None
+        queue.extend(kept)  # an inferred group that neither half explains was noise in the inference: dropped
+    return found
+
+
 def search_effects(items: Sequence[T], measure: Callable[[frozenset[T], str], list[float]], *, slow: list[float],
                    fast: list[float], name: Callable[[T], str] = str, material_share: float = 0.2,
                    max_launches: int | None = None, more: Callable[[frozenset[T], int], list[float]] | None = None,
@@ -169,53 +207,39 @@ def search_effects(items: Sequence[T], measure: Callable[[frozenset[T], str], li
     if not items or not gap.material(threshold, sign):
         out.notes.append(f"all items vs none: {gap.delta:+.1f} (CI {gap.ci[0]:+.1f}, {gap.ci[1]:+.1f}): no material gap")
         return out
-    found: list[tuple[T, Effect]] = []
+    culprits: list[tuple[T, Effect]] = []
     queue: list[tuple[list[T], Effect]] = [(items, gap)]
-    while queue:
-        group, eff = queue.pop(0)
-        if len(group) == 1:
-            found.append((group[0], eff))
-            continue
-        if max_launches is not None and s.trials and len(s.trials) >= max_launches:
+    rest: list[T] = []
+    for _round in range(_ROUNDS):
+        found = _split(s, queue, name, out, max_launches)
+        if found is None:  # an interaction, or the launch limit: `out` says which
+            out.trials = s.trials
+            return out
+        # An inferred singleton is named only when its whole CI clears the threshold (an innocent patch cannot
+        # reach that by noise); otherwise it is launched alone first.
+        found = [(x, e if e.measured or e.along(sign, Z99)[1] >= threshold else
+                  s.run([x], f"effect of {name(x)} alone (inferred so far)")) for x, e in found]
+        culprits += [(x, e) for x, e in found if s.named(e)]
+        undecided = [name(x) for x, e in found if not s.named(e)]
+        if undecided:
+            out.notes.append(f"effect undecided (neither material nor negligible): {', '.join(undecided)}")
+        if not culprits:
             out.verdict, out.trials = "unresolved", s.trials
-            out.notes.append(f"stopped at {max_launches} launches with groups left to split")
+            out.notes.append("no single item is material: the gap is spread or interacting")
             return out
-        half = (len(group) + 1) // 2
-        a, b = group[:half], group[half:]
-        ea = s.run(a, f"effect of {len(a)} of {len(group)}")
-        eb = eff.minus(ea)
-        # The inferred half is kept when its estimate reaches half the material size and dropped otherwise, without
-        # a launch: a culprit lost to the inference's noise shows in the final check (every item but the culprits
-        # is then not fast) and the search ends unresolved, naming nobody.
-        kept = [(a, ea)] if not ea.negligible(threshold, sign) else []
-        if eb.along(sign)[0] >= threshold / 2:
-            kept.append((b, eb))
-        if not kept and eff.measured and eff.material(threshold, sign):
-            # additivity says the halves sum to the group: a measured group that neither half explains interacts
-            out.verdict, out.trials = "interaction", s.trials
-            out.notes.append(f"{', '.join(map(name, group))}: material together ({eff.delta:+.1f}), neither half "
-                             "alone: interacting, not additive")
-            return out
-        queue.extend(kept)  # an inferred group that neither half explains was noise in the inference: dropped
-    # An inferred singleton is named only when its whole CI clears the threshold (an innocent patch cannot reach
-    # that by noise); otherwise it is launched alone first. The two checks below then measure the set both ways.
-    found = [(x, e if e.measured or e.along(sign, Z99)[1] >= threshold else
-              s.run([x], f"effect of {name(x)} alone (inferred so far)")) for x, e in found]
-    culprits = [(x, e) for x, e in found if s.named(e)]
-    undecided = [name(x) for x, e in found if not s.named(e)]
-    if undecided:
-        out.notes.append(f"effect undecided (neither material nor negligible): {', '.join(undecided)}")
-    if not culprits:
-        out.verdict, out.trials = "unresolved", s.trials
-        out.notes.append("no single item is material: the gap is spread or interacting")
-        return out
-    names = [x for x, _ in culprits]
-    rest = [x for x in items if x not in names]
-    if rest:
+        names = [x for x, _ in culprits]
+        rest = [x for x in items if x not in names]
+        if not rest:
+            out.removed_restores = True  # removing every item is the fast reference itself, measured
+            break
         e_rest = s.run(rest, "check: every item but the culprits (removing them restores?)")
-        out.removed_restores = e_rest.negligible(threshold, sign)
-    else:
-        out.removed_restores = True  # removing every item is the fast reference itself, measured
+        # Restores only when clearly short of a material effect: an undecided rest may still hold a culprit that
+        # the inference lost to noise; one whose estimate reaches half a material effect is searched again.
+        out.removed_restores = e_rest.along(sign)[2] < threshold
+        if out.removed_restores or e_rest.along(sign)[0] < threshold / 2:
+            break
+        out.notes.append(f"every item but {', '.join(map(name, names))} still costs {e_rest.delta:+.1f}: searched again")
+        queue = [(rest, e_rest)]
     total = sum(e.delta for _, e in culprits)
     se_total = math.sqrt(sum(e.se ** 2 for _, e in culprits))
     if len(culprits) == 1 or not rest:
@@ -260,7 +284,13 @@ def _fit(names: list[str], trials: list[EffectTrial], slow: list[float], fast: l
     rows += [(set(t.items) & set(names), t.samples) for t in trials]
     x = np.array([[1.0] + [1.0 if n in applied else 0.0 for n in names] for applied, _ in rows])
     y = np.array([statistics.median(smp) for _, smp in rows])
-    w = np.array([1.0 / max(_se_median(smp) ** 2, 1e-9) for _, smp in rows])
+    # One server configuration's run-to-run noise, pooled over every row: a few runs' own spread can be small by
+    # chance, and weights (and CIs) from it would claim a precision the trials do not have.
+    dev = [v - statistics.fmean(smp) for _, smp in rows for v in smp]
+    dof = len(dev) - len(rows)
+    sd = math.sqrt(sum(d * d for d in dev) / dof) if dof > 0 else 0.0
+    w = np.array([len(smp) / max((1.2533 * sd) ** 2, _se_median(smp) ** 2 * len(smp) if sd == 0 else 0.0, 1e-9)
+                  for _, smp in rows])
     xtw = x.T * w
     cov = np.linalg.pinv(xtw @ x)
     beta = cov @ (xtw @ y)

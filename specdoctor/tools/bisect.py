@@ -25,6 +25,7 @@ from specdoctor.stats.ddmin import (
 from specdoctor.stats.nearer import POWER_Z, level_at, midpoint_looks, midpoint_z, side_of_midpoint
 from specdoctor.stats.phases import cycle_account_line, phase_deltas, phase_effect
 from specdoctor.toolkit import ToolContext, registry, tool
+from specdoctor.tools.bisect_effects import CulpritEffect, culprit_effects, effects_search
 from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, trial
 from specdoctor.tools.trial import measure as measure_
 from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, tree_problem, trial_code
@@ -198,6 +199,28 @@ def arms_phase_effect(slow: list[str], fast: list[str], prof: ArmProfiler, what:
     return None, f"no phase named (none moved longer, or none carries the cycle's growth): {moved or 'no phase samples'}{tail}", True
 
 
+def independent_phases(effects: list[CulpritEffect], prof: ArmProfiler) -> tuple[list[CulpritEffect], list[str]]:
+    """Each independent culprit alone on the essentials against the essentials only (profiled once): the phase
+    each one moves (1 + k launches; the set's two arms would mix two phases into one)."""
+    fast: dict[str, tuple[PhaseTimes | None, str]] = {}
+
+    def cached(sub: list[str], label: str) -> tuple[PhaseTimes | None, str]:
+        if not sub:
+            if "" not in fast:
+                fast[""] = prof(sub, label)
+            return fast[""]
+        return prof(sub, label)
+
+    out, notes = [], []
+    for c in effects:
+        who = c.path.rsplit("/", 1)[-1]
+        eff, found, _ = arms_phase_effect([c.path], [], cached, f"essentials + {who} vs essentials only",
+                                          labels=(who, "essentials"))
+        out.append(c.model_copy(update={"phase_effect": eff}))
+        notes.append(f"phases of {who} alone vs essentials only: {found}")
+    return out, notes
+
+
 def confirmed_phase_effect(culprits: list[str], items: list[str], prof: ArmProfiler
                            ) -> tuple[PhaseEffect | None, list[str]]:
     """The culprits' phase: the arms of their confirming comparison — the culprits alone on the essentials (slow)
@@ -359,6 +382,8 @@ class BisectInput(BaseModel):
     reference_slow: list[float] | None = Field(default=None, description="tok/s with all patches (skips a launch).")
     reference_fast: list[float] | None = Field(default=None, description="tok/s with essentials only.")
     confirm: bool = Field(default=True, description="Confirm both ways (False: candidates only, no culprit named).")
+    effects: bool = Field(default=True, description="When the slow/fast search confirms no culprit and both "
+                          "references are given, search by effect sizes: independent culprits each with its share.")
     phases: bool = Field(default=True, description="Once culprits are confirmed, profile the confirming comparison's "
                          "two arms (2 more launches, each 2x2 short runs) for the phase they move.")
     restore: bool = True
@@ -381,6 +406,8 @@ class BisectResult(BaseModel):
     phase_effect: PhaseEffect | None = Field(default=None, description="The confirmed culprits' effect on the phase "
                                              "they touch (both confirming arms profiled).")
     phase_launches: int = Field(default=0, description="Launches the phase profile took (not in `launches`).")
+    culprit_effects: list[CulpritEffect] = Field(default_factory=list, description="The effect search's culprits, "
+                                                 "each with its own effect and share (additive, checked both ways).")
 
     def summary_line(self) -> str:
         who = ", ".join(c.rsplit("/", 1)[-1] for c in self.culprits) or "none"
@@ -479,10 +506,27 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
     runner = _Runner(ctx, args.repo, args.launch, args.python, args.port, backup, essential, env=args.env)
     ok = False
     try:
+        effects: list[CulpritEffect] = []
         found = search_patches(items, runner.run, args)
-        eff, notes = None, list(found.notes)
-        if found.confirmed and found.culprits and args.phases:
-            measure = {"requests_per_run": args.requests_per_run, "max_new_tokens": args.max_new_tokens}
+        notes = list(found.notes)
+        # The slow/fast search decides first: against one launch's reference, an effect carries that launch's
+        # offset, which the midpoint test tolerates (single-culprit: 3 launches, where effects first took 8). When
+        # it confirms no culprit — a half-slow subset left undecided, independent culprits — the effect search
+        # measures what each subset costs and names independent culprits with their shares, or nobody.
+        if args.effects and args.confirm and not (found.confirmed and found.culprits):
+            by_effect, searched, more = effects_search(
+                items, runner.run, slow=list(args.reference_slow or []), fast=list(args.reference_fast or []),
+                runs=args.runs, max_runs=args.max_runs,
+                measure={"requests_per_run": args.requests_per_run, "max_new_tokens": args.max_new_tokens})
+            notes += more
+            if by_effect is not None and searched is not None:
+                found, effects = by_effect, culprit_effects(searched)
+        eff = None
+        measure = {"requests_per_run": args.requests_per_run, "max_new_tokens": args.max_new_tokens}
+        if len(effects) > 1 and args.phases:  # independent culprits: each its own phase, against essentials only
+            effects, more = independent_phases(effects, lambda sub, label: runner.profile(sub, label, measure))
+            notes += more
+        elif found.confirmed and found.culprits and args.phases:
             eff, more = confirmed_phase_effect(found.culprits, items,
                                                lambda sub, label: runner.profile(sub, label, measure))
             notes += more
@@ -490,7 +534,7 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
                               candidates=found.candidates,
                               launches=runner.launches, naive_launches=len(items) + 1, order=items,
                               trials=runner.trials, search=found.trials, notes=notes, phase_effect=eff,
-                              phase_launches=runner.profiled)
+                              phase_launches=runner.profiled, culprit_effects=effects)
         ok = True
     finally:
         restored = _finish(ctx, args.repo, backup, runner, args.restore)

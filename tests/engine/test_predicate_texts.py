@@ -46,6 +46,9 @@ def _user_server(*, restarts_it: bool) -> dict[str, Any]:
 _MEASURED = {"median": 10.0, "samples": [10.0, 10.0, 10.0]}
 _SAME = {"outcome": "SAME", "comparison": {"outcome": "SAME", "verdict": "same"}}
 _FASTER = {"outcome": "DIFFERENT", "comparison": {"outcome": "DIFFERENT", "verdict": "better"}}
+_HELD = {"claimed": 10.0, "outcome": "SAME", "pct_change": 0.0, "median": 10.0, "ci_low": 9.8, "ci_high": 10.2}
+_SHORT = {"claimed": 12.0, "outcome": "DIFFERENT", "pct_change": -16.7, "median": 10.0, "ci_low": 9.8,
+          "ci_high": 10.2}
 
 # name -> (state where it holds, state where it does not, a word the false sentence must carry)
 CASES: dict[str, tuple[dict[str, Any], dict[str, Any] | None, str]] = {
@@ -86,6 +89,16 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any] | None, str]] = {
                            {"results": _catalog(["a.py"]), "facts": {"sglang_origin": {"from_checkout": True},
                                                                      "identity": {"code": "identical"}}},
                            "same code as the good run"),
+    # a gap to explain: every claim held today (a material shortfall ruled out) spares every explaining trial
+    "gap_to_explain": ({"facts": {"measure": {"spec": _MEASURED}, "claims": {"spec": _SHORT}}},
+                       {"facts": {"measure": {"spec": _MEASURED}, "claims": {"spec": _HELD}}}, "every claim held"),
+    "nccl_promotion_needed": ({"facts": {"topology": {"gpu_count": 2, "interconnect": "pcie"}}},
+                              {"facts": {"topology": {"gpu_count": 2, "interconnect": "pcie"},
+                                         "measure": {"spec": _MEASURED}, "claims": {"spec": _HELD}}}, "modelled"),
+    "commit_trials_needed": ({"results": _commits(1), "facts": {"launch": "python -m sglang.launch_server"}},
+                             {"results": _commits(1), "facts": {"launch": "python -m sglang.launch_server",
+                                                                "measure": {"spec": _MEASURED},
+                                                                "claims": {"spec": _HELD}}}, "every claim held"),
     # upstream commits: a reference commit is known, and HEAD has moved past it
     "has_reference_commit": ({"params": {"good_ref": "v0.5.17"}}, {"params": {}}, "no reference commit"),
     "upstream_moved": ({"results": _commits(1), "facts": {"launch": "python -m sglang.launch_server"}},

@@ -154,3 +154,15 @@ def test_identical_reference_spares_the_code_steps_and_settled_claims_spare_ever
     assert steps["bisect"].expected == 0 and steps["attribute"].expected == 3  # the flag is the suspect
     assert regression_phases(changed=8, stops_user_server=True, identity=IdentityFact(claims_hold_running=True),
                              **common) == []
+
+
+def test_claims_held_on_the_running_server_expect_no_explaining_trial_but_keep_their_caps():
+    from specdoctor.engine.actions.plan import regression_phases
+
+    common = dict(essential_given=False, runs=5, max_runs=15, finalists=3, spec_running=True, tp_size=2,
+                  changed=8, stops_user_server=True)
+    held = {p.step: p for p in regression_phases(gap_shown=False, **common)}
+    assert held["reproduce"].expected is None and held["restart"].expected is None  # the baseline launch, the restart
+    assert all(held[s].expected == 0 and held[s].launches > 0 for s in ("essentials", "subtract", "bisect"))
+    shown = {p.step: p for p in regression_phases(gap_shown=True, **common)}
+    assert shown["essentials"].expected == 2 and shown["bisect"].expected == 2 * 3 + 2

@@ -23,6 +23,7 @@ from specdoctor.engine.actions import ActionOutcome, action
 from specdoctor.engine.actions.attribute_evidence import promoted_override
 from specdoctor.engine.actions.measure import _recorder, reference_for, same_within
 from specdoctor.engine.actions.subtract import essential_files
+from specdoctor.engine.gap import read_gap
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import ToolRetry, Unresolved
 from specdoctor.models import (
@@ -353,8 +354,10 @@ def _testable(view: StateView, fact: AttributionFact) -> list[Delta]:
     deltas = _deltas(view)
     code_settled = _code_settled(view)
     from specdoctor.engine.identity import identity_of
-
     config_same = identity_of(view).config_identical
+    if (held := read_gap(view)).held:  # nothing to explain: a revert trial would decide nothing
+        fact.untested += [f"{d.label}: {held.why}" for d in (deltas or DeltaList()).revertible()]
+        return []
     essential = set(essential_files(view))
     promo = view.latest(NcclPromotion)
     testable: list[Delta] = []

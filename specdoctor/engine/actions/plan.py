@@ -9,6 +9,7 @@ from specdoctor.diagnosis.references import claims_for
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.actions.measure import good_run
 from specdoctor.engine.budget import start_budget
+from specdoctor.engine.gap import claim_held
 from specdoctor.engine.identity import RUNNING_SERVER_KEYS, decide_identity
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.models import Claims
@@ -55,10 +56,11 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
                            decides="baseline and speculative tok/s on this box, against the claims")]
     code_open = bool(changed) and ident.code != "identical"
     config_differs = ident.launch == "differs" or ident.env == "differs"
-    if code_open:
+    if code_open:  # the code trials run only when today's measurements leave a gap (engine/gap.py)
         if not essential_given:  # all, none, then per culprit: found alone, found + rest, binary search
             phases.append(PlannedPhase(
-                step="essentials", launches=2 + min(changed, _PREFIX_LIMIT) * (2 + _log2(changed)), expected=2,
+                step="essentials", launches=2 + min(changed, _PREFIX_LIMIT) * (2 + _log2(changed)),
+                expected=2 if gap_shown else 0,
                 condition="no --essential list given; the first 2 (all patches, no patch) also run "
                           f"{runs + 1} benchmark runs each (not in the time: the subtraction's launches they spare "
                           "are); more only when HEAD alone does not start",
@@ -68,7 +70,7 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
         # and relaunched in a trial tree only to confirm a difference before bisecting. A tree the essentials
         # search benchmarked already (same code, no script) is not launched again when its runs decide.
         phases.append(PlannedPhase(step="subtract", launches=3, runs=GROWING_CAP + 1,
-                                   expected=0 if not essential_given else 1 + (1 if gap_shown else 0),
+                                   expected=0 if not (essential_given and gap_shown) else 2,
                                    condition="the tree has local changes; the second launch only to confirm a "
                                              "difference or decide an undecided one, the third only when still "
                                              "undecided; none for a tree the essentials search benchmarked",
@@ -107,12 +109,13 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
 
 
 def _gap_shown(view: StateView) -> bool:
-    """A claim not reached (or undecided) on the running server, or none judged there: a search may be needed."""
+    """A claim not held (short, undecided or too imprecise) on the running server, or none judged there: a search is
+    expected. When every claim judged there held, the rest (a baseline claim, which needs a launch) is expected to
+    hold too: the explaining steps are then conditions, not expectations."""
     claims = (view.fact("claims", Claims) or Claims({})).root
     if not claims:
         return True
-    return any(c.not_reached or c.outcome == "UNKNOWN" for c in claims.values()) or \
-        set(view.params.get("expect") or {}) - set(claims) != set()
+    return not all(claim_held(c)[0] for c in claims.values())
 
 
 def _user_record(deps, view: StateView, out: ActionOutcome) -> dict[str, Any]:
@@ -169,11 +172,12 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         changed=changed, essential_given=bool(p.get("essential")),
         spec_running=any("speculative" in a for a in server.get("argv") or []),
         tp_size=int(args_.get("tp_size") or 1), runs=int(p.get("runs", 5)),
-        max_runs=15, finalists=3, stops_user_server=stops, identity=ident, gap_shown=_gap_shown(view))
+        max_runs=15, finalists=3, stops_user_server=stops, identity=ident, gap_shown=(gap := _gap_shown(view)))
     upstream = view.latest(CommitCatalog)  # HEAD moved since the good run's commit: the commit bisection's row
     if upstream is not None and upstream.commits:
-        phases.insert(next(i for i, ph in enumerate(phases) if ph.step == "attribute"),
-                      commit_bisect_phase(len(upstream.commits), int(p.get("runs", 5))))
+        row = commit_bisect_phase(len(upstream.commits), int(p.get("runs", 5)))
+        row.expected = None if gap else 0  # as the step's predicate: no commit is searched when every claim held
+        phases.insert(next(i for i, ph in enumerate(phases) if ph.step == "attribute"), row)
     res = call_tool(deps, "plan_launches", {
         "pid": server["pid"], "port": server.get("port") or 0, "log_path": server.get("log_path"),
         "phases": [ph.model_dump() for ph in phases], "requests_per_run": p.get("requests_per_run", 3),

@@ -295,7 +295,7 @@ def connect_local():  # noqa: ANN201 - specdoctor's Client
     """specdoctor's client on this box, as the user's own script would open it."""
     import specdoctor
 
-    return specdoctor.connect("local")
+    return specdoctor.connect("local", engine="sglang")  # as a user's script would name it: no guess from `ps`
 
 
 def measure_claims() -> dict[str, object]:

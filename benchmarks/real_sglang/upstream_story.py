@@ -209,7 +209,7 @@ def good_run(out: Path) -> dict[str, object]:
     import specdoctor
 
     startup = S.start_user_server(STORY)
-    with specdoctor.connect("local") as client:
+    with specdoctor.connect("local", engine="sglang") as client:
         bench = client.call("benchmark", port=S.PORT, runs=8, requests_per_run=3, label="good-run")
         fp = client.call("fingerprint", port=S.PORT, repo=str(S.REPO))
     if bench.status != "ok" or fp.status != "ok":

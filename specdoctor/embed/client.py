@@ -15,6 +15,7 @@ from pydantic import BaseModel, ValidationError
 
 from specdoctor.errors import UsageError
 from specdoctor.host import AuditLog, Host, HostHints, open_host
+from specdoctor.inference import get_engine
 from specdoctor.toolkit import ApprovalRequest, Effect, ToolContext, ToolResult, ToolSpec, registry
 from specdoctor.toolkit.registry import ToolRegistry
 from specdoctor.toolkit.safety import safety_net
@@ -57,13 +58,14 @@ class Client:
     def __init__(self, host: Host, *, allow_mutations: bool = False,
                  approve: Callable[[ApprovalRequest], bool] | None = None, run_id: str | None = None,
                  progress: Callable[[str], None] | None = None, reg: ToolRegistry = registry,
-                 owns_host: bool = True):
+                 owns_host: bool = True, engine: str | None = None):
         self.host = host
         self.owns_host = owns_host
         self.registry = reg
         self.allow_mutations = allow_mutations
         self.ctx = ToolContext(host=host, run_id=run_id or _new_run_id(), auto_approve=allow_mutations and not approve,
-                               approve=approve if allow_mutations else None, progress=progress)
+                               approve=approve if allow_mutations else None, progress=progress,
+                               run_engine=get_engine(engine) if engine else None)
         self.backups: dict[str, str] = {}  # repo → backup id made (or seen) by this client
         self.cleanup: list[CleanupRecord] = []
         self._mutated = False
@@ -207,13 +209,16 @@ def _backup_id(res: ToolResult) -> str:
 def connect(host: str | Host, *, allow_mutations: bool = False,
             approve: Callable[[ApprovalRequest], bool] | None = None, accept_new_host_key: bool = False,
             audit: AuditLog | None = None, run_id: str | None = None,
-            progress: Callable[[str], None] | None = None) -> Client:
+            progress: Callable[[str], None] | None = None, engine: str | None = None) -> Client:
     """Open a host spec (`user@gpu-box`, `local`, `sim:seed`) or wrap an open Host, and return a Client.
 
-    A Host you pass in stays yours: `close()` runs the safety net but leaves that Host open.
+    A Host you pass in stays yours: `close()` runs the safety net but leaves that Host open. `engine` ("sglang",
+    "vllm") names the serving engine, as `--engine` does; None: told by the host's running server when a tool needs
+    it (an error then asks for it where no server or several engines run).
     """
     if isinstance(host, Host):
         return Client(host, allow_mutations=allow_mutations, approve=approve, run_id=run_id, progress=progress,
-                      owns_host=False)
+                      owns_host=False, engine=engine)
     h = open_host(host, audit=audit, accept_new_host_key=accept_new_host_key)
-    return Client(h, allow_mutations=allow_mutations, approve=approve, run_id=run_id, progress=progress)
+    return Client(h, allow_mutations=allow_mutations, approve=approve, run_id=run_id, progress=progress,
+                  engine=engine)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from specdoctor.parsers.text import strip_ansi
+
 __all__ = ["ProcRow", "parse_proc_table"]
 
 _RECORD = re.compile(r"/proc/(\d+)/(stat|cmdline):(.*)\Z", re.S)
@@ -29,11 +31,12 @@ def parse_proc_table(text: str) -> list[ProcRow]:
     """Processes in the order their stat files were read; one whose stat was unreadable (gone) is left out.
 
     The stat is read up to its first newline, as `read -r` did before (a comm holding a newline does not parse).
+    A capture's decoration (colour codes, a launcher's label before a record) is read through, like every parser's.
     """
     stats: dict[int, str] = {}
     args: dict[int, list[str]] = {}
-    for rec in text.split("\x00"):
-        m = _RECORD.match(rec)
+    for rec in strip_ansi(text).split("\x00"):
+        m = _RECORD.search(rec)  # the leftmost file name: grep -H's own, before anything an argument holds
         if not m:
             continue
         pid = int(m.group(1))

@@ -18,6 +18,7 @@ from specdoctor.parsers import (
     nccl,
     nvidia_smi,
     nvidia_smi_table,
+    proc_table,
     sglang,
     sglang_bench,
     sglang_check_env,
@@ -140,6 +141,10 @@ SYNTH_ONE_BATCH = ("| batch size | input len | latency (s) | input throughput (t
 SYNTH_NUMSTAT_Z = ("12\t3\tpython/sglang/srt/speculative/eagle_worker.py\x00-\t-\tdocs/img.png\x00"
                    "4\t0\tpython/sglang/srt/server_args.py\x00")
 SYNTH_NAME_STATUS_Z = "M\x00python/sglang/srt/server_args.py\x00A\x00python/sglang/srt/new.py\x00D\x00old.py\x00"
+SYNTH_PROC_TABLE = ("/proc/1/stat:1 (systemd) S 0 1 1 0\n\x00/proc/1/cmdline:/sbin/init\x00"
+                    "/proc/4242/stat:4242 (python3) S 1 4242 4242 0\n\x00/proc/4242/cmdline:python3\x00"
+                    "/proc/4242/cmdline:-m\x00/proc/4242/cmdline:sglang.launch_server\x00"
+                    "/proc/4243/stat:4243 (sglang::sched) S 4242 4242 4242 0\n\x00")
 SYNTH_STASH = ("0123456789abcdef0123456789abcdef01234567\x00On main: specdoctor trial 3\n"
                "89abcdef0123456789abcdef0123456789abcdef\x00WIP on h/x: 1e68eda Corpus\n")
 SYNTH_SUBMODULE = (" 1e68eda1234567890abcdef1234567890abcdef 3rdparty/flashinfer (v0.2.0-12-g1e68eda)\n"
@@ -204,6 +209,8 @@ CASES: list[Case] = [
                   "real/git-diff-stat/docs-site-new-markdown-and-binary-images.txt")),
     Case("git.parse_name_status_z", git.parse_name_status_z, lambda d: d, synthetic=(SYNTH_NAME_STATUS_Z,),
          line_oriented=False),
+    Case("proc_table.parse_proc_table", proc_table.parse_proc_table,
+         lambda rs: [(r.pid, r.ppid, r.comm, r.argv) for r in rs], synthetic=(SYNTH_PROC_TABLE,), line_oriented=False),
     Case("git.parse_stash_list", git.parse_stash_list, lambda rs: [(r.index, r.sha, r.subject) for r in rs],
          synthetic=(SYNTH_STASH,), line_oriented=False),
     Case("git.parse_submodule_status", git.parse_submodule_status,

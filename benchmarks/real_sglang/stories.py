@@ -288,7 +288,9 @@ grep -q 'check verify inputs are ready' python/sglang/srt/speculative/eagle_work
 
 
 # -- specdoctor's side ---------------------------------------------------------------------------------------
-INVESTIGATE_EXTRA: list[str] = []  # more `investigate` flags (the vLLM runner's rehearsal names its engine)
+# more `investigate` flags: a rehearsal on a shared CPU machine names its engine (STORIES_ENGINE), since other tests'
+# twin servers of another engine may run beside it; on the device the engine is found from the user's server
+INVESTIGATE_EXTRA: list[str] = ["--engine", os.environ["STORIES_ENGINE"]] if os.environ.get("STORIES_ENGINE") else []
 
 
 def connect_local():  # noqa: ANN201 - specdoctor's Client

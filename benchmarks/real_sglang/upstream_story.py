@@ -226,7 +226,7 @@ def good_run(out: Path) -> dict[str, object]:
 def investigate(box: ssh_box.SSHBox, out: Path, claims: dict[str, object], timeout: float) -> tuple[int, float]:
     cmd = [S.SPECDOCTOR, "investigate", *box.cli_args(), "--repo", str(S.REPO), "--python", S.PY,
            "--expect", f"spec={claims['spec']}", "--good-fingerprint", str(UP_STATE / "good_fingerprint.json"),
-           "--essential", EAGLE3, "--yes", "--out", str(out / "run"), "-v"]
+           "--essential", EAGLE3, "--yes", "--out", str(out / "run"), "-v", *S.INVESTIGATE_EXTRA]
     S.log(f"[upstream] {' '.join(cmd)}")
     t0 = time.monotonic()
     with open(out / "run.log", "w") as runlog:

@@ -21,7 +21,7 @@ def test_the_no_regression_story_runs_on_the_twin(tmp_path):
     sb = build_sandbox("no-regression", root=tmp_path / "box", start_server=False)
     try:
         flags = sb.launch.split(" ", 3)[3]  # "python -m sglang.launch_server FLAGS"
-        env = {**os.environ, **sb.base_env, "STORIES_REPO": sb.repo, "STORIES_PY": sb.python,
+        env = {**os.environ, **sb.base_env, "STORIES_ENGINE": "sglang", "STORIES_REPO": sb.repo, "STORIES_PY": sb.python,
                "STORIES_FLAGS": flags, "STORIES_PORT": str(sb.port), "STORIES_WORK": str(tmp_path / "work"),
                "STORIES_STATE": str(tmp_path / "state"), "STORY_TIMEOUT_S": "240",
                "STORIES_SPECDOCTOR": str(Path(sys.executable).parent / "specdoctor")}
@@ -52,7 +52,7 @@ def test_the_phases_only_mode_profiles_a_story_server_on_the_twin(tmp_path, mode
         flags = sb.launch.split(" ", 3)[3]
         prof = tmp_path / "prof"
         prof.mkdir()
-        env = {**os.environ, **sb.base_env, "STORIES_REPO": sb.repo, "STORIES_PY": sb.python,
+        env = {**os.environ, **sb.base_env, "STORIES_ENGINE": "sglang", "STORIES_REPO": sb.repo, "STORIES_PY": sb.python,
                "STORIES_FLAGS": flags, "STORIES_PORT": str(sb.port), "STORIES_WORK": str(tmp_path / "work"),
                "STORIES_STATE": str(tmp_path / "state"),
                "STORIES_ENV": json.dumps({"SGLANG_TORCH_PROFILER_DIR": str(prof)})}

@@ -80,6 +80,7 @@ def test_the_upstream_story_runs_over_ssh_on_the_twin(tmp_path) -> None:
         env = {**os.environ, **sb.base_env, "STORIES_REPO": sb.repo, "STORIES_PY": sb.python,
                "STORIES_FLAGS": flags, "STORIES_PORT": str(sb.port), "STORIES_WORK": str(tmp_path / "work"),
                "STORIES_STATE": str(tmp_path / "state"), "STORY_TIMEOUT_S": "420", "STORIES_BASE_REF": "",
+               "STORIES_ENGINE": "sglang",
                "STORIES_DRAFT_ALIAS": "0", "STORIES_SSH_ENV": json.dumps(sb.base_env),
                "STORIES_ENV": json.dumps({"SGLANG_TORCH_PROFILER_DIR": str(prof)}),
                "STORIES_SPECDOCTOR": str(Path(sys.executable).parent / "specdoctor")}

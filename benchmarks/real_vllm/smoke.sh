@@ -46,7 +46,8 @@ print(shlex.join(launch_argv("/root/models", int(sys.argv[2]), sys.argv[3], extr
       log "$name: completion $i: $(cat "$d/completion-$i.time"), $(head -c 300 "$d/completion-$i.json" | tr -d '\n' | cut -c1-160)…"
     done
     curl -s -o "$d/start_profile.txt" -w '%{http_code}' -X POST "$U/start_profile" > "$d/start_profile.code"
-    for i in 1 2; do curl -s -H 'content-type: application/json' -d "$body" "$U/v1/completions" > /dev/null; done
+    curl -s -H 'content-type: application/json' -d "${body/\"max_tokens\": 128/\"max_tokens\": 48}" \
+      "$U/v1/completions" > "$d/completion-profiled.json"
     curl -s -o "$d/stop_profile.txt" -w '%{http_code}' -X POST "$U/stop_profile" > "$d/stop_profile.code"
     log "$name: profile start $(cat "$d/start_profile.code") stop $(cat "$d/stop_profile.code")"
     sleep 5
@@ -67,6 +68,7 @@ nvidia-smi > "$S/nvidia-smi.txt" 2>&1
 "$PY" -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, torch.cuda.get_device_name())" 2>&1 | tee -a "$S/smoke.log"
 rc=0
 try main || { rc=1; try eager --enforce-eager || true; }
+find "$S" -type f -size +12M -printf 'too big to bring back: %s %p\n' -delete | tee -a "$S/smoke.log"
 tar -C /root/results -czf "$OUT/smoke.tar.gz" smoke
 log "smoke done in $SECONDS s: $([ $rc = 0 ] && echo 'the stories line served' || echo 'the stories line did NOT serve')"
 exit $rc

@@ -14,6 +14,7 @@ from specdoctor.models import DeltaList
 from specdoctor.models.delta import CauseFact, norm_value
 from specdoctor.parsers.nccl import parse_all_reduce
 from specdoctor.parsers.nvidia_smi import parse_query_csv
+from specdoctor.parsers.sections import split_sections
 from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.fingerprint import _aliases, _load
@@ -125,9 +126,9 @@ def _read_gpus(ctx: ToolContext) -> tuple[list[dict[str, str | None]], dict[int,
               "nvidia-smi --query-gpu=index,clocks.default_applications.graphics --format=csv,noheader,nounits "
               "2>/dev/null; true")
     res = ctx.host.run(Raw(script), check="ignore", timeout=60)
-    q, _, r = res.stdout.partition("@@r")
-    r, _, d = r.partition("@@d")
-    rows = parse_query_csv(q.replace("@@q", "").strip(), _Q)
+    sec = {k: "\n".join(v) for k, v in split_sections(res.stdout).items()}
+    q, r, d = sec.get("q", ""), sec.get("r", ""), sec.get("d", "")
+    rows = parse_query_csv(q.strip(), _Q)
     defaults = {(row.get("index") or ""): row.get("clocks.default_applications.graphics")
                 for row in parse_query_csv(d.strip(), ["index", "clocks.default_applications.graphics"])}
     for row in rows:
@@ -427,7 +428,8 @@ def _probe_clocks(ctx: ToolContext, args: ProbeInput, out: HardwareProbe, gpus: 
               f"[ $i -lt {args.samples} ] && sleep 1; done; echo @@r; {_REASONS_CMD}; "
               "kill $LOAD 2>/dev/null; wait $LOAD 2>/dev/null; true")  # reasons read while the load still runs
     res = ctx.host.run(Raw(script), check="ignore", timeout=120 + args.load_warmup_s + 2 * args.samples)
-    loaded_out, _, reasons_out = res.stdout.partition("@@r")
+    sec = {k: "\n".join(v) for k, v in split_sections(res.stdout, first="loaded").items()}
+    loaded_out, reasons_out = sec["loaded"], sec.get("r", "")
     for r in parse_query_csv(loaded_out.strip(), _Q):
         _add_loaded_reading(loaded, r)
     reasons = _parse_reasons(reasons_out)

@@ -17,6 +17,7 @@ from specdoctor.host import http
 from specdoctor.host.base import Host, Raw
 from specdoctor.host.redact import redact_env, redact_text
 from specdoctor.inference import EngineName, InferenceEngine, engine_for_launch
+from specdoctor.parsers.sections import split_sections
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, start_in_session_script
 
@@ -154,8 +155,8 @@ def _probe(host: Host, pgid: int, log: str, offset: int = 0) -> tuple[bool, str]
     """(group alive, tail of what the log gained since `offset`) in one command."""
     res = host.run(Raw(f"{_STATS}; echo @@tail; tail -c +{offset + 1} {shlex.quote(log)} 2>/dev/null | tail -n 60; "
                        "true"), check="ignore")
-    stats, _, tail = res.stdout.partition("@@tail\n")
-    return bool(_members(stats, pgid)), tail
+    sec = split_sections(res.stdout, first="stats", last="tail")
+    return bool(_members("\n".join(sec["stats"]), pgid)), "\n".join(sec.get("tail", []))
 
 
 def _kill_group(host: Host, pgid: int, grace_s: float = 10.0) -> bool:

@@ -22,6 +22,7 @@ from specdoctor.parsers.git import (
     split_z,
     unquote_c_path,
 )
+from specdoctor.parsers.sections import split_sections
 from specdoctor.parsers.sglang import parse_launch_command
 from specdoctor.toolkit import ToolContext, registry, tool
 from specdoctor.tools.code_timing import run_once_scope
@@ -118,8 +119,9 @@ def repo_state(ctx: ToolContext, repo: str, *, full: bool = False) -> tuple[str 
     res = ctx.host.run(["sh", "-c", _STATE_SCRIPT, "repo_state", repo], check="ignore")
     if not res.ok:
         raise ToolRetry(f"{repo} is not a git checkout on {ctx.host.name}: {res.stderr.strip()[:200]}")
-    head_part, probe, unmerged, subs, dirty = (res.stdout.split("@@\n") + ["", "", "", ""])[:5]
-    lines = head_part.split("\n")
+    sec = {k: "\n".join(v) for k, v in split_sections(res.stdout, first="head").items()}
+    probe, unmerged, subs, dirty = (sec.get(k, "") for k in ("probe", "unmerged", "subs", "dirty"))
+    lines = sec["head"].split("\n") + ["", "", ""]
     gdir, head = lines[0].strip(), lines[1].strip() or None
     branch = lines[2].strip().removeprefix("refs/heads/") or None
     busy = [what for name, what in _STATES.items() if name in probe.split()]

@@ -26,3 +26,12 @@ def test_a_marker_is_an_identifier_alone_on_its_line() -> None:
 
 def test_an_empty_section_is_present_and_a_repeated_name_starts_afresh() -> None:
     assert split_sections("@@site\n@@conf\na=1\n@@conf\nb=2\n") == {"site": [], "conf": ["b=2"]}
+
+
+def test_after_the_last_marker_every_line_is_content() -> None:
+    # a server log's tail is the user's text: a line such as '@@x' in it is not a section of the script
+    text = "1 (python) S 1 1\n@@tail\nstarting\n@@x\ndone\n"
+    assert split_sections(text, first="stats", last="tail") == {"stats": ["1 (python) S 1 1"],
+                                                                "tail": ["starting", "@@x", "done"]}
+    assert split_sections(text, first="stats") == {"stats": ["1 (python) S 1 1"], "tail": ["starting"],
+                                                   "x": ["done"]}

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 
 from specdoctor.errors import RepoRefused, ToolRetry
 from specdoctor.toolkit import ToolContext
+from specdoctor.tools.remote import remote_command
 
 __all__ = ["LockHolder", "LockTaken", "lock_path", "acquire_lock", "release_lock", "heartbeat", "read_lock",
            "checkout_lock", "STALE_AFTER_S"]
@@ -25,9 +26,7 @@ STALE_AFTER_S = 3600.0
 """A holder on another controller with no heartbeat for this long is presumed dead (same controller: pid check)."""
 
 # link(2) is atomic: exactly one of several runs creating the lock at once succeeds.
-_ACQUIRE = ('set -e; mkdir -p "$(dirname "$1")"; tmp="$1.$3"; printf %s "$2" > "$tmp"; '
-            'if ln "$tmp" "$1" 2>/dev/null; then rm -f "$tmp"; echo ACQUIRED; '
-            'else rm -f "$tmp"; echo HELD; stat -c %Y "$1" 2>/dev/null || echo 0; cat "$1" 2>/dev/null; fi')
+_ACQUIRE = remote_command("lock_acquire.sh")
 
 
 class LockHolder(BaseModel):

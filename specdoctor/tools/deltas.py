@@ -18,6 +18,7 @@ from specdoctor.parsers.nvidia_smi import parse_query_csv
 from specdoctor.parsers.sections import split_sections
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.fingerprint import ENV_PREFIXES, _aliases, _flat_env, _load, same_value
+from specdoctor.tools.remote import remote_command
 from specdoctor.tools.server import Propagation
 
 __all__ = ["DeltasInput", "Deltas", "list_deltas", "env_impact", "flag_impact", "nccl_default", "BoxState",
@@ -120,20 +121,7 @@ class BoxState(BaseModel):
 _GPU_FIELDS = ["index", "pci.bus_id", "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current",
                "pcie.link.width.max", "clocks.applications.graphics", "clocks.max.sm", "power.limit",
                "power.default_limit"]
-_REASONS = {"new": ["clocks_event_reasons.applications_clocks_setting", "clocks_event_reasons.sw_power_cap"],
-            "old": ["clocks_throttle_reasons.applications_clocks_setting", "clocks_throttle_reasons.sw_power_cap"]}
-_PROFILES = ("$HOME/.bashrc", "$HOME/.bash_profile", "$HOME/.profile", "$HOME/.zshrc", "$HOME/.zshenv",
-             "/etc/environment", "/etc/profile", "/etc/bash.bashrc", "/etc/profile.d/*.sh")
-_BOX_SCRIPT = (
-    "echo @@gpu; nvidia-smi --query-gpu=" + ",".join(_GPU_FIELDS) + " --format=csv,noheader,nounits 2>&1; "
-    "echo @@reasons; nvidia-smi --query-gpu=index," + ",".join(_REASONS["new"]) + " --format=csv,noheader 2>/dev/null"
-    " || nvidia-smi --query-gpu=index," + ",".join(_REASONS["old"]) + " --format=csv,noheader 2>&1; "
-    "echo @@apps; nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_bus_id "
-    "--format=csv,noheader,nounits 2>&1; "
-    "echo @@home; echo \"$HOME\"; echo @@profile; for f in " + " ".join(_PROFILES) + "; do [ -r \"$f\" ] || continue; "
-    "grep -nE '^[[:space:]]*(export[[:space:]]+)?[A-Za-z_][A-Za-z0-9_]*=' \"$f\" 2>/dev/null "
-    "| sed \"s|^|$f:|\"; done; true"
-)
+_BOX_SCRIPT = remote_command("box_state.sh")
 _ASSIGN = re.compile(r"^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)=")
 
 
@@ -151,7 +139,7 @@ def read_box_state(ctx: ToolContext) -> BoxState:
     out = BoxState()
     rows = parse_query_csv("\n".join(sec.get("gpu", [])), _GPU_FIELDS)
     reasons = {}
-    for line in sec.get("reasons", []):
+    for line in sec.get("reasons", []):  # index, applications-clocks setting, SW power cap (box_state.sh)
         cells = [c.strip() for c in line.split(",")]
         if len(cells) == 3 and cells[0].isdigit():
             reasons[int(cells[0])] = (cells[1] == "Active", cells[2] == "Active")

@@ -11,13 +11,11 @@ from __future__ import annotations
 import hashlib
 import shlex
 
+from specdoctor.tools.remote import remote_command
+
 __all__ = ["CODE_DIGEST_SCRIPT", "parse_code_digest", "launch_digest", "env_digest", "IGNORED_FLAGS"]
 
-CODE_DIGEST_SCRIPT = (
-    'cd "$SD_REPO" 2>/dev/null && { git rev-parse HEAD && echo @@diff && git diff --binary HEAD && '
-    'echo @@untracked && git ls-files -z -o --exclude-standard | LC_ALL=C sort -z | xargs -0 -r sha256sum --; '
-    '} | sha256sum | cut -c1-64'
-)
+CODE_DIGEST_SCRIPT = remote_command("code_digest.sh")
 """sha256 over HEAD, `git diff --binary HEAD` (tracked files, staged or not) and each untracked (not ignored)
 file's own sha256 with its path, in byte order. Runs with SD_REPO set; prints 64 hex digits."""
 

@@ -16,7 +16,8 @@ from specdoctor.models.fingerprint import Change, Fingerprint, FingerprintDiff, 
 from specdoctor.parsers.nvidia_smi import QGpu, parse_q, parse_query_csv, parse_topo
 from specdoctor.parsers.sections import split_sections
 from specdoctor.toolkit import ToolContext, tool
-from specdoctor.tools.digests import CODE_DIGEST_SCRIPT, env_digest, launch_digest, parse_code_digest
+from specdoctor.tools.digests import env_digest, launch_digest, parse_code_digest
+from specdoctor.tools.remote import remote_command, remote_text
 from specdoctor.tools.server import Server, http_get, locate_servers, server_environs
 
 __all__ = ["FingerprintInput", "GpuFingerprint", "Fingerprint", "fingerprint", "Change", "FingerprintDiff",
@@ -26,31 +27,10 @@ ENV_PREFIXES = ("NCCL_", "CUDA_", "SGLANG_", "TORCH_NCCL_", "VLLM_")
 _QUERY = ["index", "name", "uuid", "pci.bus_id", "driver_version", "clocks.sm", "clocks.max.sm", "clocks.mem",
           "power.limit", "pcie.link.gen.current", "pcie.link.gen.max", "pcie.link.width.current",
           "pcie.link.width.max", "persistence_mode"]
-_PY_FACTS = (
-    "import platform, sys\n"
-    "print('python', platform.python_version())\n"
-    "try:\n import torch\n print('torch', torch.__version__)\n print('torch_cuda', torch.version.cuda)\n"
-    " v = torch.cuda.nccl.version()\n"
-    " print('nccl', '.'.join(map(str, v)) if isinstance(v, tuple) else '%d.%d.%d' % (v // 1000, v // 100 % 10, v % 100)"
-    " if v < 10000 else '%d.%d.%d' % (v // 10000, v // 100 % 100, v % 100))\n"
-    "except Exception as e:\n print('torch_error', type(e).__name__)\n"
-    "import importlib, os\ne = os.environ['SD_ENGINE']\n"
-    "try:\n print(e, importlib.import_module(e).__version__)\nexcept Exception as x:\n print(e + '_error', type(x).__name__)\n"
-    "try:\n import importlib.metadata as m\n print('nccl_pip', m.version('nvidia-nccl-cu12'))\nexcept Exception:\n pass\n"
-)
-_SCRIPT = (
-    'echo @@query; nvidia-smi --query-gpu=' + ",".join(_QUERY) + ' --format=csv,noheader,nounits 2>&1; '
-    'echo @@q; nvidia-smi -q 2>&1; '
-    'echo @@topo; nvidia-smi topo -m 2>&1; '
-    'echo @@apps; nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader,nounits 2>&1; '
-    'echo @@governor; cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>&1; '
-    'echo @@py; "$SD_PY" -c "$SD_PYSRC" 2>&1; '
-    'echo @@libnccl; (ldconfig -p 2>/dev/null | grep -o "/[^ ]*libnccl\\.so[^ ]*"; '
-    'ls /usr/lib/x86_64-linux-gnu/libnccl.so.* /usr/local/lib/libnccl.so.* 2>/dev/null) | head -5; '
-    'echo @@commit; if [ -n "$SD_REPO" ]; then git -C "$SD_REPO" rev-parse HEAD 2>&1; '
-    'git -C "$SD_REPO" status --porcelain 2>/dev/null | wc -l; echo @@code_digest; (' + CODE_DIGEST_SCRIPT + '); '
-    'fi; true'
-)
+_PY_FACTS = remote_text("python_facts.py")
+# the GPUs, topology, GPU processes, governor, Python facts, NCCL library and the checkout (commit, dirty
+# count and the code digest of tools/digests.py, whose script it holds verbatim)
+_SCRIPT = remote_command("fingerprint.sh")
 
 
 class FingerprintInput(BaseModel):

@@ -16,6 +16,7 @@ import time
 from pydantic import BaseModel, Field
 
 from specdoctor.host.base import Host, Raw
+from specdoctor.tools.remote import remote_text
 
 __all__ = ["MARKER", "PortHold", "hold_port", "release_port", "holders"]
 
@@ -24,37 +25,7 @@ MARKER = "specdoctor-port-hold"
 # Listens (so that no other server can bind the port, SO_REUSEADDR or not) and answers every connection with a 503
 # that says why, so a client sees "down, and why" rather than a hang (then waits for the client to close first, so no
 # TIME_WAIT is left on the port for the restart); its own session; exits at the deadline.
-_HOLDER = (
-    "import os, socket, sys, time\n"
-    "try:\n"
-    "    os.setsid()\n"
-    "except OSError:\n"
-    "    pass\n"
-    "host, port, until, why = sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), sys.argv[5]\n"
-    "fam = socket.AF_INET6 if ':' in host else socket.AF_INET\n"
-    "s = socket.socket(fam, socket.SOCK_STREAM)\n"
-    "s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
-    "s.bind((host, port))\n"
-    "s.listen(16)\n"
-    "s.settimeout(1.0)\n"
-    "print('held', flush=True)\n"
-    "body = (why + '\\n').encode()\n"
-    "head = b'HTTP/1.1 503 Service Unavailable\\r\\nContent-Type: text/plain\\r\\nConnection: close\\r\\n'\n"
-    "while time.time() < until:\n"
-    "    try:\n"
-    "        c, _ = s.accept()\n"
-    "    except OSError:\n"
-    "        continue\n"
-    "    try:\n"
-    "        c.settimeout(1.0)\n"
-    "        c.recv(65536)\n"
-    "        c.sendall(head + b'Content-Length: %d\\r\\n\\r\\n' % len(body) + body)\n"
-    "        c.recv(1)\n"
-    "    except OSError:\n"
-    "        pass\n"
-    "    finally:\n"
-    "        c.close()\n"
-)
+_HOLDER = remote_text("port_holder.py")
 
 
 class PortHold(BaseModel):

@@ -22,8 +22,8 @@ from specdoctor.parsers.sections import split_sections
 from specdoctor.parsers.sglang import BodyError, ServerInfo, parse_body
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.toolkit.context import register_engine_detector
-from specdoctor.tools.remote import remote_text
-from specdoctor.tools.startup_hooks import PROBE_SH, parse_hooks, probe_env
+from specdoctor.tools.remote import remote_command, remote_text
+from specdoctor.tools.startup_hooks import parse_hooks, probe_env
 
 __all__ = [
     "Proc", "Server", "FindServersInput", "ServerList", "find_server_processes", "list_processes", "find_servers",
@@ -201,17 +201,7 @@ def _inside(path: str | None, root: str) -> bool:
 
 # Where `import <engine>` resolves (find_spec only: the engine itself is not imported) and its PEP 610 editable
 # source; the package name comes in SD_PKG (sglang, vllm).
-SGLANG_ORIGIN = ("import importlib.util, json, os, sys\n"
-                 "p = os.environ.pop('SD_PKG')\n"
-                 "s = importlib.util.find_spec(p)\n"
-                 "try:\n"
-                 "    import importlib.metadata as md\n"
-                 "    u = json.loads(md.distribution(p).read_text('direct_url.json') or 'null')\n"
-                 "except Exception:\n"
-                 "    u = None\n"
-                 "e = u.get('url') if isinstance(u, dict) and (u.get('dir_info') or {}).get('editable') else None\n"
-                 "print(json.dumps({'origin': s and s.origin, 'locations': list(s.submodule_search_locations or []) "
-                 "if s else [], 'executable': sys.executable, 'cwd': os.getcwd(), 'editable': e}))\n")
+SGLANG_ORIGIN = remote_text("engine_origin.py")
 
 
 def resolve_origin(host: Host, python: str, env: dict[str, str], cwd: str | None,
@@ -485,17 +475,16 @@ class _Injected(NamedTuple):
     problems: list[str]
 
 
+_INJECTED_SCRIPT = remote_command("injected_env.sh")
+
+
 def _injected(host: Host, python: str, conf_file: str | None, path: str | None = None) -> _Injected:
     """The sitecustomize path, the variables the interpreter's start-up hooks set (observed stage by stage:
     tools/startup_hooks.py; the sitecustomize text read too), nccl.conf values and the files read — one command."""
-    script = (
-        'echo @@site; "$SD_PY" -c "import sitecustomize, sys; print(sitecustomize.__file__)" 2>/dev/null; '
-        # NCCL's order (src/misc/param.cc): the NCCL_CONF_FILE file, else ~/.nccl.conf, then /etc/nccl.conf; the
-        # first file to set a name wins (setenv without overwrite), so the first value read here is the effective one
-        'echo @@conf; for f in "${SD_NCCL_CONF:-$HOME/.nccl.conf}" /etc/nccl.conf; do '
-        'if [ -r "$f" ]; then echo "##file $f"; cat "$f"; echo; fi; done; '
-        f'echo @@hooks; {PROBE_SH}'
-    )
+    # NCCL's order (src/misc/param.cc): the NCCL_CONF_FILE file, else ~/.nccl.conf, then /etc/nccl.conf; the first
+    # file to set a name wins (setenv without overwrite), so the first value the script reads is the effective one.
+    # Its last part is startup_hooks_probe.sh, verbatim.
+    script = _INJECTED_SCRIPT
     env = probe_env(python, path)
     if path and "/" not in python:
         env["PATH"] = path  # resolve a bare `python` the way the server's own environment did

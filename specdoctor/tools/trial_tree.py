@@ -23,6 +23,7 @@ from specdoctor.parsers.git import Ambiguous, ambiguous_lines, select_hunks
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.manifest import decode_name, encode_name, take_manifest
 from specdoctor.tools.patch_script import script_command
+from specdoctor.tools.remote import remote_command
 from specdoctor.tools.server import resolve_origin
 
 __all__ = ["SourceChange", "TrialSource", "TreeInput", "TrialTree", "RemoveInput", "Removed", "OriginInput",
@@ -292,10 +293,7 @@ def _pythonpath(ctx: ToolContext, tree: str) -> str:
 
 # New files after the script started, outside the tree: under $HOME and beside the checkout (the checkout itself
 # is compared file by file with its manifest). /tmp is left out: other users' processes write there all the time.
-_FIND_NEW = ("{ find \"$HOME\" -xdev \\( -path \"$HOME/.specdoctor\" -o -path \"$3\" \\) -prune -o -newer \"$1\" "
-             "\\( -type f -o -type l \\) -print; find \"$2\" -mindepth 1 -maxdepth 3 -xdev \\( -path \"$3\" -o "
-             "-path \"$HOME\" -o -path \"$HOME/.specdoctor\" \\) -prune -o -newer \"$1\" \\( -type f -o -type l \\) "
-             "-print; } 2>/dev/null | sort -u | head -n 50")
+_FIND_NEW = remote_command("find_new.sh")
 
 
 def _run_script(ctx: ToolContext, src: TrialSource, tree: str, args: TreeInput, out: TrialTree) -> None:

@@ -1,0 +1,1 @@
+cd "$SD_REPO" 2>/dev/null && { git rev-parse HEAD && echo @@diff && git diff --binary HEAD && echo @@untracked && git ls-files -z -o --exclude-standard | LC_ALL=C sort -z | xargs -0 -r sha256sum --; } | sha256sum | cut -c1-64

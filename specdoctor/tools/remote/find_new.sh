@@ -1,0 +1,1 @@
+{ find "$HOME" -xdev \( -path "$HOME/.specdoctor" -o -path "$3" \) -prune -o -newer "$1" \( -type f -o -type l \) -print; find "$2" -mindepth 1 -maxdepth 3 -xdev \( -path "$3" -o -path "$HOME" -o -path "$HOME/.specdoctor" \) -prune -o -newer "$1" \( -type f -o -type l \) -print; } 2>/dev/null | sort -u | head -n 50

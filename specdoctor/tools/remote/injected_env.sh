@@ -1,0 +1,1 @@
+echo @@site; "$SD_PY" -c "import sitecustomize, sys; print(sitecustomize.__file__)" 2>/dev/null; echo @@conf; for f in "${SD_NCCL_CONF:-$HOME/.nccl.conf}" /etc/nccl.conf; do if [ -r "$f" ]; then echo "##file $f"; cat "$f"; echo; fi; done; echo @@hooks; env -i PATH="${SD_PATH:-/usr/local/bin:/usr/bin:/bin}" HOME="$HOME" "$SD_PY" -S -c "$SD_PROBE" 2>&1; true

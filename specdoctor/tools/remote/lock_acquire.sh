@@ -1,0 +1,1 @@
+set -e; mkdir -p "$(dirname "$1")"; tmp="$1.$3"; printf %s "$2" > "$tmp"; if ln "$tmp" "$1" 2>/dev/null; then rm -f "$tmp"; echo ACQUIRED; else rm -f "$tmp"; echo HELD; stat -c %Y "$1" 2>/dev/null || echo 0; cat "$1" 2>/dev/null; fi

@@ -26,7 +26,6 @@ from typing import Annotated, Any, TypedDict
 
 from pydantic import BaseModel, JsonValue, ValidationError
 
-import specdoctor.tools  # noqa: F401  (registers the built-in tools, whose output models the view checks)
 from specdoctor.diagnosis.facts import RunFacts, checked_facts
 from specdoctor.errors import UsageError
 from specdoctor.models import Decision

@@ -11,6 +11,7 @@ from typing import Any
 
 from specdoctor.host.base import Host
 from specdoctor.inference import InferenceEngine, engine_for_launch, get_engine, resolve_engine
+from specdoctor.toolkit.builtin import builtin_engine_detectors
 
 __all__ = ["ToolContext", "ApprovalRequest", "register_engine_detector", "run_engine_on"]
 
@@ -19,8 +20,8 @@ _DETECTORS: list[EngineDetector] = []
 
 
 def register_engine_detector(detector: EngineDetector) -> None:
-    """A way to tell the engine from what runs on a host (the tools' process listing registers one): tried, in
-    order, when a context's engine was not given, after the host's launch hint."""
+    """A way to tell the engine from what runs on a host, for an embedder: tried, in order, when a context's
+    engine was not given, after the host's launch hint and the catalogue's own (the tools' process listing)."""
     if detector not in _DETECTORS:
         _DETECTORS.append(detector)
 
@@ -34,7 +35,7 @@ def _detect(host: Host) -> InferenceEngine:
     """The host's engine: its launch hint, else the registered detectors, else `resolve_engine`'s `ps` look."""
     hint = host.hints.launch if host.hints is not None else None
     found = engine_for_launch(hint) if hint else None
-    for detector in _DETECTORS if found is None else []:
+    for detector in [*builtin_engine_detectors(), *_DETECTORS] if found is None else []:
         found = detector(host)
         if found is not None:
             break

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import importlib
 import inspect
 import time
 import typing
@@ -24,10 +23,11 @@ from specdoctor.errors import (
     UsageError,
 )
 from specdoctor.host.redact import redact_text
+from specdoctor.toolkit.builtin import builtin_tools
 from specdoctor.toolkit.context import ApprovalRequest, ToolContext
 from specdoctor.toolkit.result import ToolResult
 
-__all__ = ["Effect", "ResultShapeError", "ToolSpec", "ToolRegistry", "registry", "tool"]
+__all__ = ["Effect", "ResultShapeError", "ToolMark", "ToolSpec", "ToolRegistry", "registry", "tool", "tool_mark"]
 
 Effect = Literal["read", "mutate", "disrupt"]
 M = TypeVar("M", bound=BaseModel)
@@ -80,6 +80,13 @@ class ToolRegistry:
         spec = ToolSpec(tool_name, fn, input_model, output_model, effect, inspect.cleandoc(fn.__doc__ or ""))
         self._tools[tool_name] = spec
         return spec
+
+    def register_declared(self, fn: Callable) -> ToolSpec:
+        """Register a function declared with `@tool`, with the effect and name it declares."""
+        mark = tool_mark(fn)
+        if mark is None:
+            raise UsageError(f"{getattr(fn, '__name__', fn)!r} is not declared with @tool, so it is not a tool")
+        return self.register(fn, effect=mark.effect, name=mark.name)
 
     def unregister(self, name: str) -> None:
         """Remove a tool (tests and embedders that register temporary tools clean up with this)."""
@@ -196,30 +203,45 @@ def _summary(output: BaseModel, spec: ToolSpec) -> str:
 registry = ToolRegistry()
 
 
+TOOL_MARK = "__specdoctor_tool__"
+"""The attribute `@tool` sets on a function: its `ToolMark`."""
+
+
+@dataclass(frozen=True)
+class ToolMark:
+    """What `@tool` declares about a function: its effect and, when not the function's name, its tool name."""
+
+    effect: Effect
+    name: str | None = None
+
+
 def tool(effect: Effect = "read", name: str | None = None) -> Callable[[Callable], Callable]:
-    """Decorator: register a typed tool in the global registry."""
+    """Decorator: declare a typed tool's effect (and name). It registers nothing: the registry registers what the
+    catalogue (`specdoctor/tools/catalogue.py`) lists, so importing a module never changes the registry."""
 
     def deco(fn: Callable) -> Callable:
-        registry.register(fn, effect=effect, name=name)
+        setattr(fn, TOOL_MARK, ToolMark(effect, name))
         return fn
 
     return deco
 
 
-# The built-in tool catalogue, named rather than imported: the toolkit is the framework tools are written
-# with, so it sits below them (import-linter checks that); the registry loads its catalogues on first use,
-# the way a plugin host loads plugins by name.
-BUILTIN_CATALOGUES: tuple[str, ...] = ("specdoctor.tools",)
+def tool_mark(fn: Callable) -> ToolMark | None:
+    """The `@tool` declaration of `fn`, None when it has none."""
+    mark = getattr(fn, TOOL_MARK, None)
+    return mark if isinstance(mark, ToolMark) else None
+
+
 _loaded = False
 
 
 def load_builtin_tools() -> None:
-    """Import the built-in catalogue (`specdoctor.tools`) once, so its modules register their tools."""
+    """Register the built-in catalogue's tools (`specdoctor.tools.catalogue.TOOLS`) once, on first use."""
     global _loaded
     if not _loaded:
         _loaded = True
-        for name in BUILTIN_CATALOGUES:
-            importlib.import_module(name)
+        for fn in builtin_tools():
+            registry.register_declared(fn)
 
 
 def _unknown_keys(model: type[BaseModel], args: dict[str, Any]) -> list[str]:

@@ -1,45 +1,13 @@
-"""specdoctor's typed tools, one module per family, and the catalogue of those families.
+"""specdoctor's typed tools, one module per family; `catalogue.py` lists them, and the registry is built from it.
 
-The catalogue below is the one place that says which families exist: importing this package imports each of them
-once, and each registers its tools with `specdoctor.toolkit.registry`. No family imports another only to have it
-registered (those imports made the package's import circles), so a new family is one module plus one line here.
+Importing this package imports no family: a family is imported where it is used, and the registry imports the
+catalogue (`specdoctor.tools.catalogue`) on first use. What is here is the embedding API over the registry.
 """
 
 from collections.abc import Iterable
 from typing import Any, Literal
 
 from specdoctor.toolkit import Effect, registry
-from specdoctor.tools import (  # noqa: F401  (the catalogue: every family that registers tools)
-    backup_mirror,
-    bisect,
-    breakeven,
-    breakeven_empirical,
-    commit_bisect,
-    commits,
-    deltas,
-    fingerprint,
-    gates,
-    hardware_probe,
-    host,
-    launch,
-    manifest,
-    measure,
-    nccl,
-    nccl_promote,
-    phase_times,
-    plan,
-    repo,
-    server,
-    trial_env,
-    trial_tree,
-    user_server,
-    worktree,
-)
-
-FAMILIES = ("backup_mirror", "bisect", "breakeven", "breakeven_empirical", "commit_bisect", "commits", "deltas",
-            "fingerprint", "gates", "hardware_probe", "host", "launch", "manifest", "measure", "nccl", "nccl_promote",
-            "phase_times", "plan", "repo", "server", "trial_env", "trial_tree", "user_server", "worktree")
-"""The tool families of the catalogue, by module name (a test checks it against the modules that register tools)."""
 
 __all__: list[str] = []
 

@@ -21,7 +21,6 @@ from specdoctor.parsers.proc_table import parse_proc_table
 from specdoctor.parsers.sections import split_sections
 from specdoctor.parsers.sglang import BodyError, ServerInfo, parse_body
 from specdoctor.toolkit import ToolContext, tool
-from specdoctor.toolkit.context import register_engine_detector
 from specdoctor.tools.remote import remote_command, remote_text
 from specdoctor.tools.startup_hooks import parse_hooks, probe_env
 
@@ -732,5 +731,3 @@ def _engine_on_host(host: Host) -> InferenceEngine | None:
     names = {s.engine for s in find_servers(list_processes(host)) if s.engine}
     return get_engine(names.pop()) if len(names) == 1 else None
 
-
-register_engine_detector(_engine_on_host)

@@ -9,7 +9,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from specdoctor.engine.actions import ACTIONS, ActionOutcome
+from specdoctor.engine.actions import ActionOutcome
+from specdoctor.engine.actions.catalogue import ACTIONS
 from specdoctor.engine.budget import budget_blocker
 from specdoctor.engine.context import RunDeps
 from specdoctor.engine.dry_run import plan_step, runs_in_dry_run

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from specdoctor.diagnosis.facts import RunFacts
-from specdoctor.engine.actions import ACTIONS
+from specdoctor.engine.actions.catalogue import ACTIONS
 from specdoctor.engine.playbook import STANDARD_PARAMS, Playbook, Step, read_playbook
 from specdoctor.engine.predicates import PREDICATES
 from specdoctor.errors import UsageError

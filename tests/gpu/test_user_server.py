@@ -249,7 +249,7 @@ def test_crash_then_restore_brings_the_users_server_back(tmp_path, monkeypatch):
 def test_ctrl_c_mid_run_brings_the_users_server_back(tmp_path, monkeypatch):
     import dataclasses
 
-    from specdoctor.engine.actions import ACTIONS
+    from specdoctor.engine.actions.catalogue import ACTIONS
 
     def interrupted(*_: Any) -> Any:
         raise KeyboardInterrupt  # Ctrl-C while a trial runs on the freed GPUs

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from specdoctor.engine.state import Decision
 from specdoctor.toolkit import ToolResult, registry
 
-__all__ = ["ActionOutcome", "ActionSpec", "ACTIONS", "action", "call_tool"]
+__all__ = ["ActionOutcome", "ActionSpec", "action", "action_spec", "call_tool"]
 
 
 class ActionOutcome(BaseModel):
@@ -44,19 +44,27 @@ class ActionSpec:
     args: tuple[str, ...] | None = None
 
 
-ACTIONS: dict[str, ActionSpec] = {}
+ACTION_SPEC = "__specdoctor_action__"
+"""The attribute `@action` sets on a function: its `ActionSpec`."""
 
 
 def action(effect: str, args: tuple[str, ...] | None = None
            ) -> Callable[[Callable[..., ActionOutcome]], Callable[..., ActionOutcome]]:
-    """Register an action; `args` lists the step arguments it reads, so a playbook's typo fails at load."""
+    """Declare an action; `args` lists the step arguments it reads, so a playbook's typo fails at load. It registers
+    nothing: the action catalogue (`engine/actions/catalogue.py`) lists the actions a playbook can name."""
 
     def deco(fn: Callable[..., ActionOutcome]) -> Callable[..., ActionOutcome]:
-        ACTIONS[fn.__name__] = ActionSpec(fn.__name__, fn, effect, (fn.__doc__ or "").strip().splitlines()[0],
-                                          args)
+        setattr(fn, ACTION_SPEC, ActionSpec(fn.__name__, fn, effect,
+                                            (fn.__doc__ or "").strip().splitlines()[0], args))
         return fn
 
     return deco
+
+
+def action_spec(fn: Callable[..., ActionOutcome]) -> ActionSpec | None:
+    """The `@action` declaration of `fn`, None when it has none."""
+    spec = getattr(fn, ACTION_SPEC, None)
+    return spec if isinstance(spec, ActionSpec) else None
 
 
 def call_tool(deps: Any, name: str, args: dict[str, Any], results: dict[str, Any] | None = None,
@@ -68,5 +76,3 @@ def call_tool(deps: Any, name: str, args: dict[str, Any], results: dict[str, Any
         results[key or name] = result.model_dump(mode="json")
     return result
 
-
-from specdoctor.engine.actions import attribute, conclude, measure, nccl, plan, subtract, user_server  # noqa: E402,F401,E501  (register actions)

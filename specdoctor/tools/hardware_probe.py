@@ -18,6 +18,7 @@ from specdoctor.parsers.sections import split_sections
 from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.fingerprint import _aliases, _load
+from specdoctor.tools.remote import remote_command
 
 __all__ = ["ProbeInput", "LinkProbe", "ClockProbe", "ProcessProbe", "HardwareProbe", "probe_hardware"]
 
@@ -118,14 +119,13 @@ _R = ["clocks_event_reasons.applications_clocks_setting", "clocks_event_reasons.
       "clocks_event_reasons.hw_slowdown", "clocks_event_reasons.sw_thermal_slowdown"]
 _R_OLD = [r.replace("clocks_event_reasons", "clocks_throttle_reasons") for r in _R]
 
+# the _Q readings, the _R clock-event reasons (by their older _R_OLD names where a driver lacks those) and the
+# default application clocks
+_GPU_READINGS = remote_command("gpu_readings.sh")
+
 
 def _read_gpus(ctx: ToolContext) -> tuple[list[dict[str, str | None]], dict[int, list[str]]]:
-    script = ("echo @@q; nvidia-smi --query-gpu=" + ",".join(_Q) + " --format=csv,noheader,nounits 2>&1; "
-              "echo @@r; nvidia-smi --query-gpu=index," + ",".join(_R) + " --format=csv,noheader 2>/dev/null || "
-              "nvidia-smi --query-gpu=index," + ",".join(_R_OLD) + " --format=csv,noheader 2>&1; echo @@d; "
-              "nvidia-smi --query-gpu=index,clocks.default_applications.graphics --format=csv,noheader,nounits "
-              "2>/dev/null; true")
-    res = ctx.host.run(Raw(script), check="ignore", timeout=60)
+    res = ctx.host.run(Raw(_GPU_READINGS), check="ignore", timeout=60)
     sec = {k: "\n".join(v) for k, v in split_sections(res.stdout).items()}
     q, r, d = sec.get("q", ""), sec.get("r", ""), sec.get("d", "")
     rows = parse_query_csv(q.strip(), _Q)

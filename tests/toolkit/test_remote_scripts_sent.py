@@ -87,7 +87,14 @@ def _hooks(ctx: ToolContext) -> None:
     observe_startup_hooks(ctx.host, "python3")
 
 
+def _gpu_readings(ctx: ToolContext) -> None:
+    from specdoctor.tools.hardware_probe import _read_gpus
+
+    _read_gpus(ctx)
+
+
 CASES: list[tuple[str, Callable[[ToolContext], Any]]] = [
+    ("gpu_readings.sh", _gpu_readings),
     ("fingerprint.sh", _fingerprint), ("python_facts.py", _fingerprint), ("box_state.sh", _box_state),
     ("lock_acquire.sh", _lock), ("port_holder.py", _port_hold), ("engine_origin.py", _origin),
     ("injected_env.sh", _injected), ("startup_hooks_probe.py", _injected), ("startup_hooks_probe.sh", _hooks),
@@ -113,6 +120,11 @@ def test_a_script_that_holds_another_holds_it_verbatim() -> None:
 def test_the_query_fields_the_parsers_read_are_the_ones_the_scripts_ask_for() -> None:
     from specdoctor.tools.deltas import _GPU_FIELDS
     from specdoctor.tools.fingerprint import _QUERY
+    from specdoctor.tools.hardware_probe import _Q, _R, _R_OLD
+
+    readings = _file("gpu_readings.sh")
+    assert "--query-gpu=" + ",".join(_Q) + " " in readings
+    assert "--query-gpu=index," + ",".join(_R) + " " in readings and ",".join(_R_OLD) + " " in readings
 
     assert "--query-gpu=" + ",".join(_QUERY) + " " in _file("fingerprint.sh")
     assert "--query-gpu=" + ",".join(_GPU_FIELDS) + " " in _file("box_state.sh")

@@ -25,7 +25,7 @@ print(json.dumps({
     "specdoctor": specdoctor.__file__,
     "tools": specdoctor.tools.__file__,
     "playbooks": sorted(p.name for p in r.files("specdoctor.playbooks").iterdir() if p.name.endswith(".yaml")),
-    "remote": sorted(p.name for p in r.files("specdoctor.tools.remote").iterdir() if p.name.endswith(".py")),
+    "remote": sorted(p.name for p in r.files("specdoctor.tools.remote").iterdir() if p.name.endswith((".py", ".sh"))),
 }))
 """
 
@@ -70,7 +70,7 @@ def test_wheel_contains_every_package_tool_playbook_and_remote_script(wheel: Pat
     expected = {f"specdoctor/{p.relative_to(ROOT / 'specdoctor')}" for p in (ROOT / "specdoctor").rglob("__init__.py")
                 if "standin" not in p.parts}  # every sub-package: an unlisted one silently goes missing
     expected |= {f"specdoctor/tools/{p.relative_to(ROOT / 'specdoctor' / 'tools')}"
-                 for p in (ROOT / "specdoctor" / "tools").rglob("*.py")}
+                 for ext in ("*.py", "*.sh") for p in (ROOT / "specdoctor" / "tools").rglob(ext)}
     expected |= {f"specdoctor/playbooks/{p.name}" for p in (ROOT / "specdoctor" / "playbooks").glob("*.yaml")}
     assert "specdoctor/tools/host.py" in expected and "specdoctor/playbooks/__init__.py" in names
     assert sorted(expected - names) == []
@@ -84,7 +84,8 @@ def test_installed_wheel_runs_the_cli_and_finds_its_resources(venv: Path, tmp_pa
     assert Path(found["specdoctor"]).is_relative_to(venv), found  # the wheel's copy, not the editable one
     assert Path(found["tools"]).is_relative_to(venv)
     assert found["playbooks"] == sorted(p.name for p in (ROOT / "specdoctor" / "playbooks").glob("*.yaml"))
-    assert found["remote"] == sorted(p.name for p in (ROOT / "specdoctor" / "tools" / "remote").glob("*.py"))
+    assert found["remote"] == sorted(p.name for p in (ROOT / "specdoctor" / "tools" / "remote").iterdir()
+                                     if p.suffix in (".py", ".sh"))
 
     helped = _run(venv, "specdoctor", "--help", cwd=tmp_path)
     assert helped.returncode == 0 and "Usage: specdoctor" in helped.stdout, helped.stderr

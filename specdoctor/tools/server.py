@@ -366,11 +366,24 @@ class ServerEnvs(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
+#: Fewest leading variables lost before a worker's environ counts as overwritten from its start (a launcher that
+#: drops one or two variables which happen to come first is still seen dropping them).
+PREFIX_LOST_MIN = 3
+
+
 def overwritten(env: dict[str, str], main: dict[str, str]) -> bool:
-    """A worker's /proc/PID/environ that its title overwrote (setproctitle reuses the argv+environ area; seen on
-    SGLang 0.5.17's sglang::scheduler): PATH and most of what the main has are gone while SGLang's own additions
-    (written last) remain. A launcher that drops a few variables leaves PATH and the rest in place."""
-    return "PATH" in main and "PATH" not in env and len(set(main) & set(env)) < len(main) / 2
+    """A worker's /proc/PID/environ that its title overwrote (setproctitle reuses the argv+environ area from its
+    start). Seen twice on real servers: SGLang 0.5.17's sglang::scheduler keeps only SGLang's own additions
+    (written last; PATH and most of the main's gone); vLLM 0.26's VLLM::EngineCore keeps the later part of the
+    area (PATH, CUDA_HOME, VLLM_NO_USAGE_STATS) and loses its first variables (CUDA_VERSION, NCCL_VERSION,
+    VLLM_DO_NOT_TRACK, …). A worker spawned from the main's os.environ lists the variables in the main's order, so
+    the second shape is every lost variable standing before every kept one. A launcher drops variables by name,
+    wherever they stand, and leaves PATH and the rest in place."""
+    if "PATH" in main and "PATH" not in env and len(set(main) & set(env)) < len(main) / 2:
+        return True
+    lost = [i for i, name in enumerate(main) if name not in env]
+    kept = [i for i, name in enumerate(main) if name in env]
+    return bool(kept) and len(lost) >= PREFIX_LOST_MIN and max(lost) < min(kept)
 
 
 def server_environs(host: Host, s: Server) -> ServerEnvs:

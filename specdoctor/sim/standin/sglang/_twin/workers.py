@@ -219,6 +219,8 @@ def worker_main(role: str, rank: int, payload: dict) -> None:
         result = evaluate(twin, dict(os.environ), args, present, live_contention(sandbox_root(), twin))
         if payload.get("engine") == "vllm":  # the vLLM front logs its own start-up lines
             _emit({"ready": True, "perf": result})
+            if payload.get("title_hides_env") is not None:
+                _hide_environ(payload["title_hides_env"])
             while True:
                 time.sleep(3600)
         log("Init torch distributed begin.", tag)

@@ -18,7 +18,7 @@ from http.server import ThreadingHTTPServer
 from vllm._twin.config import load_twin, sandbox_root
 from vllm._twin.gpumem import check_launch, launch_seconds, memory_config
 from vllm._twin.perf import gpus_for
-from vllm._twin.workers import proc_starttime, spawn_children
+from vllm._twin.workers import proc_starttime, spawn_children, start_resource_tracker
 
 from .args import FlagError, parse_args
 from .http import make_handler
@@ -102,8 +102,12 @@ def main(argv: list[str], entry: str) -> int:
     for name in twin["server"].get("worker_env_drop") or []:
         worker_env.pop(name, None)
     worker_env.update(twin["server"].get("worker_env_set") or {})
+    # As on the real 0.26 box (H100, 2026-12-06): multiprocessing's untitled resource_tracker beside the engine
+    # core, and the engine core's /proc/PID/environ losing its first variables to its title (the later ones kept).
+    tracker = start_resource_tracker(worker_env)
+    keys = list(worker_env)
     children = spawn_children(tp, worker_env, {"tp": tp, "parent": os.getpid(), "args": args, "engine": "vllm",
-                                               "title_hides_env": None})
+                                               "title_hides_env": keys[len(keys) // 2:]})
     gpus = gpus_for(hw, worker_env, tp, 0)
     pid_dir = os.path.join(root, "run", "pids")
     os.makedirs(pid_dir, exist_ok=True)
@@ -119,7 +123,7 @@ def main(argv: list[str], entry: str) -> int:
         json.dump({"port": args["port"], "procs": procs}, fh)
 
     def stop_children() -> None:
-        for _, p in children:
+        for _, p in [*children, ("resource_tracker", tracker)]:
             if p.poll() is None:
                 p.kill()
         for _, p in children:

@@ -34,6 +34,9 @@ if [ ! -f /root/.vllm-installed ]; then
   $GIT -C /root/vllm commit -q -m "vLLM v0.26.0 (vllm/ from the released wheel; precompiled .so files ignored)"
   git -C /root/vllm tag v0.26.0
   $PY -m pip uninstall -q -y vllm
+  # the kernel library decompressed above is in no RECORD: uninstall leaves site-packages/vllm/ holding it, a
+  # namespace package that shadows the editable checkout ("cannot import name 'SamplingParams' from 'vllm'")
+  rm -rf "$SITE/vllm"
   $PY -m pip install -q --no-index --no-deps --no-build-isolation --disable-pip-version-check -e /root/vllm
   touch /root/.vllm-installed
   log "vllm into $PY + editable checkout in $((SECONDS - t0)) s"
@@ -43,7 +46,7 @@ if [ ! -f /root/models/target/tokenizer.json ]; then
   $PY "$SRC"/benchmarks/real_sglang/make_models.py /root/models /root/vllm/vllm/v1
 fi
 mkdir -p /root/prof
-$PY -c "import vllm, sys; print('vllm', vllm.__version__, 'from', vllm.__file__)"
+$PY -c "import vllm; print('vllm', vllm.__version__, 'from', vllm.__file__)"
 command -v vllm
 /root/sd/bin/specdoctor --version
 git -C /root/vllm status --short | head -5

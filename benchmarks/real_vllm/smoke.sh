@@ -13,7 +13,7 @@ S=/root/results/smoke; rm -rf "$S"; mkdir -p "$S"
 PY=$(command -v python3); VLLM=$(dirname "$PY")/vllm
 PORT=${SMOKE_PORT:-30100}
 U=http://127.0.0.1:$PORT
-export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 VLLM_DO_NOT_TRACK=1
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 VLLM_NO_USAGE_STATS=1 VLLM_DO_NOT_TRACK=1 VLLM_USE_FLASHINFER_SAMPLER=0
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 log() { echo "[smoke $(date +%T)] $*" | tee -a "$S/smoke.log"; }
 
@@ -67,7 +67,9 @@ print(shlex.join(launch_argv("/root/models", int(sys.argv[2]), sys.argv[3], extr
 nvidia-smi > "$S/nvidia-smi.txt" 2>&1
 "$PY" -c "import vllm, torch; print('vllm', vllm.__version__, 'torch', torch.__version__, torch.cuda.get_device_name())" 2>&1 | tee -a "$S/smoke.log"
 rc=0
-try main || { rc=1; try eager --enforce-eager || true; }
+# SMOKE_EXTRA: more flags for the stories' line (e.g. --enforce-eager); a start that fails is tried again eager
+# shellcheck disable=SC2086
+try main ${SMOKE_EXTRA:-} || { rc=1; [ -n "${SMOKE_EXTRA:-}" ] || try eager --enforce-eager || true; }
 find "$S" -type f -size +12M -printf 'too big to bring back: %s %p\n' -delete | tee -a "$S/smoke.log"
 tar -C /root/results -czf "$OUT/smoke.tar.gz" smoke
 log "smoke done in $SECONDS s: $([ $rc = 0 ] && echo 'the stories line served' || echo 'the stories line did NOT serve')"

@@ -43,7 +43,10 @@ PROPOSER = "vllm/v1/spec_decode/llm_base_proposer.py"  # EagleProposer's propose
 ENGINE = {"engine": "vllm"}
 
 # vLLM reads no acceptance variable: the launch line forces it (launch.py). Usage stats off: the box is offline.
+# FlashInfer is not in the image: 0.26's sampler imports it unless VLLM_USE_FLASHINFER_SAMPLER=0
+# (v1/sample/ops/topk_topp_sampler.py:38-44; the first real start died on `No module named 'flashinfer'`).
 run.ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1", "VLLM_DO_NOT_TRACK": "1",
+           "VLLM_USE_FLASHINFER_SAMPLER": "0",
            **json.loads(os.environ.get("STORIES_ENV", "{}")), **run.NVLS_OFF}
 FLAGS = shlex.split(os.environ.get("STORIES_FLAGS", ""))  # a rehearsal's own flags (the twin's launch line)
 

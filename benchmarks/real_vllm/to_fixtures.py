@@ -2,7 +2,7 @@
 
 The story runner keeps vLLM's own answers around the good run in OUT/capture (version.json, models.json,
 metrics-before.txt, metrics-after.txt, server.log, launch.txt); tests/sim/test_conformance_vllm_026.py picks every
-folder under tests/fixtures/real-vllm/ up as a `real` set. The box's folders (/root/...) become /box/..., so no
+folder under tests/fixtures/real-vllm/ up as a `real` set. The box's folders (/root/...) become /box/... and the image's venv /venv/..., so no
 machine path is committed; a file with anything else that looks like a secret (a token, a key) stops the copy.
 
 Usage: python to_fixtures.py RESULTS_DIR NAME [DEST_ROOT]   (RESULTS_DIR: the unpacked results/, holding capture/;
@@ -20,8 +20,8 @@ SECRET = re.compile(r"(?i)(hf_[A-Za-z0-9]{20,}|api[_-]?key\s*[=:]\s*\S{8,}|BEGIN
 
 
 def scrub(text: str) -> str:
-    """The box's own folders out of a file's text (the models, the checkout, the work folder)."""
-    return re.sub(r"/root/", "/box/", text)
+    """The box's own folders out of a file's text (the models, the checkout, the work folder; the image's venv)."""
+    return re.sub(r"/opt/torch/\.venv/", "/venv/", re.sub(r"/root/", "/box/", text))
 
 
 def main() -> None:

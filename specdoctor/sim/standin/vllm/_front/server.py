@@ -168,11 +168,12 @@ def main(argv: list[str], entry: str) -> int:
          f"speculative_config={spec!r}, tensor_parallel_size={tp}, enforce_eager={args.get('enforce_eager')}",
          where="core.py:117", proc="EngineCore")
     weights = memory_config(twin, args).weights_gb / tp
-    vlog(f"Model loading took {weights:.2f} GiB memory and {lt.load_s + lt.draft_load_s:.6f} seconds",
-         where="gpu_model_runner.py:5348", proc="EngineCore")
+    # model runner v2's lines, as the real 0.26 server wrote them (H100, 2026-12-06: worker/gpu/model_runner.py)
+    vlog(f"Model loading took {weights:.2f} GiB and {lt.load_s + lt.draft_load_s:.6f} seconds",
+         where="model_runner.py:305", proc="EngineCore")
     if not args["disable_cuda_graph"]:
         vlog(f"Graph capturing finished in {lt.graph_s + lt.draft_graph_s:.0f} secs, took 0.61 GiB",
-             where="gpu_model_runner.py:6845", proc="EngineCore")
+             where="model_runner.py:747", proc="EngineCore")
     seed = int(twin.get("seed", 0)) * 1000003 + _launch_counter(root)
     engine = VllmEngine(perf, args, version, seed, float(twin.get("time_scale", 200.0)),
                         int(twin["server"].get("max_total_num_tokens", 400000)))

@@ -23,6 +23,7 @@ class VllmEngine(Engine):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.created = time.time()  # prometheus_client's `_created` sample of every counter
         self.drafts = 0
         self.draft_tokens = 0
         self.accepted = 0
@@ -95,10 +96,14 @@ class VllmEngine(Engine):
         out = []
         for kind, name, help_, value in rows:
             out += [f"# HELP {name} {help_}", f"# TYPE {name} {kind}", f"{name}{{{labels}}} {float(value)}"]
+            if kind == "counter":  # as the real 0.26 /metrics has it (H100, 2026-12-06): a `_created` gauge each
+                out += self._created(name, help_, [labels])
         if self.perf["speculative"]:  # spec_decode/metrics.py:252, one series a draft position
             name = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
             out += [f"# HELP {name} Accepted tokens per draft position.", f"# TYPE {name} counter"]
             out += [f'{name}{{{labels},position="{pos}"}} {float(n)}' for pos, n in enumerate(self.accepted_per_pos)]
+            out += self._created(name, "Accepted tokens per draft position.",
+                                 [f'{labels},position="{pos}"' for pos in range(len(self.accepted_per_pos))])
         # Histograms in model seconds (v1/metrics/loggers.py:797, :913): what the server's own clock says.
         for name, help_, total in (("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
                                     self.ttft_sum),
@@ -108,3 +113,9 @@ class VllmEngine(Engine):
                     f'{name}_bucket{{{labels},le="+Inf"}} {float(self.requests_total)}',
                     f"{name}_count{{{labels}}} {float(self.requests_total)}", f"{name}_sum{{{labels}}} {total}"]
         return "\n".join(out) + "\n"
+
+    def _created(self, counter: str, help_: str, label_sets: list[str]) -> list[str]:
+        """prometheus_client's companion gauge of a counter: NAME_created (without `_total`), the series' start."""
+        name = counter.removesuffix("_total") + "_created"
+        return [f"# HELP {name} {help_}", f"# TYPE {name} gauge",
+                *[f"{name}{{{lbl}}} {self.created}" for lbl in label_sets]]

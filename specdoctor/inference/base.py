@@ -27,6 +27,11 @@ class InferenceEngine(Protocol):
         ...
 
     @property
+    def display_name(self) -> str:
+        """The engine's name as its project writes it (SGLang, vLLM): for the words a user reads."""
+        ...
+
+    @property
     def version(self) -> str | None:
         """The version this object speaks for; None: tolerant of every supported version."""
         ...

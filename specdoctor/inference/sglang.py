@@ -73,6 +73,7 @@ class SGLang:
     """SGLang at one version (None: tolerant of 0.5.9, 0.5.17 and 0.5.23 shapes alike)."""
 
     name: str = "sglang"
+    display_name: str = "SGLang"
     package: str = "sglang"
     health_path: str = "/health_generate"  # /health also generates by default, /health_generate always does
     liveness_path: str = "/health"

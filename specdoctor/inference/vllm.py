@@ -53,6 +53,7 @@ class VLLM:
     """vLLM at one version (None: tolerant; the shapes are 0.26's)."""
 
     name: str = "vllm"
+    display_name: str = "vLLM"
     package: str = "vllm"
     health_path: str = "/health"  # serve/instrumentator/health.py:22 (checks the engine core)
     liveness_path: str = "/version"  # serve/instrumentator/basic.py:53 (answers without the engine)

@@ -239,7 +239,7 @@ def fingerprint(ctx: ToolContext, args: FingerprintInput) -> Fingerprint:
     if servers:
         _record_server(ctx, fp, servers[0])
     else:
-        fp.problems.append(f"{server_problem or 'no SGLang server running'}: worker env not recorded")
+        fp.problems.append(f"{server_problem or 'no engine server running'}: worker env not recorded")
     return fp
 
 

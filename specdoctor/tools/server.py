@@ -271,11 +271,12 @@ def select_server(servers: list[Server], *, port: int | None = None, repo: str |
 
 def locate_servers(host: Host, port: int | None = None, repo: str | None = None, *,
                    exactly_one: bool = False) -> ServerList:
-    """The host user's SGLang servers (with log, cwd, owner), narrowed by port or checkout; see find_server_processes."""
+    """The host user's engine servers (with log, cwd, owner), narrowed by port or checkout; see find_server_processes."""
     servers = find_servers(list_processes(host), port)
     if not servers:
         where = f" on port {port}" if port else ""
-        raise NoData(f"no SGLang server running{where} (looked for sglang.launch_server / sglang serve)")
+        raise NoData(f"no inference server running{where} (looked for sglang.launch_server / sglang serve / "
+                     "vllm serve / vllm.entrypoints.openai.api_server)")
     me = _where(host, servers)
     others = [s for s in servers if me is not None and s.uid is not None and s.uid != me]
     mine = [s for s in servers if s not in others]

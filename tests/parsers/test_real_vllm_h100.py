@@ -7,7 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from specdoctor.inference import get_engine
-from specdoctor.parsers.vllm import accept_length_between, parse_vllm_metrics, spec_counters, startup_cuda_graph
+from specdoctor.parsers.vllm import (
+    accept_length_between,
+    parse_vllm_metrics,
+    spec_counters,
+    startup_cuda_graph,
+)
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 RUN = FIX / "real-vllm" / "h100-2026-12-06"

@@ -77,9 +77,15 @@ def _topology(view: StateView) -> dict[str, Any]:
             "interconnect": "nvlink" if "nvlink" in kind else "pcie" if "pcie" in kind else None}
 
 
+def _engine_label(deps) -> str:
+    """The run's engine as a user reads it; 'inference' while none is settled (asking would detect one)."""
+    engine = getattr(deps.tool_ctx, "run_engine", None)
+    return getattr(engine, "display_name", None) or "inference"
+
+
 @action("read")
 def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
-    """Find the running SGLang server (if any) and settle the launch command and topology to use."""
+    """Find the running engine server (if any) and settle the launch command and topology to use."""
     out = ActionOutcome()
     port = args.get("port") or _launch_port(view.params.get("launch"))
     repo = view.params.get("repo")
@@ -98,10 +104,12 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
         out.facts["server_env"] = _relaunch_env(deps, out, step, server["pid"])
     out.facts["topology"] = _topology(view)
     found = (f"server on port {server['port']} (pid {server['pid']}, {server['workers']} workers)"
-             if server["running"] else res.summary if res.status == "no_data" else "no SGLang server running")
+             if server["running"] else res.summary if res.status == "no_data"
+             else f"no {_engine_label(deps)} server running")
     out.summary = found
     out.decisions.append(Decision(
-        step=step.id, title=step.title, status="ok", checked="running SGLang servers (/proc)", found=found,
+        step=step.id, title=step.title, status="ok", checked=f"running {_engine_label(deps)} servers (/proc)",
+        found=found,
         decided=f"use launch command: {launch}" if launch else "no launch command available",
         why="the user's --launch wins; otherwise the running server's own command line is the ground truth",
         evidence=[e.command for e in res.evidence]))

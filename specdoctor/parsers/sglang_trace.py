@@ -31,7 +31,7 @@ from .text import clean_text
 
 __all__ = ["Phase", "PhaseRange", "CycleAccount", "SGLangTrace", "parse_sglang_trace", "PHASE_OF", "TRACE_NAME"]
 
-Phase = Literal["draft", "verify", "draft_extend", "decode", "extend"]
+Phase = Literal["draft", "verify", "draft_extend", "decode", "extend", "sample"]  # sample: vLLM's (vllm_trace)
 #: A trace file as SGLang's profiler names it: `<prefix>-<time.time()>-TP-<rank>.trace.json.gz`.
 TRACE_NAME = re.compile(r"^(?P<prefix>.*?)-?(?P<ts>\d+(?:\.\d+)?)-TP-(?P<rank>\d+)\.trace\.json(?:\.gz)?$")
 _STEP = re.compile(r"^step\[(?P<mode>[A-Z_]+) bs=(?P<bs>\d+)(?: toks=\d+)?\]$")

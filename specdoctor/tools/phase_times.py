@@ -47,7 +47,8 @@ def phases_from_trace(trace: SGLangTrace, steps: int | None, path: str = "") -> 
 
     out = PhaseTimes(source="profiler-gpu" if gpu else "profiler-cpu", steps=steps, trace_path=path or None,
                      cycles=trace.cycles(), draft_cycle_ms=stat("draft"), verify_ms=stat("verify"),
-                     draft_extend_ms=stat("draft_extend"), decode_ms=stat("decode"))
+                     draft_extend_ms=stat("draft_extend"), decode_ms=stat("decode"),
+                     sample_ms=stat("sample"))
     if steps:
         out.draft_ms = stat("draft", float(steps))
     cyc = [sum(r.ms for r in trace.ranges if r.cycle == c and r.decode_cycle)

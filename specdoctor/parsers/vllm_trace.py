@@ -50,7 +50,7 @@ __all__ = ["VLLMTrace", "parse_vllm_trace", "RANK_TRACE", "FRAME_PHASE"]
 #: A rank's trace as vLLM's torch profiler names it (torch's tensorboard handler: `rank<r>.<ns>.pt.trace.json.gz`;
 #: the API server writes `<worker>.async_llm.<ns>.pt.trace.json.gz` beside it, with no GPU work).
 RANK_TRACE = re.compile(r"^rank(?P<rank>\d+)\.(?P<ts>\d+)\.pt\.trace\.json(?:\.gz)?$")
-_FRAME = r"/vllm/v1/{}\.py\(\d+\): {}$"
+_FRAME = r"(?:^|/)vllm/v1/{}\.py\(\d+\): {}$"
 #: Python frames that are phases, in the order tried.
 FRAME_PHASE: tuple[tuple[re.Pattern[str], Phase], ...] = (
     (re.compile(_FRAME.format(r"worker/(?:gpu/model_runner|gpu_model_runner)", "execute_model")), "verify"),

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from specdoctor.parsers.sglang_trace import SGLangTrace
+from specdoctor.parsers.torch_trace import PhaseTrace
 
 __all__ = ["ProfilerPlan"]
 
@@ -23,7 +23,7 @@ class ProfilerPlan:
     start_body: dict[str, Any] | None = None
     make_folder: bool = False
     trace_name: re.Pattern[str] = re.compile(r"^$")
-    parse: Callable[[bytes], SGLangTrace] | None = None
+    parse: Callable[[bytes], PhaseTrace] | None = None
     rank: str | None = None  # read this rank's newest trace (the name's `rank` group); None: the last name sorted
     notes: tuple[str, ...] = ()
     missing: str | None = None

@@ -15,7 +15,7 @@ the reader keys on those, by path and function name (line numbers drift between 
   the outermost one of a cycle; it holds the draft's forward on the accepted tokens and its k-1 further steps;
 - a decode cycle is one whose step ran the rejection sampler (`spec_decode/rejection_sampler.py` `__call__`, or
   `v1/sample/rejection_sampler.py` `forward`); the prefill step runs the plain sampler.
-Each range is timed as in the SGLang reader (shared helpers): GPU span of the work its thread launched inside it
+Each range is timed as in the SGLang reader (`torch_trace`): GPU span of the work its thread launched inside it
 (kernels correlated with its runtime calls, graphs included), host time before it, inside it before its first
 launch, and after its GPU work. The real H100 trace (0.26.0, model runner v2, CUDA graphs, Llama target + EAGLE-3,
 k=3, batch 1, 16 decode cycles): cycle wall ≈ 4.9 ms; verify GPU ≈ 1.8 ms, sample ≈ 0.4 ms, draft ≈ 0.9 ms.
@@ -30,19 +30,19 @@ from typing import Any
 from pydantic import Field
 
 from .errors import ParseError
-from .sglang_trace import (
+from .torch_trace import (
     Phase,
     PhaseRange,
-    SGLangTrace,
-    _categories,
-    _first_launch,
-    _gpu_span,
-    _index,
-    _launched_work,
-    _load,
-    _num,
-    _process_name,
-    _TraceIndex,
+    PhaseTrace,
+    TraceIndex,
+    categories,
+    first_launch,
+    gpu_span,
+    index_trace,
+    launched_work,
+    load_trace,
+    num_field,
+    process_name,
 )
 
 __all__ = ["VLLMTrace", "parse_vllm_trace", "RANK_TRACE", "FRAME_PHASE"]
@@ -63,7 +63,7 @@ _CYCLE = re.compile(_FRAME.format("engine/core", "(?:step|step_with_batch_queue)
 _REJECTION = re.compile(_FRAME.format(r"(?:worker/gpu/spec_decode|sample)/rejection_sampler", "(?:__call__|forward)"))
 
 
-class VLLMTrace(SGLangTrace):
+class VLLMTrace(PhaseTrace):
     """The phase ranges of one vLLM rank trace; `ranges` hold draft, verify and sample, cycles are engine steps."""
 
     frames: int = Field(default=0, description="python_function events (0: the trace was taken with_stack off and "
@@ -103,33 +103,33 @@ def _outermost(hits: list[tuple[dict[str, Any], Phase]]) -> list[tuple[dict[str,
     out: list[tuple[dict[str, Any], Phase]] = []
     open_until: dict[tuple[Any, Phase], float] = {}
     for e, ph in hits:
-        key, ts = (e.get("tid"), ph), _num(e, "ts")
+        key, ts = (e.get("tid"), ph), num_field(e, "ts")
         if ts < open_until.get(key, -1.0):
             continue
-        open_until[key] = ts + _num(e, "dur")
+        open_until[key] = ts + num_field(e, "dur")
         out.append((e, ph))
     return out
 
 
-def _range(e: dict[str, Any], phase: Phase, idx: _TraceIndex, cycle: int | None) -> PhaseRange:
-    ts, dur = _num(e, "ts"), _num(e, "dur")
-    work = _launched_work(e, ts, dur, idx)
-    span = _gpu_span(None, work)
-    first = _first_launch(e, ts, dur, idx) if span is not None else None
+def _range(e: dict[str, Any], phase: Phase, idx: TraceIndex, cycle: int | None) -> PhaseRange:
+    ts, dur = num_field(e, "ts"), num_field(e, "dur")
+    work = launched_work(e, ts, dur, idx)
+    span = gpu_span(None, work)
+    first = first_launch(e, ts, dur, idx) if span is not None else None
     name = str(e["name"]).rsplit("/", 1)[-1]  # `model_runner.py(1150): execute_model`: no machine path
     return PhaseRange(name=name, phase=phase, cpu_ms=dur / 1000.0, cycle=cycle, kernels=len(work),
                       gpu_ms=None if span is None else (span[1] - span[0]) / 1000.0,
                       gpu_start_ms=None if span is None else span[0] / 1000.0,
                       gpu_end_ms=None if span is None else span[1] / 1000.0,
-                      gpu_busy_ms=sum(_num(k, "dur") for k in work) / 1000.0 if work else None,
+                      gpu_busy_ms=sum(num_field(k, "dur") for k in work) / 1000.0 if work else None,
                       host_inside_ms=None if first is None else max(first - ts, 0.0) / 1000.0,
                       host_after_gpu_ms=None if span is None else max(ts + dur - span[1], 0.0) / 1000.0)
 
 
 def _parse(data: bytes | str) -> VLLMTrace:
-    events = [e for e in _load(data)["traceEvents"] if isinstance(e, dict)]
+    events = [e for e in load_trace(data)["traceEvents"] if isinstance(e, dict)]
     frames = sorted((e for e in events if e.get("cat") == "python_function" and e.get("ph") == "X"),
-                    key=lambda e: _num(e, "ts"))
+                    key=lambda e: num_field(e, "ts"))
     if not frames:
         raise ParseError("no python_function events in the trace: vLLM's phases are read from its Python frames "
                          "(the torch profiler's with_stack, on by default in --profiler-config)")
@@ -137,12 +137,12 @@ def _parse(data: bytes | str) -> VLLMTrace:
     if not hits:
         raise ParseError("no vLLM phase frames (model runner execute_model, sample, a spec_decode propose)")
     cycles = [e for e in frames if _CYCLE.search(str(e.get("name")))]
-    idx = _index(events, [])._replace(batches=[(_num(e, "ts"), _num(e, "ts") + _num(e, "dur"), e.get("tid"))
-                                               for e in cycles])
+    idx = index_trace(events, [(num_field(e, "ts"), num_field(e, "ts") + num_field(e, "dur"), e.get("tid"))
+                               for e in cycles])
     starts = [b[0] for b in idx.batches]
 
     def cycle_of(e: dict[str, Any]) -> int | None:
-        i, ts = bisect.bisect_right(starts, _num(e, "ts")) - 1, _num(e, "ts")
+        i, ts = bisect.bisect_right(starts, num_field(e, "ts")) - 1, num_field(e, "ts")
         return i if i >= 0 and idx.batches[i][0] <= ts <= idx.batches[i][1] else None
 
     decode = {c for e in frames if _REJECTION.search(str(e.get("name"))) and (c := cycle_of(e)) is not None}
@@ -158,11 +158,11 @@ def _parse(data: bytes | str) -> VLLMTrace:
         if c is not None:
             r.decode_cycle = c in decode
             if r.gpu_ms is not None:
-                key, ts = (c, e.get("tid")), _num(e, "ts")
+                key, ts = (c, e.get("tid")), num_field(e, "ts")
                 r.host_before_ms = max(ts - closed.get(key, idx.batches[c][0]), 0.0) / 1000.0
-                closed[key] = max(closed.get(key, 0.0), ts + _num(e, "dur"))
+                closed[key] = max(closed.get(key, 0.0), ts + num_field(e, "dur"))
         ranges.append(r)
-    return VLLMTrace(ranges=ranges, events=len(events), categories=_categories(events), frames=len(frames), dropped=dropped,
+    return VLLMTrace(ranges=ranges, events=len(events), categories=categories(events), frames=len(frames), dropped=dropped,
                      gpu_annotations=any(e.get("cat") == "gpu_user_annotation" for e in events),
-                     process_name=_process_name(events), batch_starts_ms=[s / 1000.0 for s in starts],
+                     process_name=process_name(events), batch_starts_ms=[s / 1000.0 for s in starts],
                      batch_ends_ms=[b[1] / 1000.0 for b in idx.batches])

@@ -25,7 +25,7 @@ from specdoctor.host import http
 from specdoctor.inference.profiling import ProfilerPlan
 from specdoctor.models.phases import PhaseStat, PhaseTimes, ProfilerOverhead
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.sglang_trace import Phase, SGLangTrace
+from specdoctor.parsers.torch_trace import Phase, PhaseTrace
 from specdoctor.stats.phases import phase_stat
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.measure import BenchmarkInput, BenchmarkResult, benchmark
@@ -35,7 +35,7 @@ __all__ = ["PhaseStat", "PhaseTimes", "PhaseTimesInput", "ProfilerOverhead", "ph
            "phases_from_trace"]
 
 
-def phases_from_trace(trace: SGLangTrace, steps: int | None, path: str = "") -> PhaseTimes:
+def phases_from_trace(trace: PhaseTrace, steps: int | None, path: str = "") -> PhaseTimes:
     """A parsed trace → PhaseTimes (one sample per cycle; draft per step divides the cycle's draft range by k)."""
     gpu = trace.time_basis == "gpu"
     basis = "GPU time" if gpu else "CPU range (launch time only: graphs replay after it closes)"

@@ -5,7 +5,8 @@ step (`execute_context_N(..)_generation_M(..)`, profiler/wrapper.py:305 via gpu_
 forward only. With the profiler's default `with_stack=True` every Python frame is a `python_function` event, and
 the reader keys on those, by path and function name (line numbers drift between versions):
 
-- cycle: `v1/engine/core.py: step_with_batch_queue` (async scheduling, 0.26's default) or `step` — one engine step;
+- cycle: `v1/engine/core.py: step_with_batch_queue` (async scheduling, 0.26's default) or `step` — one engine step
+  (a worker's trace at TP > 1 has none: a cycle there runs from one target forward to the next);
 - verify: `v1/worker/gpu/model_runner.py: execute_model` (model runner v2, model_runner.py:1150) or
   `v1/worker/gpu_model_runner.py: execute_model` (v1 runner, :4111) — the target forward on the k+1 tokens;
 - sample: `gpu/model_runner.py: sample` (v2, :1085, logits + rejection sampling) or `gpu_model_runner.py: _sample`
@@ -126,6 +127,20 @@ def _range(e: dict[str, Any], phase: Phase, idx: TraceIndex, cycle: int | None) 
                       host_after_gpu_ms=None if span is None else max(ts + dur - span[1], 0.0) / 1000.0)
 
 
+def _cycles(frames: list[dict[str, Any]], hits: list[tuple[dict[str, Any], Phase]]) -> list[tuple[float, float, Any]]:
+    """(start µs, end µs, thread) of each engine step; a worker's trace (TP > 1: the model runs in `VLLM::Worker_TP<r>`
+    processes, the step loop in the engine core) has no step frame, so there a cycle runs from one target forward to
+    the next (the last: to its last phase frame's end)."""
+    steps = [(num_field(e, "ts"), num_field(e, "ts") + num_field(e, "dur"), e.get("tid")) for e in frames
+             if _CYCLE.search(str(e.get("name")))]
+    if steps:
+        return steps
+    fwd = [e for e, ph in hits if ph == "verify"]
+    last = max((num_field(e, "ts") + num_field(e, "dur") for e, _ in hits), default=0.0)
+    return [(num_field(e, "ts"), num_field(fwd[i + 1], "ts") if i + 1 < len(fwd) else last, e.get("tid"))
+            for i, e in enumerate(fwd)]
+
+
 def _parse(data: bytes | str) -> VLLMTrace:
     events = [e for e in load_trace(data)["traceEvents"] if isinstance(e, dict)]
     frames = sorted((e for e in events if e.get("cat") == "python_function" and e.get("ph") == "X"),
@@ -136,9 +151,7 @@ def _parse(data: bytes | str) -> VLLMTrace:
     hits = [(e, ph) for e in frames if (ph := _frame_phase(str(e.get("name")))) is not None]
     if not hits:
         raise ParseError("no vLLM phase frames (model runner execute_model, sample, a spec_decode propose)")
-    cycles = [e for e in frames if _CYCLE.search(str(e.get("name")))]
-    idx = index_trace(events, [(num_field(e, "ts"), num_field(e, "ts") + num_field(e, "dur"), e.get("tid"))
-                               for e in cycles])
+    idx = index_trace(events, _cycles(frames, hits))
     starts = [b[0] for b in idx.batches]
 
     def cycle_of(e: dict[str, Any]) -> int | None:

@@ -135,3 +135,16 @@ def test_rank_trace_names_and_what_is_not_a_vllm_phase_trace():
     with pytest.raises(ParseError, match="phase frames"):
         parse_vllm_trace(json.dumps({"traceEvents": [{"ph": "X", "cat": "python_function", "name": "f.py(1): g",
                                                       "ts": 0, "dur": 1}]}))
+
+
+def test_a_worker_trace_without_the_engine_step_frames_gives_the_same_phases():
+    """At TP > 1 the model runs in the workers, whose rank traces lack the engine core's step frame: cycles are then
+    cut at each target forward, and the phases' GPU and CPU times are the same (only the host time before verify,
+    measured from the step's start, is lost)."""
+    events = [e for e in _events("clean") if "engine/core.py" not in str(e.get("name"))]
+    worker = parse_vllm_trace(json.dumps({"traceEvents": events}))
+    clean = _read("clean")
+    assert worker.cycles() == clean.cycles() == 16
+    for ph in ("draft", "verify", "sample"):
+        assert worker.samples(ph) == clean.samples(ph) and worker.cpu_samples(ph) == clean.cpu_samples(ph)
+    assert phases_from_trace(worker, K).draft_cycle_ms is not None

@@ -2,10 +2,10 @@
 keys on, no machine paths.
 
 Kept: the Python frames the reader matches (engine step, model runner execute_model / sample, a spec_decode
-propose, the rejection sampler), every CUDA runtime/driver call (name, thread, time, correlation) and every GPU
+propose, the rejection sampler) and the first frame of every other vLLM source file (what ran), every CUDA runtime/driver call (name, thread, time, correlation) and every GPU
 event (kernel, memcpy, memset: name, time, correlation), within the window from the first decode step's start to
-the end of the N-th; the process-name metadata. Frame names lose everything before `vllm/v1/` (the checkout's
-path), kernel and frame args are dropped except `correlation`.
+the end of the N-th; the process-name metadata. Frame names lose everything before the package's `vllm/` (the
+checkout's path), kernel and frame args are dropped except `correlation`.
 
     python benchmarks/real_vllm/cut_trace.py RANK_TRACE.json.gz OUT.json.gz [--cycles 12]
 """
@@ -23,6 +23,7 @@ from specdoctor.parsers.vllm_trace import FRAME_PHASE, parse_vllm_trace
 
 _KEEP_FRAME = re.compile(r"vllm/v1/(?:engine/core\.py\(\d+\): (?:step|step_with_batch_queue)$|"
                          r".*rejection_sampler\.py\(\d+\): (?:__call__|forward)$)")
+_SOURCE = re.compile(r"(?:^|/)(vllm/(?!vllm/)[\w/]+\.py)\(\d+\): ")  # the package's path, not the checkout's
 _LAUNCH = ("cuda_runtime", "cuda_driver")
 _GPU = ("kernel", "gpu_memcpy", "gpu_memset")
 
@@ -33,7 +34,9 @@ def _slim(e: dict[str, Any]) -> dict[str, Any]:
     if corr is not None:
         out["args"] = {"correlation": corr}
     if e.get("cat") == "python_function":
-        out["name"] = "vllm/v1/" + str(e["name"]).split("vllm/v1/", 1)[1]
+        m = _SOURCE.search(str(e["name"]))
+        assert m is not None, e["name"]
+        out["name"] = str(e["name"])[m.start(1):]
     return out
 
 
@@ -45,6 +48,7 @@ def cut(data: bytes, cycles: int) -> dict[str, Any]:
     lo, hi = trace.batch_starts_ms[decode[0]] * 1000.0, trace.batch_ends_ms[decode[-1]] * 1000.0
     kept: list[dict[str, Any]] = []
     corr: set[Any] = set()
+    seen: set[str] = set()  # one frame per source file: what ran (VLLMTrace.ran_files), not how often
     for e in doc["traceEvents"]:
         cat, ts = e.get("cat"), e.get("ts")
         if e.get("ph") == "M" and e.get("name") == "process_name":
@@ -53,6 +57,9 @@ def cut(data: bytes, cycles: int) -> dict[str, Any]:
             continue
         elif cat == "python_function" and (_KEEP_FRAME.search(e["name"]) or
                                            any(p.search(e["name"]) for p, _ in FRAME_PHASE)):
+            kept.append(_slim(e))
+        elif cat == "python_function" and (m := _SOURCE.search(e["name"])) and m[1] not in seen:
+            seen.add(m[1])
             kept.append(_slim(e))
         elif cat in _LAUNCH:
             kept.append(_slim(e))

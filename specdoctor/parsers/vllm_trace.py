@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -60,6 +60,8 @@ FRAME_PHASE: tuple[tuple[re.Pattern[str], Phase], ...] = (
     (re.compile(_FRAME.format(r"(?:worker/gpu/)?spec_decode/[\w/]+", "propose")), "draft"),
     (re.compile(_FRAME.format(r"worker/gpu_model_runner", "propose_draft_token_ids")), "draft"),
 )
+_SOURCE = re.compile(r"(?:^|/)(vllm/(?!vllm/)[\w/]+\.py)\(\d+\): ")
+_RUNNERS = {"vllm/v1/worker/gpu/model_runner.py": "v2", "vllm/v1/worker/gpu_model_runner.py": "v1"}
 _CYCLE = re.compile(_FRAME.format("engine/core", "(?:step|step_with_batch_queue)"))
 _REJECTION = re.compile(_FRAME.format(r"(?:worker/gpu/spec_decode|sample)/rejection_sampler", "(?:__call__|forward)"))
 
@@ -69,6 +71,12 @@ class VLLMTrace(PhaseTrace):
 
     frames: int = Field(default=0, description="python_function events (0: the trace was taken with_stack off and "
                         "the phases cannot be found).")
+    ran_files: list[str] = Field(default_factory=list, description="vLLM source files (`vllm/…`) with a Python frame "
+                                 "in the trace: code that ran while profiled. A patched file absent from it did not "
+                                 "run in the profiled steps (the real H100 'draftsync' patch in "
+                                 "v1/spec_decode/llm_base_proposer.py, off model runner v2's path).")
+    model_runner: Literal["v1", "v2"] | None = Field(default=None, description="Which GPU model runner ran the "
+                                                     "steps (0.26 defaults to v2 for dense models).")
     dropped: int = Field(default=0, description="Phase frames that put no work on the GPU (a step with nothing "
                          "scheduled returns before its forward), left out of a trace that has GPU work.")
 
@@ -175,7 +183,9 @@ def _parse(data: bytes | str) -> VLLMTrace:
                 r.host_before_ms = max(ts - closed.get(key, idx.batches[c][0]), 0.0) / 1000.0
                 closed[key] = max(closed.get(key, 0.0), ts + num_field(e, "dur"))
         ranges.append(r)
-    return VLLMTrace(ranges=ranges, events=len(events), categories=categories(events), frames=len(frames), dropped=dropped,
+    ran = sorted({m[1] for e in frames if (m := _SOURCE.search(str(e.get("name"))))})
+    runner = next((_RUNNERS[f] for f in ran if f in _RUNNERS), None)
+    return VLLMTrace(ran_files=ran, model_runner=runner, ranges=ranges, events=len(events), categories=categories(events), frames=len(frames), dropped=dropped,
                      gpu_annotations=any(e.get("cat") == "gpu_user_annotation" for e in events),
                      process_name=process_name(events), batch_starts_ms=[s / 1000.0 for s in starts],
                      batch_ends_ms=[b[1] / 1000.0 for b in idx.batches])

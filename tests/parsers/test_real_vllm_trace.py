@@ -110,8 +110,9 @@ def test_clean_against_clean_names_no_phase():
 
 def test_the_real_draftsync_server_whose_patch_never_ran_names_no_phase():
     """Its patch sat in the v1 runner's proposer, off model runner v2's path: no stall in the trace, none named."""
-    events = _events("draftsync")
-    assert not any("llm_base_proposer" in str(e.get("name")) for e in events)
+    events, trace = _events("draftsync"), _read("draftsync")
+    assert trace.model_runner == "v2" and "vllm/v1/spec_decode/llm_base_proposer.py" not in trace.ran_files
+    assert "vllm/v1/worker/gpu/spec_decode/autoregressive/speculator.py" in trace.ran_files
     assert sum(e.get("name") == "cudaDeviceSynchronize" for e in events) == 0
     clean, sync = phases_from_trace(_read("clean"), K), phases_from_trace(_read("draftsync"), K)
     assert phase_effect(sync, clean) is None

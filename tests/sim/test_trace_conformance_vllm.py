@@ -76,6 +76,7 @@ def test_phase_times_on_a_profiled_vllm_twin_reads_its_rank_trace_like_the_real_
     real_t = parse_vllm_trace(REAL.read_bytes())
     twin_t = parse_vllm_trace(Path(out["trace_path"]).read_bytes())
     assert {r.phase for r in twin_t.ranges if r.decode_cycle} == {r.phase for r in real_t.ranges if r.decode_cycle}
+    assert twin_t.model_runner == real_t.model_runner == "v2"
 
 
 def test_phase_times_on_a_vllm_server_without_a_profiler_is_no_data_saying_how_to_enable_it(tmp_path):

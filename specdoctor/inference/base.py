@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from specdoctor.inference.profiling import ProfilerPlan
 from specdoctor.parsers.environ import EnvironCatalog
 from specdoctor.parsers.sglang import DecodeLine, LaunchArgs, MetaInfo, ServerInfo
 
@@ -136,6 +137,13 @@ class InferenceEngine(Protocol):
 
     def parse_gate_catalog(self, text: str) -> EnvironCatalog:
         """The engine's env-var catalog file (`gate_catalog_paths`) parsed into declarations."""
+        ...
+
+    def profiler_plan(self, server_args: dict[str, Any], env: dict[str, str], run_folder: str,
+                      num_steps: int) -> ProfilerPlan:
+        """How to profile the running server (its args, its environment) for about `num_steps` cycles: the trace's
+        folder (`run_folder` where the server takes one per request), `/start_profile`'s body, the trace file and its
+        reader; `missing` when the server as launched cannot be profiled."""
         ...
 
     # -- logs -----------------------------------------------------------------------------------

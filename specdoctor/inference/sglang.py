@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from specdoctor.inference.base import ProcessRole
+from specdoctor.inference.profiling import ProfilerPlan
 from specdoctor.parsers.environ import EnvironCatalog, parse_environ_py
 from specdoctor.parsers.sglang import (
     DecodeLine,
@@ -23,6 +24,9 @@ from specdoctor.parsers.sglang import (
     parse_launch_command,
     split_command,
 )
+from specdoctor.parsers.sglang_trace import TRACE_NAME, parse_sglang_trace
+
+_PROFILER_DIR_ENV = "SGLANG_TORCH_PROFILER_DIR"
 
 __all__ = ["SGLang", "SGLANG_0_5_9", "SGLANG_0_5_17", "SGLANG_0_5_23", "version_tuple"]
 
@@ -200,6 +204,25 @@ class SGLang:
 
     def parse_gate_catalog(self, text: str) -> EnvironCatalog:
         return parse_environ_py(text)
+
+    # -- profiler -------------------------------------------------------------------------------
+    def profiler_plan(self, server_args: dict[str, Any], env: dict[str, str], run_folder: str,
+                      num_steps: int) -> ProfilerPlan:
+        """`/start_profile` with `num_steps` into the server's SGLANG_TORCH_PROFILER_DIR (else `output_dir`: the
+        run's folder); `<prefix>-<ts>-TP-<r>.trace.json.gz`, read by the SGLang range reader."""
+        # num_steps bounds the session (a cycle makes at least one token) so the server ends it even if we cannot.
+        # with_stack off: SGLang's default (True) records every Python frame, which on the real 0.5.17 made a 60 MB
+        # trace that took over a minute to write; the phases need only the ranges and the GPU work they launch.
+        body: dict[str, Any] = {"num_steps": num_steps, "activities": ["CPU", "GPU"], "profile_prefix": "specdoctor",
+                                "with_stack": False, "record_shapes": False}
+        folder = env.get(_PROFILER_DIR_ENV)
+        if folder:
+            note = f"trace from the server's {_PROFILER_DIR_ENV}={folder}"
+        else:
+            folder, body["output_dir"] = run_folder, run_folder
+            note = f"the server has no {_PROFILER_DIR_ENV}: the trace was asked into {folder} (output_dir)"
+        return ProfilerPlan(folder=folder, start_body=body, make_folder=body.get("output_dir") is not None,
+                            trace_name=TRACE_NAME, parse=parse_sglang_trace, notes=(note,))
 
     # -- logs -----------------------------------------------------------------------------------
     def decode_lines(self, text: str) -> list[DecodeLine]:

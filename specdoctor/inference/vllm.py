@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from specdoctor.inference.base import ProcessRole
+from specdoctor.inference.profiling import ProfilerPlan
 from specdoctor.parsers.environ import EnvironCatalog
 from specdoctor.parsers.sglang import DecodeLine, LaunchArgs, MetaInfo, ServerInfo, split_command
 from specdoctor.parsers.vllm import (
@@ -27,6 +28,7 @@ from specdoctor.parsers.vllm import (
     read_version,
     spec_counters,
 )
+from specdoctor.parsers.vllm_trace import RANK_TRACE, parse_vllm_trace
 
 __all__ = ["VLLM", "VLLM_0_26_0"]
 
@@ -171,6 +173,33 @@ class VLLM:
 
     def parse_gate_catalog(self, text: str) -> EnvironCatalog:
         return parse_vllm_envs(text)
+
+    # -- profiler -------------------------------------------------------------------------------
+    def profiler_plan(self, server_args: dict[str, Any], env: dict[str, str], run_folder: str,
+                      num_steps: int) -> ProfilerPlan:
+        """vLLM's profiler is configured at launch only (`--profiler-config`, config/profiler.py; no environment
+        variable in 0.26): `/start_profile` takes no body (serve/profile/api_router.py) and each rank writes
+        `rank<r>.<ns>.pt.trace.json.gz` into `torch_profiler_dir`, the API server its own `*.async_llm.*` file there
+        too. The phases are read from the Python frames, so `torch_profiler_with_stack` must stay on (its default)."""
+        cfg = server_args.get("profiler_config")
+        cfg = cfg if isinstance(cfg, dict) else {}
+        how = ("relaunch it with --profiler-config '{\"profiler\":\"torch\",\"torch_profiler_dir\":\"/abs/dir\"}' "
+               "to time its phases")
+        if cfg.get("profiler") != "torch":
+            said = f"profiler {cfg['profiler']!r}" if cfg.get("profiler") else "no --profiler-config"
+            return ProfilerPlan(missing=f"the vLLM server was started with {said}: {how}")
+        folder = str(cfg.get("torch_profiler_dir") or "")
+        if not folder:
+            return ProfilerPlan(missing=f"the vLLM server's --profiler-config names no torch_profiler_dir: {how}")
+        if cfg.get("torch_profiler_with_stack") in (False, "false", "False", 0):
+            return ProfilerPlan(missing="the vLLM server's profiler runs with torch_profiler_with_stack=false: its "
+                                "trace has no Python frames to find the phases in; relaunch without it")
+        notes = [f"trace from the server's --profiler-config torch_profiler_dir={folder} (rank 0)"]
+        if int(cfg.get("warmup_iterations") or 0) > 0 or int(cfg.get("max_iterations") or 0) > 0:
+            notes.append("the server's profiler config limits the profiled iterations (warmup/active or "
+                         "max_iterations): fewer cycles than requested may be in the trace")
+        return ProfilerPlan(folder=folder, start_body=None, trace_name=RANK_TRACE, parse=parse_vllm_trace, rank="0",
+                            notes=tuple(notes))
 
     # -- logs -----------------------------------------------------------------------------------
     def decode_lines(self, text: str) -> list[DecodeLine]:

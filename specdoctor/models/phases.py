@@ -46,6 +46,8 @@ class PhaseTimes(BaseModel):
     draft_cycle_ms: PhaseStat | None = Field(default=None, description="All k draft steps of a cycle.")
     verify_ms: PhaseStat | None = None
     draft_extend_ms: PhaseStat | None = None
+    sample_ms: PhaseStat | None = Field(default=None, description="Logits and rejection sampling per cycle, where "
+                                        "the engine's trace times it apart from verify (vLLM).")
     decode_ms: PhaseStat | None = Field(default=None, description="One plain decode step.")
     cycle_ms: PhaseStat | None = Field(default=None, description="Draft + verify + draft-extend, per cycle.")
     steps: int | None = Field(default=None, description="Draft steps k per cycle (the server's launch line).")
@@ -65,13 +67,14 @@ class PhaseTimes(BaseModel):
 
     def summary_line(self) -> str:
         parts = [f"{n} {s.ms:.2f} ms" for n, s in (("draft/step", self.draft_ms), ("verify", self.verify_ms),
-                                                   ("draft-extend", self.draft_extend_ms), ("decode", self.decode_ms))
+                                                   ("draft-extend", self.draft_extend_ms), ("sample", self.sample_ms),
+                                                   ("decode", self.decode_ms))
                  if s is not None]
         over = f"; profiler overhead {self.overhead.pct:.1f} %" if self.overhead else ""
         return f"{self.source}: " + ", ".join(parts) + f" ({self.cycles} cycles){over}"
 
 
-PhaseName = Literal["draft", "verify", "draft_extend", "decode"]
+PhaseName = Literal["draft", "verify", "draft_extend", "decode", "sample"]
 
 class PhaseDelta(BaseModel):
     """One phase, slow arm minus fast arm (ms; a draft or plain-decode step per step, the others per cycle), with a

@@ -63,6 +63,7 @@ def phase_deltas(slow: PhaseTimes, fast: PhaseTimes, basis: Basis = "gpu") -> li
         ("draft", slow.draft_ms or slow.draft_cycle_ms, fast.draft_ms or fast.draft_cycle_ms, per),
         ("verify", slow.verify_ms, fast.verify_ms, "cycle"),
         ("draft_extend", slow.draft_extend_ms, fast.draft_extend_ms, "cycle"),
+        ("sample", slow.sample_ms, fast.sample_ms, "cycle"),
         ("decode", _measured(slow.decode_ms), _measured(fast.decode_ms), "step")]
     return [d for d in (_delta(*p, basis=basis) for p in pairs) if d is not None]
 
@@ -88,7 +89,8 @@ def _cycle_ms(t: PhaseTimes, steps: int) -> float | None:
     if t.cycle_ms is not None:
         return t.cycle_ms.ms
     draft = t.draft_cycle_ms.ms if t.draft_cycle_ms else (t.draft_ms.ms * steps if t.draft_ms else None)
-    parts = [draft, t.verify_ms.ms if t.verify_ms else None, t.draft_extend_ms.ms if t.draft_extend_ms else None]
+    parts = [draft, t.verify_ms.ms if t.verify_ms else None, t.draft_extend_ms.ms if t.draft_extend_ms else None,
+             t.sample_ms.ms if t.sample_ms else None]
     return sum(p for p in parts if p is not None) if any(p is not None for p in parts) else None
 
 
@@ -117,7 +119,8 @@ def cycle_account_line(slow: PhaseTimes, fast: PhaseTimes) -> str | None:
         return None
     parts = []
     for ph, gs, gf in (("draft", slow.draft_cycle_ms, fast.draft_cycle_ms), ("verify", slow.verify_ms, fast.verify_ms),
-                       ("draft_extend", slow.draft_extend_ms, fast.draft_extend_ms)):
+                       ("draft_extend", slow.draft_extend_ms, fast.draft_extend_ms)) + (
+                          (("sample", slow.sample_ms, fast.sample_ms),) if slow.sample_ms or fast.sample_ms else ()):
         i_s, i_f = slow.idle_before_ms.get(ph), fast.idle_before_ms.get(ph)
         gpu = gs.ms - gf.ms if gs is not None and gf is not None else 0.0
         idle = i_s.ms - i_f.ms if i_s is not None and i_f is not None else 0.0

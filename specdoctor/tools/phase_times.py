@@ -1,7 +1,8 @@
 """Draft, verify and draft-extend milliseconds per cycle, measured by the engine's own profiler on a running server.
 
-Sources, in the order tried: (1) SGLang's torch profiler (`/start_profile` with `num_steps`, read-only: the
-server keeps serving, each profiled cycle pays some CPU overhead), its trace timed by GPU work when it carries
+Sources, in the order tried: (1) the engine's torch profiler (SGLang: `/start_profile` with `num_steps`; vLLM:
+`/start_profile` when launched with `--profiler-config`; read-only: the server keeps serving, each profiled cycle
+pays some CPU overhead; what is engine-specific is its `profiler_plan`), its trace timed by GPU work when it carries
 GPU events; (2) the same trace's CPU ranges when it carries none (labelled: launch time, not phase time);
 (3) where no trace comes, the cycle from `meta_info` (`spec_verify_ct`, latencies) — total only, labelled
 derived. Profiled and unprofiled samples are never mixed: the tok/s measured while profiling only gives the
@@ -11,6 +12,7 @@ plain decode).
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 import zlib
@@ -20,9 +22,10 @@ from pydantic import BaseModel, Field
 
 from specdoctor.errors import NoData
 from specdoctor.host import http
+from specdoctor.inference.profiling import ProfilerPlan
 from specdoctor.models.phases import PhaseStat, PhaseTimes, ProfilerOverhead
 from specdoctor.parsers.errors import ParseError
-from specdoctor.parsers.sglang_trace import TRACE_NAME, Phase, SGLangTrace, parse_sglang_trace
+from specdoctor.parsers.torch_trace import Phase, PhaseTrace
 from specdoctor.stats.phases import phase_stat
 from specdoctor.toolkit import ToolContext, tool
 from specdoctor.tools.measure import BenchmarkInput, BenchmarkResult, benchmark
@@ -31,10 +34,8 @@ from specdoctor.tools.server import locate_servers, read_environs
 __all__ = ["PhaseStat", "PhaseTimes", "PhaseTimesInput", "ProfilerOverhead", "phase_stat", "phase_times",
            "phases_from_trace"]
 
-PROFILER_DIR_ENV = "SGLANG_TORCH_PROFILER_DIR"
 
-
-def phases_from_trace(trace: SGLangTrace, steps: int | None, path: str = "") -> PhaseTimes:
+def phases_from_trace(trace: PhaseTrace, steps: int | None, path: str = "") -> PhaseTimes:
     """A parsed trace → PhaseTimes (one sample per cycle; draft per step divides the cycle's draft range by k)."""
     gpu = trace.time_basis == "gpu"
     basis = "GPU time" if gpu else "CPU range (launch time only: graphs replay after it closes)"
@@ -47,7 +48,8 @@ def phases_from_trace(trace: SGLangTrace, steps: int | None, path: str = "") -> 
 
     out = PhaseTimes(source="profiler-gpu" if gpu else "profiler-cpu", steps=steps, trace_path=path or None,
                      cycles=trace.cycles(), draft_cycle_ms=stat("draft"), verify_ms=stat("verify"),
-                     draft_extend_ms=stat("draft_extend"), decode_ms=stat("decode"))
+                     draft_extend_ms=stat("draft_extend"), decode_ms=stat("decode"),
+                     sample_ms=stat("sample"))
     if steps:
         out.draft_ms = stat("draft", float(steps))
     cyc = [sum(r.ms for r in trace.ranges if r.cycle == c and r.decode_cycle)
@@ -80,9 +82,18 @@ class PhaseTimesInput(BaseModel):
     label: str = "phases"
 
 
-def _list(ctx: ToolContext, folder: str) -> set[str]:
+def _list(ctx: ToolContext, folder: str, name: re.Pattern[str]) -> set[str]:
     res = ctx.host.run(["ls", "-1", folder], check="ignore")
-    return {n for n in res.stdout.split() if TRACE_NAME.match(n)} if res.ok else set()
+    return {n for n in res.stdout.split() if name.match(n)} if res.ok else set()
+
+
+def _pick(new: set[str], plan: ProfilerPlan) -> str:
+    """The trace to read: the plan's rank's newest (by the name's time stamp), else the last name sorted."""
+    if plan.rank is not None:
+        mine = [(int(m["ts"]), n) for n in new if (m := plan.trace_name.match(n)) and m["rank"] == plan.rank]
+        if mine:
+            return max(mine)[1]
+    return sorted(new)[-1]
 
 
 def _post(port_url: str, path: str, body: dict | None, timeout: float = 60.0) -> tuple[int, str]:
@@ -122,38 +133,34 @@ def _finished_trace(ctx: ToolContext, path: str, deadline: float, wait_s: float)
 
 @tool(effect="read")
 def phase_times(ctx: ToolContext, args: PhaseTimesInput) -> PhaseTimes:
-    """Draft / verify / draft-extend ms per cycle from SGLang's own profiler on the running server (no restart).
+    """Draft / verify / draft-extend (vLLM: sample) ms per cycle from the engine's own profiler on the running server
+    (no restart).
 
-    Calls `/start_profile` with `num_steps` (the trace lands in the server's SGLANG_TORCH_PROFILER_DIR, read from
-    its environment; when it has none, in this run's folder via the request's `output_dir`), sends benchmark
-    requests, reads the trace (`<prefix>-<ts>-TP-0.trace.json.gz`) and times each phase by the GPU work its range
-    launched. Costs about `runs` benchmark runs twice (with and without the profiler) plus writing the trace.
+    Calls `/start_profile` as the engine's `profiler_plan` says (SGLang: `num_steps`, the trace into the server's
+    SGLANG_TORCH_PROFILER_DIR or this run's folder; vLLM: its `--profiler-config` torch_profiler_dir, no_data when
+    it was launched without one), sends benchmark requests, reads the newest trace and times each phase by the GPU
+    work its range launched. Costs about `runs` benchmark runs twice (with and without the profiler) plus writing the trace.
     """
     server = locate_servers(ctx.host, args.port, exactly_one=True).servers[0]
     steps = server.args.get("speculative_num_steps") if isinstance(server.args, dict) else None
     env = read_environs(ctx.host, [server.main.pid]).get(server.main.pid) or {}
-    folder = env.get(PROFILER_DIR_ENV)
-    # num_steps bounds the session (a cycle makes at least one token) so the server ends it even if we cannot; we
-    # stop it right after the profiled runs, so every profiled sample is a profiled cycle and no other.
-    # with_stack off: SGLang's default (True) records every Python frame, which on the real 0.5.17 made a 60 MB trace
-    # that took over a minute to write; the phases need only the ranges and the GPU work they launch.
-    body: dict = {"num_steps": args.runs * args.requests_per_run * args.max_new_tokens + 8, "activities": ["CPU", "GPU"],
-                  "profile_prefix": "specdoctor", "with_stack": False, "record_shapes": False}
-    notes = []
-    if folder:
-        notes.append(f"trace from the server's {PROFILER_DIR_ENV}={folder}")
-    else:
-        folder = f"{ctx.run_dir}/profile"
+    # num_steps (where the engine takes one) bounds the session so the server ends it even if we cannot; we stop it
+    # right after the profiled runs, so every profiled sample is a profiled cycle and no other.
+    plan = ctx.engine.profiler_plan(server.args if isinstance(server.args, dict) else {}, env,
+                                    f"{ctx.run_dir}/profile",
+                                    args.runs * args.requests_per_run * args.max_new_tokens + 8)
+    if plan.missing or plan.parse is None:
+        raise NoData(plan.missing or f"{ctx.engine.name}: no profiler trace reader")
+    folder, notes = plan.folder, list(plan.notes)
+    if plan.make_folder:
         ctx.host.run(["mkdir", "-p", folder])
-        body["output_dir"] = folder
-        notes.append(f"the server has no {PROFILER_DIR_ENV}: the trace was asked into {folder} (output_dir)")
     bench = BenchmarkInput(port=args.port, runs=args.runs, requests_per_run=args.requests_per_run,
                            max_new_tokens=args.max_new_tokens, warmup_runs=0, label=f"{args.label} unprofiled")
     plain: BenchmarkResult = benchmark(ctx, bench)
-    before = _list(ctx, folder)
+    before = _list(ctx, folder, plan.trace_name)
     with ctx.host.forward(args.port) as local:
         url = f"http://127.0.0.1:{local}"
-        code, text = _post(url, "/start_profile", body)
+        code, text = _post(url, "/start_profile", plan.start_body)
         if code != 200:
             raise NoData(f"/start_profile answered {code or 'nothing'}: {text[:200]}")
         profiled = benchmark(ctx, bench.model_copy(update={"label": f"{args.label} profiled"}))
@@ -164,15 +171,15 @@ def phase_times(ctx: ToolContext, args: PhaseTimesInput) -> PhaseTimes:
             notes.append(f"/stop_profile answered {code or 'nothing'}: {text[:120]} (the session had ended)")
         new: set[str] = set()
         while time.monotonic() < deadline:
-            new = _list(ctx, folder) - before
+            new = _list(ctx, folder, plan.trace_name) - before
             if new:
                 break
             time.sleep(0.5)
     if not new:
         raise NoData(f"no trace appeared in {folder} within {args.timeout_s:g} s")
-    path = f"{folder}/{sorted(new)[-1]}"
+    path = f"{folder}/{_pick(new, plan)}"
     try:
-        trace = parse_sglang_trace(_finished_trace(ctx, path, deadline, args.timeout_s))
+        trace = plan.parse(_finished_trace(ctx, path, deadline, args.timeout_s))
     except ParseError as exc:
         raise NoData(f"{path}: {exc}") from None
     out = phases_from_trace(trace, int(steps) if steps else None, path)

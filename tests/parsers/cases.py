@@ -26,6 +26,7 @@ from specdoctor.parsers import (
     sglang_startup,
     sglang_trace,
     vllm,
+    vllm_trace,
 )
 
 __all__ = ["FIXTURES", "Case", "CASES", "fixture_text", "problems_of"]
@@ -192,6 +193,19 @@ def _trace_events() -> list[dict[str, Any]]:
 
 SYNTH_TRACE = __import__("json").dumps({"traceEvents": _trace_events()}, indent=1)
 
+
+def _vllm_trace_text(steps: int = 2) -> str:
+    """The real vLLM 0.26 fixture's first `steps` decode steps (its events in file order), as indented JSON."""
+    import gzip
+    import json
+
+    data = (FIXTURES / "vllm-0.26-h100" / "trace" / "clean.json.gz").read_bytes()
+    t = vllm_trace.parse_vllm_trace(data)
+    lo, hi = t.batch_starts_ms[0] * 1000.0, t.batch_ends_ms[steps - 1] * 1000.0
+    events = json.loads(gzip.decompress(data))["traceEvents"]
+    return json.dumps({"traceEvents": [e for e in events if e.get("ph") == "M" or lo <= e.get("ts", -1) <= hi]},
+                      indent=1)
+
 _LOGS = "samples/sglang-logs/"
 _SPEC_LOG = _LOGS + "v0.5.17-2026-12-h200-eagle3-spec-server-log-EXCERPT.txt"
 
@@ -285,6 +299,9 @@ CASES: list[Case] = [
     Case("sglang_trace.parse_sglang_trace", sglang_trace.parse_sglang_trace,
          lambda t: [(r.phase, r.cpu_ms, r.gpu_ms, r.cycle, r.decode_cycle) for r in t.ranges],
          synthetic=(SYNTH_TRACE,), line_oriented=False),
+    Case("vllm_trace.parse_vllm_trace", vllm_trace.parse_vllm_trace,
+         lambda t: [(r.phase, r.cpu_ms, r.gpu_ms, r.cycle, r.decode_cycle) for r in t.ranges],
+         synthetic=(_vllm_trace_text(),), line_oriented=False),
     Case("sglang_startup.parse_startup", sglang_startup.parse_startup, _startup,
          samples=(_LOGS + "v0.4.2-2025-01-ci-eagle-llama2-torchcompile-startup-decode.txt",
                   _LOGS + "v0.4.4-2025-03-gemma3-tp1-load-weight-kv-cache.txt", _SPEC_LOG),

@@ -46,7 +46,8 @@ def _phase_blocks(r: Report) -> list[Block]:
     rows = [table_row(name, fmt.num(st.ms, 2), str(len(st.samples)), ci_text(*(st.ci or (None, None))),
                       fmt.num(st.cpu_ms, 2), st.source)
             for name, st in (("draft (one step)", p.draft_ms), ("verify", p.verify_ms),
-                             ("draft-extend", p.draft_extend_ms), ("cycle", p.cycle_ms), ("plain decode", p.decode_ms))
+                             ("draft-extend", p.draft_extend_ms), ("sample", p.sample_ms), ("cycle", p.cycle_ms),
+                             ("plain decode", p.decode_ms))
             if st is not None]
     over = (f"; the profiler cost {p.overhead.pct:.1f} % tok/s ({fmt.num(p.overhead.tps_without)} → "
             f"{fmt.num(p.overhead.tps_with)}; profiled runs are used for phase times only)" if p.overhead else "")
@@ -54,7 +55,8 @@ def _phase_blocks(r: Report) -> list[Block]:
     head = f"Phase times per cycle ({p.source}, {p.cycles} cycles, k = {p.steps}{runs}){over}"
     short = "; ".join(f"{name} {fmt.num(st.ms, 2)} ms {ci_text(*(st.ci or (None, None)))}"
                       for name, st in (("draft/step", p.draft_ms), ("verify", p.verify_ms),
-                                       ("draft-extend", p.draft_extend_ms), ("decode", p.decode_ms)) if st is not None)
+                                       ("draft-extend", p.draft_extend_ms), ("sample", p.sample_ms),
+                                       ("decode", p.decode_ms)) if st is not None)
     table: list[Block] = [Table(["phase", "ms", "cycles", "95% CI", "CPU ms", "source"], rows)]
     if p.notes:
         table.append(Bullets([[n] for n in p.notes]))

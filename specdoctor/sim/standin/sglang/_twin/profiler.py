@@ -61,14 +61,28 @@ class Profiler:
 
     def finish(self, state: dict) -> str:
         """Write the trace (once) and end the session."""
+        if not self.end(state):
+            return ""
+        log("Stop profiling...")
+        path = self.write()
+        log(f"Profiling done. Traces are saved to: {self.output_dir}")
+        return path
+
+    def end(self, state: dict) -> bool:
+        """Take this session off the server (False: it had ended already)."""
         with self.lock:
             if state.get("profiler") is not self:
-                return ""
+                return False
             state["profiler"] = None
-        log("Stop profiling...")
-        name = f"{self.prefix + '-' if self.prefix else ''}{self.profile_id}-TP-0.trace.json.gz"
+        return True
+
+    def file_name(self) -> str:
+        return f"{self.prefix + '-' if self.prefix else ''}{self.profile_id}-TP-0.trace.json.gz"
+
+    def write(self) -> str:
+        """Write the trace into its final name over a while, as torch's export does; its path."""
         os.makedirs(self.output_dir, exist_ok=True)
-        path = os.path.join(self.output_dir, name)
+        path = os.path.join(self.output_dir, self.file_name())
         # as torch's export does: the final name is written as it goes, so a reader can find it half written
         text = json.dumps(self.trace())
         chunks = 8
@@ -78,7 +92,6 @@ class Profiler:
                 fh.write(text[len(text) * i // chunks:len(text) * (i + 1) // chunks])
                 fh.flush()
                 time.sleep(pause)
-        log(f"Profiling done. Traces are saved to: {self.output_dir}")
         return path
 
     def _phases(self, ms: float) -> list[tuple[str, float, float, float]]:

@@ -7,6 +7,7 @@ import uuid
 
 from vllm._twin.http import TwinHandler, run_generate
 
+from .profiler import start_profile, stop_profile
 from .stats import vlog
 
 __all__ = ["make_handler"]
@@ -73,9 +74,8 @@ def make_handler():
                 prof = st["args"].get("profiler_config") or {}
                 if not (isinstance(prof, dict) and prof.get("profiler")):
                     return self._send(404, {"detail": "Not Found"})
-                vlog("Starting profiler..." if path == "/start_profile" else "Stopping profiler...",
-                     where="api_router.py:23")
-                return self._send(200, "")
+                code, text = start_profile(st) if path == "/start_profile" else stop_profile(st)
+                return self._send(code, text)
             if path != "/v1/completions":
                 return self._send(404, {"detail": "Not Found"})
             if not st["ready"]:

@@ -39,7 +39,10 @@ from launch import launch_argv  # noqa: E402
 
 MODELS = os.environ.get("STORIES_MODELS", "/root/models")
 PROF_DIR = os.environ.get("STORIES_PROF_DIR", "/root/prof")
-PROPOSER = "vllm/v1/spec_decode/llm_base_proposer.py"  # EagleProposer's propose() (eagle.py subclasses it)
+# The drafter 0.26 runs for a dense Llama + EAGLE-3: model runner v2's (the default, config/vllm.py
+# use_v2_model_runner; the first real server logged "Using V2 Model Runner"). Its propose() is the speculative path;
+# v1's spec_decode/llm_base_proposer.py is never imported there (the first plant in it changed nothing in the trace).
+PROPOSER = "vllm/v1/worker/gpu/spec_decode/autoregressive/speculator.py"
 ENGINE = {"engine": "vllm"}
 
 # vLLM reads no acceptance variable: the launch line forces it (launch.py). Usage stats off: the box is offline.
@@ -62,13 +65,14 @@ STORIES = {s.name: s for s in [
           "VLLM_BATCH_INVARIANT=1 left in the launching shell (envs.py:602): deterministic kernels, cascade "
           "attention off, split-k off, a real variable vLLM reads", env={"VLLM_BATCH_INVARIANT": "1"}, cost_s=600),
     Story("draft-sync", "code-regression",
-          "three local patches: a host sync + 1 ms sleep after every draft step of the EAGLE proposer's loop "
-          "(llm_base_proposer.py, propose), a log line in EngineCore.__init__ (runs once), a comment in an unused "
-          "attention backend (FlashInfer; the server runs TRITON_ATTN)",
+          "three local patches: a host sync + 3 ms sleep at the start of the EAGLE speculator's propose() "
+          "(model runner v2, autoregressive/speculator.py; skipped while a CUDA graph is being captured), a log line "
+          "in EngineCore.__init__ (runs once), a comment in an unused attention backend (FlashInfer; the server "
+          "runs TRITON_ATTN)",
           patches=[
-              Patch(PROPOSER, "draft_token_ids_list.append(draft_token_ids)",
-                    "            import time as _t; torch.cuda.synchronize(); _t.sleep(0.001)  "
-                    "# local: time each draft step (debug)"),
+              Patch(PROPOSER, "def propose(",
+                    "        import time as _t; torch.cuda.is_current_stream_capturing() or (torch.cuda.synchronize(), "
+                    "_t.sleep(0.003))  # local: time the drafter (debug)"),
               Patch("vllm/v1/engine/core.py", "def __init__(", '        logger.info("local patch: engine core up")'),
               Patch("vllm/v1/attention/backends/flashinfer.py", "class FlashInferBackend(",
                     "    # local: bigger workspace for our long prompts (flashinfer only)"),

@@ -69,4 +69,4 @@ def call_tool(deps: Any, name: str, args: dict[str, Any], results: dict[str, Any
     return result
 
 
-from specdoctor.engine.actions import attribute, conclude, measure, nccl, plan, subtract, user_server  # noqa: E402,F401,E501  (register actions)
+from specdoctor.engine.actions import attribute, conclude, measure, nccl, plan, replan, subtract, user_server  # noqa: E402,F401,E501  (register actions)

@@ -1,0 +1,94 @@
+"""The plan's re-estimate (#46): the launches expected follow the playbook's costs and the one expected cause."""
+
+from __future__ import annotations
+
+from specdoctor.engine.actions.plan import bisect_expected, regression_phases
+from specdoctor.engine.plan_estimate import (
+    PlanFacts,
+    expected_cause,
+    facts_from_deltas,
+    revert_search_expected,
+    revise_phases,
+)
+from specdoctor.models.delta import Delta, DeltaList, Revert
+from specdoctor.tools.plan import PlannedPhase
+
+COMMON = dict(runs=5, max_runs=15, finalists=3, spec_running=True, tp_size=2, stops_user_server=True)
+
+
+def _exp(phases: list[PlannedPhase]) -> dict[str, float]:
+    return {p.step: (p.launches if p.expected is None else p.expected) for p in phases}
+
+
+def _env(name: str, source: str = "launch line", kind: str = "env") -> Delta:
+    return Delta(kind=kind, name=name, reference=None, current="1", source=source, revertible=True,  # type: ignore[arg-type]
+                 revert=Revert(unset=[name]), impact="high")
+
+
+def test_a_differing_flag_expects_the_revert_search_over_the_listed_differences_not_the_patch_search():
+    first = regression_phases(changed=8, essential_given=False, **COMMON)
+    deltas = DeltaList(deltas=[_env("CUDA_LAUNCH_BLOCKING"), _env("attention_backend", kind="launch-flag"),
+                               _env("SGLANG_X"), _env("OTHER")])
+    f = facts_from_deltas(PlanFacts(changed=8, code_open=True, config_differs=True, launch_unknown=False), deltas)
+    assert expected_cause(f) == "config"
+    exp = _exp(revise_phases(first, f)[0])
+    assert exp["bisect"] == 0 and exp["essentials"] == 2 and exp["subtract"] == 1
+    assert exp["attribute"] == revert_search_expected(4) == 2 + 2 + 2
+    attribute = next(p for p in revise_phases(first, f)[0] if p.step == "attribute")
+    assert attribute.launches >= attribute.expected  # the cap grows to what the listed differences can cost
+
+
+def test_an_engine_forced_variable_is_no_suspect_so_the_patches_are_searched():
+    # harmless-diffs: the env digest differs only by a variable the engine sets at every start; the culprit is a patch
+    first = regression_phases(changed=8, essential_given=False, **COMMON)
+    f = facts_from_deltas(PlanFacts(changed=8, code_open=True, config_differs=True, launch_unknown=False),
+                          DeltaList(deltas=[_env("CUDA_MODULE_LOADING", source="engine-forced")]))
+    assert expected_cause(f) == "code"
+    exp = _exp(revise_phases(first, f)[0])
+    assert exp["bisect"] == bisect_expected(8) and exp["attribute"] == 1  # the all-reverted trial still runs
+
+
+def test_nccl_variables_are_the_promotions_to_settle():
+    first = regression_phases(changed=0, essential_given=True, **COMMON)
+    deltas = DeltaList(deltas=[_env("NCCL_ALGO"), _env("NCCL_PROTO")])
+    promoting = facts_from_deltas(PlanFacts(config_differs=True, promote_launches=3), deltas)
+    exp = _exp(revise_phases(first, promoting)[0])
+    assert exp["nccl_promote"] == 3 and exp["attribute"] == 1
+    # must not fire: no promotion runs (nothing better, or no sweep) -> the revert search is expected over both
+    alone = facts_from_deltas(PlanFacts(config_differs=True, promote_launches=0), deltas)
+    assert _exp(revise_phases(first, alone)[0])["attribute"] == revert_search_expected(2)
+
+
+def test_a_hardware_difference_spares_the_searches_but_not_their_entry_launches():
+    first = regression_phases(changed=8, essential_given=True, **COMMON)
+    hw = Delta(kind="hardware", name="pcie-link", reference="Gen5 x16", current="Gen3 x16", impact="high")
+    f = facts_from_deltas(PlanFacts(changed=8, code_open=True, essential_given=True, launch_unknown=False),
+                          DeltaList(deltas=[hw]))
+    assert expected_cause(f) == "hardware"
+    exp = _exp(revise_phases(first, f)[0])
+    assert exp["subtract"] == 2 and exp["bisect"] == 0 and exp["attribute"] == 0
+    # must not fire: a low-impact hardware note is no cause; the patches are searched
+    low = facts_from_deltas(PlanFacts(changed=8, code_open=True, essential_given=True),
+                            DeltaList(deltas=[hw.model_copy(update={"impact": "low"})]))
+    assert expected_cause(low) == "code" and _exp(revise_phases(first, low)[0])["bisect"] == bisect_expected(8)
+
+
+def test_moved_head_expects_the_commit_search_and_only_the_patch_entry():
+    first = regression_phases(changed=2, essential_given=True, **COMMON)
+    commits = PlannedPhase(step="bisect_commits", launches=7, runs=6)
+    phases = [*first[:-1], commits, first[-1]]
+    f = PlanFacts(changed=2, code_open=True, essential_given=True, commits=30, launch_unknown=False)
+    exp = _exp(revise_phases(phases, f)[0])
+    assert exp["bisect_commits"] == 7 and exp["bisect"] == 0 and exp["subtract"] == 2
+    held = f.model_copy(update={"gap": False})  # every claim held: no explaining launch, the caps stay
+    revised = revise_phases(phases, held)[0]
+    assert all(_exp(revised)[s] == 0 for s in ("subtract", "bisect", "bisect_commits", "attribute"))
+    assert [p.launches for p in revised] == [p.launches for p in phases]
+
+
+def test_a_workload_difference_expects_no_search():
+    first = regression_phases(changed=3, essential_given=False, **COMMON)
+    wl = Delta(kind="workload", name="dataset", reference="humaneval", current="specdoctor prompts", impact="high")
+    f = facts_from_deltas(PlanFacts(changed=3, code_open=True, config_differs=True), DeltaList(deltas=[wl]))
+    assert expected_cause(f) == "workload"
+    assert sum(_exp(revise_phases(first, f)[0]).values()) == 1 + 1  # reproduce and the restart

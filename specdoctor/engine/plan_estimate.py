@@ -78,7 +78,10 @@ def facts_from_deltas(facts: PlanFacts, deltas: DeltaList | None) -> PlanFacts:
     return facts.model_copy(update={
         "config_known": True,
         "config_suspects": [d.name for d in config],
-        "nccl_suspects": [d.name for d in config if d.kind == "env" and d.name.startswith("NCCL_")],
+        # a relaunch sets these for the promotion's candidates; one a sitecustomize/.pth sets inside every process
+        # overrides whatever a relaunch passes, so only a revert trial (shadowing that file) can test it
+        "nccl_suspects": [d.name for d in config if d.kind == "env" and d.name.startswith("NCCL_")
+                          and not (d.revert and d.revert.undo_sitecustomize)],
         "hardware": [d.name for d in good if d.kind == "hardware" and d.impact == "high"]
         + [d.name for d in deltas.deltas if d.kind == "hardware" and d.impact == "high" and d.reference_label != "good run"],
         "workload": [d.name for d in good if d.kind == "workload" and d.impact == "high"]})

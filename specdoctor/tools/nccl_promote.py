@@ -209,9 +209,12 @@ def _expand(args: PromoteInput) -> list[PromoteCandidate]:
 
 
 def planned_launches(args: PromoteInput) -> int:
-    """What a promotion launches unless it stops early: the current setting once, then each candidate once (the
-    plan's count; a reference measured again when nothing won costs one more)."""
+    """What a promotion is expected to launch: the current setting once, then each candidate once (a reference
+    measured again when nothing won costs one more); one launch when the launcher is known to drop variables (the
+    first candidate's launch proves it, and nothing more is launched)."""
     n = len(_expand(args))
+    if not args.reference_first:  # the launcher drops variables: the first launch is the proof, and the end
+        return 1 if n else 0
     return n + 1 if n else 0
 
 

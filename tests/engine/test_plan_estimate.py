@@ -54,6 +54,11 @@ def test_nccl_variables_are_the_promotions_to_settle():
     promoting = facts_from_deltas(PlanFacts(config_differs=True, promote_launches=3), deltas)
     exp = _exp(revise_phases(first, promoting)[0])
     assert exp["nccl_promote"] == 3 and exp["attribute"] == 1
+    # must not fire: a variable a sitecustomize.py forces in every process is no relaunch's to change
+    forced = _env("NCCL_P2P_DISABLE", source="sitecustomize.py").model_copy(
+        update={"revert": Revert(undo_sitecustomize=["NCCL_P2P_DISABLE"])})
+    inside = facts_from_deltas(PlanFacts(config_differs=True, promote_launches=3), DeltaList(deltas=[forced]))
+    assert _exp(revise_phases(first, inside)[0])["attribute"] == revert_search_expected(1)
     # must not fire: no promotion runs (nothing better, or no sweep) -> the revert search is expected over both
     alone = facts_from_deltas(PlanFacts(config_differs=True, promote_launches=0), deltas)
     assert _exp(revise_phases(first, alone)[0])["attribute"] == revert_search_expected(2)
@@ -92,3 +97,13 @@ def test_a_workload_difference_expects_no_search():
     f = facts_from_deltas(PlanFacts(changed=3, code_open=True, config_differs=True), DeltaList(deltas=[wl]))
     assert expected_cause(f) == "workload"
     assert sum(_exp(revise_phases(first, f)[0]).values()) == 1 + 1  # reproduce and the restart
+
+
+def test_the_promotion_counts_the_current_setting_and_each_candidate_once_or_one_launch_when_variables_are_dropped():
+    from specdoctor.tools.nccl_promote import PromoteInput, planned_launches
+
+    args = PromoteInput(command="python -m sglang.launch_server --model-path m", current={"NCCL_ALGO": "Ring"},
+                        good={"NCCL_ALGO": "Tree"})
+    assert planned_launches(args) == 1 + 2  # the current setting, then 'remove NCCL_ALGO' and 'as in the good run'
+    assert planned_launches(args.model_copy(update={"reference_first": False})) == 1  # the proof, then the end
+    assert planned_launches(PromoteInput(command=args.command)) == 0

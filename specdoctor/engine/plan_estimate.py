@@ -27,7 +27,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from specdoctor.models.delta import DeltaList
+from specdoctor.models.delta import Delta, DeltaList
 from specdoctor.tools.plan import PlannedPhase
 
 __all__ = ["Cause", "PlanFacts", "facts_from_deltas", "expected_cause", "revise_phases", "revert_search_expected"]
@@ -78,13 +78,18 @@ def facts_from_deltas(facts: PlanFacts, deltas: DeltaList | None) -> PlanFacts:
     return facts.model_copy(update={
         "config_known": True,
         "config_suspects": [d.name for d in config],
-        # a relaunch sets these for the promotion's candidates; one a sitecustomize/.pth sets inside every process
-        # overrides whatever a relaunch passes, so only a revert trial (shadowing that file) can test it
         "nccl_suspects": [d.name for d in config if d.kind == "env" and d.name.startswith("NCCL_")
-                          and not (d.revert and d.revert.undo_sitecustomize)],
+                          and _relaunch_sets(d)],
         "hardware": [d.name for d in good if d.kind == "hardware" and d.impact == "high"]
         + [d.name for d in deltas.deltas if d.kind == "hardware" and d.impact == "high" and d.reference_label != "good run"],
         "workload": [d.name for d in good if d.kind == "workload" and d.impact == "high"]})
+
+
+def _relaunch_sets(d: Delta) -> bool:
+    """The promotion's relaunches can try this variable's values: it was lost (a candidate sets it back), or the
+    launch line or its shell sets it. One a file sets at every start (sitecustomize.py, a .pth hook, nccl.conf, a
+    launcher script, a shell profile) comes back in every relaunch: only a revert trial can test it."""
+    return d.current is None or d.source in ("launch line", "launch shell")
 
 
 def _config_left(f: PlanFacts) -> list[str]:
@@ -126,13 +131,14 @@ def revise_phases(phases: list[PlannedPhase], f: PlanFacts) -> tuple[list[Planne
     for ph in phases:
         exp = _expected(ph, f, cause)
         out.append(ph.model_copy(update={"expected": None if exp is None else float(exp),
-                                         "launches": max(ph.launches, exp or 0, _cap(ph, f))}))
+                                         "launches": max(ph.launches, math.ceil(exp or 0), _cap(ph, f))}))
     if f.promote_launches:
         why.append(f"NCCL promotion: {f.promote_launches} launches (the current setting and each candidate once)")
     left = _config_left(f)
     if cause == "config":
-        names = ", ".join(left[:4]) or "none left once the NCCL promotion settles its variables"
-        why.append(f"revert search over {len(left)} difference(s) ({names})")
+        settled = [n for n in f.config_suspects if n not in left]
+        why.append(f"revert search over {len(left)} difference(s) ({', '.join(left[:6]) or 'none'})"
+                   + (f"; the NCCL promotion's to settle: {', '.join(settled[:6])}" if settled else ""))
     return out, why
 
 
@@ -146,7 +152,7 @@ def _cap(ph: PlannedPhase, f: PlanFacts) -> int:
     return 0
 
 
-def _expected(ph: PlannedPhase, f: PlanFacts, cause: Cause) -> int | None:
+def _expected(ph: PlannedPhase, f: PlanFacts, cause: Cause) -> float | None:
     """One phase's expectation (None: its cap, e.g. reproduce and the restart, which always run)."""
     explain = f.gap and cause != "workload"  # a workload difference: the figures are re-read, nothing searched
     if ph.step in ("reproduce", "restart"):

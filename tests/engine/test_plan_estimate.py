@@ -50,7 +50,7 @@ def test_an_engine_forced_variable_is_no_suspect_so_the_patches_are_searched():
 
 def test_nccl_variables_are_the_promotions_to_settle():
     first = regression_phases(changed=0, essential_given=True, **COMMON)
-    deltas = DeltaList(deltas=[_env("NCCL_ALGO"), _env("NCCL_PROTO")])
+    deltas = DeltaList(deltas=[_env("NCCL_ALGO", source="launch shell"), _env("NCCL_PROTO")])
     promoting = facts_from_deltas(PlanFacts(config_differs=True, promote_launches=3), deltas)
     exp = _exp(revise_phases(first, promoting)[0])
     assert exp["nccl_promote"] == 3 and exp["attribute"] == 1
@@ -59,6 +59,11 @@ def test_nccl_variables_are_the_promotions_to_settle():
         update={"revert": Revert(undo_sitecustomize=["NCCL_P2P_DISABLE"])})
     inside = facts_from_deltas(PlanFacts(config_differs=True, promote_launches=3), DeltaList(deltas=[forced]))
     assert _exp(revise_phases(first, inside)[0])["attribute"] == revert_search_expected(1)
+    # must not fire: nccl.conf or a launcher script sets it again at every relaunch
+    for src in ("/etc/nccl.conf", "launcher", "~/.bashrc"):
+        again = facts_from_deltas(PlanFacts(config_differs=True, promote_launches=3),
+                                  DeltaList(deltas=[_env("NCCL_P2P_LEVEL", source=src)]))
+        assert _exp(revise_phases(first, again)[0])["attribute"] == revert_search_expected(1), src
     # must not fire: no promotion runs (nothing better, or no sweep) -> the revert search is expected over both
     alone = facts_from_deltas(PlanFacts(config_differs=True, promote_launches=0), deltas)
     assert _exp(revise_phases(first, alone)[0])["attribute"] == revert_search_expected(2)

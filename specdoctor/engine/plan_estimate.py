@@ -145,8 +145,9 @@ def revise_phases(phases: list[PlannedPhase], f: PlanFacts) -> tuple[list[Planne
 def _cap(ph: PlannedPhase, f: PlanFacts) -> int:
     """A cap the first plan could not know: the revert search over the listed differences one at a time, the
     promotion's candidates."""
-    if ph.step == "attribute" and f.config_known:
-        return 2 + len(_config_left(f)) + _PROFILE
+    if ph.step == "attribute" and f.config_known:  # one at a time once there are two or more
+        d = len(_config_left(f))
+        return 2 + (d if d > 1 else 0) + _PROFILE
     if ph.step == "nccl_promote":
         return f.promote_launches or 0
     return 0

@@ -28,7 +28,7 @@ def launch_plan(view: StateView) -> m.LaunchPlan | None:
     consent = _plan(view.facts.get("plan")) if view.facts.get("plan_first") else None
     revised = _plan(view.facts.get("plan_revised"))
     force = consent or first
-    estimates = [m.PlanEstimate(stage=stage, launches_expected=p.launches_expected,
+    estimates = [m.PlanEstimate(stage=stage, launches_expected=p.launches_expected, launches_max=p.launches_max,
                                 box_minutes_expected=p.box_minutes_expected, phases=_phases(p))
                  for stage, p in (("first", first), ("consent", consent), ("revised", revised)) if p is not None]
     return m.LaunchPlan(text=force.text, launches_max=force.launches_max, box_minutes_max=force.box_minutes_max,

@@ -260,6 +260,7 @@ class PlanEstimate(_Model):
     stage: str = Field(description="first (the plan step), consent (before the stop), revised (after reproduce "
                        "and list_deltas).")
     launches_expected: float
+    launches_max: int = Field(default=0, description="Every phase at its cap, as known at this point.")
     box_minutes_expected: float | None = None
     phases: list[PlannedLaunches] = Field(default_factory=list)
 

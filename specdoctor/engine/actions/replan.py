@@ -53,7 +53,8 @@ def plan_facts(deps: Any, view: StateView, stage: str, deltas: DeltaList | None)
     facts = PlanFacts(
         stage="revised" if stage == "revised" else "consent", changed=changed,
         code_open=bool(changed) and ident.code != "identical", essential_given=bool(view.params.get("essential")),
-        gap=(not judged.held) if judged.judged else gap_shown(view),
+        # before reproduce, the running server's figures (any measurement there is of it, not of a launch)
+        gap=(not judged.held) if stage == "revised" and judged.judged else gap_shown(view),
         commits=len(commits.commits) if commits is not None else 0,
         config_differs=ident.launch == "differs" or ident.env == "differs", launch_unknown=ident.launch == "unknown",
         promote_launches=promote_launches(deps, view) if sweep_ran and needs_nccl_sweep(view) else None)

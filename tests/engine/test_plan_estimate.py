@@ -112,3 +112,17 @@ def test_the_promotion_counts_the_current_setting_and_each_candidate_once_or_one
     assert planned_launches(args) == 1 + 2  # the current setting, then 'remove NCCL_ALGO' and 'as in the good run'
     assert planned_launches(args.model_copy(update={"reference_first": False})) == 1  # the proof, then the end
     assert planned_launches(PromoteInput(command=args.command)) == 0
+
+
+def test_before_the_stop_the_gap_is_the_running_servers_and_after_reproduce_the_measured_one():
+    """no-regression's consent plan expected 10 launches where 2 were made: the running server's spec figure (in
+    facts.measure before any launch) was read as a measured gap, the baseline claim being 'not measured today'."""
+    from specdoctor.engine.actions.replan import plan_facts
+    from specdoctor.engine.state import StateView
+
+    held = {"claimed": 94.0, "outcome": "SAME", "median": 95.0, "ci_low": 93.5, "ci_high": 96.0, "pct_change": 1.0}
+    state = {"params": {"expect": {"spec": 94.0, "baseline": 89.0}}, "results": {}, "decisions": [],
+             "facts": {"claims": {"spec": held}, "measure": {"spec": {"samples": [95.0, 94.8, 95.3], "median": 95.0}}}}
+    assert not plan_facts(None, StateView(state), "consent", None).gap  # every claim judged there held
+    # after reproduce the measured reading decides: the baseline claim was never measured, so a gap stays open
+    assert plan_facts(None, StateView(state), "revised", None).gap

@@ -17,7 +17,8 @@ whether the gap is real. Each of these re-estimates the launches *expected*, by 
   revert search expects only the other differences;
 - nothing to explain (every claim judged held) expects no explaining launch at all.
 
-Pure: the action gathers the facts (engine/actions/replan.py); the caps (`launches`) are never changed here.
+Pure: the action gathers the facts (engine/actions/replan.py). A cap (`launches`) only grows, where the first plan
+could not know it (the revert search over the listed differences, the promotion's candidates).
 """
 
 from __future__ import annotations
@@ -124,7 +125,8 @@ def _patch_search(p: int) -> int:
 
 
 def revise_phases(phases: list[PlannedPhase], f: PlanFacts) -> tuple[list[PlannedPhase], list[str]]:
-    """Every phase with its launches expected under `f` (caps unchanged), and one line per rule that decided."""
+    """Every phase with its launches expected under `f` (a cap grows to what the new facts can cost, never shrinks),
+    and one line per rule that decided."""
     cause = expected_cause(f)
     why = [f"expected cause: {_CAUSE_WORDS[cause]}"]
     out: list[PlannedPhase] = []

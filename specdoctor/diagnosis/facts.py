@@ -116,7 +116,11 @@ class RunFacts(BaseModel):
                                           "server settle before the stop (engine/identity.py).")
     budget: BudgetFact | None = Field(default=None, description="--budget and where the run stopped to keep it.")
     # the plan and --dry-run records (read back by the engine only)
-    plan: dict[str, Any] | None = Field(default=None, description="The plan tool's output (tools.plan.Plan).")
+    plan: dict[str, Any] | None = Field(default=None, description="The plan in force (tools.plan.Plan): the first, "
+                                        "then the re-estimate you consent to before the stop.")
+    plan_first: dict[str, Any] | None = Field(default=None, description="The plan step's plan, once re-estimated.")
+    plan_revised: dict[str, Any] | None = Field(default=None, description="Re-estimated after reproduce and "
+                                                "list_deltas (engine/actions/replan.py).")
     dry_run: dict[str, dict[str, Any]] | None = Field(default=None, description="Step id -> what it would run.")
 
 

@@ -25,7 +25,7 @@ CHEAP_READS = frozenset({
     "launch_cost", "plan_launches", "nccl_inventory", "list_deltas", "breakeven",
     "catalog_commits",  # one git log of the range and a triage of its file names: the plan counts its bisection
     # actions built only from the reads above
-    "locate_server", "plan_run",
+    "locate_server", "plan_run", "replan_run",
 })
 """What a dry run still runs. Everything else — mutate/disrupt steps, benchmarks, the NCCL sweep (a read that takes
 minutes), the LLM, the verdict — is planned only. An allowlist, so a new tool is planned, never run, until it is

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from specdoctor import __version__
 from specdoctor.diagnosis import PlanAction, RunFacts, Verdict
 from specdoctor.diagnosis.verdict import good_news
+from specdoctor.engine.plan_report import launch_plan
 from specdoctor.engine.state import StateView
 from specdoctor.host.audit import AuditEntry
 from specdoctor.host.base import Host
@@ -37,7 +38,6 @@ from specdoctor.tools.bisect import BisectResult, Essentials
 from specdoctor.tools.gates import GateScan
 from specdoctor.tools.nccl import NcclSweep
 from specdoctor.tools.nccl_promote import NcclPromotion
-from specdoctor.tools.plan import Plan
 from specdoctor.tools.repo import Triage
 from specdoctor.tools.server import Propagation
 from specdoctor.tools.worktree import Backup, Restored
@@ -201,14 +201,7 @@ def _enrich(report: m.Report, r: _Reader) -> None:
     launch = r.v.run_facts.launch
     if launch:
         report.meta.launch = launch
-    plan = r.v.result("plan", Plan)
-    if plan is not None:
-        report.plan = m.LaunchPlan(text=plan.text, launches_max=plan.launches_max, box_minutes_max=plan.box_minutes_max,
-                                   launches_expected=plan.launches_expected,
-                                   box_minutes_expected=plan.box_minutes_expected,
-                                   launch_s=plan.launch_s, stops_user_server=plan.stops_user_server,
-                                   phases=[m.PlannedLaunches(step=p.step, launches=p.launches, condition=p.condition)
-                                           for p in plan.phases])
+    report.plan = launch_plan(r.v)
     prop = r.v.result("propagation", Propagation)
     if prop is not None and prop.sitecustomize:
         report.meta.sitecustomize = prop.sitecustomize

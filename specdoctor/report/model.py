@@ -47,6 +47,7 @@ __all__ = [
     "BisectTrial",
     "LaunchPlan",
     "PlannedLaunches",
+    "PlanEstimate",
     "PlannedCommand",
     "PlannedStep",
     "BoxLeftFact",
@@ -249,7 +250,19 @@ class PlannedLaunches(_Model):
 
     step: str
     launches: int
+    expected: float | None = Field(default=None, description="Launches expected (None: the cap).")
     condition: str = ""
+
+
+class PlanEstimate(_Model):
+    """The launches expected at one point of the run (the plan is re-estimated as facts come)."""
+
+    stage: str = Field(description="first (the plan step), consent (before the stop), revised (after reproduce "
+                       "and list_deltas).")
+    launches_expected: float
+    launches_max: int = Field(default=0, description="Every phase at its cap, as known at this point.")
+    box_minutes_expected: float | None = None
+    phases: list[PlannedLaunches] = Field(default_factory=list)
 
 
 class LaunchPlan(_Model):
@@ -263,6 +276,10 @@ class LaunchPlan(_Model):
     launch_s: float | None = Field(default=None, description="One launch on this box (the running server's start-up).")
     stops_user_server: bool = False
     phases: list[PlannedLaunches] = Field(default_factory=list)
+    stage: str = Field(default="first", description="Which estimate this is: the plan in force when the user was "
+                       "asked to consent to the stop ('consent'), else the first plan.")
+    estimates: list[PlanEstimate] = Field(default_factory=list, description="Every estimate in order: first, "
+                                          "consent, revised.")
 
 
 class PlannedCommand(_Model):

@@ -19,7 +19,7 @@ from specdoctor.tools.measure import BenchmarkResult
 from specdoctor.tools.nccl_grid import EXPERIMENT_NOTE, experiment_only
 from specdoctor.tools.trial import LaunchConfig, TrialHandle, measure, trial
 
-__all__ = ["PromoteCandidate", "PromoteInput", "Propagation", "PromotedResult", "NcclPromotion", "nccl_promote",
+__all__ = ["PromoteCandidate", "PromoteInput", "planned_launches", "Propagation", "PromotedResult", "NcclPromotion", "nccl_promote",
            "WHERE_TO_SET", "NOT_SITECUSTOMIZE"]
 
 DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,ENV"}
@@ -206,6 +206,16 @@ def _expand(args: PromoteInput) -> list[PromoteCandidate]:
             seen.add(key)
             unique.append(c)
     return unique
+
+
+def planned_launches(args: PromoteInput) -> int:
+    """What a promotion is expected to launch: the current setting once, then each candidate once (a reference
+    measured again when nothing won costs one more); one launch when the launcher is known to drop variables (the
+    first candidate's launch proves it, and nothing more is launched)."""
+    n = len(_expand(args))
+    if not args.reference_first:  # the launcher drops variables: the first launch is the proof, and the end
+        return 1 if n else 0
+    return n + 1 if n else 0
 
 
 def _config(args: PromoteInput, label: str, env: dict[str, str], unset: list[str] | None = None) -> LaunchConfig:

@@ -75,4 +75,3 @@ def call_tool(deps: Any, name: str, args: dict[str, Any], results: dict[str, Any
     if results is not None:
         results[key or name] = result.model_dump(mode="json")
     return result
-

@@ -15,6 +15,7 @@ from specdoctor.engine.actions import (
     measure,
     nccl,
     plan,
+    replan,
     subtract,
     user_server,
 )
@@ -31,7 +32,7 @@ def _table(*fns: object) -> dict[str, ActionSpec]:
 
 
 ACTIONS: dict[str, ActionSpec] = _table(
-    measure.locate_server, user_server.examine_user_server, plan.plan_run, user_server.take_gpus,
+    measure.locate_server, user_server.examine_user_server, plan.plan_run, replan.replan_run, user_server.take_gpus,
     measure.reproduce, subtract.subtract, nccl.promote_nccl, attribute.attribute, user_server.give_back_gpus,
     conclude.llm_explore, conclude.conclude,
 )

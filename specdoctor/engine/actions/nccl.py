@@ -14,36 +14,29 @@ from specdoctor.models.facts import ClaimFact, Claims
 from specdoctor.stats.comparator import compare_to_claim
 from specdoctor.toolkit import ToolResult, registry
 from specdoctor.tools.nccl import NcclSweep
-from specdoctor.tools.nccl_promote import DEBUG_ENV, NcclPromotion, PromotedResult
+from specdoctor.tools.nccl_promote import (
+    DEBUG_ENV,
+    NcclPromotion,
+    PromotedResult,
+    PromoteInput,
+    planned_launches,
+)
 from specdoctor.tools.server import Propagation
 
-__all__ = ["promote_nccl", "nccl_cause"]
+__all__ = ["promote_nccl", "nccl_cause", "promote_launches"]
 
 
 @action("disrupt")
 def promote_nccl(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
     """Relaunch under each configuration the comparator called better, prove the workers see it, compare."""
     out = ActionOutcome()
-    sweep = view.result("nccl", NcclSweep)
-    candidates = _sweep_candidates(sweep)
     launch = view.get("facts.launch")
-    current = _workers_nccl(view)
-    # A variable a sitecustomize.py sets inside every Python process overrides whatever a relaunch passes: a
-    # setting that changes it cannot be tried end to end (its fix is that file, named by the propagation step).
-    fixed = _set_by_sitecustomize(view)
-    held = [c for c in candidates if any(k in fixed and current.get(k) != v for k, v in c["env"].items())]
-    candidates = [c for c in candidates if c not in held]
     good_fp = good_run(deps, view)
-    good = _good_nccl(view, good_fp)
-    # The workers' current setting is the reference; 'remove' and 'as in the good run' join a promotion that runs
-    # anyway, and a good run whose NCCL setting differs from today's is a reason to run one.
-    if not launch or not (candidates or (good is not None and good != current)):
+    request, held = _promote_request(view, good_fp)
+    if request is None:
         return _nothing_to_promote(out, step, launch, held)
-    res = call_tool(deps, "nccl_promote", {
-        "command": launch, "candidates": candidates, "current": current, "good": good,
-        "not_removable": _not_removable(view), "reference_first": not _launcher_drops(view),
-        "python": view.params.get("python"),
-        "port": view.params.get("promote_port") or view.get("facts.trial_port"), "runs": view.params.get("runs", 5)}, out.results, key=step.id)
+    current, good, candidates = request["current"], request["good"], request["candidates"]
+    res = call_tool(deps, "nccl_promote", request, out.results, key=step.id)
     o = registry.typed_output(res, NcclPromotion, where=step.id)
     out.status, out.summary = res.status, res.summary
     out.facts["nccl"] = _promotion_fact(o)
@@ -52,6 +45,36 @@ def promote_nccl(deps, view: StateView, step, args: dict[str, Any]) -> ActionOut
         out.facts["nccl_cause"] = cause.model_dump()
     out.decisions.append(_promotion_decision(step, res, o, candidates, cause))
     return out
+
+
+def _promote_request(view: StateView, good_fp: dict[str, Any] | None
+                     ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """nccl_promote's arguments as the step will pass them (None: nothing to promote), and the winners held back."""
+    candidates = _sweep_candidates(view.result("nccl", NcclSweep))
+    launch = view.get("facts.launch")
+    current = _workers_nccl(view)
+    # A variable a sitecustomize.py sets inside every Python process overrides whatever a relaunch passes: a
+    # setting that changes it cannot be tried end to end (its fix is that file, named by the propagation step).
+    fixed = _set_by_sitecustomize(view)
+    held = [c for c in candidates if any(k in fixed and current.get(k) != v for k, v in c["env"].items())]
+    candidates = [c for c in candidates if c not in held]
+    good = _good_nccl(view, good_fp)
+    # The workers' current setting is the reference; 'remove' and 'as in the good run' join a promotion that runs
+    # anyway, and a good run whose NCCL setting differs from today's is a reason to run one.
+    if not launch or not (candidates or (good is not None and good != current)):
+        return None, held
+    return {"command": launch, "candidates": candidates, "current": current, "good": good,
+            "not_removable": _not_removable(view), "reference_first": not _launcher_drops(view),
+            "python": view.params.get("python"),
+            "port": view.params.get("promote_port") or view.get("facts.trial_port"),
+            "runs": view.params.get("runs", 5)}, held
+
+
+def promote_launches(deps: Any, view: StateView) -> int:
+    """The launches the NCCL promotion step will make if it runs (the plan's rule, read before the stop): the
+    current setting once, then one per candidate (0: nothing to promote)."""
+    request, _held = _promote_request(view, good_run(deps, view))
+    return 0 if request is None else planned_launches(PromoteInput.model_validate(request))
 
 
 def _sweep_candidates(sweep: NcclSweep | None) -> list[dict[str, Any]]:

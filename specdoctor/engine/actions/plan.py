@@ -24,7 +24,7 @@ from specdoctor.tools.server import ServerList
 from specdoctor.tools.trial import PROFILE_RUNS
 from specdoctor.tools.user_server import UserServerRecord
 
-__all__ = ["plan_run", "regression_phases", "bisect_expected"]
+__all__ = ["plan_run", "regression_phases", "bisect_expected", "gap_shown"]
 
 PHASE_PROFILE_LAUNCHES = 2
 PHASE_PROFILE_COST = (f"the phase profile of the confirming comparison's two arms (each {PROFILE_RUNS} short runs "
@@ -108,7 +108,7 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
     return phases
 
 
-def _gap_shown(view: StateView) -> bool:
+def gap_shown(view: StateView) -> bool:
     """A claim not held (short, undecided or too imprecise) on the running server, or none judged there: a search is
     expected. When every claim judged there held, the rest (a baseline claim, which needs a launch) is expected to
     hold too: the explaining steps are then conditions, not expectations."""
@@ -172,7 +172,7 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         changed=changed, essential_given=bool(p.get("essential")),
         spec_running=any("speculative" in a for a in server.get("argv") or []),
         tp_size=int(args_.get("tp_size") or 1), runs=int(p.get("runs", 5)),
-        max_runs=15, finalists=3, stops_user_server=stops, identity=ident, gap_shown=(gap := _gap_shown(view)))
+        max_runs=15, finalists=3, stops_user_server=stops, identity=ident, gap_shown=(gap := gap_shown(view)))
     upstream = view.latest(CommitCatalog)  # HEAD moved since the good run's commit: the commit bisection's row
     if upstream is not None and upstream.commits:
         row = commit_bisect_phase(len(upstream.commits), int(p.get("runs", 5)))

@@ -8,6 +8,19 @@ from specdoctor.report.model import Report
 __all__ = ["plan_section"]
 
 
+_STAGES = {"first": "the first plan", "consent": "before the stop, the plan you consented to",
+           "revised": "after reproduce and list_deltas"}
+
+
+def _estimates(r: Report) -> list[Span]:
+    """The launches expected as the run learnt more (the plan above is the one in force at the stop)."""
+    plan = r.plan
+    if plan is None or len(plan.estimates) < 2:
+        return []
+    said = "; ".join(f"{_STAGES.get(e.stage, e.stage)} {e.launches_expected:g}" for e in plan.estimates)
+    return [f" Launches expected, re-estimated as facts came: {said}."]
+
+
 def plan_section(r: Report) -> Section:
     s = Section("plan", "Plan and cost")
     spans: list[Span] = []
@@ -18,6 +31,7 @@ def plan_section(r: Report) -> Section:
                           for p in r.plan.phases)
         spans.append(r.plan.text[:1].upper() + r.plan.text[1:] + "." + (f" At most, per step: {steps}." if steps
                                                                          else ""))
+        spans += _estimates(r)
     made = r.launches_made
     if made is not None and r.verdict != "plan-only":
         spans.append(f" Actual: {made} launch{'es' if made != 1 else ''} made (every server this run started, a "

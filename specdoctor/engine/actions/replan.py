@@ -1,0 +1,102 @@
+"""Re-estimate the plan when new facts come (reads only): before the stop (the plan in force when you consent) and
+after reproduce and list_deltas (the revised plan). Nothing here decides what the run does: the caps, the steps and
+their predicates are the first plan's; only the launches expected change (engine/plan_estimate.py has the rules)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from specdoctor.engine.actions import ActionOutcome, action, call_tool
+from specdoctor.engine.actions.nccl import promote_launches
+from specdoctor.engine.actions.plan import gap_shown
+from specdoctor.engine.gap import read_gap
+from specdoctor.engine.identity import identity_of
+from specdoctor.engine.plan_estimate import PlanFacts, facts_from_deltas, revise_phases
+from specdoctor.engine.state import Decision, StateView
+from specdoctor.models.delta import DeltaList
+from specdoctor.toolkit import registry
+from specdoctor.tools.commits import CommitCatalog
+from specdoctor.tools.deltas import Deltas
+from specdoctor.tools.nccl import NcclSweep
+from specdoctor.tools.plan import Plan, PlanInput, make_plan
+from specdoctor.tools.repo import Catalog
+
+__all__ = ["replan_run", "PLAN_FACT", "FIRST_FACT", "REVISED_FACT"]
+
+PLAN_FACT = "plan"  # the plan in force (the budget reads it): the first plan, then the one you consented to
+FIRST_FACT = "plan_first"
+REVISED_FACT = "plan_revised"
+_DELTA_ARGS = ("good_fingerprint", "fingerprint", "launch", "propagation", "measure", "catalog", "max_new_tokens")
+
+
+def _changed(view: StateView) -> int:
+    cat = view.latest(Catalog)
+    return len({f.path for f in cat.files} | set(cat.untracked)) if cat is not None else 0
+
+
+def _deltas(deps: Any, args: dict[str, Any], out: ActionOutcome, key: str) -> DeltaList | None:
+    """list_deltas over what is known now (no launch: it reads fingerprints, the launch line and /proc's record)."""
+    res = call_tool(deps, "list_deltas", {k: v for k, v in args.items() if k in _DELTA_ARGS and v is not None},
+                    out.results, key=key)
+    return registry.typed_output(res, Deltas, where=key)
+
+
+def plan_facts(deps: Any, view: StateView, stage: str, deltas: DeltaList | None) -> PlanFacts:
+    """The facts a re-estimate reads, each from a step's typed result (see engine/plan_estimate.py)."""
+    ident = identity_of(view)
+    changed = _changed(view)
+    judged = read_gap(view)
+    commits = view.latest(CommitCatalog)
+    sweep_ran = view.result("nccl", NcclSweep) is not None
+    from specdoctor.engine.predicates import needs_nccl_sweep
+
+    facts = PlanFacts(
+        stage="revised" if stage == "revised" else "consent", changed=changed,
+        code_open=bool(changed) and ident.code != "identical", essential_given=bool(view.params.get("essential")),
+        # before reproduce, the running server's figures (any measurement there is of it, not of a launch)
+        gap=(not judged.held) if stage == "revised" and judged.judged else gap_shown(view),
+        commits=len(commits.commits) if commits is not None else 0,
+        config_differs=ident.launch == "differs" or ident.env == "differs", launch_unknown=ident.launch == "unknown",
+        promote_launches=promote_launches(deps, view) if sweep_ran and needs_nccl_sweep(view) else None)
+    return facts_from_deltas(facts, deltas)
+
+
+@action("read", args=("stage", *_DELTA_ARGS))
+def replan_run(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> ActionOutcome:
+    """Re-estimate the launches expected from what the reads found (the caps and the steps stay the first plan's)."""
+    out = ActionOutcome()
+    raw = view.facts.get(FIRST_FACT) or view.facts.get(PLAN_FACT)
+    if not isinstance(raw, dict):
+        out.status, out.summary = "skipped", "no plan to revise (no running server to time a launch from)"
+        out.decisions.append(Decision(step=step.id, title=step.title, status="skipped", checked="the plan",
+                                      found="none", decided="nothing re-estimated", why=out.summary))
+        return out
+    first = Plan.model_validate(raw)
+    stage = str(args.get("stage") or "consent")
+    deltas = _deltas(deps, args, out, key=f"{step.id}_deltas")
+    facts = plan_facts(deps, view, stage, deltas)
+    phases, why = revise_phases(first.phases, facts)
+    p = view.params
+    plan = make_plan(first.cost, PlanInput(pid=first.cost.pid, port=first.port, phases=phases,
+                                           requests_per_run=p.get("requests_per_run", 3),
+                                           max_new_tokens=p.get("max_new_tokens", 128),
+                                           stops_user_server=first.stops_user_server))
+    if stage == "revised":
+        out.facts[REVISED_FACT] = plan.model_dump(mode="json")
+        label = "revised after the stop"
+    else:
+        out.facts[FIRST_FACT] = first.model_dump(mode="json")
+        out.facts[PLAN_FACT] = plan.model_dump(mode="json")
+        label = "before the stop (the plan you consent to)"
+    out.summary = f"{label}: {plan.text} (first plan: expected {first.launches_expected:g})"
+    out.decisions.append(Decision(
+        step=step.id, title=step.title, checked="what the reads found since the first plan: every difference from "
+        "the good run, the NCCL sweep's winners, the upstream commits" + (", the reproduced gap" if stage ==
+                                                                          "revised" else ""),
+        found=out.summary,
+        decided="; ".join(f"{ph.step}: expected {ph.launches if ph.expected is None else ph.expected:g}, "
+                          f"≤ {ph.launches}" for ph in phases) + "; " + "; ".join(why),
+        why="the launches expected are re-estimated from the facts as they come; the user consents to the plan in "
+            "force at the stop, and made ÷ expected is judged against it",
+        evidence=out.commands(10)))
+    return out

@@ -78,14 +78,14 @@ def test_mutating_step_waits_for_approval_and_declined_means_untouched(tmp_path)
     pb = _playbook(tmp_path, f"  - {{id: w, tool: t_write, args: {{path: '{target}', text: hi}}}}\n"
                               "  - {id: c, action: conclude}\n")
     asked = []
-    out = investigate(InvestigateOptions(host="local", playbook=pb, out=str(tmp_path / "o1")),
+    out = investigate(InvestigateOptions(host="local", engine="sglang", playbook=pb, out=str(tmp_path / "o1")),
                       approver=lambda payload: asked.append(payload) or False)
     assert asked and asked[0]["step"] == "w" and asked[0]["effect"] == "mutate"
     assert not target.exists()
     rep = _report(out)
     assert any(d["step"] == "w" and d["status"] == "declined" for d in rep["decisions"])
 
-    out2 = investigate(InvestigateOptions(host="local", playbook=pb, out=str(tmp_path / "o2")),
+    out2 = investigate(InvestigateOptions(host="local", engine="sglang", playbook=pb, out=str(tmp_path / "o2")),
                        approver=lambda payload: True)
     assert target.read_text() == "hi"
     assert any(d["step"] == "w" and d["status"] == "ok" for d in _report(out2)["decisions"])
@@ -95,7 +95,7 @@ def test_mutating_step_waits_for_approval_and_declined_means_untouched(tmp_path)
 def test_dry_run_changes_nothing_and_says_what_it_would_do(tmp_path, yes):
     target = tmp_path / "g.txt"
     pb = _playbook(tmp_path, f"  - {{id: w, tool: t_write, args: {{path: '{target}', text: hi}}, approval: never}}\n")
-    out = investigate(InvestigateOptions(host="local", playbook=pb, dry_run=True, yes=yes, out=str(tmp_path / "o")))
+    out = investigate(InvestigateOptions(host="local", engine="sglang", playbook=pb, dry_run=True, yes=yes, out=str(tmp_path / "o")))
     assert not target.exists()
     d = [d for d in _report(out)["decisions"] if d["step"] == "w"][0]
     assert d["status"] == "dry-run" and str(target) in d["found"]
@@ -104,16 +104,16 @@ def test_dry_run_changes_nothing_and_says_what_it_would_do(tmp_path, yes):
 def test_when_predicate_false_is_logged_as_a_skip(tmp_path):
     pb = _playbook(tmp_path, "  - {id: b, tool: breakeven_missing_tool_is_not_needed, when: has_backup}\n")
     with pytest.raises(Exception, match="unknown tool"):
-        investigate(InvestigateOptions(host="local", playbook=pb, out=str(tmp_path / "o")))
+        investigate(InvestigateOptions(host="local", engine="sglang", playbook=pb, out=str(tmp_path / "o")))
     pb2 = _playbook(tmp_path, "  - {id: f, tool: t_fail, when: has_backup}\n  - {id: c, action: conclude}\n")
-    rep = _report(investigate(InvestigateOptions(host="local", playbook=pb2, out=str(tmp_path / "o2"))))
+    rep = _report(investigate(InvestigateOptions(host="local", engine="sglang", playbook=pb2, out=str(tmp_path / "o2"))))
     skip = [d for d in rep["decisions"] if d["step"] == "f"][0]
     assert skip["status"] == "skipped" and "backup" in skip["found"]
 
 
 def test_abort_policy_still_writes_an_inconclusive_report(tmp_path):
     pb = _playbook(tmp_path, "  - {id: f, tool: t_fail, on_error: abort}\n  - {id: c, action: conclude}\n")
-    out = investigate(InvestigateOptions(host="local", playbook=pb, out=str(tmp_path / "o")))
+    out = investigate(InvestigateOptions(host="local", engine="sglang", playbook=pb, out=str(tmp_path / "o")))
     rep = _report(out)
     assert rep["verdict"] == "inconclusive" and rep["meta"]["status"] == "error"
     assert "boom on purpose" in (rep["meta"]["error"] or "")
@@ -125,7 +125,7 @@ def test_crash_mid_run_then_resume_finishes(tmp_path):
     pb = _playbook(tmp_path, "  - {id: a, tool: host_facts}\n"
                              f"  - {{id: b, tool: t_crash_once, args: {{path: '{marker}'}}}}\n"
                              "  - {id: c, action: conclude}\n")
-    first = investigate(InvestigateOptions(host="local", playbook=pb, out=str(tmp_path / "o")))
+    first = investigate(InvestigateOptions(host="local", engine="sglang", playbook=pb, out=str(tmp_path / "o")))
     assert first.status == "error" and marker.exists()
     again = resume(first.run_id)
     assert again.status == "finished"

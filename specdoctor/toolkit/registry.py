@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import threading
 import time
 import typing
 from collections.abc import Callable, Iterable
@@ -233,15 +234,20 @@ def tool_mark(fn: Callable) -> ToolMark | None:
 
 
 _loaded = False
+_loading = threading.RLock()  # threads (a fleet survey probes hosts at once) must never see a half-built registry
 
 
 def load_builtin_tools() -> None:
-    """Register the built-in catalogue's tools (`specdoctor.tools.catalogue.TOOLS`) once, on first use."""
+    """Register the built-in catalogue's tools (`specdoctor.tools.catalogue.TOOLS`) once, on first use. Marked
+    loaded only once every tool is in: a concurrent first use waits on the lock instead of finding none."""
     global _loaded
-    if not _loaded:
-        _loaded = True
-        for fn in builtin_tools():
-            registry.register_declared(fn)
+    if _loaded:
+        return
+    with _loading:
+        if not _loaded:
+            for fn in builtin_tools():
+                registry.register_declared(fn)
+            _loaded = True
 
 
 def _unknown_keys(model: type[BaseModel], args: dict[str, Any]) -> list[str]:

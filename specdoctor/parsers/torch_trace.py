@@ -12,14 +12,15 @@ import bisect
 import gzip
 import json
 from collections import defaultdict
-from typing import Any, Literal, NamedTuple
+from collections.abc import Callable
+from typing import Any, Literal, NamedTuple, TypeVar
 
 from pydantic import BaseModel, Field
 
 from .errors import ParseError
 from .text import clean_text
 
-__all__ = ["Phase", "PhaseRange", "CycleAccount", "PhaseTrace", "TraceIndex", "LAUNCH_CATS", "GPU_CATS",
+__all__ = ["parse_guarded", "Phase", "PhaseRange", "CycleAccount", "PhaseTrace", "TraceIndex", "LAUNCH_CATS", "GPU_CATS",
            "load_trace", "num_field", "categories", "index_trace", "first_launch", "launched_work", "gpu_span",
            "process_name", "external_id"]
 
@@ -128,6 +129,20 @@ class PhaseTrace(BaseModel):
             out.append(CycleAccount(wall_ms=end - start, gpu_ms=dict(gpu), idle_before_ms=dict(idle),
                                     rest_ms=max(end - t, 0.0)))
         return out
+
+
+T = TypeVar("T")
+
+
+def parse_guarded(parse: Callable[[bytes | str], T], data: bytes | str) -> T:
+    """An engine reader's `parse(data)`, with any malformed event (a field missing, a wrong type) turned into
+    one `ParseError` line instead of a traceback."""
+    try:
+        return parse(data)
+    except ParseError:
+        raise
+    except (TypeError, KeyError, AttributeError, ValueError, OverflowError) as exc:
+        raise ParseError(f"malformed trace event: {type(exc).__name__}: {str(exc)[:80]}") from None
 
 
 def load_trace(data: bytes | str) -> dict[str, Any]:

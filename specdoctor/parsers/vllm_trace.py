@@ -43,6 +43,7 @@ from .torch_trace import (
     launched_work,
     load_trace,
     num_field,
+    parse_guarded,
     process_name,
 )
 
@@ -98,12 +99,7 @@ def _frame_phase(name: str) -> Phase | None:
 
 def parse_vllm_trace(data: bytes | str) -> VLLMTrace:
     """Read a vLLM rank trace (gzip'd or plain JSON) into its phase ranges; `ParseError` on anything else."""
-    try:
-        return _parse(data)
-    except ParseError:
-        raise
-    except (TypeError, KeyError, AttributeError, ValueError, OverflowError) as exc:
-        raise ParseError(f"malformed trace event: {type(exc).__name__}: {str(exc)[:80]}") from None
+    return parse_guarded(_parse, data)
 
 
 def _outermost(hits: list[tuple[dict[str, Any], Phase]]) -> list[tuple[dict[str, Any], Phase]]:

@@ -21,7 +21,7 @@ import re
 from typing import Any
 
 from .errors import ParseError
-from .torch_trace import CycleAccount, Phase, PhaseRange, PhaseTrace, index_trace, parse_guarded
+from .torch_trace import CycleAccount, Phase, PhaseRange, PhaseTrace, guard_parse, index_trace
 from .torch_trace import TraceIndex as _TraceIndex
 from .torch_trace import categories as _categories
 from .torch_trace import external_id as _ext
@@ -58,7 +58,7 @@ def _phase(name: str) -> tuple[Phase, int | None] | None:
 
 def parse_sglang_trace(data: bytes | str) -> SGLangTrace:
     """Read a trace (gzip'd or plain JSON) into its phase ranges; `ParseError` on anything else."""
-    return parse_guarded(_parse, data)
+    return guard_parse(_parse, data)
 
 
 def _phase_annotations(events: list[dict[str, Any]]) -> list[dict[str, Any]]:

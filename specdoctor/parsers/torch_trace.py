@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field
 from .errors import ParseError
 from .text import clean_text
 
-__all__ = ["parse_guarded", "Phase", "PhaseRange", "CycleAccount", "PhaseTrace", "TraceIndex", "LAUNCH_CATS", "GPU_CATS",
+__all__ = ["guard_parse", "Phase", "PhaseRange", "CycleAccount", "PhaseTrace", "TraceIndex", "LAUNCH_CATS", "GPU_CATS",
            "load_trace", "num_field", "categories", "index_trace", "first_launch", "launched_work", "gpu_span",
            "process_name", "external_id"]
 
@@ -134,7 +134,7 @@ class PhaseTrace(BaseModel):
 T = TypeVar("T")
 
 
-def parse_guarded(parse: Callable[[bytes | str], T], data: bytes | str) -> T:
+def guard_parse(parse: Callable[[bytes | str], T], data: bytes | str) -> T:
     """An engine reader's `parse(data)`, with any malformed event (a field missing, a wrong type) turned into
     one `ParseError` line instead of a traceback."""
     try:

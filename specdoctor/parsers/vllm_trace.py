@@ -43,7 +43,7 @@ from .torch_trace import (
     launched_work,
     load_trace,
     num_field,
-    parse_guarded,
+    guard_parse,
     process_name,
 )
 
@@ -99,7 +99,7 @@ def _frame_phase(name: str) -> Phase | None:
 
 def parse_vllm_trace(data: bytes | str) -> VLLMTrace:
     """Read a vLLM rank trace (gzip'd or plain JSON) into its phase ranges; `ParseError` on anything else."""
-    return parse_guarded(_parse, data)
+    return guard_parse(_parse, data)
 
 
 def _outermost(hits: list[tuple[dict[str, Any], Phase]]) -> list[tuple[dict[str, Any], Phase]]:

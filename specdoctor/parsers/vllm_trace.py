@@ -39,11 +39,11 @@ from .torch_trace import (
     categories,
     first_launch,
     gpu_span,
+    guard_parse,
     index_trace,
     launched_work,
     load_trace,
     num_field,
-    guard_parse,
     process_name,
 )
 

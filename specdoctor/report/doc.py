@@ -7,6 +7,9 @@ this module puts the sections in order and drops the columns that say nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import NamedTuple
+
 from specdoctor.report import fmt
 from specdoctor.report.blocks import (
     LLM_MARK,
@@ -46,16 +49,42 @@ from specdoctor.report.sections.suspects import gates_section, suspects_section
 from specdoctor.report.sections.verdict import verdict_section
 
 __all__ = ["Code", "Ev", "Span", "Para", "Table", "Bullets", "Quote", "Figure", "Details", "Block", "Section", "Document",
-           "build", "SECTION_IDS", "LLM_MARK", "COMMAND_HEAD", "command_rows", "prune_columns"]
+           "build", "SECTIONS", "SectionSpec", "SECTION_IDS", "LLM_MARK", "COMMAND_HEAD", "command_rows", "prune_columns"]
 
 _records_table = records_table  # the name tests/report/test_report_fingerprint_rows.py pins the merged rows by
 
-SECTION_IDS = ["verdict", "plan", "claims", "attribution", "findings", "game-plan", "measurements", "suspects", "bisection",
-               "gates", "env", "fingerprint", "stash", "nccl", "breakeven", "decisions", "commands", "meta"]
+class SectionSpec(NamedTuple):
+    """One report section: its anchor id, its heading, and the builder that fills it from the report."""
 
-_BUILDERS = [verdict_section, plan_section, claims_section, attribution_section, findings_section, game_plan_section,
-             measurements_section, suspects_section, bisection_section, gates_section, env_section, fingerprint_section,
-             stash_section, nccl_section, breakeven_section, decisions_section, commands_section, meta_section]
+    id: str
+    title: str
+    build: Callable[[Report, Section], Section]
+
+
+SECTIONS: tuple[SectionSpec, ...] = (
+    SectionSpec('verdict', 'Verdict and what to do', verdict_section),
+    SectionSpec('plan', 'Plan and cost', plan_section),
+    SectionSpec('claims', 'Claims vs measured', claims_section),
+    SectionSpec('attribution', 'Where the gap goes', attribution_section),
+    SectionSpec('findings', 'Key findings', findings_section),
+    SectionSpec('game-plan', 'Game plan', game_plan_section),
+    SectionSpec('measurements', 'Measurements', measurements_section),
+    SectionSpec('suspects', 'Suspects', suspects_section),
+    SectionSpec('bisection', 'Bisection trials', bisection_section),
+    SectionSpec('gates', 'Feature gates', gates_section),
+    SectionSpec('env', 'Environment propagation', env_section),
+    SectionSpec('fingerprint', 'Fingerprint', fingerprint_section),
+    SectionSpec('stash', 'Subtraction in trial trees (all patches vs essentials)', stash_section),
+    SectionSpec('nccl', 'NCCL sweep', nccl_section),
+    SectionSpec('breakeven', 'Break-even', breakeven_section),
+    SectionSpec('decisions', 'Decisions log', decisions_section),
+    SectionSpec('commands', 'Appendix: commands', commands_section),
+    SectionSpec('meta', 'Run metadata', meta_section),
+)
+"""Every section of every report, in order: the one place a new section is listed (`specdoctor report --section`
+takes these ids; markdown, HTML and the terminal render the same list)."""
+
+SECTION_IDS = [spec.id for spec in SECTIONS]
 
 
 def prune_columns(t: Table) -> Table:
@@ -80,8 +109,7 @@ def _prune(blocks: list[Block]) -> list[Block]:
 
 def build(report: Report) -> Document:
     """The document for a report: every section, always, in `SECTION_IDS` order."""
-    sections = [b(report) for b in _BUILDERS]
-    assert [s.id for s in sections] == SECTION_IDS
+    sections = [spec.build(report, Section(spec.id, spec.title)) for spec in SECTIONS]
     for sec in sections:
         sec.blocks = _prune(sec.blocks)
     host = report.meta.host or "unknown host"

@@ -49,8 +49,7 @@ def _changes(b: BreakevenAnalysis) -> list[Para | Table]:
                              f"{c.delta_ms:+.2f}", f"{c.delta_tau_star:+.2f}") for c in b.changes])]
 
 
-def breakeven_section(r: Report) -> Section:
-    s = Section("breakeven", "Break-even")
+def breakeven_section(r: Report, s: Section) -> Section:
     b = r.breakeven
     if b is None:
         s.blocks.append(NOT_RUN)

@@ -10,8 +10,7 @@ from specdoctor.report.sections.cells import ci_text, dedup_ids, ev_link, table_
 __all__ = ["claims_section", "attribution_section", "gap_spans"]
 
 
-def claims_section(r: Report) -> Section:
-    s = Section("claims", "Claims vs measured")
+def claims_section(r: Report, s: Section) -> Section:
     if not r.claims:
         s.blocks.append(Para(["No figures were claimed (pass --expect baseline=…,spec=…, or --good-fingerprint "
                               "with the good run's measurements)."]))
@@ -43,8 +42,7 @@ def claims_section(r: Report) -> Section:
     return s
 
 
-def attribution_section(r: Report) -> Section:
-    s = Section("attribution", "Where the gap goes")
+def attribution_section(r: Report, s: Section) -> Section:
     att = derive.attribution(r)
     if att is None:
         s.blocks.append(Para(["No claimed or reference figure to measure a gap from."]))

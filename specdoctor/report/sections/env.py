@@ -10,8 +10,7 @@ from specdoctor.report.sections.cells import NOT_RUN, span_text, table_row, unio
 __all__ = ["env_section"]
 
 
-def env_section(r: Report) -> Section:
-    s = Section("env", "Environment propagation")
+def env_section(r: Report, s: Section) -> Section:
     if not r.env_propagation:
         s.blocks.append(NOT_RUN)
         return s

@@ -9,8 +9,7 @@ from specdoctor.report.sections.cells import dedup_ids, ev_link
 __all__ = ["findings_section"]
 
 
-def findings_section(r: Report) -> Section:
-    s = Section("findings", "Key findings")
+def findings_section(r: Report, s: Section) -> Section:
     if not r.findings:
         s.blocks.append(Para(["No findings recorded."]))
         return s

@@ -138,8 +138,7 @@ def _comparison(fp: FingerprintSection, n_commands: int) -> tuple[list[Block], F
                   caption=f"Changes since run {fp.previous_run}")], fp
 
 
-def fingerprint_section(r: Report) -> Section:
-    s = Section("fingerprint", "Fingerprint")
+def fingerprint_section(r: Report, s: Section) -> Section:
     fp = r.fingerprint
     if fp is None:
         s.blocks.append(NOT_RUN)

@@ -10,8 +10,7 @@ from specdoctor.report.sections.cells import gain_text, table_row
 __all__ = ["game_plan_section"]
 
 
-def game_plan_section(r: Report) -> Section:
-    s = Section("game-plan", "Game plan")
+def game_plan_section(r: Report, s: Section) -> Section:
     if not r.game_plan:
         s.blocks.append(Para(["No actions proposed."]))
         return s

@@ -23,8 +23,7 @@ MEAS_HEAD = ["configuration", "unit", "runs", "samples", "median", "95% CI", "TP
              "CUDA graph", "evidence"]
 
 
-def measurements_section(r: Report) -> Section:
-    s = Section("measurements", "Measurements")
+def measurements_section(r: Report, s: Section) -> Section:
     if not r.measurements:
         s.blocks.append(NOT_RUN)
         return s
@@ -63,8 +62,7 @@ def _phase_blocks(r: Report) -> list[Block]:
     return [Details(head, table, md_short=[Para([f"{head}: {short}."])])]
 
 
-def bisection_section(r: Report) -> Section:
-    s = Section("bisection", "Bisection trials")
+def bisection_section(r: Report, s: Section) -> Section:
     if not r.bisection:
         s.blocks.append(Para(["No bisection ran." if r.stash is None or not r.stash.culprits else
                               "The bisection's trials were not recorded in this report."]))

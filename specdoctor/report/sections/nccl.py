@@ -50,8 +50,7 @@ def _propagation(n: NcclSection) -> Para:
     return Para(["Propagation to the workers was not recorded for the A/B."])
 
 
-def nccl_section(r: Report) -> Section:
-    s = Section("nccl", "NCCL sweep")
+def nccl_section(r: Report, s: Section) -> Section:
     n = r.nccl
     if n is None or not n.rows:
         s.blocks.append(NOT_RUN)

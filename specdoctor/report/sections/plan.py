@@ -21,8 +21,7 @@ def _estimates(r: Report) -> list[Span]:
     return [f" Launches expected, re-estimated as facts came: {said}."]
 
 
-def plan_section(r: Report) -> Section:
-    s = Section("plan", "Plan and cost")
+def plan_section(r: Report, s: Section) -> Section:
     spans: list[Span] = []
     if r.plan is None:
         spans.append("No launch plan was computed (no running server to time a launch from).")

@@ -10,8 +10,7 @@ from specdoctor.report.sections.cells import dedup_ids, is_empty, span_text, tab
 __all__ = ["decisions_section", "commands_section", "meta_section", "command_rows", "COMMAND_HEAD"]
 
 
-def decisions_section(r: Report) -> Section:
-    s = Section("decisions", "Decisions log")
+def decisions_section(r: Report, s: Section) -> Section:
     if not r.decisions:
         s.blocks.append(Para(["No steps ran."]))
         return s
@@ -39,8 +38,7 @@ def command_rows(r: Report, ids: list[int] | None = None) -> list[list[list[Span
 COMMAND_HEAD = ["#", "time", "command", "cwd", "exit", "took", "note"]
 
 
-def commands_section(r: Report) -> Section:
-    s = Section("commands", "Appendix: commands")
+def commands_section(r: Report, s: Section) -> Section:
     if not r.commands:
         s.blocks.append(Para(["No commands were run."]))
         return s
@@ -54,9 +52,8 @@ def commands_section(r: Report) -> Section:
     return s
 
 
-def meta_section(r: Report) -> Section:
+def meta_section(r: Report, s: Section) -> Section:
     m = r.meta
-    s = Section("meta", "Run metadata")
     dur = fmt.seconds(m.finished - m.started) if m.started is not None and m.finished is not None else fmt.DASH
     rows = [table_row("run id", m.run_id or fmt.DASH), table_row("host", m.host or fmt.DASH),
             table_row("repository", m.repo or fmt.DASH), table_row("playbook", m.playbook or fmt.DASH),

@@ -11,8 +11,7 @@ from specdoctor.report.sections.measurements import MEAS_HEAD, measurement_rows
 __all__ = ["stash_section"]
 
 
-def stash_section(r: Report) -> Section:
-    s = Section("stash", "Subtraction in trial trees (all patches vs essentials)")
+def stash_section(r: Report, s: Section) -> Section:
     st = r.stash
     if st is None:
         s.blocks.append(NOT_RUN)

@@ -10,8 +10,7 @@ from specdoctor.report.sections.cells import table_row, union_link
 __all__ = ["suspects_section", "gates_section"]
 
 
-def suspects_section(r: Report) -> Section:
-    s = Section("suspects", "Suspects")
+def suspects_section(r: Report, s: Section) -> Section:
     if not r.suspects:
         s.blocks.append(Para(["No changed files."]))
         return s
@@ -30,8 +29,7 @@ def suspects_section(r: Report) -> Section:
     return s
 
 
-def gates_section(r: Report) -> Section:
-    s = Section("gates", "Feature gates")
+def gates_section(r: Report, s: Section) -> Section:
     if not r.gates:
         s.blocks.append(Para(["No env-var gates found in the added code."]))
         return s

@@ -17,8 +17,7 @@ def _claim_words(c: MetricComparison) -> str:
             f"({fmt.pct(c.pct_change)}{', prefill excluded' if c.basis == 'decode' else ''})")
 
 
-def verdict_section(r: Report) -> Section:
-    s = Section("verdict", "Verdict and what to do")
+def verdict_section(r: Report, s: Section) -> Section:
     conf = "" if r.confidence is None else f" · confidence {confidence_label(r.confidence)} ({r.confidence:.2f})"
     s.blocks.append(Para([Code(r.verdict), conf], strong=True))
     if r.summary:

@@ -9,89 +9,21 @@ absolute cycle cancels. Pure: it reads the `Case`, never a host.
 from __future__ import annotations
 
 import shlex
-from typing import Literal
 
-from pydantic import BaseModel, Field
-
-from specdoctor.diagnosis.attribution import attribution
 from specdoctor.diagnosis.facts import Case
+from specdoctor.diagnosis.lever_model import (
+    REAL_VERIFY_OVER_DECODE,
+    WORTH,
+    Lever,
+    LeverKind,
+    confirmed_cause,
+    tps_at,
+    with_measured,
+)
+from specdoctor.diagnosis.nccl_lever import nccl_lever
 from specdoctor.models import BreakevenAnalysis, CauseFact, MeasureFacts
 
 __all__ = ["LeverKind", "Lever", "REAL_VERIFY_OVER_DECODE", "levers", "graph_lever", "steps_lever", "tps_at"]
-
-LeverKind = Literal["verify-graph", "cuda-graph", "draft-steps", "nccl", "attention-backend"]
-
-_WORTH = 0.05
-"""A modelled lever below 5 % of today's tok/s is within what the model cannot tell apart: not proposed."""
-
-REAL_VERIFY_OVER_DECODE = 1.04
-"""A graph-replayed verify over 4 tokens against a graph-replayed plain decode step at batch 1, on the real engine
-(SGLang 0.5.17, one H200, `tests/fixtures/sglang-0.5.17-h200`: verify 1.805 ms GPU in the profiler trace, decode
-1000 / 576 tok/s = 1.736 ms from the no-speculation server's Decode lines; a test recomputes it from them)."""
-
-
-class Lever(BaseModel):
-    """One lever: its modelled gain on today's speculative tok/s (a range and a point) and, when a trial measured the
-    same lever, that measurement beside it."""
-
-    kind: LeverKind
-    title: str
-    today_tps: float = Field(description="Today's measured speculative tok/s the gain is added to.")
-    gain_tps: float = Field(description="Modelled gain, the point estimate (tok/s).")
-    gain_low: float
-    gain_high: float
-    assumptions: list[str] = Field(default_factory=list)
-    command: str | None = Field(default=None, description="What to change in the launch line (or run) to try it.")
-    cost: str = "low (one relaunch)"
-    risk: str = "low"
-    measured_tps: float | None = Field(default=None, description="The gain a trial measured for the same lever "
-                                       "(tok/s on the speculative figure); None: not measured.")
-    measured_by: str | None = Field(default=None, description="The confirmed cause whose trial measured it.")
-
-    def range_text(self) -> str:
-        return f"+{self.gain_tps:.1f} tok/s [{self.gain_low:+.1f}, {self.gain_high:+.1f}]"
-
-
-def tps_at(be: BreakevenAnalysis, spec: float, *, verify_ms: float | None = None, steps: int | None = None,
-           draft_ms: float | None = None) -> float | None:
-    """Today's measured tok/s scaled by the modelled cycle with one term changed (τ from α at the new k)."""
-    from specdoctor.tools.breakeven import accept_length
-
-    if be.verify_ms is None or be.accept_len is None:
-        return None
-    k = be.steps
-    today_cycle = k * (be.draft_ms or 0.0) + be.verify_ms + be.overhead_ms
-    k2 = steps if steps is not None else k
-    cycle = k2 * (draft_ms if draft_ms is not None else be.draft_ms or 0.0) + (
-        verify_ms if verify_ms is not None else be.verify_ms) + be.overhead_ms
-    tau2 = be.accept_len if k2 == k or be.alpha is None else accept_length(be.alpha, k2)
-    if cycle <= 0 or today_cycle <= 0:
-        return None
-    return spec * (tau2 / be.accept_len) * (today_cycle / cycle)
-
-
-def _confirmed(case: Case, keys: tuple[str, ...]) -> CauseFact | None:
-    """The confirmed cause whose trial pulled this lever: a setting (launch flag, variable) whose name holds one of
-    `keys`. A patch is never matched, by its file name or by the phase its revert moved: a revert that speeds verify
-    up need not be what makes verify replay a graph (single-culprit's patch slows an eager verify)."""
-    for c in attribution(case).confirmed():
-        if c.kind != "code" and any(k in c.key.lower() for k in keys):
-            return c
-    return None
-
-
-def _measured(lever: Lever, cause: CauseFact | None) -> Lever:
-    """The trial's measurement beside the model: only on the figure the model predicts (speculative tok/s); a
-    trial that measured another figure is named, not compared."""
-    if cause is None:
-        return lever
-    lever.measured_by = cause.name
-    if cause.effect_tps is not None and cause.metric == "spec":
-        lever.measured_tps = -cause.effect_tps
-    elif cause.effect_tps is not None:
-        lever.assumptions.append(f"its trial measured the {cause.metric} figure ({-cause.effect_tps:+.1f} tok/s), "
-                                 "not the speculative one this model predicts")
-    return lever
 
 
 def _verify_eager(case: Case, measure: MeasureFacts) -> bool:
@@ -171,7 +103,7 @@ def graph_lever(case: Case) -> Lever | None:
         lever.assumptions.append("why it runs eager is not known from the run: check the server's start-up log for "
                                  "the target-verify graph capture, --cuda-graph-max-bs against the batch, and "
                                  "--speculative-num-draft-tokens against the captured width")
-    return _measured(lever, _confirmed(case, ("cuda_graph", "cuda-graph")))
+    return with_measured(lever, confirmed_cause(case, ("cuda_graph", "cuda-graph")))
 
 
 def steps_lever(case: Case, target_steps: int | None = None) -> Lever | None:
@@ -185,7 +117,7 @@ def steps_lever(case: Case, target_steps: int | None = None) -> Lever | None:
     if be is None or be.alpha is None or be.verify_ms is None or be.accept_len is None or not spec or be.steps_assumed:
         return None
     k = be.steps
-    cause = _confirmed(case, ("speculative_num_steps", "speculative_num_draft_tokens"))
+    cause = confirmed_cause(case, ("speculative_num_steps", "speculative_num_draft_tokens"))
     if target_steps is None and cause is not None:
         target_steps = _reference_steps(case, cause)
     if target_steps is None:
@@ -199,7 +131,7 @@ def steps_lever(case: Case, target_steps: int | None = None) -> Lever | None:
         return None
     pt, lo, hi = sorted(float(v) - spec for v in vals if v is not None)[1], *sorted(
         float(v) - spec for v in vals if v is not None)[::2]
-    if lo <= _WORTH * spec and cause is None:
+    if lo <= WORTH * spec and cause is None:
         return None  # proposed only when even verify growing with its tokens pays; a trial's k is always modelled
     lever = Lever(kind="draft-steps", title=f"Draft {target_steps} steps instead of {k} (--speculative-num-steps "
                   f"{target_steps} --speculative-num-draft-tokens {target_steps + 1})", today_tps=spec,
@@ -209,7 +141,7 @@ def steps_lever(case: Case, target_steps: int | None = None) -> Lever | None:
                                f"draft step {be.draft_ms or 0.0:.2f} ms each; verify {be.verify_ms:.1f} ms constant "
                                "in its tokens (low end: its excess over a decode step grows with them)"],
                   command=_steps_command(case.facts.launch, target_steps))
-    return _measured(lever, cause)
+    return with_measured(lever, cause)
 
 
 def _grown_verify(be: BreakevenAnalysis, steps: int) -> float:
@@ -253,7 +185,5 @@ def _steps_command(launch: str | None, steps: int) -> str | None:
 
 def levers(case: Case) -> list[Lever]:
     """Every lever the run found a model for, biggest modelled gain first."""
-    from specdoctor.diagnosis.nccl_lever import nccl_lever
-
     found = [x for x in (graph_lever(case), steps_lever(case), nccl_lever(case)) if x is not None]
     return sorted(found, key=lambda x: -x.gain_tps)

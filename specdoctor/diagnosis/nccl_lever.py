@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 
 from specdoctor.diagnosis.facts import Case
-from specdoctor.diagnosis.levers import _WORTH, Lever, _confirmed, _measured, tps_at
+from specdoctor.diagnosis.lever_model import WORTH, Lever, confirmed_cause, tps_at, with_measured
 from specdoctor.models import MeasureFacts, NcclFact
 from specdoctor.tools.nccl import ConfigResult, NcclSweep
 
@@ -69,7 +69,7 @@ def nccl_lever(case: Case) -> Lever | None:
             return None
         gains.append(tps - spec)
     point, low, high = gains
-    if point <= _WORTH * spec:
+    if point <= WORTH * spec:
         return None
     weights = ", ".join(f"{w.per_cycle:g} × {w.size} B ({w.phase})" for w in sweep.weights)
     lever = Lever(kind="nccl", title=f"NCCL setting {best.label} instead of the workers' {ref.label}",
@@ -83,4 +83,4 @@ def nccl_lever(case: Case) -> Lever | None:
     if nccl.best and nccl.best_gain_pct is not None:
         lever.measured_tps, lever.measured_by = spec * nccl.best_gain_pct / 100.0, f"the end-to-end A/B of {nccl.best}"
         return lever
-    return _measured(lever, _confirmed(case, ("nccl_",)))
+    return with_measured(lever, confirmed_cause(case, ("nccl_",)))

@@ -23,8 +23,10 @@ TOOLS = Path(tools.__file__).parent
 def _declared() -> dict[str, object]:
     """Every function declared with @tool in a module of specdoctor/tools, by tool name."""
     out: dict[str, object] = {}
-    for info in pkgutil.iter_modules([str(TOOLS)]):
-        mod = importlib.import_module(f"specdoctor.tools.{info.name}")
+    for info in pkgutil.walk_packages([str(TOOLS)], "specdoctor.tools."):
+        if info.name.startswith("specdoctor.tools.remote"):
+            continue  # the host's scripts, never imported here
+        mod = importlib.import_module(info.name)
         for value in vars(mod).values():
             mark = tool_mark(value) if callable(value) else None
             if mark is not None and getattr(value, "__module__", None) == mod.__name__:
@@ -47,7 +49,7 @@ def test_every_declared_tool_is_in_the_catalogue() -> None:
 
 
 def test_the_families_are_the_modules_that_declare_tools() -> None:
-    registering = {p.stem for p in TOOLS.glob("*.py") if re.search(r"^@tool\(", p.read_text(), re.M)}
+    registering = {p.stem for p in TOOLS.rglob("*.py") if re.search(r"^@tool\(", p.read_text(), re.M)}
     assert set(catalogue.FAMILIES) == registering
 
 

@@ -7,7 +7,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from specdoctor.inference.profiling import ProfilerPlan
 from specdoctor.parsers.environ import EnvironCatalog
-from specdoctor.parsers.sglang import DecodeLine, LaunchArgs, MetaInfo, ServerInfo
+from specdoctor.parsers.launch_args import LaunchArgs
+from specdoctor.parsers.sglang import DecodeLine, MetaInfo, ServerInfo
 
 __all__ = ["InferenceEngine", "ProcessRole"]
 

@@ -16,7 +16,8 @@ from typing import Any
 from specdoctor.inference.base import ProcessRole
 from specdoctor.inference.profiling import ProfilerPlan
 from specdoctor.parsers.environ import EnvironCatalog
-from specdoctor.parsers.sglang import DecodeLine, LaunchArgs, MetaInfo, ServerInfo, split_command
+from specdoctor.parsers.launch_args import LaunchArgs
+from specdoctor.parsers.sglang import DecodeLine, MetaInfo, ServerInfo, split_command
 from specdoctor.parsers.vllm import (
     accept_length_between,
     complete_meta,

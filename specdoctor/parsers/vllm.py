@@ -17,9 +17,9 @@ from pydantic import BaseModel
 
 from specdoctor.parsers.environ import EnvDecl, EnvironCatalog
 from specdoctor.parsers.errors import ParseError
+from specdoctor.parsers.launch_args import LaunchArgs
 from specdoctor.parsers.sglang import (
     DecodeLine,
-    LaunchArgs,
     MetaInfo,
     ServerInfo,
     _launch_cuts,

@@ -6,6 +6,7 @@ import re
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from specdoctor.inference.profiling import ProfilerPlan
+from specdoctor.models.phases import PhaseName
 from specdoctor.parsers.environ import EnvironCatalog
 from specdoctor.parsers.launch_args import LaunchArgs
 from specdoctor.parsers.sglang import DecodeLine, MetaInfo, ServerInfo
@@ -41,6 +42,12 @@ class InferenceEngine(Protocol):
     @property
     def package(self) -> str:
         """Python import name of the engine (where `find_spec` looks, what a trial tree must provide)."""
+        ...
+
+    @property
+    def phases(self) -> tuple[PhaseName, ...]:
+        """The phases of one speculative cycle its profiler trace times, in order (SGLang: draft, verify,
+        draft-extend; vLLM: draft, verify, sample): a phase the engine does not have is never shown as +0.00."""
         ...
 
     # -- processes ------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 
 from specdoctor.inference.base import ProcessRole
 from specdoctor.inference.profiling import ProfilerPlan
+from specdoctor.models.phases import PhaseName
 from specdoctor.parsers.environ import EnvironCatalog
 from specdoctor.parsers.launch_args import LaunchArgs
 from specdoctor.parsers.sglang import DecodeLine, MetaInfo, ServerInfo, split_command
@@ -58,6 +59,8 @@ class VLLM:
     name: str = "vllm"
     display_name: str = "vLLM"
     package: str = "vllm"
+    # parsers/vllm_trace.py: propose (draft), execute_model (verify), sample; the draft runs no extend forward
+    phases: tuple[PhaseName, ...] = ("draft", "verify", "sample")
     health_path: str = "/health"  # serve/instrumentator/health.py:22 (checks the engine core)
     liveness_path: str = "/version"  # serve/instrumentator/basic.py:53 (answers without the engine)
     generate_path: str = "/v1/completions"

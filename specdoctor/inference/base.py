@@ -154,6 +154,12 @@ class InferenceEngine(Protocol):
         reader; `missing` when the server as launched cannot be profiled."""
         ...
 
+    def profiler_launch_argv(self, command: str | list[str], folder: str) -> list[str] | None:
+        """The launch line a trial whose phases are read starts with, where the engine's profiler is configured at
+        launch only (its traces into `folder`); None: the line can be profiled as it is (configured per request).
+        Only for specdoctor's own trial servers: the user's server is never relaunched with another line."""
+        ...
+
     # -- logs -----------------------------------------------------------------------------------
     def decode_lines(self, text: str) -> list[DecodeLine]:
         """Periodic decode-batch log lines (accept length, CUDA-graph use, gen throughput)."""

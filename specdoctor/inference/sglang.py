@@ -209,6 +209,9 @@ class SGLang:
         return parse_environ_py(text)
 
     # -- profiler -------------------------------------------------------------------------------
+    def profiler_launch_argv(self, command: str | list[str], folder: str) -> list[str] | None:
+        return None  # /start_profile configures the session (and its output_dir) per request: no launch flag
+
     def profiler_plan(self, server_args: dict[str, Any], env: dict[str, str], run_folder: str,
                       num_steps: int) -> ProfilerPlan:
         """`/start_profile` with `num_steps` into the server's SGLANG_TORCH_PROFILER_DIR (else `output_dir`: the

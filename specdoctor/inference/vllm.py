@@ -29,6 +29,7 @@ from specdoctor.parsers.vllm import (
     read_completion,
     read_version,
     spec_counters,
+    with_vllm_profiler,
 )
 from specdoctor.parsers.vllm_trace import RANK_TRACE, parse_vllm_trace
 
@@ -179,6 +180,14 @@ class VLLM:
         return parse_vllm_envs(text)
 
     # -- profiler -------------------------------------------------------------------------------
+    def profiler_launch_argv(self, command: str | list[str], folder: str) -> list[str] | None:
+        """0.26 takes its torch profiler only at launch (`--profiler-config`): a line whose own config already
+        writes a readable trace is kept as it is; any other gets a torch profiler writing into `folder`."""
+        tokens = split_command(command)
+        if self.profiler_plan(parse_vllm_launch(tokens).as_args(), {}, folder, 1).missing is None:
+            return None
+        return with_vllm_profiler(tokens, folder)
+
     def profiler_plan(self, server_args: dict[str, Any], env: dict[str, str], run_folder: str,
                       num_steps: int) -> ProfilerPlan:
         """vLLM's profiler is configured at launch only (`--profiler-config`, config/profiler.py; no environment

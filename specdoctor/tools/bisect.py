@@ -26,7 +26,7 @@ from specdoctor.stats.nearer import POWER_Z, level_at, midpoint_looks, midpoint_
 from specdoctor.stats.phases import cycle_account_line, phase_deltas, phase_effect
 from specdoctor.toolkit import ToolContext, registry, tool
 from specdoctor.tools.bisect_effects import CulpritEffect, culprit_effects, effects_search
-from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, trial
+from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, profiled, trial
 from specdoctor.tools.trial import measure as measure_
 from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, tree_problem, trial_code
 from specdoctor.tools.trial_tree import TrialTree
@@ -171,7 +171,7 @@ class _Runner:
                 self.profiled += 1
                 config = in_tree(LaunchConfig(command=self.launch, python=self.python, port=self.port, env=self.env,
                                               label=f"phases-{label}"), tree)
-                with trial(self.ctx, config) as handle:
+                with trial(self.ctx, profiled(self.ctx, config)) as handle:
                     check_origin(handle, tree)
                     return profile(handle, requests_per_run=measure["requests_per_run"],
                                    max_new_tokens=measure["max_new_tokens"])

@@ -71,7 +71,7 @@ def _launch_line(view: StateView, *, speculative: bool, env: dict[str, str] | No
     if inherited:
         notes.append(f"with the running server's {len(inherited)} environment variables")
     if tree:
-        notes.append(f"imports sglang from {tree}")
+        notes.append(f"imports the engine from {tree}")
     return PlannedCommand(command=cmd, note="; ".join(notes))
 
 

@@ -270,7 +270,7 @@ class EssentialInput(BaseModel):
     """Arguments of find_essential_patches."""
 
     repo: str = Field(description="Path of the git checkout on the host.")
-    launch: str = Field(description="The speculative server's SGLang launch line.")
+    launch: str = Field(description="The speculative server's launch line.")
     python: str | None = Field(default=None, description="Python on the host that runs the server.")
     essential: list[str] = Field(default_factory=list, description="The user's essential list (no launches).")
     port: int | None = Field(default=None, description="Port for trial servers (default: the launch line's).")
@@ -366,7 +366,7 @@ class BisectInput(BaseModel):
     """Arguments of bisect_patches."""
 
     repo: str = Field(description="Path of the git checkout on the host.")
-    launch: str = Field(description="The speculative server's SGLang launch line.")
+    launch: str = Field(description="The speculative server's launch line.")
     python: str | None = None
     essential: list[str] = Field(default_factory=list, description="Always applied, never bisected.")
     order: list[str] = Field(default_factory=list, description="Priority order (triage_diffs); others follow.")

@@ -45,7 +45,7 @@ _NO_LOCKS = {"GIT_OPTIONAL_LOCKS": "0"}
 class CommitBisectInput(CommitsInput):
     """Arguments of bisect_commits (the range is catalog_commits')."""
 
-    launch: str = Field(description="The speculative server's SGLang launch line.")  # type: ignore[assignment]
+    launch: str = Field(description="The speculative server's launch line.")  # type: ignore[assignment]
     python: str | None = None
     essential: list[str] = Field(default_factory=list, description="Local patches carried onto every commit tried.")
     env: dict[str, str] = Field(default_factory=dict, description="Env for trial servers (e.g. the running server's).")

@@ -56,8 +56,8 @@ def _conf(lines: list[str]) -> dict[str, str]:
 class InventoryInput(BaseModel):
     """Arguments of nccl_inventory."""
 
-    port: int | None = Field(default=None, description="Port of a running SGLang server to read TP/model from.")
-    launch: str | None = Field(default=None, description="SGLang launch line (when no server is running).")
+    port: int | None = Field(default=None, description="Port of a running server to read TP/model from.")
+    launch: str | None = Field(default=None, description="The launch line (when no server is running).")
     python: str = Field(default="python3", description="Python on the host with torch/sglang.")
     tp: int | None = Field(default=None, ge=1)
     model_path: str | None = None

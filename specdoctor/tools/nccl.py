@@ -165,7 +165,7 @@ def _inventory_server(ctx: ToolContext, args: InventoryInput, inv: NcclInventory
     if server:
         _propagation(ctx, port, inv)
     elif port is not None:
-        inv.notes.append(f"no SGLang server found on port {port}: TP and model read from the launch line")
+        inv.notes.append(f"no inference server found on port {port}: TP and model read from the launch line")
     if args.launch:  # the running server's own args win over the launch line
         server = {**ctx.engine.parse_launch(args.launch).as_args(), **server}
     return server

@@ -53,7 +53,7 @@ class Proc(BaseModel):
 
 
 class Server(BaseModel):
-    """One SGLang server: its main process, scheduler workers (by TP rank), detokenizer, parsed args."""
+    """One inference server: its main process, its workers (by TP rank), detokenizer, parsed args."""
 
     main: Proc
     workers: list[Proc] = Field(default_factory=list)
@@ -87,7 +87,7 @@ class FindServersInput(BaseModel):
 
 
 class ServerList(BaseModel):
-    """SGLang servers found on the host (the host user's own; others' are only counted)."""
+    """Inference servers found on the host (the host user's own; others' are only counted)."""
 
     servers: list[Server] = Field(default_factory=list)
     other_users: list[str] = Field(default_factory=list, description="Servers of other users, never examined.")
@@ -302,8 +302,9 @@ def locate_servers(host: Host, port: int | None = None, repo: str | None = None,
 
 @tool(effect="read")
 def find_server_processes(ctx: ToolContext, args: FindServersInput) -> ServerList:
-    """Find running SGLang servers: main process, sglang::scheduler workers per TP rank, detokenizer, parsed args,
-    and where the main process logs and runs (its stderr/stdout file and cwd, from /proc).
+    """Find running inference servers (SGLang, vLLM): main process, workers per TP rank (sglang::scheduler_TP<r>,
+    VLLM::Worker_TP<r> or the engine core), detokenizer, parsed args, and where the main process logs and runs
+    (its stderr/stdout file and cwd, from /proc).
 
     Only the host user's servers; `port` or `repo` (its checkout or cwd) narrows to the one meant, and
     `exactly_one` makes several candidates an error that lists them."""

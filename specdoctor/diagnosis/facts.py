@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from specdoctor.diagnosis.outcome import PlanAction, Verdict
 from specdoctor.errors import ResultShapeError
@@ -43,7 +43,7 @@ from specdoctor.tools.nccl import NcclSweep
 from specdoctor.tools.server import Propagation
 from specdoctor.tools.user_server import UserServerRecord
 
-__all__ = ["RunFacts", "WorkloadFact", "SglangOriginFact", "NarrativeFact", "ToolOutputs", "Case", "checked_facts"]
+__all__ = ["RunFacts", "WorkloadFact", "EngineOriginFact", "NarrativeFact", "ToolOutputs", "Case", "checked_facts"]
 
 
 class WorkloadFact(FactModel):
@@ -55,13 +55,15 @@ class WorkloadFact(FactModel):
     differences: list[str] = Field(default_factory=list)
 
 
-class SglangOriginFact(FactModel):
-    """`facts.sglang_origin`: whether the user's server imports sglang from the checkout under investigation."""
+class EngineOriginFact(FactModel):
+    """`facts.engine_origin`: whether the user's server imports the engine's package (sglang, vllm) from the checkout
+    under investigation."""
 
     from_checkout: bool = False
     where: str | None = None
     repo: str | None = None
     editable_from: str | None = None
+    package: str | None = Field(default=None, description="The engine's package (older records name none).")
 
 
 class NarrativeFact(FactModel):
@@ -104,7 +106,9 @@ class RunFacts(BaseModel):
     user_server: UserServerFact | None = None
     user_server_record: UserServerRecord | None = None
     user_server_bench: MeasuredFact | None = None
-    sglang_origin: SglangOriginFact | None = None
+    engine_origin: EngineOriginFact | None = Field(default=None, validation_alias=AliasChoices(
+        "engine_origin", "sglang_origin"), description="Where the server imports the engine from (checkpoints "
+        "before the second engine say sglang_origin).")
     checkout_proof: CheckoutProofFact | None = None
     # the conclusion, and what the optional LLM added
     verdict: Verdict | None = None

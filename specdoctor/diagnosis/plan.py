@@ -93,9 +93,9 @@ def _breakeven_actions(case: Case, base: float | None, spec: float | None) -> li
 
 def _pcie_gate_action(case: Case) -> list[PlanAction]:
     scan = case.tools.gates
-    sglang_gates = {g.name for g in scan.engine_gates} if scan else set()
+    engine_gates = {g.name for g in scan.engine_gates} if scan else set()
     topo = case.facts.topology or TopologyFact()
-    if "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE" not in sglang_gates or topo.interconnect != "pcie":
+    if "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE" not in engine_gates or topo.interconnect != "pcie":
         return []
     return [PlanAction(
         title="Try SGLang's PCIe all-reduce gate SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1 (off by default)",

@@ -21,7 +21,8 @@ __all__ = ["CHEAP_READS", "runs_in_dry_run", "plan_step"]
 CHEAP_READS = frozenset({
     # tools: each reads files, /proc, git or nvidia-smi once; none launches, benchmarks or loops over configs
     "host_facts", "fingerprint", "fingerprint_diff", "catalog_diffs", "triage_diffs", "scan_feature_gates",
-    "check_env_propagation", "find_server_processes", "read_process_env", "server_info", "sglang_origin",
+    "check_env_propagation", "find_server_processes", "read_process_env", "server_info", "engine_origin",
+    "sglang_origin",  # engine_origin's deprecated name
     "launch_cost", "plan_launches", "nccl_inventory", "list_deltas", "breakeven",
     "catalog_commits",  # one git log of the range and a triage of its file names: the plan counts its bisection
     # actions built only from the reads above
@@ -70,7 +71,7 @@ def _launch_line(view: StateView, *, speculative: bool, env: dict[str, str] | No
     if inherited:
         notes.append(f"with the running server's {len(inherited)} environment variables")
     if tree:
-        notes.append(f"imports sglang from {tree}")
+        notes.append(f"imports the engine from {tree}")
     return PlannedCommand(command=cmd, note="; ".join(notes))
 
 

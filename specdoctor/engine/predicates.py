@@ -162,7 +162,7 @@ def _origin_detail(v: StateView) -> str | None:
     return origin_outside_checkout(v)
 
 
-@predicate("the checkout has local changes and the server imports sglang from it",
+@predicate("the checkout has local changes and the server imports the engine from it",
            "no local change of the checkout can matter", _origin_detail)
 def has_served_changes(v: StateView) -> bool:
     from specdoctor.engine.actions.user_server import origin_outside_checkout
@@ -252,8 +252,8 @@ def _range_detail(v: StateView) -> str | None:
     return None if cat is None else cat.summary_line()
 
 
-@predicate("HEAD has moved since the good run's commit and the server imports sglang from this checkout",
-           "HEAD is the good run's commit (or the server does not import sglang from this checkout)", _range_detail)
+@predicate("HEAD has moved since the good run's commit and the server imports the engine from this checkout",
+           "HEAD is the good run's commit (or the server does not import the engine from this checkout)", _range_detail)
 def upstream_moved(v: StateView) -> bool:
     from specdoctor.engine.actions.user_server import origin_outside_checkout
     from specdoctor.tools.commits import CommitCatalog

@@ -6,8 +6,10 @@ import re
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from specdoctor.inference.profiling import ProfilerPlan
+from specdoctor.models.phases import PhaseName
 from specdoctor.parsers.environ import EnvironCatalog
-from specdoctor.parsers.sglang import DecodeLine, LaunchArgs, MetaInfo, ServerInfo
+from specdoctor.parsers.launch_args import LaunchArgs
+from specdoctor.parsers.sglang import DecodeLine, MetaInfo, ServerInfo
 
 __all__ = ["InferenceEngine", "ProcessRole"]
 
@@ -40,6 +42,12 @@ class InferenceEngine(Protocol):
     @property
     def package(self) -> str:
         """Python import name of the engine (where `find_spec` looks, what a trial tree must provide)."""
+        ...
+
+    @property
+    def phases(self) -> tuple[PhaseName, ...]:
+        """The phases of one speculative cycle its profiler trace times, in order (SGLang: draft, verify,
+        draft-extend; vLLM: draft, verify, sample): a phase the engine does not have is never shown as +0.00."""
         ...
 
     # -- processes ------------------------------------------------------------------------------
@@ -144,6 +152,12 @@ class InferenceEngine(Protocol):
         """How to profile the running server (its args, its environment) for about `num_steps` cycles: the trace's
         folder (`run_folder` where the server takes one per request), `/start_profile`'s body, the trace file and its
         reader; `missing` when the server as launched cannot be profiled."""
+        ...
+
+    def profiler_launch_argv(self, command: str | list[str], folder: str) -> list[str] | None:
+        """The launch line a trial whose phases are read starts with, where the engine's profiler is configured at
+        launch only (its traces into `folder`); None: the line can be profiled as it is (configured per request).
+        Only for specdoctor's own trial servers: the user's server is never relaunched with another line."""
         ...
 
     # -- logs -----------------------------------------------------------------------------------

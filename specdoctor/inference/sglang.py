@@ -11,6 +11,7 @@ from typing import Any
 
 from specdoctor.inference.base import ProcessRole
 from specdoctor.inference.profiling import ProfilerPlan
+from specdoctor.models.phases import PhaseName
 from specdoctor.parsers.environ import EnvironCatalog, parse_environ_py
 from specdoctor.parsers.sglang import (
     DecodeLine,
@@ -79,6 +80,8 @@ class SGLang:
     name: str = "sglang"
     display_name: str = "SGLang"
     package: str = "sglang"
+    # run_batch's ranges in parsers/sglang_trace.py: a draft-extend forward closes every decode cycle
+    phases: tuple[PhaseName, ...] = ("draft", "verify", "draft_extend")
     health_path: str = "/health_generate"  # /health also generates by default, /health_generate always does
     liveness_path: str = "/health"
     generate_path: str = "/generate"
@@ -206,6 +209,9 @@ class SGLang:
         return parse_environ_py(text)
 
     # -- profiler -------------------------------------------------------------------------------
+    def profiler_launch_argv(self, command: str | list[str], folder: str) -> list[str] | None:
+        return None  # /start_profile configures the session (and its output_dir) per request: no launch flag
+
     def profiler_plan(self, server_args: dict[str, Any], env: dict[str, str], run_folder: str,
                       num_steps: int) -> ProfilerPlan:
         """`/start_profile` with `num_steps` into the server's SGLANG_TORCH_PROFILER_DIR (else `output_dir`: the

@@ -15,8 +15,10 @@ from typing import Any
 
 from specdoctor.inference.base import ProcessRole
 from specdoctor.inference.profiling import ProfilerPlan
+from specdoctor.models.phases import PhaseName
 from specdoctor.parsers.environ import EnvironCatalog
-from specdoctor.parsers.sglang import DecodeLine, LaunchArgs, MetaInfo, ServerInfo, split_command
+from specdoctor.parsers.launch_args import LaunchArgs
+from specdoctor.parsers.sglang import DecodeLine, MetaInfo, ServerInfo, split_command
 from specdoctor.parsers.vllm import (
     accept_length_between,
     complete_meta,
@@ -27,6 +29,7 @@ from specdoctor.parsers.vllm import (
     read_completion,
     read_version,
     spec_counters,
+    with_vllm_profiler,
 )
 from specdoctor.parsers.vllm_trace import RANK_TRACE, parse_vllm_trace
 
@@ -57,6 +60,8 @@ class VLLM:
     name: str = "vllm"
     display_name: str = "vLLM"
     package: str = "vllm"
+    # parsers/vllm_trace.py: propose (draft), execute_model (verify), sample; the draft runs no extend forward
+    phases: tuple[PhaseName, ...] = ("draft", "verify", "sample")
     health_path: str = "/health"  # serve/instrumentator/health.py:22 (checks the engine core)
     liveness_path: str = "/version"  # serve/instrumentator/basic.py:53 (answers without the engine)
     generate_path: str = "/v1/completions"
@@ -175,6 +180,14 @@ class VLLM:
         return parse_vllm_envs(text)
 
     # -- profiler -------------------------------------------------------------------------------
+    def profiler_launch_argv(self, command: str | list[str], folder: str) -> list[str] | None:
+        """0.26 takes its torch profiler only at launch (`--profiler-config`): a line whose own config already
+        writes a readable trace is kept as it is; any other gets a torch profiler writing into `folder`."""
+        tokens = split_command(command)
+        if self.profiler_plan(parse_vllm_launch(tokens).as_args(), {}, folder, 1).missing is None:
+            return None
+        return with_vllm_profiler(tokens, folder)
+
     def profiler_plan(self, server_args: dict[str, Any], env: dict[str, str], run_folder: str,
                       num_steps: int) -> ProfilerPlan:
         """vLLM's profiler is configured at launch only (`--profiler-config`, config/profiler.py; no environment

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 __all__ = ["PhaseSource", "PhaseStat", "PhaseTimes", "ProfilerOverhead", "PhaseName", "PhaseDelta", "PhaseEffect"]
 
 PhaseSource = Literal["profiler-gpu", "profiler-cpu", "derived"]
+PhaseName = Literal["draft", "verify", "draft_extend", "decode", "sample"]
 
 
 class PhaseStat(BaseModel):
@@ -51,6 +52,9 @@ class PhaseTimes(BaseModel):
     decode_ms: PhaseStat | None = Field(default=None, description="One plain decode step.")
     cycle_ms: PhaseStat | None = Field(default=None, description="Draft + verify + draft-extend, per cycle.")
     steps: int | None = Field(default=None, description="Draft steps k per cycle (the server's launch line).")
+    phases: list[PhaseName] | None = Field(default=None, description="The phases of a speculative cycle the "
+                                           "engine's trace times (its `phases`: SGLang draft, verify, "
+                                           "draft_extend; vLLM draft, verify, sample); None: not recorded.")
     wall_ms: PhaseStat | None = Field(default=None, description="Each decode cycle's wall time in the trace (its "
                                       "run_batch start to the next one's): what the parts below add up to.")
     idle_before_ms: dict[str, PhaseStat] = Field(default_factory=dict, description="Per phase, the GPU idle before "
@@ -73,8 +77,6 @@ class PhaseTimes(BaseModel):
         over = f"; profiler overhead {self.overhead.pct:.1f} %" if self.overhead else ""
         return f"{self.source}: " + ", ".join(parts) + f" ({self.cycles} cycles){over}"
 
-
-PhaseName = Literal["draft", "verify", "draft_extend", "decode", "sample"]
 
 class PhaseDelta(BaseModel):
     """One phase, slow arm minus fast arm (ms; a draft or plain-decode step per step, the others per cycle), with a

@@ -17,9 +17,9 @@ from pydantic import BaseModel
 
 from specdoctor.parsers.environ import EnvDecl, EnvironCatalog
 from specdoctor.parsers.errors import ParseError
+from specdoctor.parsers.launch_args import LaunchArgs
 from specdoctor.parsers.sglang import (
     DecodeLine,
-    LaunchArgs,
     MetaInfo,
     ServerInfo,
     _launch_cuts,
@@ -27,7 +27,7 @@ from specdoctor.parsers.sglang import (
 )
 from specdoctor.parsers.text import clean_lines, clean_text, flag_clipped, strip_ansi
 
-__all__ = ["parse_vllm_launch", "drop_vllm_speculative", "parse_vllm_stats", "parse_vllm_metrics",
+__all__ = ["parse_vllm_launch", "drop_vllm_speculative", "with_vllm_profiler", "parse_vllm_stats", "parse_vllm_metrics",
            "spec_counters", "accept_length_between", "complete_meta", "parse_vllm_envs", "startup_cuda_graph", "read_completion",
            "read_version", "SpecCounters", "VLLM_DEFAULT_PORT"]
 
@@ -242,6 +242,19 @@ def _parse_launch(cmd: str | list[str]) -> LaunchArgs:
 
 def drop_vllm_speculative(cmd: str | list[str]) -> list[str]:
     """The baseline: the same argv without `--speculative-config` (any spelling) and the `--spec-*` shorthands."""
+    return _drop_flags(cmd, _SPEC_FLAGS)
+
+
+def with_vllm_profiler(cmd: str | list[str], folder: str) -> list[str]:
+    """The same argv with vLLM's torch profiler on, its traces into `folder` (config/profiler.py: `profiler`,
+    `torch_profiler_dir`; with_stack stays at its default, on, for the Python frames the phases are read from):
+    any `--profiler-config` already given (JSON or dotted keys) is replaced."""
+    cfg = json.dumps({"profiler": "torch", "torch_profiler_dir": folder}, separators=(",", ":"))
+    return [*_drop_flags(cmd, {"profiler_config"}), "--profiler-config", cfg]
+
+
+def _drop_flags(cmd: str | list[str], dests: set[str]) -> list[str]:
+    """The argv without every server argument whose dest is in `dests` (any spelling), and its value."""
     tokens = split_command(cmd)
     _, _, _, i = _locate(tokens)
     out = tokens[:i]
@@ -252,7 +265,7 @@ def drop_vllm_speculative(cmd: str | list[str]) -> list[str]:
             out.append(tok)
             continue
         dest, inline, _ = _dest(tok)
-        if dest in _SPEC_FLAGS:
+        if dest in dests:
             if inline is None and i < len(tokens) and not tokens[i].startswith("-"):
                 i += 1
             continue

@@ -110,17 +110,32 @@ def cycle_growth(slow: PhaseTimes, fast: PhaseTimes) -> PhaseDelta | None:
     return _delta("draft", slow.wall_ms, fast.wall_ms, "cycle")  # the phase name is a placeholder: the whole cycle
 
 
+def _cycle_phases(slow: PhaseTimes, fast: PhaseTimes) -> list[PhaseName]:
+    """The phases a cycle line shows: the engine's (recorded with the times), else — a record from before engines
+    said — draft, verify, draft-extend and sample where either arm timed it."""
+    said = slow.phases or fast.phases
+    if said:
+        return [p for p in said if p != "decode"]
+    sample: list[PhaseName] = ["sample"] if slow.sample_ms or fast.sample_ms else []
+    return ["draft", "verify", "draft_extend", *sample]
+
+
+def _cycle_part(t: PhaseTimes, phase: PhaseName) -> PhaseStat | None:
+    return {"draft": t.draft_cycle_ms, "verify": t.verify_ms, "draft_extend": t.draft_extend_ms,
+            "sample": t.sample_ms}.get(phase)
+
+
 def cycle_account_line(slow: PhaseTimes, fast: PhaseTimes) -> str | None:
     """'cycle +3.70 ms [3.5, 3.9]: draft +3.02 (GPU +0.01, idle before +3.01), verify +0.02, draft-extend +0.70,
     rest -0.05, unaccounted +0.00' — where the cycle's growth went, the parts adding up to the wall by construction;
-    'unaccounted' is the measured cycle's growth (τ / tok/s) the trace's wall does not show. None: no walls."""
+    'unaccounted' is the measured cycle's growth (τ / tok/s) the trace's wall does not show. Only the engine's
+    phases are parts (vLLM has no draft-extend). None: no walls."""
     g = cycle_growth(slow, fast)
     if g is None:
         return None
     parts = []
-    for ph, gs, gf in (("draft", slow.draft_cycle_ms, fast.draft_cycle_ms), ("verify", slow.verify_ms, fast.verify_ms),
-                       ("draft_extend", slow.draft_extend_ms, fast.draft_extend_ms)) + (
-                          (("sample", slow.sample_ms, fast.sample_ms),) if slow.sample_ms or fast.sample_ms else ()):
+    for ph in _cycle_phases(slow, fast):
+        gs, gf = _cycle_part(slow, ph), _cycle_part(fast, ph)
         i_s, i_f = slow.idle_before_ms.get(ph), fast.idle_before_ms.get(ph)
         gpu = gs.ms - gf.ms if gs is not None and gf is not None else 0.0
         idle = i_s.ms - i_f.ms if i_s is not None and i_f is not None else 0.0

@@ -26,7 +26,7 @@ from specdoctor.stats.nearer import POWER_Z, level_at, midpoint_looks, midpoint_
 from specdoctor.stats.phases import cycle_account_line, phase_deltas, phase_effect
 from specdoctor.toolkit import ToolContext, registry, tool
 from specdoctor.tools.bisect_effects import CulpritEffect, culprit_effects, effects_search
-from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, trial
+from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, profiled, trial
 from specdoctor.tools.trial import measure as measure_
 from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, tree_problem, trial_code
 from specdoctor.tools.trial_tree import TrialTree
@@ -171,7 +171,7 @@ class _Runner:
                 self.profiled += 1
                 config = in_tree(LaunchConfig(command=self.launch, python=self.python, port=self.port, env=self.env,
                                               label=f"phases-{label}"), tree)
-                with trial(self.ctx, config) as handle:
+                with trial(self.ctx, profiled(self.ctx, config)) as handle:
                     check_origin(handle, tree)
                     return profile(handle, requests_per_run=measure["requests_per_run"],
                                    max_new_tokens=measure["max_new_tokens"])
@@ -270,7 +270,7 @@ class EssentialInput(BaseModel):
     """Arguments of find_essential_patches."""
 
     repo: str = Field(description="Path of the git checkout on the host.")
-    launch: str = Field(description="The speculative server's SGLang launch line.")
+    launch: str = Field(description="The speculative server's launch line.")
     python: str | None = Field(default=None, description="Python on the host that runs the server.")
     essential: list[str] = Field(default_factory=list, description="The user's essential list (no launches).")
     port: int | None = Field(default=None, description="Port for trial servers (default: the launch line's).")
@@ -366,7 +366,7 @@ class BisectInput(BaseModel):
     """Arguments of bisect_patches."""
 
     repo: str = Field(description="Path of the git checkout on the host.")
-    launch: str = Field(description="The speculative server's SGLang launch line.")
+    launch: str = Field(description="The speculative server's launch line.")
     python: str | None = None
     essential: list[str] = Field(default_factory=list, description="Always applied, never bisected.")
     order: list[str] = Field(default_factory=list, description="Priority order (triage_diffs); others follow.")

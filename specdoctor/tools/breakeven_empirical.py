@@ -19,7 +19,7 @@ __all__ = ["EmpiricalInput", "EmpiricalPoint", "EmpiricalBreakeven", "breakeven_
 class EmpiricalInput(BaseModel):
     """Arguments of breakeven_empirical."""
 
-    command: str = Field(description="The SGLang launch line with speculative decoding on.")
+    command: str = Field(description="The engine's launch line with speculative decoding on.")
     python: str | None = Field(default=None, description="Python on the host that runs SGLang.")
     cwd: str | None = None
     port: int | None = None

@@ -49,7 +49,8 @@ CATALOGUE: dict[str, tuple[Callable[..., Any], ...]] = {
     "checkout and trials": (
         repo.catalog_diffs, repo.triage_diffs, worktree.backup_worktree, worktree.restore_worktree,
         worktree.stash_all, worktree.apply_patches, backup_mirror.mirror_backup, manifest.checkout_manifest,
-        trial_tree.build_trial_tree, trial_tree.remove_trial_tree, trial_tree.sglang_origin,
+        trial_tree.build_trial_tree, trial_tree.remove_trial_tree, trial_tree.engine_origin,
+        trial_tree.sglang_origin,
         bisect.find_essential_patches, bisect.bisect_patches, commits.catalog_commits, commit_bisect.bisect_commits,
     ),
     "server and measurement": (

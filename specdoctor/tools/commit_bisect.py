@@ -30,7 +30,7 @@ from specdoctor.tools.bisect import arms_phase_effect
 from specdoctor.tools.commits import CommitCatalog, CommitRow, CommitsInput, catalog_commits
 from specdoctor.tools.manifest import decode_name
 from specdoctor.tools.plan import PlannedPhase
-from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, trial
+from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, profiled, trial
 from specdoctor.tools.trial import measure as measure_
 from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, source_names
 from specdoctor.tools.trial_tree import TrialSource, TrialTree, prepare_source, remove_tree
@@ -45,7 +45,7 @@ _NO_LOCKS = {"GIT_OPTIONAL_LOCKS": "0"}
 class CommitBisectInput(CommitsInput):
     """Arguments of bisect_commits (the range is catalog_commits')."""
 
-    launch: str = Field(description="The speculative server's SGLang launch line.")  # type: ignore[assignment]
+    launch: str = Field(description="The speculative server's launch line.")  # type: ignore[assignment]
     python: str | None = None
     essential: list[str] = Field(default_factory=list, description="Local patches carried onto every commit tried.")
     env: dict[str, str] = Field(default_factory=dict, description="Env for trial servers (e.g. the running server's).")
@@ -231,7 +231,7 @@ class _Prober:
             with commit_tree(self.ctx, self.src, self.shas[i], self.patch, self.untracked,
                              f"commit-{next(_IDS)}") as tree:
                 self.profiled += 1
-                with trial(self.ctx, self.config(tree, f"phases-{label}")) as handle:
+                with trial(self.ctx, profiled(self.ctx, self.config(tree, f"phases-{label}"))) as handle:
                     check_origin(handle, tree)
                     return profile(handle, requests_per_run=self.args.requests_per_run,
                                    max_new_tokens=self.args.max_new_tokens)

@@ -37,8 +37,8 @@ class FingerprintInput(BaseModel):
     """Arguments of fingerprint."""
 
     port: int | None = Field(default=None, description="Server port: its workers' env and /server_info version.")
-    repo: str | None = Field(default=None, description="SGLang checkout on the host (commit; without a port, the "
-                             "server running from it is the one examined).")
+    repo: str | None = Field(default=None, description="The engine checkout on the host (commit; without a "
+                             "port, the server running from it is the one examined).")
     python: str | None = Field(default=None, description="The server's python (torch NCCL, sglang version).")
 
 

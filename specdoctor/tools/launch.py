@@ -28,7 +28,8 @@ __all__ = ["LaunchInput", "LaunchResult", "launch_server", "StopInput", "StopRes
 class LaunchInput(BaseModel):
     """Arguments of launch_server."""
 
-    command: str | list[str] = Field(description="SGLang launch line (python -m sglang.launch_server ... / sglang serve ...).")
+    command: str | list[str] = Field(description="The engine's launch line (python -m sglang.launch_server "
+                                     "... / sglang serve ... / vllm serve ...).")
     python: str | None = Field(default=None, description="Interpreter on the host replacing a leading python/python3.")
     cwd: str | None = None
     env: dict[str, str] = Field(default_factory=dict, description="Environment overrides (env K=V).")

@@ -56,8 +56,8 @@ def _conf(lines: list[str]) -> dict[str, str]:
 class InventoryInput(BaseModel):
     """Arguments of nccl_inventory."""
 
-    port: int | None = Field(default=None, description="Port of a running SGLang server to read TP/model from.")
-    launch: str | None = Field(default=None, description="SGLang launch line (when no server is running).")
+    port: int | None = Field(default=None, description="Port of a running server to read TP/model from.")
+    launch: str | None = Field(default=None, description="The launch line (when no server is running).")
     python: str = Field(default="python3", description="Python on the host with torch/sglang.")
     tp: int | None = Field(default=None, ge=1)
     model_path: str | None = None
@@ -165,7 +165,7 @@ def _inventory_server(ctx: ToolContext, args: InventoryInput, inv: NcclInventory
     if server:
         _propagation(ctx, port, inv)
     elif port is not None:
-        inv.notes.append(f"no SGLang server found on port {port}: TP and model read from the launch line")
+        inv.notes.append(f"no inference server found on port {port}: TP and model read from the launch line")
     if args.launch:  # the running server's own args win over the launch line
         server = {**ctx.engine.parse_launch(args.launch).as_args(), **server}
     return server

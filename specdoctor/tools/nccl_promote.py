@@ -47,7 +47,7 @@ class PromoteCandidate(BaseModel):
 class PromoteInput(BaseModel):
     """Arguments of nccl_promote."""
 
-    command: str = Field(description="SGLang launch line to relaunch under each candidate's env.")
+    command: str = Field(description="The engine's launch line to relaunch under each candidate's env.")
     candidates: list[PromoteCandidate] = Field(default_factory=list,
                                                description="Configurations the sweep's comparator called better.")
     python: str | None = None

@@ -183,6 +183,7 @@ def phase_times(ctx: ToolContext, args: PhaseTimesInput) -> PhaseTimes:
     except ParseError as exc:
         raise NoData(f"{path}: {exc}") from None
     out = phases_from_trace(trace, int(steps) if steps else None, path)
+    out.phases = list(ctx.engine.phases)  # what a cycle line shows: never a phase this engine does not have
     out.notes = notes + out.notes
     out.measured_on = (f"{args.label}: the server on :{args.port}, {args.runs} profiled runs of "
                        f"{args.requests_per_run} requests x {args.max_new_tokens} tokens ({out.cycles} cycles)")

@@ -295,8 +295,8 @@ class TriageInput(BaseModel):
     """Arguments of triage_diffs."""
 
     repo: str = Field(description="Path of the git checkout on the host.")
-    port: int | None = Field(default=None, description="Port of the live SGLang server to read the config from.")
-    launch: str | None = Field(default=None, description="The SGLang launch line (fallback when no live server).")
+    port: int | None = Field(default=None, description="Port of the live server to read the config from.")
+    launch: str | None = Field(default=None, description="The launch line (fallback when no live server).")
     essential: list[str] = Field(default_factory=list, description="Paths (or file names) the user calls essential.")
 
 

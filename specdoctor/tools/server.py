@@ -53,7 +53,7 @@ class Proc(BaseModel):
 
 
 class Server(BaseModel):
-    """One SGLang server: its main process, scheduler workers (by TP rank), detokenizer, parsed args."""
+    """One inference server: its main process, its workers (by TP rank), detokenizer, parsed args."""
 
     main: Proc
     workers: list[Proc] = Field(default_factory=list)
@@ -87,7 +87,7 @@ class FindServersInput(BaseModel):
 
 
 class ServerList(BaseModel):
-    """SGLang servers found on the host (the host user's own; others' are only counted)."""
+    """Inference servers found on the host (the host user's own; others' are only counted)."""
 
     servers: list[Server] = Field(default_factory=list)
     other_users: list[str] = Field(default_factory=list, description="Servers of other users, never examined.")
@@ -262,9 +262,9 @@ def select_server(servers: list[Server], *, port: int | None = None, repo: str |
         cands, hint = servers, ""
     if not cands:
         running = f" (running: {', '.join(s.label() for s in servers)})" if servers else ""
-        raise NoData(f"no SGLang server{hint}{running}")
+        raise NoData(f"no inference server{hint}{running}")
     if len(cands) > 1:
-        raise ToolRetry(f"{len(cands)} SGLang servers{hint} and nothing says which one to examine: "
+        raise ToolRetry(f"{len(cands)} inference servers{hint} and nothing says which one to examine: "
                         f"{'; '.join(s.label() for s in cands)} — pass --port (or --launch with --port) or --repo")
     return cands[0]
 
@@ -282,12 +282,12 @@ def locate_servers(host: Host, port: int | None = None, repo: str | None = None,
     mine = [s for s in servers if s not in others]
     out = ServerList(other_users=[f"{s.label()} of uid {s.uid}" for s in others])
     if not mine:
-        raise NoData(f"no SGLang server of this user{' on port ' + str(port) if port else ''} "
+        raise NoData(f"no inference server of this user{' on port ' + str(port) if port else ''} "
                      f"(other users': {'; '.join(out.other_users)}; never examined)")
     by_repo = _runs_from(host, mine, repo) if repo and port is None else None
     if by_repo == [] and len(mine) == 1:  # the only server of this user; /proc does not tie it to the checkout
-        out.notes.append(f"the only SGLang server ({mine[0].label()}) does not run from {repo} as far as /proc "
-                         "shows (cwd, argv[0], PYTHONPATH); examined as the server meant")
+        out.notes.append(f"the only inference server ({mine[0].label()}) does not run from {repo} as far as "
+                         "/proc shows (cwd, argv[0], PYTHONPATH); examined as the server meant")
         by_repo = mine
     if exactly_one:
         out.servers = [select_server(mine, port=port, repo=repo, by_repo=by_repo)]
@@ -302,8 +302,9 @@ def locate_servers(host: Host, port: int | None = None, repo: str | None = None,
 
 @tool(effect="read")
 def find_server_processes(ctx: ToolContext, args: FindServersInput) -> ServerList:
-    """Find running SGLang servers: main process, sglang::scheduler workers per TP rank, detokenizer, parsed args,
-    and where the main process logs and runs (its stderr/stdout file and cwd, from /proc).
+    """Find running inference servers (SGLang, vLLM): main process, workers per TP rank (sglang::scheduler_TP<r>,
+    VLLM::Worker_TP<r> or the engine core), detokenizer, parsed args, and where the main process logs and runs
+    (its stderr/stdout file and cwd, from /proc).
 
     Only the host user's servers; `port` or `repo` (its checkout or cwd) narrows to the one meant, and
     `exactly_one` makes several candidates an error that lists them."""

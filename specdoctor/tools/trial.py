@@ -26,7 +26,7 @@ from specdoctor.tools.launch import LaunchResult
 from specdoctor.tools.measure import BenchmarkResult
 
 __all__ = ["LaunchConfig", "TrialHandle", "LaunchFailed", "MeasureFailed", "Recorder", "trial",
-           "measure", "profile", "AUTO_PORT", "PROFILE_RUNS"]
+           "measure", "profile", "profiled", "AUTO_PORT", "PROFILE_RUNS"]
 
 PROFILE_RUNS = 2
 """Benchmark runs a trial's phase profile takes with the profiler on (and as many without, for its overhead)."""
@@ -194,6 +194,16 @@ def measure(handle: TrialHandle, *, runs: int = 5, requests_per_run: int = 3, ma
     if out is None:
         raise MeasureFailed(res)
     return out
+
+
+def profiled(ctx: ToolContext, config: LaunchConfig) -> LaunchConfig:
+    """`config` as a trial whose phases will be read launches it: with the engine's launch-time profiler settings
+    where it takes them only at launch (vLLM 0.26's `--profiler-config`, traces into this run's profile folder);
+    unchanged where `/start_profile` configures it (SGLang). A trial is specdoctor's own server, so adding a flag
+    there is fine; the user's server is never relaunched with a line other than its own."""
+    engine = config.inference() if config.engine else ctx.engine_for(config.command)
+    argv = engine.profiler_launch_argv(config.command, f"{ctx.run_dir}/profile")
+    return config if argv is None else config.model_copy(update={"command": argv})
 
 
 def profile(handle: TrialHandle, *, runs: int = PROFILE_RUNS, requests_per_run: int = 2, max_new_tokens: int = 128,

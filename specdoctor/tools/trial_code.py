@@ -17,7 +17,7 @@ from specdoctor.toolkit import ToolContext, registry
 from specdoctor.tools.manifest import decode_name
 from specdoctor.tools.trial import LaunchConfig, TrialHandle
 from specdoctor.tools.trial_tree import (
-    SglangOrigin,
+    EngineOrigin,
     TreeInput,
     TrialTree,
     build_tree,
@@ -85,19 +85,20 @@ def in_tree(config: LaunchConfig, tree: TrialTree, top: str | None = None) -> La
     return config.model_copy(update={"tree": tree.path, "cwd": cwd})
 
 
-def check_origin(handle: TrialHandle, tree: TrialTree) -> SglangOrigin:
-    """Where the running trial server resolves `import sglang` (its exe, env and cwd from /proc); WrongTree when
+def check_origin(handle: TrialHandle, tree: TrialTree) -> EngineOrigin:
+    """Where the running trial server resolves the engine's package (its exe, env and cwd from /proc); WrongTree when
     not inside the trial tree. Recorded as evidence like every tool call of the trial."""
     last = "no server process to check"
     for pid in handle.pids[:4]:  # the group leader may be a wrapper (a shell): the first python that answers
-        res = registry.call(handle.ctx, "sglang_origin", {"pid": pid, "expect_under": tree.path})
+        res = registry.call(handle.ctx, "engine_origin", {"pid": pid, "expect_under": tree.path})
         if handle.record is not None:
             handle.record(f"origin_{handle.config.label}", res)
-        out = registry.typed_output(res, SglangOrigin, where=f"origin_{handle.config.label}")
+        out = registry.typed_output(res, EngineOrigin, where=f"origin_{handle.config.label}")
         if out is None:
             last = res.summary
             continue
         if not out.inside:
-            raise WrongTree(f"trial server imports sglang from {out.origin or out.locations}, not its tree {tree.path}")
+            raise WrongTree(f"trial server imports {out.package or 'the engine'} from {out.origin or out.locations}, "
+                            f"not its tree {tree.path}")
         return out
-    raise WrongTree(f"could not check where the trial server imports sglang from: {last}")
+    raise WrongTree(f"could not check where the trial server imports the engine from: {last}")

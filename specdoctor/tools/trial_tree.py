@@ -27,8 +27,8 @@ from specdoctor.tools.remote import remote_command
 from specdoctor.tools.server import resolve_origin
 
 __all__ = ["SourceChange", "TrialSource", "TreeInput", "TrialTree", "RemoveInput", "Removed", "OriginInput",
-           "SglangOrigin", "prepare_source", "build_tree", "remove_tree", "sglang_origin_of", "build_trial_tree",
-           "remove_trial_tree", "sglang_origin", "trees_root", "trial_env", "map_into_tree"]
+           "EngineOrigin", "prepare_source", "build_tree", "remove_tree", "engine_origin_of", "build_trial_tree",
+           "remove_trial_tree", "engine_origin", "sglang_origin", "trees_root", "trial_env", "map_into_tree"]
 
 _NO_LOCKS = {"GIT_OPTIONAL_LOCKS": "0"}
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -143,7 +143,8 @@ class TrialTree(BaseModel):
     name: str
     path: str
     head: str
-    pythonpath: str = Field(description="Put first on PYTHONPATH so `import sglang` comes from this tree.")
+    pythonpath: str = Field(description="Put first on PYTHONPATH so the engine's package is imported from this "
+                            "tree.")
     applied_files: list[str] = Field(default_factory=list)
     applied_hunks: dict[str, list[int]] = Field(default_factory=dict)
     differs_from_head: list[str] = Field(default_factory=list, description="Paths of the tree that differ from HEAD.")
@@ -346,36 +347,41 @@ def remove_tree(ctx: ToolContext, name: str | None = None) -> Removed:
 
 
 class OriginInput(BaseModel):
-    """Arguments of sglang_origin."""
+    """Arguments of engine_origin."""
 
     pid: int | None = Field(default=None, ge=1, description="Check the environment of this running process.")
     python: str = Field(default="python3", description="Interpreter (ignored with pid: the process's own).")
     env: dict[str, str] = Field(default_factory=dict, description="The exact environment (ignored with pid).")
     cwd: str | None = Field(default=None, description="Working folder (ignored with pid).")
-    expect_under: str | None = Field(default=None, description="The tree sglang must come from.")
+    expect_under: str | None = Field(default=None, description="The tree the engine's package must come "
+                                        "from.")
 
 
-class SglangOrigin(BaseModel):
-    """Where `import sglang` resolves in an environment, and whether that is inside the expected tree."""
+class EngineOrigin(BaseModel):
+    """Where `import <engine package>` (sglang, vllm) resolves in an environment, and whether that is inside the
+    expected tree."""
 
+    package: str | None = Field(default=None, description="The engine's package that was resolved (older records "
+                                "name none: sglang).")
     origin: str | None
     locations: list[str] = Field(default_factory=list)
     python: str
     expect_under: str | None = None
     inside: bool | None = Field(default=None, description="None when no tree was expected.")
     editable_from: str | None = Field(default=None, description="An editable install's source (PEP 610 "
-                                      "direct_url.json of the sglang distribution), e.g. file:///home/u/sglang.")
+                                      "direct_url.json of the engine's distribution), e.g. file:///home/u/sglang.")
 
     def summary_line(self) -> str:
         where = self.origin or (self.locations[0] if self.locations else "not importable")
         verdict = "" if self.inside is None else (" (inside the trial tree)" if self.inside else " (NOT the trial tree)")
-        return f"sglang imports from {where}{verdict}"
+        return f"{self.package or 'the engine'} imports from {where}{verdict}"
 
 
-def sglang_origin_of(ctx: ToolContext, args: OriginInput) -> SglangOrigin:
-    """Resolve `sglang` with exactly the given (or the running process's) interpreter, environment and cwd.
+def engine_origin_of(ctx: ToolContext, args: OriginInput) -> EngineOrigin:
+    """Resolve the run's engine package (`ctx.engine.package`) with exactly the given (or the running process's)
+    interpreter, environment and cwd.
 
-    Only the import machinery runs (importlib.util.find_spec): sglang itself is not imported.
+    Only the import machinery runs (importlib.util.find_spec): the engine itself is not imported.
     """
     python, env, cwd = args.python, dict(args.env), args.cwd
     if args.pid is not None:
@@ -396,7 +402,7 @@ def sglang_origin_of(ctx: ToolContext, args: OriginInput) -> SglangOrigin:
     info, why = resolve_origin(ctx.host, python, env, cwd, ctx.engine.package)
     if info is None:
         raise ToolRetry(f"{python} could not resolve {ctx.engine.package} on {ctx.host.name}: {why}")
-    out = SglangOrigin(origin=info["origin"], locations=info["locations"], python=python,
+    out = EngineOrigin(package=ctx.engine.package, origin=info["origin"], locations=info["locations"], python=python,
                        expect_under=args.expect_under, editable_from=info.get("editable"))
     if args.expect_under:
         base = ctx.host.run(["realpath", "-m", "--", args.expect_under]).stdout.strip().rstrip("/")
@@ -411,7 +417,7 @@ def build_trial_tree(ctx: ToolContext, args: TreeInput) -> TrialTree:
 
     The user's checkout is only read (its manifest before and after is compared, and reported); the tree lives
     at ~/.specdoctor/trees/RUN/NAME and borrows the checkout's git objects read-only. Launch the trial server
-    with PYTHONPATH=<pythonpath> and check it with sglang_origin.
+    with PYTHONPATH=<pythonpath> and check it with engine_origin.
     """
     return build_tree(ctx, args)
 
@@ -423,6 +429,15 @@ def remove_trial_tree(ctx: ToolContext, args: RemoveInput) -> Removed:
 
 
 @tool(effect="read")
-def sglang_origin(ctx: ToolContext, args: OriginInput) -> SglangOrigin:
-    """Where `import sglang` resolves for a running process (by pid) or a given python + env + cwd; inside a tree?"""
-    return sglang_origin_of(ctx, args)
+def engine_origin(ctx: ToolContext, args: OriginInput) -> EngineOrigin:
+    """Where the engine's package (sglang, vllm) resolves for a running process (by pid) or a given python + env +
+    cwd; inside a tree?"""
+    return engine_origin_of(ctx, args)
+
+
+@tool(effect="read")
+def sglang_origin(ctx: ToolContext, args: OriginInput) -> EngineOrigin:
+    """Deprecated: the old name of engine_origin (kept so embedders calling it by name keep working); call engine_origin.
+
+    Same arguments and answer: where the run's engine package resolves, and whether inside the expected tree."""
+    return engine_origin_of(ctx, args)

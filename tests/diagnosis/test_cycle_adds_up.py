@@ -33,3 +33,19 @@ def test_a_phase_that_carries_the_cycles_growth_is_still_named():
     slow = _times(1.8, 4.8, 1.2, 11.0, 1.0, 100)
     eff = phase_effect(slow, fast, "arms")
     assert eff is not None and eff.phase == "verify" and abs(eff.delta_ms - 3.0) < 0.05
+
+
+def test_the_cycle_line_shows_the_engines_phases_only():
+    """vLLM has no draft-extend: its cycle line never shows one (+0.00); SGLang's and older records still do."""
+    fast = _times(1.8, 1.8, 1.2, 8.0, 1.0, 1)
+    slow = _times(1.8, 4.8, 1.2, 11.0, 1.0, 100)
+    old = cycle_account_line(slow, fast)
+    assert old is not None and "draft-extend" in old and "sample" not in old  # no phases recorded: as before
+    sglang = [fast.model_copy(update={"phases": ["draft", "verify", "draft_extend"]}),
+              slow.model_copy(update={"phases": ["draft", "verify", "draft_extend"]})]
+    assert cycle_account_line(sglang[1], sglang[0]) == old
+    vllm = {"phases": ["draft", "verify", "sample"], "draft_extend_ms": None}
+    vf = fast.model_copy(update={**vllm, "sample_ms": _s(0.3, 7)})
+    vs = slow.model_copy(update={**vllm, "sample_ms": _s(0.3, 8)})
+    line = cycle_account_line(vs, vf)
+    assert line is not None and "draft-extend" not in line and "sample +0.00" in line and "verify +3.00" in line, line

@@ -136,6 +136,7 @@ def _base_args(tool: str, ws: Workspace) -> dict[str, Any]:
         "checkout_manifest": {"repo": ws.repo},
         "mirror_backup": {"repo": ws.repo},
         "remove_trial_tree": {},
+        "engine_origin": {"python": "python3"},
         "sglang_origin": {"python": "python3"},
         "find_essential_patches": {"repo": ws.repo, "launch": f"{_NOPE}--port {p}", "port": p},
         "compare_samples": {"a": [1.0, 2.0, 3.0], "b": [1.0, 2.0, 3.0]},
@@ -353,7 +354,7 @@ def run_case(host: ProbeLocalHost | ProbeSSHHost, ws: Workspace, tool: str, fld:
 _VERY_SLOW = {"nccl_sweep", "bisect_patches", "nccl_inventory", "find_essential_patches", "fingerprint"}
 _SLOW = {"apply_patches", "check_env_propagation", "scan_feature_gates", "launch_server", "stash_all",
          "nccl_promote", "breakeven_empirical", "triage_diffs", "backup_worktree", "build_trial_tree",
-         "checkout_manifest", "mirror_backup", "sglang_origin"}
+         "checkout_manifest", "mirror_backup", "engine_origin", "sglang_origin"}
 
 
 def default_budget(scale: float) -> Callable[[str, str], int]:

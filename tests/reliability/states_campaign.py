@@ -60,7 +60,7 @@ def run_state_campaign(host: Host, workdir: str, states: list[str] | None = None
                 "files": ["python/sglang/srt/layers/moe/topk.py"], "script": script, "script_args": [repo]})
             for r in (a, b):
                 if r.ok:
-                    registry.call(ctx, "sglang_origin", {"env": {"PYTHONPATH": r.output["pythonpath"]},
+                    registry.call(ctx, "engine_origin", {"env": {"PYTHONPATH": r.output["pythonpath"]},
                                                          "expect_under": r.output["path"]})
             registry.call(ctx, "remove_trial_tree", {})
         finally:

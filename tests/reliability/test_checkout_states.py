@@ -41,7 +41,7 @@ def test_trial_trees_over_ssh_leave_the_checkout_identical(ssh, sshd: SSHServer,
     for name, args in (("every", {"all_changes": True}), ("hunk", {"hunks": {KIMI: [0]}})):
         r = registry.call(ctx, "build_trial_tree", {"repo": repo, "name": name, **args})
         assert r.ok and r.output["checkout_before"] == r.output["checkout_after"], r.summary
-        o = registry.call(ctx, "sglang_origin", {"env": {"PYTHONPATH": r.output["pythonpath"]},
+        o = registry.call(ctx, "engine_origin", {"env": {"PYTHONPATH": r.output["pythonpath"]},
                                                  "python": "python3", "expect_under": r.output["path"]})
         assert o.ok and o.output["inside"], o.summary
     assert registry.call(ctx, "remove_trial_tree", {}).ok

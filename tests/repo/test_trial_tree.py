@@ -56,7 +56,7 @@ def test_building_using_and_removing_trial_trees_leaves_every_state_identical(lo
     one = registry.call(ctx, "build_trial_tree", {"repo": repo, "name": "one-hunk", "hunks": {KIMI: [0]},
                                                   "files": [TOPK]})
     assert one.ok and set(one.output["differs_from_head"]) == {KIMI, TOPK}, one.output["differs_from_head"]
-    origin = registry.call(ctx, "sglang_origin", {"env": {"PYTHONPATH": one.output["pythonpath"], "PATH": os.defpath},
+    origin = registry.call(ctx, "engine_origin", {"env": {"PYTHONPATH": one.output["pythonpath"], "PATH": os.defpath},
                                                   "python": sys.executable, "expect_under": one.output["path"]})
     assert origin.ok and origin.output["inside"] and origin.output["origin"].endswith(SGLANG_INIT), origin.summary
     assert registry.call(ctx, "remove_trial_tree", {"name": "one-hunk"}).output["removed"]
@@ -113,7 +113,7 @@ def test_patch_script_runs_in_the_tree_and_writes_outside_are_reported(local):
     assert "CHECKOUT CHANGED" in dirty.summary
 
 
-def test_sglang_origin_of_a_running_process(local):
+def test_engine_origin_of_a_running_process(local):
     host, tmp = local
     repo = str(tmp / "repo")
     build_state(host, repo, "modes")
@@ -126,16 +126,16 @@ def test_sglang_origin_of_a_running_process(local):
                                                                    "PATH": os.defpath}, cwd="/",
                                start_new_session=True)
     try:
-        a = registry.call(ctx, "sglang_origin", {"pid": inside.pid, "expect_under": t["path"]})
+        a = registry.call(ctx, "engine_origin", {"pid": inside.pid, "expect_under": t["path"]})
         assert a.ok and a.output["inside"] is True, a.summary
-        b = registry.call(ctx, "sglang_origin", {"pid": outside.pid, "expect_under": t["path"]})
+        b = registry.call(ctx, "engine_origin", {"pid": outside.pid, "expect_under": t["path"]})
         assert b.ok and b.output["inside"] is False and b.output["origin"].startswith(repo), b.summary
         assert "NOT the trial tree" in b.summary
     finally:
         for p in (inside, outside):
             os.killpg(p.pid, signal.SIGKILL)  # our own processes, by their group
             p.wait(timeout=10)
-    gone = registry.call(ctx, "sglang_origin", {"pid": inside.pid})
+    gone = registry.call(ctx, "engine_origin", {"pid": inside.pid})
     assert gone.status != "ok" and "cannot read process" in gone.summary
 
 
@@ -151,11 +151,11 @@ def test_a_server_started_from_the_checkout_folder_imports_the_checkout_unless_i
     env = trial_env(tree, {"PATH": os.defpath, "PYTHONPATH": "/opt/other"})
     assert env["PYTHONPATH"] == f"{tree.pythonpath}:/opt/other"
     user_cwd = f"{repo}/python"
-    naive = registry.call(ctx, "sglang_origin", {"python": sys.executable, "env": env, "cwd": user_cwd,
+    naive = registry.call(ctx, "engine_origin", {"python": sys.executable, "env": env, "cwd": user_cwd,
                                                  "expect_under": tree.path})
     mapped_cwd = map_into_tree(user_cwd, repo, tree)
     assert mapped_cwd == f"{tree.path}/python" and map_into_tree("/elsewhere", repo, tree) == "/elsewhere"
-    mapped = registry.call(ctx, "sglang_origin", {"python": sys.executable, "env": env, "cwd": mapped_cwd,
+    mapped = registry.call(ctx, "engine_origin", {"python": sys.executable, "env": env, "cwd": mapped_cwd,
                                                   "expect_under": tree.path})
     assert naive.ok and naive.output["inside"] is False and naive.output["origin"].startswith(repo), naive.summary
     assert mapped.ok and mapped.output["inside"] is True, mapped.summary

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from specdoctor.models.phases import PhaseTimes
 from specdoctor.parsers.sglang import parse_launch_command
 from specdoctor.sim import open_sim_host
 from specdoctor.sim.predict import predict
+from specdoctor.stats.phases import cycle_account_line
 from specdoctor.toolkit import ToolContext, registry
 
 
@@ -32,6 +34,11 @@ def test_seed_verify_is_measured_from_the_profiler(seed):
     assert "TARGET_VERIFY" in out["verify_ms"]["source"] and out["decode_ms"]["source"].startswith("derived")
     assert out["overhead"]["tps_with"] < out["overhead"]["tps_without"]
     assert out["trace_path"].endswith("-TP-0.trace.json.gz") and "/profile/specdoctor-" in out["trace_path"]
+    # SGLang's cycle keeps its draft-extend part (vLLM's has none: tests/sim/test_trace_conformance_vllm.py)
+    assert out["phases"] == ["draft", "verify", "draft_extend"]
+    times = PhaseTimes.model_validate(out)
+    line = cycle_account_line(times, times)
+    assert line is not None and "draft-extend +0.00" in line and "sample" not in line, line
 
 
 def test_a_trace_still_being_written_is_read_once_whole(tmp_path):

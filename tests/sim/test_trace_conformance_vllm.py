@@ -12,9 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from specdoctor.models.phases import PhaseTimes
 from specdoctor.parsers.vllm_trace import FRAME_PHASE, RANK_TRACE, parse_vllm_trace
 from specdoctor.sim import open_sim_host
 from specdoctor.sim.predict import predict
+from specdoctor.stats.phases import cycle_account_line
 from specdoctor.toolkit import ToolContext, registry
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-0.26-h100" / "trace" / "clean.json.gz"
@@ -68,6 +70,11 @@ def test_phase_times_on_a_profiled_vllm_twin_reads_its_rank_trace_like_the_real_
     assert out["draft_ms"]["ms"] == pytest.approx(truth.t_draft_ms, rel=0.08)
     assert out["verify_ms"]["ms"] == pytest.approx(truth.t_verify_ms, rel=0.08)
     assert out["sample_ms"]["ms"] > 0
+    # the cycle line shows vLLM's phases only: no draft-extend (its trace has none), sample as a part of its own
+    assert out["phases"] == ["draft", "verify", "sample"] and out["draft_extend_ms"] is None
+    times = PhaseTimes.model_validate(out)
+    line = cycle_account_line(times, times)
+    assert line is not None and "draft-extend" not in line and "sample +0.00" in line, line
     twin = json.loads(gzip.decompress(Path(out["trace_path"]).read_bytes()))["traceEvents"]
     real = json.loads(gzip.decompress(REAL.read_bytes()))["traceEvents"]
     assert _keys(twin) == _keys(real)

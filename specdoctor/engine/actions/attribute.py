@@ -52,6 +52,7 @@ from specdoctor.tools.trial import (
     MeasureFailed,
     measure,
     profile,
+    profiled,
     trial,
 )
 from specdoctor.tools.trial_env import TrialEnvCheck
@@ -469,7 +470,7 @@ class _RevertTrials:
         try:
             with reverted(self.deps.tool_ctx, self.base, self._revert(kept), repo=self.p.get("repo"),
                           label=label) as cfg:
-                with trial(self.deps.tool_ctx, cfg, record=self.record) as h:
+                with trial(self.deps.tool_ctx, profiled(self.deps.tool_ctx, cfg), record=self.record) as h:
                     return profile(h, requests_per_run=self.p.get("requests_per_run", 3),
                                    max_new_tokens=self.p.get("max_new_tokens", 128), key=f"phases_{label}")
         except (ToolRetry, Unresolved) as exc:  # LaunchFailed/MeasureFailed are Unresolved

@@ -28,7 +28,7 @@ __all__ = ["plan_run", "regression_phases", "bisect_expected", "gap_shown"]
 
 PHASE_PROFILE_LAUNCHES = 2
 PHASE_PROFILE_COST = (f"the phase profile of the confirming comparison's two arms (each {PROFILE_RUNS} short runs "
-                      f"without and {PROFILE_RUNS} with SGLang's profiler, ~25 % slower while it is on: "
+                      f"without and {PROFILE_RUNS} with the engine's own profiler, ~25 % slower while it is on: "
                       "27 % on a real H200)")
 _PREFIX_LIMIT = 8  # stats.ddmin.prefix_search's default: culprits searched one by one at most
 

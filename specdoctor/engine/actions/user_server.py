@@ -29,7 +29,7 @@ from specdoctor.tools.port_hold import hold_port, release_port
 from specdoctor.tools.server import ServerList
 from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, session_state
 from specdoctor.tools.trial import LaunchConfig
-from specdoctor.tools.trial_tree import SglangOrigin
+from specdoctor.tools.trial_tree import EngineOrigin
 from specdoctor.tools.user_server import UserServerRecord, capture, identity_hash, manual_step
 
 __all__ = ["examine_user_server", "take_gpus", "give_back_gpus", "bring_back", "blocked_by_user_server",
@@ -99,10 +99,12 @@ def _record(view: StateView) -> UserServerRecord | None:
 
 
 def origin_outside_checkout(view: StateView) -> str | None:
-    """Why local patches cannot explain anything (sglang is not imported from --repo), or None."""
-    o = view.get("facts.sglang_origin") or {}
+    """Why local patches cannot explain anything (the engine is not imported from --repo), or None."""
+    # a checkpoint written before the second engine keeps it as `sglang_origin` (RunFacts reads both names)
+    o = view.get("facts.engine_origin") or view.get("facts.sglang_origin") or {}
     if o.get("from_checkout") is False:
-        return f"the server imports sglang from {o.get('where')}, not from the --repo checkout {o.get('repo')}"
+        package = o.get("package") or "the engine"
+        return f"the server imports {package} from {o.get('where')}, not from the --repo checkout {o.get('repo')}"
     return None
 
 
@@ -151,9 +153,9 @@ def examine_user_server(deps, view: StateView, step, args: dict[str, Any]) -> Ac
     out.facts["user_server"] = fact.model_dump(mode="json")
     out.decisions.append(_examined(step, rec, out))
     repo = view.params.get("repo")
-    origin = call_tool(deps, "sglang_origin", {"pid": rec.pid, **({"expect_under": repo} if repo else {})},
+    origin = call_tool(deps, "engine_origin", {"pid": rec.pid, **({"expect_under": repo} if repo else {})},
                        out.results, key=f"{step.id}_origin")
-    o = registry.typed_output(origin, SglangOrigin, where=f"{step.id}_origin")
+    o = registry.typed_output(origin, EngineOrigin, where=f"{step.id}_origin")
     if o is not None and repo:
         _note_origin(out, step, o, repo)
     out.summary = rec.summary_line()
@@ -199,18 +201,18 @@ def _examined(step, rec: UserServerRecord, out: ActionOutcome) -> Decision:
         evidence=[e["command"] for r in out.results.values() for e in r.get("evidence", [])][:6])
 
 
-def _note_origin(out: ActionOutcome, step, o: SglangOrigin, repo: str) -> None:
-    """Whether the server imports sglang from the --repo checkout (else its patches cannot explain it)."""
+def _note_origin(out: ActionOutcome, step, o: EngineOrigin, repo: str) -> None:
+    """Whether the server imports the engine from the --repo checkout (else its patches cannot explain it)."""
     base = repo.rstrip("/")
     editable = (o.editable_from or "").removeprefix("file://").rstrip("/")
     from_checkout = bool(o.inside) or (bool(editable) and (editable == base or base.startswith(editable + "/")))
     where = o.origin or (o.locations[0] if o.locations else "nowhere (not importable)")
-    out.facts["sglang_origin"] = {"from_checkout": from_checkout, "where": where, "repo": repo,
-                                  "editable_from": o.editable_from}
+    out.facts["engine_origin"] = {"from_checkout": from_checkout, "where": where, "repo": repo,
+                                  "editable_from": o.editable_from, "package": o.package}
     out.decisions.append(Decision(
-        step=step.id, title="Where the running server imports sglang from", status="ok",
-        checked="importlib.util.find_spec('sglang') and its PEP 610 install record, in the server's own "
-                "interpreter, environment and cwd",
+        step=step.id, title=f"Where the running server imports {o.package or 'the engine'} from", status="ok",
+        checked=f"importlib.util.find_spec({o.package or 'the engine'!r}) and its PEP 610 install record, in the "
+                "server's own interpreter, environment and cwd",
         found=f"{where}" + (f" (editable install of {o.editable_from})" if o.editable_from else ""),
         decided="the checkout's patches are what the server runs" if from_checkout else
         "LOCAL PATCHES CANNOT EXPLAIN THIS SERVER: the patch steps (subtraction, bisection) are skipped",

@@ -276,9 +276,10 @@ class EssentialInput(BaseModel):
     port: int | None = Field(default=None, description="Port for trial servers (default: the launch line's).")
     env: dict[str, str] = Field(default_factory=dict, description="Env for trial servers (e.g. the running server's).")
     restore: bool = Field(default=True, description="Put the tree back (verified) at the end.")
-    bench_runs: int = Field(default=0, ge=0, description="Benchmark the two boundary trials (every patch, no patch) "
-                            "with this many runs while they are up (0: start only): the subtraction takes a "
-                            "measurement of the very tree it would build instead of launching it again.")
+    bench_runs: int = Field(default=0, ge=0, description="Benchmark the boundary trials (no patch, and every patch "
+                            "when that one is launched) with this many runs while they are up (0: start only): the "
+                            "subtraction takes a measurement of the very tree it would build instead of launching "
+                            "it again.")
     requests_per_run: int = Field(default=3, ge=1)
     max_new_tokens: int = Field(default=128, ge=2)
 
@@ -325,6 +326,22 @@ def _finish(ctx: ToolContext, repo: str, backup: Backup, runner: _Runner | None,
     return False
 
 
+def _every_patch_starts(runner: _Runner, changed: list[str], oracle: CachedOracle[str], bench: Bench | None) -> None:
+    """Launch every patch applied, the search's upper boundary, only when the no-patch tree did not start.
+
+    Why it is safe to skip otherwise: the search asks one question, "which patches can the server not start
+    without?". A server that started with no patch answers it (none) whatever every patch does, so that launch
+    would decide nothing. Its benchmark was only ever taken by the subtraction's confirming trial (a difference
+    seen against today's running server), which launches the same tree itself when it needs it: one launch fewer
+    wherever no patch is essential and the subtraction finds no difference, the same count where it does. When
+    HEAD alone does not start, the boundary is launched (and must start) exactly as before, then the prefix search.
+    """
+    if runner.run(sorted(changed), "all patches", None, bench=bench).outcome != "starts":
+        raise ToolFailed("the server does not start even with every patch applied: " +
+                         (runner.trials[-1].cause or "?"))
+    oracle.seed(frozenset(changed), "regressed")
+
+
 @tool(effect="disrupt")
 def find_essential_patches(ctx: ToolContext, args: EssentialInput) -> Essentials:
     """The minimal set of patches without which the speculative server fails to start.
@@ -342,15 +359,14 @@ def find_essential_patches(ctx: ToolContext, args: EssentialInput) -> Essentials
     try:
         oracle: CachedOracle[str] = CachedOracle(
             lambda s: "regressed" if runner.run(sorted(s), "start?", None).outcome == "starts" else "same")
-        # The two boundaries are the subtraction's two trees (when no patch is essential and no script runs):
-        # benchmarked while up, they can spare it a launch each.
-        if runner.run(sorted(backup.changed), "all patches", None, bench=bench).outcome != "starts":
-            raise ToolFailed("the server does not start even with every patch applied: " +
-                             (runner.trials[-1].cause or "?"))
-        oracle.seed(frozenset(backup.changed), "regressed")
+        # No patch first: when HEAD alone starts, no patch is essential and the every-patch launch would decide
+        # nothing (see `_every_patch_starts`). The no-patch tree is the subtraction's essentials tree (no script): benchmarked
+        # while up, it spares the subtraction that launch.
         if backup.changed:
             none = runner.run([], "no patches", None, bench=bench)
             oracle.seed(frozenset(), "regressed" if none.outcome == "starts" else "same")
+        if not backup.changed or oracle([], "no patches") != "regressed":
+            _every_patch_starts(runner, backup.changed, oracle, bench)
         found = [] if oracle([], "no patches") == "regressed" else prefix_search(backup.changed, oracle)
         result = Essentials(essential=sorted(found), source="search", launches=runner.launches,
                             trials=runner.trials)

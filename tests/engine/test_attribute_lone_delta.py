@@ -76,3 +76,10 @@ def test_control_from_a_launch_not_from_the_running_server():
     assert control_is_trial(view("spec"), "spec") and control_is_trial(view("x"), "baseline")
     assert not control_is_trial(view("spec (running server)"), "spec")
     assert not control_is_trial(view("spec", other_workload=True), "baseline")
+
+
+def test_the_plan_expects_no_replicate_for_a_lone_difference():
+    from specdoctor.engine.plan_estimate import _PROFILE, revert_search_expected
+
+    assert revert_search_expected(1) == 1 + _PROFILE  # everything reverted (+ its phase profile), nothing else
+    assert revert_search_expected(2) == 3 + _PROFILE

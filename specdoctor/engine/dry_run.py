@@ -140,11 +140,11 @@ def _essentials(view: StateView, args: dict[str, Any], step: str) -> list[Planne
     if given:
         return [PlannedCommand(command="(none: the essential patches were given with --essential)")]
     changed = _changed(view)
-    return [_launch_line(view, speculative=True, tree="a trial tree with all patches"),
-            _bench(view, _PORT, "all patches, while that server is up (the subtraction may take it instead of a "
-                   "launch of the same tree)"),
-            _launch_line(view, speculative=True, tree="a trial tree at HEAD (no patch)"),
-            _bench(view, _PORT, "no patch, while that server is up"),
+    return [_launch_line(view, speculative=True, tree="a trial tree at HEAD (no patch)"),
+            _bench(view, _PORT, "no patch, while that server is up, more runs while undecided against today's "
+                   "(the subtraction takes it instead of a launch of the same tree)"),
+            PlannedCommand(command="a trial tree with all patches, launched (start or not) only if HEAD alone does "
+                           "not start", known=False, after="whether HEAD alone starts"),
             PlannedCommand(command=f"more launches over subsets of the {len(changed)} changed files "
                            "(start or not; no benchmark)", known=False, after="whether HEAD alone starts")]
 

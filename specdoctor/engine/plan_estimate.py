@@ -9,10 +9,11 @@ whether the gap is real. Each of these re-estimates the launches *expected*, by 
   today's (the figures are re-read, nothing searched), a hardware state a targeted read measures (link, clocks,
   power, another process: no launch explains it), HEAD moved since the good run (the commits since), a flag or
   variable that differs from the good run (revert trials), else the local patches. Only that cause's search is
-  expected in full; the others keep their entry launches (the essentials search's two trees, the subtraction's
+  expected in full; the others keep their entry launches (the essentials search's no-patch tree, the subtraction's
   launch, the commit bisection's two ends, the all-reverted trial);
 - a patch search over P patches costs 2⌈log2 P⌉ + 2, a commit bisection over C commits 2 + ⌈log2 C⌉ + 2, a revert
-  search over D differences 2 + ⌈log2 D⌉ + 2 (control, everything reverted, the halving, the cause's phase profile);
+  search over D differences 2 + ⌈log2 D⌉ + 2 (everything reverted, the confirmation's other arm — none for a
+  lone difference —, the halving, the cause's phase profile);
 - the NCCL promotion launches the current setting and each candidate once; NCCL variables are its to settle, so the
   revert search expects only the other differences;
 - nothing to explain (every claim judged held) expects no explaining launch at all.
@@ -115,9 +116,11 @@ def expected_cause(f: PlanFacts) -> Cause:
 
 
 def revert_search_expected(d: int) -> int:
-    """A revert search over d differences when reverting them restores the speed: a control of today's
-    configuration, everything reverted, ⌈log2 d⌉ halvings, and the cause's phase profile."""
-    return 2 + _log2(d) + _PROFILE if d > 0 else 0
+    """A revert search over d differences when reverting them restores the speed: everything reverted, the other
+    arm of the confirmation, ⌈log2 d⌉ halvings, and the cause's phase profile. A lone difference's other arm is
+    today's configuration, which the reproduce launch measured already (the attribution's usual baseline figure):
+    not launched again (attribute.py `_Search._lone_measured`)."""
+    return (1 if d == 1 else 2) + _log2(d) + _PROFILE if d > 0 else 0
 
 
 def _patch_search(p: int) -> int:
@@ -160,8 +163,8 @@ def _expected(ph: PlannedPhase, f: PlanFacts, cause: Cause) -> float | None:
     explain = f.gap and cause != "workload"  # a workload difference: the figures are re-read, nothing searched
     if ph.step in ("reproduce", "restart"):
         return None
-    if ph.step == "essentials":  # the two boundary trees, benchmarked for the subtraction
-        return 2 if explain and f.code_open else 0
+    if ph.step == "essentials":  # the no-patch tree, benchmarked for the subtraction (every patch: only if it fails)
+        return 1 if explain and f.code_open else 0
     if ph.step == "subtract":  # the essentials-only tree (unless benchmarked), + 1 to confirm or decide
         return (1 + (1 if f.essential_given else 0)) if explain and f.code_open else 0
     if ph.step == "bisect":

@@ -13,6 +13,7 @@ from scipy.stats import norm
 
 from specdoctor.errors import ToolFailed, ToolRetry, Unresolved
 from specdoctor.models.phases import PhaseEffect, PhaseTimes
+from specdoctor.stats.comparator import GrowingArm
 from specdoctor.stats.ddmin import (
     CachedOracle,
     Outcome,
@@ -24,6 +25,7 @@ from specdoctor.stats.ddmin import (
 )
 from specdoctor.stats.nearer import POWER_Z, level_at, midpoint_looks, midpoint_z, side_of_midpoint
 from specdoctor.stats.phases import cycle_account_line, phase_deltas, phase_effect
+from specdoctor.stats.summary import summarize
 from specdoctor.toolkit import ToolContext, registry, tool
 from specdoctor.tools.bisect_effects import CulpritEffect, culprit_effects, effects_search
 from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, profiled, trial
@@ -61,6 +63,9 @@ class Bench(BaseModel):
     runs: int = Field(ge=3)
     requests_per_run: int = Field(default=3, ge=1)
     max_new_tokens: int = Field(default=128, ge=2)
+    against: list[float] = Field(default_factory=list, description="Runs of the arm this tree will be compared with "
+                                 "(today's, every patch applied): while undecided, more runs on the same server, "
+                                 "in the subtraction's own looks (stats.comparator.GrowingArm).")
 
 
 class Trial(BaseModel):
@@ -158,6 +163,8 @@ class _Runner:
         rec.tree = TreeIdentity.of(tree)
         rec.benchmark = dict(m.model_dump(mode="json"), label=f"essentials search: {rec.purpose}")
         rec.samples = [float(x) for x in m.samples]
+        if len(bench.against) >= 3:
+            _grow(rec, handle, bench)
         rec.median = statistics.median(rec.samples) if rec.samples else None
 
     def profile(self, subset: list[str], label: str, measure: dict[str, Any]) -> tuple[PhaseTimes | None, str]:
@@ -276,9 +283,13 @@ class EssentialInput(BaseModel):
     port: int | None = Field(default=None, description="Port for trial servers (default: the launch line's).")
     env: dict[str, str] = Field(default_factory=dict, description="Env for trial servers (e.g. the running server's).")
     restore: bool = Field(default=True, description="Put the tree back (verified) at the end.")
-    bench_runs: int = Field(default=0, ge=0, description="Benchmark the two boundary trials (every patch, no patch) "
-                            "with this many runs while they are up (0: start only): the subtraction takes a "
-                            "measurement of the very tree it would build instead of launching it again.")
+    bench_runs: int = Field(default=0, ge=0, description="Benchmark the boundary trials (no patch, and every patch "
+                            "when that one is launched) with this many runs while they are up (0: start only): the "
+                            "subtraction takes a measurement of the very tree it would build instead of launching "
+                            "it again.")
+    bench_against: list[float] = Field(default_factory=list, description="Today's runs with every patch (the "
+                                       "subtraction's other arm): the no-patch trial's benchmark grows while its "
+                                       "comparison with them is undecided, so the subtraction need not relaunch it.")
     requests_per_run: int = Field(default=3, ge=1)
     max_new_tokens: int = Field(default=128, ge=2)
 
@@ -325,6 +336,40 @@ def _finish(ctx: ToolContext, repo: str, backup: Backup, runner: _Runner | None,
     return False
 
 
+def _grow(rec: Trial, handle: Any, bench: Bench) -> None:
+    """More runs on the server that is up while its comparison with `bench.against` is undecided, up to the
+    subtraction's cap: the subtraction otherwise launched this very tree again only to take the same looks (#46).
+    A failed benchmark keeps the runs so far."""
+    looks = GrowingArm(bench.against, bench.runs)
+    while (n := looks.more(rec.samples)) > 0:
+        try:
+            m = measure_(handle, runs=n, requests_per_run=bench.requests_per_run, max_new_tokens=bench.max_new_tokens,
+                         label=rec.purpose[:40], warmup_runs=0)
+        except MeasureFailed:
+            break
+        rec.samples += [float(x) for x in m.samples]
+    s = summarize(rec.samples)
+    rec.median = s.median
+    rec.benchmark = dict(rec.benchmark or {}, samples=list(rec.samples), median=s.median, ci_low=s.ci_low,
+                         ci_high=s.ci_high)
+
+
+def _every_patch_starts(runner: _Runner, changed: list[str], oracle: CachedOracle[str], bench: Bench | None) -> None:
+    """Launch every patch applied, the search's upper boundary, only when the no-patch tree did not start.
+
+    Why it is safe to skip otherwise: the search asks one question, "which patches can the server not start
+    without?". A server that started with no patch answers it (none) whatever every patch does, so that launch
+    would decide nothing. Its benchmark was only ever taken by the subtraction's confirming trial (a difference
+    seen against today's running server), which launches the same tree itself when it needs it: one launch fewer
+    wherever no patch is essential and the subtraction finds no difference, the same count where it does. When
+    HEAD alone does not start, the boundary is launched (and must start) exactly as before, then the prefix search.
+    """
+    if runner.run(sorted(changed), "all patches", None, bench=bench).outcome != "starts":
+        raise ToolFailed("the server does not start even with every patch applied: " +
+                         (runner.trials[-1].cause or "?"))
+    oracle.seed(frozenset(changed), "regressed")
+
+
 @tool(effect="disrupt")
 def find_essential_patches(ctx: ToolContext, args: EssentialInput) -> Essentials:
     """The minimal set of patches without which the speculative server fails to start.
@@ -342,15 +387,15 @@ def find_essential_patches(ctx: ToolContext, args: EssentialInput) -> Essentials
     try:
         oracle: CachedOracle[str] = CachedOracle(
             lambda s: "regressed" if runner.run(sorted(s), "start?", None).outcome == "starts" else "same")
-        # The two boundaries are the subtraction's two trees (when no patch is essential and no script runs):
-        # benchmarked while up, they can spare it a launch each.
-        if runner.run(sorted(backup.changed), "all patches", None, bench=bench).outcome != "starts":
-            raise ToolFailed("the server does not start even with every patch applied: " +
-                             (runner.trials[-1].cause or "?"))
-        oracle.seed(frozenset(backup.changed), "regressed")
+        # No patch first: when HEAD alone starts, no patch is essential and the every-patch launch would decide
+        # nothing (see `_every_patch_starts`). The no-patch tree is the subtraction's essentials tree (no script): benchmarked
+        # while up, it spares the subtraction that launch.
         if backup.changed:
-            none = runner.run([], "no patches", None, bench=bench)
+            grow = bench.model_copy(update={"against": list(args.bench_against)}) if bench is not None else None
+            none = runner.run([], "no patches", None, bench=grow)
             oracle.seed(frozenset(), "regressed" if none.outcome == "starts" else "same")
+        if not backup.changed or oracle([], "no patches") != "regressed":
+            _every_patch_starts(runner, backup.changed, oracle, bench)
         found = [] if oracle([], "no patches") == "regressed" else prefix_search(backup.changed, oracle)
         result = Essentials(essential=sorted(found), source="search", launches=runner.launches,
                             trials=runner.trials)

@@ -185,7 +185,8 @@ def _label(env: dict[str, str], unset: list[str]) -> str:
 
 def _expand(args: PromoteInput) -> list[PromoteCandidate]:
     """The candidates, each relative to what the workers run now; plus 'unset' (each variable the workers have,
-    and all of them) and 'as in the good run', always. Duplicates (same effective setting) measured once."""
+    and all of them) and 'as in the good run', always. Duplicates (same effective setting, `_effective`) measured
+    once; one that is today's setting not at all."""
     cur = dict(args.current)
     out: list[PromoteCandidate] = []
     for c in args.candidates:
@@ -201,11 +202,25 @@ def _expand(args: PromoteInput) -> list[PromoteCandidate]:
     seen: set[tuple[tuple[tuple[str, str], ...], tuple[str, ...]]] = {(tuple(sorted(cur.items())), ())}
     unique = []
     for c in out:
-        key = (tuple(sorted(c.env.items())), tuple(sorted(c.unset)))
+        key = _effective(c, cur, set(args.not_removable))
         if key not in seen:
             seen.add(key)
             unique.append(c)
     return unique
+
+
+def _effective(c: PromoteCandidate, cur: dict[str, str], fixed: set[str]
+               ) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """The setting a relaunch under `c` really gives the workers, as a key: removing a variable that is set inside
+    every process (sitecustomize.py, nccl.conf: `not_removable`) leaves today's value.
+
+    Why a candidate with the same key is not launched (#46): it runs exactly the configuration of one launched
+    before it (or of the current setting), so it can decide nothing new — and when it removes a variable
+    sitecustomize.py sets, its launch even ends unmeasured ("removing it from the launch env does not remove
+    it"). E.g. 'as in the good run (NCCL defaults)' where only sitecustomize's variables remain: today's setting.
+    A candidate that sets a value, or removes a variable a relaunch can remove, keeps its own key and runs."""
+    kept = {n: cur[n] for n in c.unset if n in fixed and n in cur}
+    return (tuple(sorted({**kept, **c.env}.items())), tuple(sorted(n for n in c.unset if n not in fixed)))
 
 
 def planned_launches(args: PromoteInput) -> int:
@@ -376,6 +391,9 @@ def nccl_promote(ctx: ToolContext, args: PromoteInput) -> NcclPromotion:
                         reference_env=dict(args.current))
     looks = midpoint_looks(args.runs, max(args.max_runs, args.runs))
     candidates = _expand(args)
+    if not candidates:
+        out.notes.append("nothing to launch: every setting to try gives the workers today's setting (a relaunch "
+                         "cannot remove what sitecustomize.py or nccl.conf sets inside every process)")
     measured: list[PromotedResult] = []
     if candidates and args.reference_first:  # then every candidate's runs are judged against it as they come
         _measure_reference(ctx, args, out)

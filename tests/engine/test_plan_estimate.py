@@ -32,7 +32,7 @@ def test_a_differing_flag_expects_the_revert_search_over_the_listed_differences_
     f = facts_from_deltas(PlanFacts(changed=8, code_open=True, config_differs=True, launch_unknown=False), deltas)
     assert expected_cause(f) == "config"
     exp = _exp(revise_phases(first, f)[0])
-    assert exp["bisect"] == 0 and exp["essentials"] == 2 and exp["subtract"] == 1
+    assert exp["bisect"] == 0 and exp["essentials"] == 1 and exp["subtract"] == 1
     assert exp["attribute"] == revert_search_expected(4) == 2 + 2 + 2
     attribute = next(p for p in revise_phases(first, f)[0] if p.step == "attribute")
     assert attribute.launches >= attribute.expected  # the cap grows to what the listed differences can cost

@@ -165,4 +165,4 @@ def test_claims_held_on_the_running_server_expect_no_explaining_trial_but_keep_t
     assert held["reproduce"].expected is None and held["restart"].expected is None  # the baseline launch, the restart
     assert all(held[s].expected == 0 and held[s].launches > 0 for s in ("essentials", "subtract", "bisect"))
     shown = {p.step: p for p in regression_phases(gap_shown=True, **common)}
-    assert shown["essentials"].expected == 2 and shown["bisect"].expected == 2 * 3 + 2
+    assert shown["essentials"].expected == 1 and shown["bisect"].expected == 2 * 3 + 2

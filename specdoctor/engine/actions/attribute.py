@@ -20,7 +20,8 @@ from specdoctor.diagnosis import Case
 from specdoctor.diagnosis.attribution import without_split
 from specdoctor.diagnosis.causes import CODE_CLEARED, effect, non_revertible_causes, revert_patch_command
 from specdoctor.engine.actions import ActionOutcome, action
-from specdoctor.engine.actions.attribute_evidence import promoted_override
+from specdoctor.engine.actions.attribute_evidence import control_is_trial, promoted_override
+from specdoctor.engine.actions.cause_names import cause_name as _cause_name
 from specdoctor.engine.actions.measure import _recorder, reference_for, same_within
 from specdoctor.engine.actions.subtract import essential_files
 from specdoctor.engine.gap import read_gap
@@ -101,8 +102,9 @@ class _Search:
     sequential levels of the first comparison."""
 
     def __init__(self, run: RunKept, *, runs: int, step: int, max_runs: int, alpha: float,
-                 magnitude: float | None):
-        self.run, self.magnitude = run, magnitude
+                 magnitude: float | None, control_is_trial: bool = False):
+        self.run, self.magnitude, self.control_is_trial = run, magnitude, control_is_trial
+        self.rounds = 0
         self.trials: dict[frozenset[str], TrialRun] = {}
         self.out = SearchOutcome(first="no-control")
         sizes = sorted({*range(runs, max_runs, step), max_runs})
@@ -188,7 +190,9 @@ class _Search:
         oracle: CachedOracle[str] = CachedOracle(test)
         oracle.seed(frozenset(remaining), "regressed")
         oracle.seed(frozenset(), "same")
-        found = isolate(remaining, oracle, noun="deltas", base="every other delta reverted", replicate=True)
+        self.rounds += 1
+        found = isolate(remaining, oracle, noun="deltas", base="every other delta reverted",
+                        replicate=not self._lone_measured(remaining))
         for rec in found.trials:  # the purpose of each trial, as the search meant it
             t = trials.get(frozenset(rec.subset))
             if t is not None and not t.purpose:
@@ -212,6 +216,19 @@ class _Search:
         if not rest or left.outcome != "DIFFERENT" or left.delta <= 0:
             return None
         return rest, list(samples)
+
+    def _lone_measured(self, remaining: list[str]) -> bool:
+        """One delta left, and both of its confirming arms already measured in trial launches of exactly those
+        configurations: the replicate would launch one of them again and decide nothing.
+
+        Why it is safe: a replicate guards against the runs that *chose* a set among others also confirming it
+        (a noisy reference picks a wrong half). With one delta left there is no choice — the set is forced — and its
+        two confirming arms are the round's own references: kept alone it is the slow reference (a revert trial of
+        the previous round, or, in the first round, today's configuration as the reproduce step launched it), and
+        reverted it is the everything-reverted trial, and the comparator already called them different. Not when
+        the first round's slow reference is your running server: what a trial launch does differently must not
+        pass for the delta, so the replicate runs then."""
+        return len(remaining) == 1 and (self.rounds > 1 or self.control_is_trial)
 
     def part_of_the_gap(self, cands: list[str], remaining: list[str], slow_ref: list[float], allrev: TrialRun,
                         part: float) -> list[str]:
@@ -244,10 +261,13 @@ class _Search:
 
 def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs: int = 5, step: int = 3,
                   max_runs: int = MAX_RUNS, alpha: float = 0.01, rounds: int = 3,
-                  magnitude: float | None = None) -> SearchOutcome:
+                  magnitude: float | None = None, control_is_trial: bool = False) -> SearchOutcome:
     """Control (today) vs everything reverted, then confirm-both-ways delta debugging over `names` (most suspect
-    first). `run(kept, purpose, judge)` measures one configuration; pure otherwise (tests drive it with noise)."""
-    search = _Search(run, runs=runs, step=step, max_runs=max_runs, alpha=alpha, magnitude=magnitude)
+    first). `run(kept, purpose, judge)` measures one configuration; pure otherwise (tests drive it with noise).
+    `control_is_trial`: the control's runs come from a trial launch of today's configuration as these trials launch
+    it (not your running server), so they stand for "every delta kept" (`_Search._lone_measured`)."""
+    search = _Search(run, runs=runs, step=step, max_runs=max_runs, alpha=alpha, magnitude=magnitude,
+                     control_is_trial=control_is_trial)
     looked = search.first_look(names, list(control))
     if looked is None:
         return search.out
@@ -484,7 +504,8 @@ def _search_causes(trials: _RevertTrials, view: StateView, fact: AttributionFact
     # are ruled out in a few runs even on a noisy figure.
     metric, control, by_name, step, out = trials.metric, trials.control, trials.by_name, trials.step, trials.out
     mag = same_within(view, metric, control)
-    search = search_deltas(list(by_name), trials.run, control, runs=trials.runs, magnitude=mag)
+    search = search_deltas(list(by_name), trials.run, control, runs=trials.runs, magnitude=mag,
+                           control_is_trial=control_is_trial(view, metric))
     effects = [_phase_effect(trials.deps, step, out, slow, fast, trials.profile_kept, i, len(search.causes))
                for i, (slow, fast) in enumerate(search.arms)]
     for (names, eff, lo, hi), ph in itertools.zip_longest(search.causes, effects):
@@ -579,24 +600,3 @@ def _intended_env(rev: list[Delta], revert: Revert) -> dict[str, str | None]:
     """What a trial means its workers to have for each environment delta it reverts: the value it sets, else the
     variable absent (an unset, or a start-up hook shadowed where the reference lacked it)."""
     return {d.name: revert.env.get(d.name) for d in rev if d.kind == "env" and d.revert is not None}
-
-
-def _flag_value(v: str | None) -> str:
-    """A launch flag's value as a cause names it: absent, set (a switch given without a value), or the value."""
-    return "absent" if v is None else "set" if v == "" else v
-
-
-def _cause_name(d: Delta) -> str:
-    """'NCCL_P2P_DISABLE=1 set by sitecustomize.py', '--attention-backend triton (good run: fa3)'."""
-    if d.kind == "launch-flag":
-        flag = "--" + d.name.replace("_", "-")
-        cur, ref = _flag_value(d.current), _flag_value(d.reference)
-        if d.current == "":  # a switch (store_true) reads '--disable-cuda-graph (good run: absent)'
-            return f"{flag} ({d.reference_label}: {ref})"
-        return f"{flag} {cur} ({d.reference_label}: {ref})"
-    if d.kind == "code":
-        return f"local patch {d.name}"
-    if d.current is None:
-        where = f"; {d.source}" if d.source else ""
-        return f"{d.name} unset today ({d.reference_label}: {d.reference}{where})"
-    return f"{d.name}={d.current}" + (f" set by {d.source}" if d.source else "")

@@ -8,10 +8,11 @@ lines yield to it) and won. That override is the trial the conf line lacks: the 
 
 from __future__ import annotations
 
+from specdoctor.engine.state import StateView
 from specdoctor.models import Delta, Revert
 from specdoctor.tools.nccl_promote import NcclPromotion
 
-__all__ = ["promoted_override"]
+__all__ = ["control_is_trial", "promoted_override"]
 
 
 def promoted_override(d: Delta, promo: NcclPromotion | None) -> Delta | None:
@@ -34,3 +35,14 @@ def promoted_override(d: Delta, promo: NcclPromotion | None) -> Delta | None:
                    "to the environment): the revert trial sets that value")
             return d.model_copy(update={"revertible": True, "revert": Revert(env={d.name: value}), "why": why})
     return None
+
+
+def control_is_trial(view: StateView, metric: str) -> bool:
+    """Today's runs on `metric` came from a trial launch of today's configuration with today's workload (the
+    reproduce step's launch, as the revert trials launch it), not from your running server nor another workload:
+    they stand for "every delta kept" in the revert search."""
+    if view.get("facts.measure_today_workload"):
+        return False
+    today = (view.get("facts.measure") or {}).get(metric)
+    return isinstance(today, dict) and bool(today.get("samples")) and \
+        not str(today.get("label") or "").startswith("spec (running server")

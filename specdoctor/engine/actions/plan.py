@@ -60,11 +60,11 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
         if not essential_given:  # all, none, then per culprit: found alone, found + rest, binary search
             phases.append(PlannedPhase(
                 step="essentials", launches=2 + min(changed, _PREFIX_LIMIT) * (2 + _log2(changed)),
-                expected=2 if gap_shown else 0,
-                condition="no --essential list given; the first 2 (all patches, no patch) also run "
-                          f"{runs + 1} benchmark runs each (not in the time: the subtraction's launches they spare "
-                          "are); more only when HEAD alone does not start",
-                decides="which patches the server cannot start without (start or not); the two boundary trees "
+                expected=1 if gap_shown else 0,
+                condition="no --essential list given; the first (no patch) also runs "
+                          f"{runs + 1} benchmark runs (not in the time: the subtraction's launch it spares "
+                          "is); every patch and more only when HEAD alone does not start",
+                decides="which patches the server cannot start without (start or not); the no-patch tree "
                         "benchmarked while up, for the subtraction to reuse"))
         # Essentials only: one server, sequential looks on it; every patch applied is today's measurement reused,
         # and relaunched in a trial tree only to confirm a difference before bisecting. A tree the essentials

@@ -114,11 +114,14 @@ def _searched(s: _Step, arms: _Arms, tree: TrialTree, looks: Looks, what: str) -
     if bench is None:
         return None
     samples = [float(x) for x in bench["samples"]]
-    if looks.final(samples).get("outcome") == "UNKNOWN":
+    # Undecided at the looks' cap, the runs stand: a launch of the same tree would take the same looks again
+    # (the essentials search grew them on its server against today's runs, find_essential_patches' bench_against).
+    if looks.final(samples).get("outcome") == "UNKNOWN" and looks.more(samples) > 0:
         arms.notes.append(f"{what}: the essentials search's benchmark of the same tree was undecided "
                           f"({len(samples)} runs), so it was launched for more")
         return None
-    arms.notes.append(f"{what}: {SEARCHED_NOTE} ({len(samples)} runs), no launch")
+    undecided = " (undecided at the cap)" if looks.final(samples).get("outcome") == "UNKNOWN" else ""
+    arms.notes.append(f"{what}: {SEARCHED_NOTE} ({len(samples)} runs{undecided}), no launch")
     return bench
 
 

@@ -11,8 +11,10 @@ whether the gap is real. Each of these re-estimates the launches *expected*, by 
   variable that differs from the good run (revert trials), else the local patches. Only that cause's search is
   expected in full; the others keep their entry launches (the essentials search's two trees, the subtraction's
   launch, the commit bisection's two ends, the all-reverted trial);
-- a patch search over P patches costs 2⌈log2 P⌉ + 2, a commit bisection over C commits 2 + ⌈log2 C⌉ + 2, a revert
-  search over D differences 2 + ⌈log2 D⌉ + 2 (control, everything reverted, the halving, the cause's phase profile);
+- a patch search over P patches costs 2⌈log2 P⌉ + 2, a commit bisection over C commits 2 + ⌈log2 C⌉, a revert
+  search over D differences 2 + ⌈log2 D⌉ (control, everything reverted, the halving); the confirmed cause's phase
+  profile is taken on its confirming trials' own servers (tools.arm_profiles), so it is expected to cost no launch
+  (its 2 stay in the cap, for an arm no trial could profile);
 - the NCCL promotion launches the current setting and each candidate once; NCCL variables are its to settle, so the
   revert search expects only the other differences;
 - nothing to explain (every claim judged held) expects no explaining launch at all.
@@ -35,7 +37,8 @@ __all__ = ["Cause", "PlanFacts", "facts_from_deltas", "expected_cause", "revise_
 
 Cause = Literal["none", "workload", "hardware", "commits", "config", "code", "unknown"]
 Stage = Literal["first", "consent", "revised"]
-_PROFILE = 2  # the confirmed cause's phase profile: both arms of its confirming comparison
+_PROFILE = 2  # the confirmed cause's phase profile at worst: both arms launched (no trial could profile them)
+_PROFILE_EXPECTED = 0  # both arms are expected to be profiled on their own trials while up (tools.arm_profiles)
 
 
 def _log2(n: int) -> int:
@@ -116,8 +119,8 @@ def expected_cause(f: PlanFacts) -> Cause:
 
 def revert_search_expected(d: int) -> int:
     """A revert search over d differences when reverting them restores the speed: a control of today's
-    configuration, everything reverted, ⌈log2 d⌉ halvings, and the cause's phase profile."""
-    return 2 + _log2(d) + _PROFILE if d > 0 else 0
+    configuration, everything reverted, ⌈log2 d⌉ halvings; the cause's phase profile comes from those trials."""
+    return 2 + _log2(d) + _PROFILE_EXPECTED if d > 0 else 0
 
 
 def _patch_search(p: int) -> int:
@@ -167,7 +170,7 @@ def _expected(ph: PlannedPhase, f: PlanFacts, cause: Cause) -> float | None:
     if ph.step == "bisect":
         return _patch_search(f.changed) if cause == "code" else 0
     if ph.step == "bisect_commits":  # HEAD against the good commit always; the search only if the commits are it
-        return (ph.launches if cause == "commits" else 2) if explain and f.commits else 0
+        return (ph.launches - _PROFILE + _PROFILE_EXPECTED if cause == "commits" else 2) if explain and f.commits else 0
     if ph.step == "nccl_promote":
         return (f.promote_launches or 0) if explain else 0
     if ph.step == "attribute":

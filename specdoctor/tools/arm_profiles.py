@@ -24,13 +24,15 @@ ArmProfiler = Callable[[list[str], str], "tuple[PhaseTimes | None, str]"]
 """`prof(arm, label)`: the arm's phase times, or (None, why)."""
 ArmRule = Callable[[ArmKey, str], bool]
 """`wanted(arm, purpose)`: profile this trial while its server is up."""
+Reader = Callable[..., "tuple[PhaseTimes | None, str]"]
+"""`read(handle, requests_per_run=, max_new_tokens=, key=)`: a trial server's phase times (tools.trial.profile)."""
 
 
 class ArmProfiles:
     """Phase profiles taken in trials, by arm; `wanted` None means phases are not wanted (nothing is profiled)."""
 
-    def __init__(self, wanted: ArmRule | None = None):
-        self.wanted = wanted
+    def __init__(self, wanted: ArmRule | None = None, read: Reader = profile):
+        self.wanted, self.read = wanted, read
         self.times: dict[ArmKey, PhaseTimes] = {}
         self.failed: dict[ArmKey, str] = {}
         self.taken = 0
@@ -46,7 +48,7 @@ class ArmProfiles:
         k = frozenset(arm)
         if self.wanted is None or k in self.times or not self.wanted(k, purpose):
             return
-        times, why = profile(handle, requests_per_run=requests_per_run, max_new_tokens=max_new_tokens, key=key)
+        times, why = self.read(handle, requests_per_run=requests_per_run, max_new_tokens=max_new_tokens, key=key)
         self.taken += 1
         if times is not None:
             self.times[k] = times

@@ -11,7 +11,8 @@ whether the gap is real. Each of these re-estimates the launches *expected*, by 
   variable that differs from the good run (revert trials), else the local patches. Only that cause's search is
   expected in full; the others keep their entry launches (the essentials search's two trees, the subtraction's
   launch, the commit bisection's two ends, the all-reverted trial);
-- a patch search over P patches costs 2⌈log2 P⌉ + 2, a commit bisection over C commits 2 + ⌈log2 C⌉, a revert
+- a patch search over P patches costs 2⌈log2 P⌉ (one culprit: the slow/fast search, or the effect search's
+  2⌈log2 P⌉ + 2 when it must run), a commit bisection over C commits 2 + ⌈log2 C⌉, a revert
   search over D differences 2 + ⌈log2 D⌉ (control, everything reverted, the halving); the confirmed cause's phase
   profile is taken on its confirming trials' own servers (tools.arm_profiles), so it is expected to cost no launch
   (its 2 stay in the cap, for an arm no trial could profile);
@@ -124,7 +125,8 @@ def revert_search_expected(d: int) -> int:
 
 
 def _patch_search(p: int) -> int:
-    return 2 * _log2(p) + 2 if p > 0 else 0
+    """As engine.actions.plan.bisect_expected: one culprit among P patches, its phase profile from its trials."""
+    return 2 * _log2(p) if p > 0 else 0
 
 
 def revise_phases(phases: list[PlannedPhase], f: PlanFacts) -> tuple[list[PlannedPhase], list[str]]:

@@ -39,8 +39,11 @@ def _log2(n: int) -> int:
 
 
 def bisect_expected(p: int) -> int:
-    """An effect-size search's launches for P patches with a culprit among them: about 2·⌈log2 P⌉ + 2."""
-    return 2 * _log2(p) + 2 if p > 0 else 0
+    """The patch search's launches for P patches with the one culprit the plan expects: about 2·⌈log2 P⌉ — the
+    slow/fast search's halvings and confirmation (3 to 5 launches for P = 8 across the corpus's one-culprit stories),
+    or the effect search's 2·⌈log2 P⌉ + 2 when it confirms nobody. The culprit's phase profile, 2 launches until #46
+    and carried by this estimate's + 2, is taken on its confirming trials' own servers: no launch."""
+    return 2 * _log2(p) if p > 0 else 0
 
 
 def regression_phases(*, changed: int, essential_given: bool, spec_running: bool, tp_size: int, runs: int,

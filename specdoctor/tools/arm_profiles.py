@@ -86,14 +86,16 @@ def confirming_arm(items: Sequence[str]) -> ArmRule:
     """The rule of a subset search over `items` (patches on the essentials, deltas kept at today's value): profile
     a trial when its subset can be an arm of a confirming comparison — nothing (the fast base), one item (a culprit
     alone), every item but one (all but a culprit), every item (today) — or when the search runs it to confirm a
-    set ('confirm' in its purpose). Why these: a single culprit's two arms are always of the first shapes, and the
-    bisection reaches a singleton before it knows it is the culprit, so the profile is taken then or never; a set of
-    several culprits is profiled when its confirmation trial runs. Never every trial: each profile costs
-    2 × PROFILE_RUNS short runs, and the halving trials of more than one item (but all but one) are no arm."""
+    set or tries a candidate set alone ('confirm' or 'alone' in its purpose). Why these: a single culprit's two arms
+    are always of the first shapes, and the bisection reaches a singleton before it knows it is the culprit, so the
+    profile is taken then or never; a set of several culprits is profiled when it is first tried alone (the
+    interaction search's found set) or confirmed. Never every trial: each profile costs 2 × PROFILE_RUNS short runs,
+    and the halving trials of more than one item (but all but one) are no arm."""
     n = len(set(items))
 
     def wanted(arm: ArmKey, purpose: str) -> bool:
-        return len(arm) <= 1 or len(arm) >= n - 1 or "confirm" in purpose.lower()
+        said = purpose.lower()
+        return len(arm) <= 1 or len(arm) >= n - 1 or "confirm" in said or "alone" in said
 
     return wanted
 

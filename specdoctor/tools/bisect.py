@@ -470,7 +470,10 @@ def search_patches(items: list[str], run: RunTrial, args: BisectInput) -> Search
             return "regressed" if refs["slow"] else "unresolved"
         if _two_sided(refs):
             ensure_precise_refs()  # before this trial's server starts: one server at a time
-        confirming = " (to confirm)" if oracle.asking.startswith("confirm") else ""
+        # a trial the search runs to confirm a set, or of a candidate set alone (an interaction's found set): an arm
+        # of the confirming comparison it may end with (tools.arm_profiles.confirming_arm reads this)
+        confirming = (" (to confirm)" if oracle.asking.startswith("confirm") else
+                      " (a candidate set alone)" if "alone" in oracle.asking else "")
         t = run(chosen, f"{len(chosen)} of {len(items)} patches{confirming}", measure, judge)
         if t.outcome == "unresolved" and t.samples and (t.cause or "").startswith("comparator undecided") \
                 and _two_sided(refs) and ensure_precise_refs(force=True):

@@ -14,14 +14,14 @@ from tests.diagnosis.test_phase_effect import _times
 ITEMS = [f"p{i}.py" for i in range(7)] + ["verify.py"]  # the culprit last: the halving reaches it at the end
 
 
-def _box(arms: ArmProfiles, culprit: str = "verify.py", seed: int = 5):
-    """A fake trial runner: tok/s 100 without the culprit, 80 with it; each trial's server offers its phase times
-    (verify 48.8 ms with the culprit, 42.8 without) to `arms` before it stops, as the real runner does."""
+def _box(arms: ArmProfiles, slow: Any = lambda s: "verify.py" in s, seed: int = 5):
+    """A fake trial runner: tok/s 100, 80 where `slow(subset)`; each trial's server offers its phase times (verify
+    48.8 ms when slow, 42.8 otherwise) to `arms` before it stops, as the real runner does."""
     rng = random.Random(seed)
     trials: list[list[str]] = []
 
     def tps(subset: list[str]) -> float:
-        return (80.0 if culprit in subset else 100.0) + rng.gauss(0, 0.5)
+        return (80.0 if slow(subset) else 100.0) + rng.gauss(0, 0.5)
 
     def run(subset: list[str], purpose: str, measure: dict[str, Any] | None, judge: Any) -> Any:
         trials.append(list(subset))
@@ -41,10 +41,10 @@ def _box(arms: ArmProfiles, culprit: str = "verify.py", seed: int = 5):
     return run, tps, trials
 
 
-def _read(profiled: list[list[str]], culprit: str = "verify.py"):
+def _read(profiled: list[list[str]], slow: Any = lambda s: "verify.py" in s):
     def read(handle: Any, **_: Any):
         profiled.append(list(handle))
-        return _times(1.1, 48.8 if culprit in handle else 42.8, seed=len(profiled)), ""
+        return _times(1.1, 48.8 if slow(handle) else 42.8, seed=len(profiled)), ""
     return read
 
 
@@ -67,6 +67,22 @@ def test_a_confirmed_culprit_s_phase_is_read_from_its_confirming_trials_with_no_
     assert eff is not None and eff.phase == "verify" and 5 < eff.delta_ms < 7
     # not every trial: the halving trials of several patches (but all but one) were not profiled
     assert len(profiled) < len(trials) and all(len(p) <= 1 or len(p) >= len(ITEMS) - 1 for p in profiled)
+
+
+def test_an_interacting_pair_s_phase_comes_from_its_trials_too():
+    def pair(s: list[str]) -> bool:
+        return {"p1.py", "p5.py"} <= set(s)
+
+    arms = ArmProfiles(confirming_arm(ITEMS), read=_read([], pair))
+    run, tps, _ = _box(arms, pair)
+    args = BisectInput(repo="r", launch="l", reference_slow=[tps(ITEMS) for _ in range(8)],
+                       reference_fast=[tps([]) for _ in range(8)])
+    found = search_patches(ITEMS, run, args)
+    assert found.confirmed and sorted(found.culprits) == ["p1.py", "p5.py"], found.notes
+    launched: list[list[str]] = []
+    eff, notes = confirmed_phase_effect(found.culprits, ITEMS, arms.profiler(lambda a, label: (launched.append(a),
+                                                                                              (None, "x"))[1]))
+    assert launched == [] and eff is not None and eff.phase == "verify", notes
 
 
 def test_an_arm_no_trial_profiled_is_launched_as_before_and_only_that_one():
@@ -93,6 +109,7 @@ def test_the_rule_profiles_possible_arms_only():
     assert wanted(frozenset(), "") and wanted(frozenset({"p1.py"}), "") and wanted(frozenset(ITEMS[1:]), "")
     assert not wanted(frozenset(ITEMS[:4]), "4 of 8 patches")  # a halving trial
     assert wanted(frozenset(ITEMS[:4]), "4 of 8 patches (to confirm)")  # a set of several, when confirmed
+    assert wanted(frozenset(ITEMS[:2]), "2 of 8 patches (a candidate set alone)")  # an interaction's found set
     assert placed_probe(frozenset({"3"}), "commit 3 of (0, 8]") and not placed_probe(frozenset(), "")
 
 

@@ -22,8 +22,8 @@ ArmKey = frozenset[str]
 """An arm: the patches a trial added to the essentials, the deltas it kept at today's value, or a commit index."""
 ArmProfiler = Callable[[list[str], str], "tuple[PhaseTimes | None, str]"]
 """`prof(arm, label)`: the arm's phase times, or (None, why)."""
-ArmRule = Callable[[ArmKey, str], bool]
-"""`wanted(arm, purpose)`: profile this trial while its server is up."""
+ArmRule = Callable[[ArmKey, str, str], bool]
+"""`wanted(arm, purpose, outcome)`: profile this trial (judged `outcome`) while its server is up."""
 Reader = Callable[..., "tuple[PhaseTimes | None, str]"]
 """`read(handle, requests_per_run=, max_new_tokens=, key=)`: a trial server's phase times (tools.trial.profile)."""
 
@@ -41,12 +41,12 @@ class ArmProfiles:
         """Arms a phase effect took from a trial's own profile: a launch each that was not made."""
 
     def take(self, arm: Iterable[str], purpose: str, handle: TrialHandle, *, requests_per_run: int,
-             max_new_tokens: int, key: str | None = None) -> None:
+             max_new_tokens: int, key: str | None = None, outcome: str = "") -> None:
         """Profile the trial server `handle` now when its arm is wanted. A failed profile (an engine that cannot be
         profiled as launched, no trace) is kept as a note and never fails the trial: that arm is launched later,
         as before."""
         k = frozenset(arm)
-        if self.wanted is None or k in self.times or not self.wanted(k, purpose):
+        if self.wanted is None or k in self.times or not self.wanted(k, purpose, outcome):
             return
         times, why = self.read(handle, requests_per_run=requests_per_run, max_new_tokens=max_new_tokens, key=key)
         self.taken += 1
@@ -85,24 +85,27 @@ def profiled_how(from_trials: int, launched: int) -> str:
 def confirming_arm(items: Sequence[str]) -> ArmRule:
     """The rule of a subset search over `items` (patches on the essentials, deltas kept at today's value): profile
     a trial when its subset can be an arm of a confirming comparison — nothing (the fast base), one item (a culprit
-    alone), every item but one (all but a culprit), every item (today) — or when the search runs it to confirm a
-    set or tries a candidate set alone ('confirm' or 'alone' in its purpose). Why these: a single culprit's two arms
-    are always of the first shapes, and the bisection reaches a singleton before it knows it is the culprit, so the
-    profile is taken then or never; a set of several culprits is profiled when it is first tried alone (the
-    interaction search's found set) or confirmed. Never every trial: each profile costs 2 × PROFILE_RUNS short runs,
-    and the halving trials of more than one item (but all but one) are no arm."""
+    alone), every item but one (all but a culprit), every item (today) — or a trial judged slow ('regressed'), or
+    one the search runs to confirm a set or tries a candidate set alone ('confirm' or 'alone' in its purpose). Why
+    these: a single culprit's two arms are always of the first shapes, and the bisection reaches a singleton before
+    it knows it is the culprit, so the profile is taken then or never; the candidate set it ends with narrows only
+    through slow halves, so a set of several culprits is a slow trial, or one tried alone (the interaction search's
+    found set) or to confirm (pair-eager-verify's pair was a slow half of 5 patches). Never every trial: each
+    profile costs 2 × PROFILE_RUNS short runs, and fast halving trials of several items (but all but one) are no
+    arm."""
     n = len(set(items))
 
-    def wanted(arm: ArmKey, purpose: str) -> bool:
+    def wanted(arm: ArmKey, purpose: str, outcome: str) -> bool:
         said = purpose.lower()
-        return len(arm) <= 1 or len(arm) >= n - 1 or "confirm" in said or "alone" in said
+        return (len(arm) <= 1 or len(arm) >= n - 1 or outcome == "regressed" or "confirm" in said
+                or "alone" in said)
 
     return wanted
 
 
-def placed_probe(arm: ArmKey, purpose: str) -> bool:
-    """The rule of a commit bisection: every probe it runs. Each probe placed slow or fast becomes an end of the
-    segment still searched, so any of them can end as the culprit or its parent; a later profile would cost a
-    launch (minutes), this one 2 × PROFILE_RUNS short runs (seconds) on a server already up. (An unplaced probe is
-    never profiled: the prober asks only once the judge placed it.)"""
-    return bool(arm)
+def placed_probe(arm: ArmKey, purpose: str, outcome: str) -> bool:
+    """The rule of a commit bisection: every probe it measured. Each probe placed slow or fast becomes an end of the
+    segment still searched, and one left undecided between both ends splits the search (an end of both halves), so
+    any of them can end as the culprit or its parent; a later profile would cost a launch (minutes), this one
+    2 × PROFILE_RUNS short runs (seconds) on a server already up. (A probe that could not be measured is skipped.)"""
+    return bool(arm) and outcome != "skip"

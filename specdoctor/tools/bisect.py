@@ -136,7 +136,8 @@ class _Runner:
                 sequential_trial(rec, more, midpoint_looks(measure["runs"], measure["max_runs"]), judge)
                 if rec.samples:  # an arm a confirmation may need: profiled now, before this server stops
                     self.arms.take(rec.patches, rec.purpose, handle, requests_per_run=measure["requests_per_run"],
-                                   max_new_tokens=measure["max_new_tokens"], key=f"phases_trial_{len(self.trials)}")
+                                   max_new_tokens=measure["max_new_tokens"], key=f"phases_trial_{len(self.trials)}",
+                                   outcome=rec.outcome)
         except LaunchFailed as exc:
             rec.outcome = "fails" if measure is None else "unresolved"
             rec.cause = f"server did not start: {exc.result.summary}"[:400]

@@ -216,9 +216,11 @@ class _Prober:
                                      warmup_runs=0 if xs else 1)
                         xs += [float(x) for x in m.samples]
                         verdict = judge(xs) if judge else "measured"
-                        if verdict is not None:  # placed: it may end as the culprit or its parent
+                        if verdict is not None or len(xs) >= a.max_runs:  # placed, or a split point: an arm?
                             self.arms.take([str(i)], purpose, handle, requests_per_run=a.requests_per_run,
-                                           max_new_tokens=a.max_new_tokens, key=f"phases_commit_{i}")
+                                           max_new_tokens=a.max_new_tokens, key=f"phases_commit_{i}",
+                                           outcome=verdict or "unresolved")
+                        if verdict is not None:
                             return Probe(outcome=verdict, samples=xs)  # type: ignore[arg-type]
                         if len(xs) >= a.max_runs:
                             return Probe(outcome="unresolved", samples=xs,

@@ -6,6 +6,8 @@ import random
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
 from specdoctor.engine.actions.attribute_phases import profiled_arms
 from specdoctor.tools.arm_profiles import ArmProfiles, confirming_arm, placed_probe
 from specdoctor.tools.bisect import BisectInput, confirmed_phase_effect, search_patches
@@ -35,7 +37,8 @@ def _box(arms: ArmProfiles, slow: Any = lambda s: "verify.py" in s, seed: int = 
                 rec.outcome = verdict or "unresolved"
                 break
             n = min(2 * n, measure["max_runs"])
-        arms.take(subset, purpose, subset, requests_per_run=3, max_new_tokens=64)  # type: ignore[arg-type]
+        arms.take(subset, purpose, subset, requests_per_run=3, max_new_tokens=64,  # type: ignore[arg-type]
+                  outcome=rec.outcome)
         return rec
 
     return run, tps, trials
@@ -65,20 +68,21 @@ def test_a_confirmed_culprit_s_phase_is_read_from_its_confirming_trials_with_no_
     eff, notes = confirmed_phase_effect(found.culprits, ITEMS, arms.profiler(launch))
     assert launched == [] and arms.used == 2, notes  # both arms from their own trials: 0 launches
     assert eff is not None and eff.phase == "verify" and 5 < eff.delta_ms < 7
-    # not every trial: the halving trials of several patches (but all but one) were not profiled
+    # not every trial: the fast halving trials of several patches (but all but one) were not profiled
     assert len(profiled) < len(trials) and all(len(p) <= 1 or len(p) >= len(ITEMS) - 1 for p in profiled)
 
 
-def test_an_interacting_pair_s_phase_comes_from_its_trials_too():
+@pytest.mark.parametrize("two", [("p1.py", "p5.py"), ("p0.py", "p1.py")])  # found by the prefix search; a slow half
+def test_an_interacting_pair_s_phase_comes_from_its_trials_too(two):
     def pair(s: list[str]) -> bool:
-        return {"p1.py", "p5.py"} <= set(s)
+        return set(two) <= set(s)
 
     arms = ArmProfiles(confirming_arm(ITEMS), read=_read([], pair))
     run, tps, _ = _box(arms, pair)
     args = BisectInput(repo="r", launch="l", reference_slow=[tps(ITEMS) for _ in range(8)],
                        reference_fast=[tps([]) for _ in range(8)])
     found = search_patches(ITEMS, run, args)
-    assert found.confirmed and sorted(found.culprits) == ["p1.py", "p5.py"], found.notes
+    assert found.confirmed and sorted(found.culprits) == list(two), found.notes
     launched: list[list[str]] = []
     eff, notes = confirmed_phase_effect(found.culprits, ITEMS, arms.profiler(lambda a, label: (launched.append(a),
                                                                                               (None, "x"))[1]))
@@ -106,11 +110,15 @@ def test_nothing_is_profiled_when_phases_are_not_wanted():
 
 def test_the_rule_profiles_possible_arms_only():
     wanted = confirming_arm(ITEMS)
-    assert wanted(frozenset(), "") and wanted(frozenset({"p1.py"}), "") and wanted(frozenset(ITEMS[1:]), "")
-    assert not wanted(frozenset(ITEMS[:4]), "4 of 8 patches")  # a halving trial
-    assert wanted(frozenset(ITEMS[:4]), "4 of 8 patches (to confirm)")  # a set of several, when confirmed
-    assert wanted(frozenset(ITEMS[:2]), "2 of 8 patches (a candidate set alone)")  # an interaction's found set
-    assert placed_probe(frozenset({"3"}), "commit 3 of (0, 8]") and not placed_probe(frozenset(), "")
+    assert wanted(frozenset(), "", "same") and wanted(frozenset({"p1.py"}), "", "same")
+    assert wanted(frozenset(ITEMS[1:]), "", "same")
+    assert not wanted(frozenset(ITEMS[:4]), "4 of 8 patches", "same")  # a fast halving trial: never an arm
+    assert wanted(frozenset(ITEMS[:4]), "4 of 8 patches", "regressed")  # a slow half: the candidates may end there
+    assert wanted(frozenset(ITEMS[:4]), "4 of 8 patches (to confirm)", "same")  # a set of several, when confirmed
+    assert wanted(frozenset(ITEMS[:2]), "2 of 8 patches (a candidate set alone)", "same")  # an interaction's set
+    assert placed_probe(frozenset({"3"}), "commit 3 of (0, 8]", "slow")
+    assert placed_probe(frozenset({"4"}), "commit 4 of (0, 12]", "unresolved")  # undecided: it may split the search
+    assert not placed_probe(frozenset({"5"}), "commit 5", "skip")
 
 
 def test_the_attribution_takes_the_other_confirming_comparison_when_only_its_arms_were_profiled():

@@ -418,7 +418,8 @@ class _RevertTrials:
                         self._measure_until_judged(h, t, judge, label)
                         if t.samples:  # an arm a confirmation may need: profiled before this server stops
                             self.arms.take(kept, purpose, h, requests_per_run=self.p.get("requests_per_run", 3),
-                                           max_new_tokens=self.p.get("max_new_tokens", 128), key=f"phases_{label}")
+                                           max_new_tokens=self.p.get("max_new_tokens", 128), key=f"phases_{label}",
+                                           outcome=t.outcome)
                     else:  # measured, it would read as "this revert changes nothing"
                         t.cause = missed[:300]
         except (LaunchFailed, MeasureFailed) as exc:

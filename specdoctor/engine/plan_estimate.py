@@ -11,9 +11,12 @@ whether the gap is real. Each of these re-estimates the launches *expected*, by 
   variable that differs from the good run (revert trials), else the local patches. Only that cause's search is
   expected in full; the others keep their entry launches (the essentials search's no-patch tree, the subtraction's
   launch, the commit bisection's two ends, the all-reverted trial);
-- a patch search over P patches costs 2⌈log2 P⌉ + 2, a commit bisection over C commits 2 + ⌈log2 C⌉ + 2, a revert
-  search over D differences 2 + ⌈log2 D⌉ + 2 (everything reverted, the confirmation's other arm — none for a
-  lone difference —, the halving, the cause's phase profile);
+- a patch search over P patches costs 2⌈log2 P⌉ (one culprit: the slow/fast search, or the effect search's
+  2⌈log2 P⌉ + 2 when it must run), a commit bisection over C commits 2 + ⌈log2 C⌉, a revert search over D
+  differences 2 + ⌈log2 D⌉ (everything reverted, the confirmation's other arm — none for a lone difference —, the
+  halving); the confirmed cause's phase profile is taken on its confirming trials' own servers
+  (tools.arm_profiles), so it is expected to cost no launch (its 2 stay in the cap, for an arm no trial could
+  profile);
 - the NCCL promotion launches the current setting and each candidate once; NCCL variables are its to settle, so the
   revert search expects only the other differences;
 - nothing to explain (every claim judged held) expects no explaining launch at all.
@@ -36,7 +39,8 @@ __all__ = ["Cause", "PlanFacts", "facts_from_deltas", "expected_cause", "revise_
 
 Cause = Literal["none", "workload", "hardware", "commits", "config", "code", "unknown"]
 Stage = Literal["first", "consent", "revised"]
-_PROFILE = 2  # the confirmed cause's phase profile: both arms of its confirming comparison
+_PROFILE = 2  # the confirmed cause's phase profile at worst: both arms launched (no trial could profile them)
+_PROFILE_EXPECTED = 0  # both arms are expected to be profiled on their own trials while up (tools.arm_profiles)
 
 
 def _log2(n: int) -> int:
@@ -117,14 +121,15 @@ def expected_cause(f: PlanFacts) -> Cause:
 
 def revert_search_expected(d: int) -> int:
     """A revert search over d differences when reverting them restores the speed: everything reverted, the other
-    arm of the confirmation, ⌈log2 d⌉ halvings, and the cause's phase profile. A lone difference's other arm is
-    today's configuration, which the reproduce launch measured already (the attribution's usual baseline figure):
-    not launched again (attribute.py `_Search._lone_measured`)."""
-    return (1 if d == 1 else 2) + _log2(d) + _PROFILE if d > 0 else 0
+    arm of the confirmation, ⌈log2 d⌉ halvings; the cause's phase profile comes from those trials. A lone
+    difference's other arm is today's configuration, which the reproduce launch measured already (the attribution's
+    usual baseline figure): not launched again (attribute.py `_Search._lone_measured`)."""
+    return (1 if d == 1 else 2) + _log2(d) + _PROFILE_EXPECTED if d > 0 else 0
 
 
 def _patch_search(p: int) -> int:
-    return 2 * _log2(p) + 2 if p > 0 else 0
+    """As engine.actions.plan.bisect_expected: one culprit among P patches, its phase profile from its trials."""
+    return 2 * _log2(p) if p > 0 else 0
 
 
 def revise_phases(phases: list[PlannedPhase], f: PlanFacts) -> tuple[list[PlannedPhase], list[str]]:
@@ -170,7 +175,7 @@ def _expected(ph: PlannedPhase, f: PlanFacts, cause: Cause) -> float | None:
     if ph.step == "bisect":
         return _patch_search(f.changed) if cause == "code" else 0
     if ph.step == "bisect_commits":  # HEAD against the good commit always; the search only if the commits are it
-        return (ph.launches if cause == "commits" else 2) if explain and f.commits else 0
+        return (ph.launches - _PROFILE + _PROFILE_EXPECTED if cause == "commits" else 2) if explain and f.commits else 0
     if ph.step == "nccl_promote":
         return (f.promote_launches or 0) if explain else 0
     if ph.step == "attribute":

@@ -47,6 +47,8 @@ class CachedOracle(Generic[T]):
         self.trials: list[TrialRecord] = []
         self.calls = 0
         self.seeded: set[frozenset[T]] = set()
+        self.asking = ""
+        """The purpose of the call being tested now (a test that treats a confirmation trial differently reads it)."""
 
     def seed(self, subset: frozenset[T], outcome: Outcome) -> None:
         self.cache[subset] = outcome
@@ -57,6 +59,7 @@ class CachedOracle(Generic[T]):
         search cannot, on its own, confirm what those same measurements suggested."""
         key = frozenset(subset)
         self.calls += 1
+        self.asking = purpose
         self.cache[key] = self.test(key)
         self.seeded.discard(key)
         self.trials.append(TrialRecord(subset=sorted(self.name(x) for x in key), outcome=self.cache[key],
@@ -67,6 +70,7 @@ class CachedOracle(Generic[T]):
         key = frozenset(subset)
         if key not in self.cache:
             self.calls += 1
+            self.asking = purpose
             self.cache[key] = self.test(key)
             self.trials.append(TrialRecord(subset=sorted(self.name(x) for x in key), outcome=self.cache[key],
                                            purpose=purpose))

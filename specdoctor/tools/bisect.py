@@ -27,6 +27,7 @@ from specdoctor.stats.nearer import POWER_Z, level_at, midpoint_looks, midpoint_
 from specdoctor.stats.phases import cycle_account_line, phase_deltas, phase_effect
 from specdoctor.stats.summary import summarize
 from specdoctor.toolkit import ToolContext, registry, tool
+from specdoctor.tools.arm_profiles import ArmProfiler, ArmProfiles, confirming_arm, profiled_how
 from specdoctor.tools.bisect_effects import CulpritEffect, culprit_effects, effects_search
 from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, profiled, trial
 from specdoctor.tools.trial import measure as measure_
@@ -87,7 +88,8 @@ class _Runner:
     """Runs trials for one tool call: apply → launch → (measure) → stop, recording everything."""
 
     def __init__(self, ctx: ToolContext, repo: str, launch: str, python: str | None, port: int | None,
-                 backup: Backup, essential: list[str], env: dict[str, str] | None = None):
+                 backup: Backup, essential: list[str], env: dict[str, str] | None = None,
+                 arms: ArmProfiles | None = None):
         self.ctx = dataclasses.replace(ctx, auto_approve=True)  # this disruptive call was approved as a whole
         self.repo, self.launch, self.python, self.port = repo, launch, python, port
         self.backup, self.essential = backup, essential
@@ -95,6 +97,7 @@ class _Runner:
         self.trials: list[Trial] = []
         self.launches = 0
         self.profiled = 0
+        self.arms = arms or ArmProfiles()
 
     def run(self, subset: list[str], purpose: str, measure: dict[str, Any] | None,
             judge: Judge | None = None, bench: Bench | None = None) -> Trial:
@@ -136,6 +139,10 @@ class _Runner:
                     return [float(x) for x in m.samples]
 
                 sequential_trial(rec, more, midpoint_looks(measure["runs"], measure["max_runs"]), judge)
+                if rec.samples:  # an arm a confirmation may need: profiled now, before this server stops
+                    self.arms.take(rec.patches, rec.purpose, handle, requests_per_run=measure["requests_per_run"],
+                                   max_new_tokens=measure["max_new_tokens"], key=f"phases_trial_{len(self.trials)}",
+                                   outcome=rec.outcome)
         except LaunchFailed as exc:
             rec.outcome = "fails" if measure is None else "unresolved"
             rec.cause = f"server did not start: {exc.result.summary}"[:400]
@@ -184,9 +191,6 @@ class _Runner:
                                    max_new_tokens=measure["max_new_tokens"])
         except (ToolRetry, Unresolved, WrongTree) as exc:  # LaunchFailed is Unresolved
             return None, f"{type(exc).__name__}: {exc}"[:200]
-
-
-ArmProfiler = Callable[[list[str], str], tuple[PhaseTimes | None, str]]
 
 
 def arms_phase_effect(slow: list[str], fast: list[str], prof: ArmProfiler, what: str,
@@ -429,8 +433,9 @@ class BisectInput(BaseModel):
     confirm: bool = Field(default=True, description="Confirm both ways (False: candidates only, no culprit named).")
     effects: bool = Field(default=True, description="When the slow/fast search confirms no culprit and both "
                           "references are given, search by effect sizes: independent culprits each with its share.")
-    phases: bool = Field(default=True, description="Once culprits are confirmed, profile the confirming comparison's "
-                         "two arms (2 more launches, each 2x2 short runs) for the phase they move.")
+    phases: bool = Field(default=True, description="Once culprits are confirmed, the confirming comparison's two "
+                         "arms' phase times (2x2 short runs each) for the phase they move: taken on the trials that "
+                         "ran those arms while up; an arm no trial profiled is launched once more.")
     restore: bool = True
 
 
@@ -451,6 +456,8 @@ class BisectResult(BaseModel):
     phase_effect: PhaseEffect | None = Field(default=None, description="The confirmed culprits' effect on the phase "
                                              "they touch (both confirming arms profiled).")
     phase_launches: int = Field(default=0, description="Launches the phase profile took (not in `launches`).")
+    phase_from_trials: int = Field(default=0, description="Arms whose phase profile came from their own trial's "
+                                   "server, taken while it was up (no launch).")
     culprit_effects: list[CulpritEffect] = Field(default_factory=list, description="The effect search's culprits, "
                                                  "each with its own effect and share (additive, checked both ways).")
 
@@ -459,7 +466,7 @@ class BisectResult(BaseModel):
         if not self.culprits and self.candidates:
             return (f"{self.verdict}: candidates " + ", ".join(c.rsplit("/", 1)[-1] for c in self.candidates) +
                     f" (no culprit named) in {self.launches} launches")
-        phases = (f"; {self.phase_effect.line()} ({self.phase_launches} profiled launches)"
+        phases = (f"; {self.phase_effect.line()} ({profiled_how(self.phase_from_trials, self.phase_launches)})"
                   if self.phase_effect else "")
         return (f"{self.verdict}: {who}{' (confirmed)' if self.confirmed else ''} in {self.launches} launches "
                 f"(one-at-a-time: {self.naive_launches}){phases}")
@@ -509,7 +516,11 @@ def search_patches(items: list[str], run: RunTrial, args: BisectInput) -> Search
             return "regressed" if refs["slow"] else "unresolved"
         if _two_sided(refs):
             ensure_precise_refs()  # before this trial's server starts: one server at a time
-        t = run(chosen, f"{len(chosen)} of {len(items)} patches", measure, judge)
+        # a trial the search runs to confirm a set, or of a candidate set alone (an interaction's found set): an arm
+        # of the confirming comparison it may end with (tools.arm_profiles.confirming_arm reads this)
+        confirming = (" (to confirm)" if oracle.asking.startswith("confirm") else
+                      " (a candidate set alone)" if "alone" in oracle.asking else "")
+        t = run(chosen, f"{len(chosen)} of {len(items)} patches{confirming}", measure, judge)
         if t.outcome == "unresolved" and t.samples and (t.cause or "").startswith("comparator undecided") \
                 and _two_sided(refs) and ensure_precise_refs(force=True):
             # The references were the imprecise side: judge the same runs again against them, at the last
@@ -548,7 +559,10 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
     ranked = [p for p in _match([o for o in args.order if any(c.endswith(o) for c in pool)], pool)
               if p in pool] if args.order else []
     items = list(dict.fromkeys(ranked + pool))
-    runner = _Runner(ctx, args.repo, args.launch, args.python, args.port, backup, essential, env=args.env)
+    # The arms a confirmation may need are profiled on their own trials while up (tools.arm_profiles): the phase
+    # profile then launches only an arm no trial profiled.
+    arms = ArmProfiles(confirming_arm(items) if args.phases and args.confirm else None)
+    runner = _Runner(ctx, args.repo, args.launch, args.python, args.port, backup, essential, env=args.env, arms=arms)
     ok = False
     try:
         effects: list[CulpritEffect] = []
@@ -568,18 +582,22 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
                 found, effects = by_effect, culprit_effects(searched)
         eff = None
         measure = {"requests_per_run": args.requests_per_run, "max_new_tokens": args.max_new_tokens}
+        prof = arms.profiler(lambda sub, label: runner.profile(sub, label, measure))
         if len(effects) > 1 and args.phases:  # independent culprits: each its own phase, against essentials only
-            effects, more = independent_phases(effects, lambda sub, label: runner.profile(sub, label, measure))
+            effects, more = independent_phases(effects, prof)
             notes += more
         elif found.confirmed and found.culprits and args.phases:
-            eff, more = confirmed_phase_effect(found.culprits, items,
-                                               lambda sub, label: runner.profile(sub, label, measure))
+            eff, more = confirmed_phase_effect(found.culprits, items, prof)
             notes += more
+        if arms.taken:
+            notes.append(f"phase profiles taken on {arms.taken} trial server(s) while up (arms a confirmation may "
+                         f"need); {arms.used} used, {runner.profiled} arm(s) launched only to be profiled")
         result = BisectResult(verdict=found.verdict, culprits=found.culprits, confirmed=found.confirmed,
                               candidates=found.candidates,
                               launches=runner.launches, naive_launches=len(items) + 1, order=items,
                               trials=runner.trials, search=found.trials, notes=notes, phase_effect=eff,
-                              phase_launches=runner.profiled, culprit_effects=effects)
+                              phase_launches=runner.profiled, phase_from_trials=arms.used,
+                              culprit_effects=effects)
         ok = True
     finally:
         restored = _finish(ctx, args.repo, backup, runner, args.restore)

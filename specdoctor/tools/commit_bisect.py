@@ -5,7 +5,8 @@ with the essential local patches re-applied three-way (`git apply --3way`: the p
 user's HEAD, so a commit that moved the lines they hang off merges or conflicts as git would). A commit where they
 do not apply, or where the server does not start, is skipped the way `git bisect skip` does and reported. The
 search (`stats.history_search`) names the first bad commit only when confirmed both ways; its effect is the
-parent's runs against its own [bootstrap CI], and two more launches profile the pair for the phase it moved.
+parent's runs against its own [bootstrap CI], and the pair's phase profiles, taken on each probe's server while up
+(tools.arm_profiles: any placed probe can end as the culprit or its parent), give the phase it moved.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from specdoctor.models.phases import PhaseEffect, PhaseTimes
 from specdoctor.stats.history_search import HistorySearch, Probe, SideJudge, launch_bound, search_history
 from specdoctor.stats.summary import diff_of_medians_ci
 from specdoctor.toolkit import ToolContext, registry, tool
+from specdoctor.tools.arm_profiles import ArmProfiles, placed_probe, profiled_how
 from specdoctor.tools.bisect import arms_phase_effect
 from specdoctor.tools.commits import CommitCatalog, CommitRow, CommitsInput, catalog_commits
 from specdoctor.tools.manifest import decode_name
@@ -55,7 +57,8 @@ class CommitBisectInput(CommitsInput):
     requests_per_run: int = Field(default=3, ge=1)
     max_new_tokens: int = Field(default=128, ge=2)
     magnitude_pct: float = Field(default=3.0, gt=0, description="Smallest HEAD-vs-good slowdown worth a search (%).")
-    phases: bool = Field(default=True, description="Profile the culprit and its parent (2 launches) for the phase.")
+    phases: bool = Field(default=True, description="Profile the culprit and its parent for the phase (on each probe's "
+                         "server while up; a launch only for one no probe profiled).")
 
 
 class CommitTrial(BaseModel):
@@ -119,6 +122,8 @@ class CommitBisectResult(BaseModel):
     bound: int = Field(description="⌈log2 N⌉ + 2: launches one culprit needs with nothing skipped.")
     trials: list[CommitTrial] = Field(default_factory=list)
     phase_launches: int = 0
+    phase_from_trials: int = Field(default=0, description="Culprit or parent commits whose phase profile came from "
+                                   "their own probe's server (no launch).")
     notes: list[str] = Field(default_factory=list)
 
     def summary_line(self) -> str:
@@ -182,10 +187,11 @@ class _Prober:
     """Runs the search's probes: one launch at a commit's tree, measured while the judge wants more runs."""
 
     def __init__(self, ctx: ToolContext, args: CommitBisectInput, src: TrialSource, shas: list[str],
-                 rows: list[CommitRow], patch: bytes, untracked: list[str]):
+                 rows: list[CommitRow], patch: bytes, untracked: list[str], arms: ArmProfiles | None = None):
         self.ctx, self.args, self.src, self.shas, self.rows = ctx, args, src, shas, rows
         self.patch, self.untracked = patch, untracked
         self.profiled = 0
+        self.arms = arms or ArmProfiles()
 
     def _subject(self, i: int) -> str:
         return self.rows[i - 1].subject if i > 0 else "(the good run's commit)"
@@ -210,6 +216,10 @@ class _Prober:
                                      warmup_runs=0 if xs else 1)
                         xs += [float(x) for x in m.samples]
                         verdict = judge(xs) if judge else "measured"
+                        if verdict is not None or len(xs) >= a.max_runs:  # placed, or a split point: an arm?
+                            self.arms.take([str(i)], purpose, handle, requests_per_run=a.requests_per_run,
+                                           max_new_tokens=a.max_new_tokens, key=f"phases_commit_{i}",
+                                           outcome=verdict or "unresolved")
                         if verdict is not None:
                             return Probe(outcome=verdict, samples=xs)  # type: ignore[arg-type]
                         if len(xs) >= a.max_runs:
@@ -240,13 +250,16 @@ class _Prober:
 
 
 def commit_bisect_phase(n: int, runs: int) -> PlannedPhase:
-    """The plan's row for bisect_commits over n commits: the two ends and ⌈log2 n⌉ probes, plus the culprit's phase
-    profile (2); each skipped commit costs one more."""
+    """The plan's row for bisect_commits over n commits: the two ends and ⌈log2 n⌉ probes; the culprit's phase profile
+    is taken on the probes' own servers (no launch expected, at most 2 when one could not be profiled there); each
+    skipped commit costs one more."""
     return PlannedPhase(step="bisect_commits", launches=launch_bound(n) + 2, runs=runs + 1,
+                        expected=float(launch_bound(n)),
                         condition=f"only if HEAD ({n} commits past the good run's) is slower than the good commit "
-                                  "with the essentials (else its first 2 launches); 2 of them only once a commit is "
-                                  "confirmed (its phase profile against its parent); +1 per skipped commit, and "
-                                  "~log2 more per further slow commit",
+                                  "with the essentials (else its first 2 launches); the confirmed commit's phase "
+                                  "profile against its parent is taken on their probes' own servers (the last 2 only "
+                                  "when one could not be profiled there); +1 per skipped commit, and ~log2 more per "
+                                  "further slow commit",
                         decides="which upstream commit(s) since the good run cause the change")
 
 
@@ -289,7 +302,8 @@ def bisect_commits(ctx: ToolContext, args: CommitBisectInput) -> CommitBisectRes
         raise ToolRetry(f"not local changes of {args.repo}: {', '.join(unknown[:5])}")
     patch, untracked = _essential_patch(ctx, src, essential)
     shas = [cat.good] + [r.sha for r in cat.commits]
-    prober = _Prober(ctx, args, src, shas, cat.commits, patch, untracked)
+    arms = ArmProfiles(placed_probe if args.phases else None)
+    prober = _Prober(ctx, args, src, shas, cat.commits, patch, untracked, arms=arms)
     n = len(cat.commits)
     try:
         found = search_history(n, prober, runs=args.runs, max_runs=args.max_runs, magnitude_pct=args.magnitude_pct)
@@ -306,14 +320,16 @@ def bisect_commits(ctx: ToolContext, args: CommitBisectInput) -> CommitBisectRes
         skipped=[SkippedCommit(sha=shas[t.index], subject=prober._subject(t.index), why=t.cause or "?")
                  for t in found.trials if t.outcome == "skip"],
         ranges=[[shas[i] for i in range(a + 1, b + 1)] for a, b in found.ranges])
+    prof = arms.profiler(prober.profile)
     for k in range(len(found.culprits)):
         cul = _culprit(prober, found, k)
         if args.phases:
-            eff, what, _ = arms_phase_effect([str(cul.index)], [str(found.culprits[k].parent)], prober.profile,
+            eff, what, _ = arms_phase_effect([str(cul.index)], [str(found.culprits[k].parent)], prof,
                                              f"commit {cul.sha[:10]} vs its parent, both with the essentials",
                                              labels=(f"c{cul.index}", f"p{found.culprits[k].parent}"))
             cul.phase_effect = eff
-            res.notes.append(f"phases of {cul.sha[:10]} vs its parent: {what}")
+            res.notes.append(f"phases of {cul.sha[:10]} vs its parent ({profiled_how(arms.used, prober.profiled)}): "
+                             f"{what}")
         res.culprits.append(cul)
-    res.phase_launches = prober.profiled
+    res.phase_launches, res.phase_from_trials = prober.profiled, arms.used
     return res

@@ -79,6 +79,8 @@ def test_single_culprit_isolated_in_at_most_5_launches(free_gpus):
         out = res.output
         assert out["culprits"] == ["python/sglang/srt/speculative/eagle_worker.py"] and out["confirmed"]
         assert out["launches"] <= 5 < out["naive_launches"] + 1
+        # the phase it moved, from the confirming trials' own servers: no launch only to profile (#46)
+        assert out["phase_effect"]["phase"] == "verify" and out["phase_launches"] == 0 and out["phase_from_trials"] == 2
         assert out["restored"]
         again = registry.call(ctx, "restore_worktree", {"repo": repo})
         assert again.output["actual_hash"] == before and not again.output["changed_anything"]

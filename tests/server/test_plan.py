@@ -141,7 +141,7 @@ def test_identical_reference_spares_the_code_steps_and_settled_claims_spare_ever
     steps = {p.step: p for p in regression_phases(changed=8, stops_user_server=True, identity=differs, **common)}
     assert {"essentials", "subtract", "bisect"} <= set(steps)
     assert steps["attribute"].expected == 0  # same flags, same env: only a patch the bisection left could be reverted
-    assert steps["bisect"].expected == bisect_expected(8) == 2 * 3 + 2
+    assert steps["bisect"].expected == bisect_expected(8) == 2 * 3  # its phase profile: from its trials (#46)
     same = IdentityFact(code="identical", launch="identical", env="identical")
     steps = {p.step: p for p in regression_phases(changed=8, stops_user_server=True, identity=same, **common)}
     assert list(steps) == ["reproduce", "nccl_promote", "restart"]
@@ -151,7 +151,7 @@ def test_identical_reference_spares_the_code_steps_and_settled_claims_spare_ever
     assert {"essentials", "subtract", "bisect", "attribute"} <= unknown
     flag = IdentityFact(code="differs", launch="differs", env="identical")
     steps = {p.step: p for p in regression_phases(changed=8, stops_user_server=True, identity=flag, **common)}
-    assert steps["bisect"].expected == 0 and steps["attribute"].expected == 3  # the flag is the suspect
+    assert steps["bisect"].expected == 0 and steps["attribute"].expected == 2  # the flag is the suspect (its phase: from those 2 trials)
     assert regression_phases(changed=8, stops_user_server=True, identity=IdentityFact(claims_hold_running=True),
                              **common) == []
 
@@ -165,4 +165,4 @@ def test_claims_held_on_the_running_server_expect_no_explaining_trial_but_keep_t
     assert held["reproduce"].expected is None and held["restart"].expected is None  # the baseline launch, the restart
     assert all(held[s].expected == 0 and held[s].launches > 0 for s in ("essentials", "subtract", "bisect"))
     shown = {p.step: p for p in regression_phases(gap_shown=True, **common)}
-    assert shown["essentials"].expected == 1 and shown["bisect"].expected == 2 * 3 + 2
+    assert shown["essentials"].expected == 1 and shown["bisect"].expected == 2 * 3  # its phase: from its trials

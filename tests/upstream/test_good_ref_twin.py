@@ -46,6 +46,9 @@ def test_a_tag_given_with_good_ref_names_the_culprit_commit(monkeypatch, tmp_pat
         causes = [c for c in report["attribution"]["causes"] if c.get("confirmed", True)]
         assert [c["name"].split("'")[1] for c in causes] == [CULPRIT]
         assert causes[0]["phase_effect"]["phase"] == "verify" and causes[0]["ci_high"] < 0
+        # the culprit and its parent were profiled on their own probes' servers: no launch only to profile (#46)
+        audit = (tmp_path / "out" / "audit.jsonl").read_text().splitlines()
+        assert not [line for line in audit if "setsid" in line and "phases-" in line]
         md = (tmp_path / "out" / "report.md").read_text()
         assert f"reference commit: {good['commit'][:10]} (from --good-ref fast-again)" in md
         assert _git(repo, "rev-parse", "HEAD") == head

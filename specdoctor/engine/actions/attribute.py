@@ -21,6 +21,7 @@ from specdoctor.diagnosis.attribution import without_split
 from specdoctor.diagnosis.causes import CODE_CLEARED, effect, non_revertible_causes, revert_patch_command
 from specdoctor.engine.actions import ActionOutcome, action
 from specdoctor.engine.actions.attribute_evidence import control_is_trial, promoted_override
+from specdoctor.engine.actions.attribute_phases import cause_phase_effect, profiled_arms
 from specdoctor.engine.actions.cause_names import cause_name as _cause_name
 from specdoctor.engine.actions.measure import _recorder, reference_for, same_within
 from specdoctor.engine.actions.subtract import essential_files
@@ -37,13 +38,14 @@ from specdoctor.models import (
     Revert,
     SubtractionFact,
 )
-from specdoctor.models.phases import PhaseEffect, PhaseTimes
+from specdoctor.models.phases import PhaseTimes
 from specdoctor.stats.comparator import compare, compare_to_claim
 from specdoctor.stats.ddmin import CachedOracle, Outcome, classify, isolate
 from specdoctor.stats.sequential import nominal_levels
 from specdoctor.stats.summary import median_ci
 from specdoctor.toolkit import registry
-from specdoctor.tools.bisect import BisectResult, arms_phase_effect
+from specdoctor.tools.arm_profiles import ArmProfiles, confirming_arm
+from specdoctor.tools.bisect import BisectResult
 from specdoctor.tools.nccl_promote import NcclPromotion
 from specdoctor.tools.revert import describe, merge_reverts, reverted, set_flags
 from specdoctor.tools.trial import (
@@ -416,6 +418,8 @@ class _RevertTrials:
                                  timeout_s=p.get("launch_timeout_s", 600))
         self.runs = int(p.get("runs", 5))
         self.record = _recorder(out.results)
+        # A cause's phase comes from its confirming arms: profiled on the trials that ran them, while up.
+        self.arms = ArmProfiles(confirming_arm(list(self.by_name)))
 
     def _revert(self, kept: Iterable[str]) -> Revert:
         return merge_reverts([r for n in self.by_name if n not in kept and (r := self.by_name[n].revert)])
@@ -433,6 +437,10 @@ class _RevertTrials:
                     missed = self._env_missed(h, rev, revert, label)
                     if missed is None:
                         self._measure_until_judged(h, t, judge, label)
+                        if t.samples:  # an arm a confirmation may need: profiled before this server stops
+                            self.arms.take(kept, purpose, h, requests_per_run=self.p.get("requests_per_run", 3),
+                                           max_new_tokens=self.p.get("max_new_tokens", 128), key=f"phases_{label}",
+                                           outcome=t.outcome)
                     else:  # measured, it would read as "this revert changes nothing"
                         t.cause = missed[:300]
         except (LaunchFailed, MeasureFailed) as exc:
@@ -506,8 +514,9 @@ def _search_causes(trials: _RevertTrials, view: StateView, fact: AttributionFact
     mag = same_within(view, metric, control)
     search = search_deltas(list(by_name), trials.run, control, runs=trials.runs, magnitude=mag,
                            control_is_trial=control_is_trial(view, metric))
-    effects = [_phase_effect(trials.deps, step, out, slow, fast, trials.profile_kept, i, len(search.causes))
-               for i, (slow, fast) in enumerate(search.arms)]
+    effects = [cause_phase_effect(trials.deps, step, out, *profiled_arms(trials.arms, slow, fast, names), trials.arms,
+                                  trials.profile_kept, i, len(search.causes))
+               for i, ((slow, fast), (names, *_)) in enumerate(zip(search.arms, search.causes, strict=False))]
     for (names, eff, lo, hi), ph in itertools.zip_longest(search.causes, effects):
         for n in names:
             d = by_name[n]
@@ -554,27 +563,6 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
         decided="attribution written: the verdict follows it",
         why="only measured causes explain a gap; an unresolved comparison names candidates, never a cause"))
     return out
-
-
-def _phase_effect(deps: Any, step: Any, out: ActionOutcome, slow: list[str], fast: list[str],
-                  profile_kept: Callable[[list[str], str], tuple[PhaseTimes | None, str]], i: int,
-                  n: int) -> PhaseEffect | None:
-    """Profile both arms of one cause's confirming comparison (today's values of `slow` vs `fast` kept, the rest
-    reverted: speculative or plain servers, as the trials measured) and name the phase it moves (a plain server's
-    only phase is its decode step); only these two arms are profiled (2 launches per cause). None, with a decision
-    saying why, when an arm cannot be profiled or no phase moved: no phase effect is claimed then."""
-    first = len(out.commands(10**6))
-    deps.view.progress(f"phase profile of cause {i + 1}/{n}: both arms of its confirming comparison")
-    arms = f"kept {', '.join(slow) or 'nothing'} vs kept {', '.join(fast) or 'nothing'}"
-    eff, found, profiled = arms_phase_effect(slow, fast, lambda kept, arm: profile_kept(kept, f"phases{i + 1}{arm}"),
-                                             arms)
-    out.decisions.append(Decision(
-        step=step.id, title=step.title, checked=f"phase times (engine profiler) on both arms of the confirming "
-        f"comparison: {arms}", found=found,
-        decided=f"phase effect: {eff.phase}" if eff else "no phase effect claimed",
-        why="a cause's phase is the one its confirming arms differ in (CI excludes 0, at least 5 % of the phase)",
-        status="ok" if profiled else "unresolved", evidence=out.commands(10**6)[first:][:40]))
-    return eff
 
 
 def _in_the_causes_unit(view: StateView, measure: MeasureFacts, fact: AttributionFact) -> None:

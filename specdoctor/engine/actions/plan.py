@@ -27,9 +27,10 @@ from specdoctor.tools.user_server import UserServerRecord
 __all__ = ["plan_run", "regression_phases", "bisect_expected", "gap_shown"]
 
 PHASE_PROFILE_LAUNCHES = 2
-PHASE_PROFILE_COST = (f"the phase profile of the confirming comparison's two arms (each {PROFILE_RUNS} short runs "
-                      f"without and {PROFILE_RUNS} with the engine's own profiler, ~25 % slower while it is on: "
-                      "27 % on a real H200)")
+"""At worst: both arms of the confirming comparison launched only to be profiled (no trial could profile them)."""
+PHASE_PROFILE_COST = (f"the confirming comparison's two arms are profiled on the trials that ran them, while their "
+                      f"servers are up ({PROFILE_RUNS} short runs without and {PROFILE_RUNS} with the engine's "
+                      "profiler each, ~25 % slower while it is on: 27 % on a real H200)")
 _PREFIX_LIMIT = 8  # stats.ddmin.prefix_search's default: culprits searched one by one at most
 
 
@@ -38,8 +39,11 @@ def _log2(n: int) -> int:
 
 
 def bisect_expected(p: int) -> int:
-    """An effect-size search's launches for P patches with a culprit among them: about 2·⌈log2 P⌉ + 2."""
-    return 2 * _log2(p) + 2 if p > 0 else 0
+    """The patch search's launches for P patches with the one culprit the plan expects: about 2·⌈log2 P⌉ — the
+    slow/fast search's halvings and confirmation (3 to 5 launches for P = 8 across the corpus's one-culprit stories),
+    or the effect search's 2·⌈log2 P⌉ + 2 when it confirms nobody. The culprit's phase profile, 2 launches until #46
+    and carried by this estimate's + 2, is taken on its confirming trials' own servers: no launch."""
+    return 2 * _log2(p) if p > 0 else 0
 
 
 def regression_phases(*, changed: int, essential_given: bool, spec_running: bool, tp_size: int, runs: int,
@@ -81,8 +85,8 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
         phases.append(PlannedPhase(step="bisect", launches=changed + 1 + PHASE_PROFILE_LAUNCHES, runs=max_runs + 1,
                                    expected=bisect_expected(changed) if gap_shown and not config_differs else 0,
                                    condition="only if subtraction changed performance; interacting culprits "
-                                             f"can need more; {PHASE_PROFILE_LAUNCHES} of them only once culprits "
-                                             f"are confirmed: {PHASE_PROFILE_COST}",
+                                             f"can need more; the last {PHASE_PROFILE_LAUNCHES} only for a confirmed "
+                                             f"culprit's arm no trial could profile: {PHASE_PROFILE_COST}",
                                    decides="which patch(es) cause the change"))
     if tp_size > 1:
         phases.append(PlannedPhase(step="nccl_promote", launches=2 * finalists, runs=runs + 1, expected=0,
@@ -90,17 +94,18 @@ def regression_phases(*, changed: int, essential_given: bool, spec_running: bool
                                    decides="does the NCCL winner speed up decoding end to end?"))
     # The revert trials of the attribute step: a control of today's configuration and every difference reverted;
     # the differences are listed only later (list_deltas), so the search that follows a restore is a condition.
-    # The first confirmed cause's phase profile is counted: a real launch-flag run made 2 + 2 where the plan said 2.
+    # A real launch-flag run made 2 + 2 (the all-reverted trial, the cause alone again, then both arms launched only
+    # to be profiled); the arms are now profiled on those two trials, so 2 are expected and the profile's 2 are the
+    # worst case's.
     if not (ident.config_identical and not code_open):
         phases.append(PlannedPhase(step="attribute", launches=2 + PHASE_PROFILE_LAUNCHES, runs=max_runs + 1,
-                                   expected=(1 + PHASE_PROFILE_LAUNCHES) if gap_shown and config_differs else
-                                   1 if gap_shown and ident.launch == "unknown" else 0,
+                                   expected=(2 if config_differs else 1 if ident.launch == "unknown" else 0)
+                                   if gap_shown else 0,
                                    condition="when the box differs from the reference in something a relaunch can "
-                                             f"revert; the last {PHASE_PROFILE_LAUNCHES} only once a cause is "
-                                             f"confirmed: {PHASE_PROFILE_COST}; if reverting restores speed and D > "
-                                             "1 differences (known after list_deltas) are left, ~2·log2(D)+2 more "
-                                             f"per cause and {PHASE_PROFILE_LAUNCHES} more per further confirmed "
-                                             "cause",
+                                             f"revert; the last {PHASE_PROFILE_LAUNCHES} only for a confirmed "
+                                             f"cause's arm no trial could profile: {PHASE_PROFILE_COST}; if "
+                                             "reverting restores speed and D > 1 differences (known after "
+                                             "list_deltas) are left, ~2·log2(D)+2 more per cause",
                                    decides="which differences (variables, flags, patches) explain the gap"))
     if stops_user_server:
         phases.append(PlannedPhase(step="restart", launches=1, runs=4, decides="your server back as it was "
@@ -176,7 +181,7 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     upstream = view.latest(CommitCatalog)  # HEAD moved since the good run's commit: the commit bisection's row
     if upstream is not None and upstream.commits:
         row = commit_bisect_phase(len(upstream.commits), int(p.get("runs", 5)))
-        row.expected = None if gap else 0  # as the step's predicate: no commit is searched when every claim held
+        row.expected = row.expected if gap else 0  # as the step's predicate: no commit is searched when every claim held
         phases.insert(next(i for i, ph in enumerate(phases) if ph.step == "attribute"), row)
     res = call_tool(deps, "plan_launches", {
         "pid": server["pid"], "port": server.get("port") or 0, "log_path": server.get("log_path"),

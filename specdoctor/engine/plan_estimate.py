@@ -72,6 +72,8 @@ class PlanFacts(BaseModel):
     launch_unknown: bool = Field(default=True, description="Identity: no good run's launch line to compare with.")
     promote_launches: int | None = Field(default=None, ge=0, description="The NCCL promotion's launches (None: "
                                          "unknown before the sweep ran).")
+    control_running: bool = Field(default=False, description="Today's speculative figure is your running server's, "
+                                  "not a trial launch's: a lone difference's revert search replicates its other arm.")
 
 
 def facts_from_deltas(facts: PlanFacts, deltas: DeltaList | None) -> PlanFacts:
@@ -119,12 +121,13 @@ def expected_cause(f: PlanFacts) -> Cause:
     return "code" if f.code_open else "unknown"
 
 
-def revert_search_expected(d: int) -> int:
+def revert_search_expected(d: int, control_running: bool = False) -> int:
     """A revert search over d differences when reverting them restores the speed: everything reverted, the other
     arm of the confirmation, ⌈log2 d⌉ halvings; the cause's phase profile comes from those trials. A lone
     difference's other arm is today's configuration, which the reproduce launch measured already (the attribution's
-    usual baseline figure): not launched again (attribute.py `_Search._lone_measured`)."""
-    return (1 if d == 1 else 2) + _log2(d) + _PROFILE_EXPECTED if d > 0 else 0
+    usual baseline figure): not launched again (attribute.py `_Search._lone_measured`) — unless today's figure is
+    your running server's (`control_running`), which a trial does not stand in for."""
+    return (1 if d == 1 and not control_running else 2) + _log2(d) + _PROFILE_EXPECTED if d > 0 else 0
 
 
 def _patch_search(p: int) -> int:
@@ -183,7 +186,7 @@ def _expected(ph: PlannedPhase, f: PlanFacts, cause: Cause) -> float | None:
             return 0
         if cause == "config":
             left = _config_left(f)
-            return revert_search_expected(len(left)) if left else 1
+            return revert_search_expected(len(left), f.control_running) if left else 1
         # the all-reverted trial, when something a relaunch can revert differs (or no good run says otherwise)
         return 1 if (f.config_suspects or f.nccl_suspects or f.launch_unknown or f.config_differs) else 0
     return ph.expected

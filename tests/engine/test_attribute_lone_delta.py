@@ -79,7 +79,9 @@ def test_control_from_a_launch_not_from_the_running_server():
 
 
 def test_the_plan_expects_no_replicate_for_a_lone_difference():
-    from specdoctor.engine.plan_estimate import _PROFILE, revert_search_expected
+    from specdoctor.engine.plan_estimate import _PROFILE_EXPECTED, revert_search_expected
 
-    assert revert_search_expected(1) == 1 + _PROFILE  # everything reverted (+ its phase profile), nothing else
-    assert revert_search_expected(2) == 3 + _PROFILE
+    assert revert_search_expected(1) == 1 + _PROFILE_EXPECTED  # everything reverted (its phase from that trial)
+    assert revert_search_expected(2) == 3 + _PROFILE_EXPECTED
+    # today's figure from your running server: the lone difference's other arm is replicated in a trial
+    assert revert_search_expected(1, control_running=True) == 2 + _PROFILE_EXPECTED

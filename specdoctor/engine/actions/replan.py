@@ -57,8 +57,19 @@ def plan_facts(deps: Any, view: StateView, stage: str, deltas: DeltaList | None)
         gap=(not judged.held) if stage == "revised" and judged.judged else gap_shown(view),
         commits=len(commits.commits) if commits is not None else 0,
         config_differs=ident.launch == "differs" or ident.env == "differs", launch_unknown=ident.launch == "unknown",
-        promote_launches=promote_launches(deps, view) if sweep_ran and needs_nccl_sweep(view) else None)
+        promote_launches=promote_launches(deps, view) if sweep_ran and needs_nccl_sweep(view) else None,
+        control_running=_control_running(view, stage))
     return facts_from_deltas(facts, deltas)
+
+
+def _control_running(view: StateView, stage: str) -> bool:
+    """Today's speculative figure is (revised: was; consent: will be) your running server's, not a trial launch's."""
+    from specdoctor.engine.actions.attribute_evidence import control_is_trial
+
+    if stage == "revised":
+        return not control_is_trial(view, "spec")
+    server = view.get("facts.server") or {}
+    return bool(server.get("running")) and any("speculative" in a for a in server.get("argv") or [])
 
 
 @action("read", args=("stage", *_DELTA_ARGS))

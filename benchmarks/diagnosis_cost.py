@@ -163,7 +163,7 @@ def wired_case(p: int, k: int, seeds: int, gap: float = FAST - SLOW) -> EffectRo
     from types import SimpleNamespace
 
     from specdoctor.stats.nearer import midpoint_looks
-    from specdoctor.tools.bisect_effects import culprit_effects, effects_search
+    from specdoctor.tools.checkout.bisect_effects import culprit_effects, effects_search
 
     launches: list[int] = []
     found = in_ci = innocent = 0
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
     print()  # noqa: T201
     print(effect_table([effect_case(p, k, ns.seeds) for k in (1, 2, 3) for p in (8, 16)]))  # noqa: T201
     print()  # noqa: T201
-    print("bisect_patches' first search as wired (tools/bisect_effects.py), references of 5 runs each:")  # noqa: T201
+    print("bisect_patches' first search as wired (tools/checkout/bisect_effects.py), references of 5 runs each:")  # noqa: T201
     print(effect_table([wired_case(p, k, ns.seeds) for k in (2, 3) for p in (8, 16)]))  # noqa: T201
     # Upstream commits (bisect_commits' search, benchmarks/upstream_cost.py): N = 16, 64, 256 and a row with skips.
     sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -24,7 +24,7 @@ from specdoctor.toolkit import ToolContext, registry
 
 __all__ = ["RAW_COMMANDS", "ToolRun", "HostToolsReport", "save_raw", "run_tools", "main"]
 
-# file name -> nvidia-smi arguments; the query is the one tools/fingerprint.py asks for, with a header row
+# file name -> nvidia-smi arguments; the query is the one tools/environment/fingerprint.py asks for, with a header row
 RAW_COMMANDS: dict[str, list[str]] = {
     "nvidia-smi-L.txt": ["-L"],
     "nvidia-smi-query.csv": ["--query-gpu=index,name,uuid,pci.bus_id,driver_version,clocks.sm,clocks.max.sm,"

@@ -10,7 +10,7 @@
 # and put on PYTHONPATH.
 # Wheels to carry in .whl/ (pure python except pydantic_core; cp312 manylinux2014 x86_64):
 #   pydantic==2.14.4 pydantic_core==2.50.5 annotated-types==0.8.0 typing-inspection==0.4.5
-#   typing_extensions==4.16.0 (pydantic needs >= 4.16) unidiff==1.0.1 (specdoctor/tools/repo.py imports it)
+#   typing_extensions==4.16.0 (pydantic needs >= 4.16) unidiff==1.0.1 (specdoctor/tools/checkout/repo.py imports it)
 # Not needed for what runs here: paramiko (SSH only), langgraph/langchain/openai/mcp (engine, advisor, embed),
 # gitpython. Files back in $OUT (8 at most): run.log, host_tools.json, allreduce.json, spec_validation.json,
 # spec_validation.csv, spec_validation.png, fixtures.tar.gz (raw nvidia-smi, tools list, all-reduce table).

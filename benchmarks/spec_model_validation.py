@@ -1,6 +1,6 @@
 """Checks specdoctor's break-even model against a real draft → verify → accept loop timed on the GPU.
 
-Why: `specdoctor.tools.breakeven` predicts speculative tok/s as τ / (k·t_draft + t_verify + overhead). Here a
+Why: `specdoctor.tools.breakeven.breakeven` predicts speculative tok/s as τ / (k·t_draft + t_verify + overhead). Here a
 ~1 B Llama-like target and a 1-layer draft head (benchmarks/spec_model.py) run that loop for real (k draft
 forwards, one (k+1)-token verify forward, KV-cache rewind to the accepted length, bonus token), with the accept
 decision simulated by a seeded Bernoulli per draft position (like SGLang's SGLANG_SIMULATE_ACC_LEN) so that the
@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # spec_model.py sits beside this script
 from spec_model import GPU_1B, KMAX, TINY, ModelConfig, SpecEngine  # noqa: E402
 
-from specdoctor.tools.breakeven import BreakevenInput, alpha_from_accept_length, analyze  # noqa: E402
+from specdoctor.tools.breakeven.breakeven import BreakevenInput, alpha_from_accept_length, analyze  # noqa: E402
 
 __all__ = ["Phase", "Point", "Validation", "Runner", "draw_accepts", "self_check", "measure", "write", "main"]
 

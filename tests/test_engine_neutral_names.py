@@ -16,17 +16,17 @@ SGLANG_PACKAGE = ("inference/sglang.py", "parsers/sglang*.py", "sim/standin/sgla
 WORD = re.compile(r"\b\w*sglang_\w*")
 
 ALLOWED: dict[str, tuple[tuple[str, ...], str]] = {
-    "sglang_origin": (("tools/trial_tree.py", "tools/catalogue.py", "engine/dry_run.py", "diagnosis/facts.py",
+    "sglang_origin": (("tools/checkout/trial_tree.py", "tools/catalogue.py", "engine/dry_run.py", "diagnosis/facts.py",
                        "engine/actions/user_server.py"),
                       "engine_origin's deprecated tool name (embedders call tools by name) and the fact's name in "
                       "checkpoints written before the second engine"),
-    "sglang_version": (("models/fingerprint.py", "tools/nccl.py", "tools/fingerprint.py", "sim/scenarios/*.yaml"),
+    "sglang_version": (("models/fingerprint.py", "tools/nccl/nccl.py", "tools/environment/fingerprint.py", "sim/scenarios/*.yaml"),
                        "saved fingerprints and inventories say sglang_version: read as engine_version; the stories "
                        "keep good-run fingerprints as older specdoctor wrote them"),
-    "sglang_forced_env": (("tools/nccl.py", "commands/sweep_nccl.py"),
+    "sglang_forced_env": (("tools/nccl/nccl.py", "commands/sweep_nccl.py"),
                           "older nccl_inventory outputs' name for engine_forced_env, still read"),
-    "sglang_gates": (("tools/gates.py",), "older GateScan outputs' name for engine_gates, still read"),
-    "sglang_startup": (("tools/plan.py",), "launch_cost still reads start-up timings with the SGLang parser for "
+    "sglang_gates": (("tools/environment/gates.py",), "older GateScan outputs' name for engine_gates, still read"),
+    "sglang_startup": (("tools/serving/plan.py",), "launch_cost still reads start-up timings with the SGLang parser for "
                        "every engine (engine knowledge outside the seam, not moved yet)"),
     "sglang_trace": (("parsers/torch_trace.py",), "a docstring naming the SGLang trace reader that shares it"),
     "sglang_server": (("sim/scenario.py",), "the twin's default log file name in a story (the user's file)"),

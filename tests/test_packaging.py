@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _SKIP = shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".hypothesis",
                                ".mypy_cache", ".ruff_cache", ".pytest_cache", "specdoctor-runs", "tests")
 _PROBE = """
-import importlib.resources as r, json, specdoctor, specdoctor.tools, specdoctor.tools.host
+import importlib.resources as r, json, specdoctor, specdoctor.tools, specdoctor.tools.environment.host
 print(json.dumps({
     "specdoctor": specdoctor.__file__,
     "tools": specdoctor.tools.__file__,
@@ -72,7 +72,7 @@ def test_wheel_contains_every_package_tool_playbook_and_remote_script(wheel: Pat
     expected |= {f"specdoctor/tools/{p.relative_to(ROOT / 'specdoctor' / 'tools')}"
                  for ext in ("*.py", "*.sh") for p in (ROOT / "specdoctor" / "tools").rglob(ext)}
     expected |= {f"specdoctor/playbooks/{p.name}" for p in (ROOT / "specdoctor" / "playbooks").glob("*.yaml")}
-    assert "specdoctor/tools/host.py" in expected and "specdoctor/playbooks/__init__.py" in names
+    assert "specdoctor/tools/environment/host.py" in expected and "specdoctor/playbooks/__init__.py" in names
     assert sorted(expected - names) == []
     assert not any(n.startswith(("tools/", "playbooks/", "tests/")) for n in names)
 

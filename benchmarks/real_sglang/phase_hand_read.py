@@ -18,7 +18,7 @@ import statistics
 from pathlib import Path
 
 from specdoctor.parsers.sglang_trace import parse_sglang_trace
-from specdoctor.tools.phase_times import phases_from_trace
+from specdoctor.tools.serving.phase_times import phases_from_trace
 
 _DECODE = re.compile(r"Decode batch.*?accept len: ([\d.]+).*?gen throughput \(token/s\): ([\d.]+)")
 

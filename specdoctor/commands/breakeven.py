@@ -115,7 +115,7 @@ def register(app: typer.Typer) -> None:
         """Break-even accept length τ*, margin, α, best k, and the α a drafter needs for a target speedup."""
         from rich.console import Console
 
-        from specdoctor.tools.breakeven import BreakevenInput, analyze
+        from specdoctor.tools.breakeven.breakeven import BreakevenInput, analyze
 
         data: dict[str, object] = {k: v for k, v in dict(baseline_tps=baseline_tps, decode_ms=decode_ms, spec_tps=spec_tps,
                                       accept_len=accept_len, verify_ms=verify_ms, draft_ms=draft_ms, steps=steps,

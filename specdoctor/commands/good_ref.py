@@ -35,8 +35,8 @@ def check_good_ref(host: Any, repo: str | None, ref: str | None) -> str | None:
         return None
     from specdoctor.errors import ToolRetry
     from specdoctor.toolkit import ToolContext
-    from specdoctor.tools.commits import resolve_good_ref
-    from specdoctor.tools.repo import git
+    from specdoctor.tools.checkout.commits import resolve_good_ref
+    from specdoctor.tools.checkout.repo import git
 
     if not repo:
         raise UsageError("--good-ref needs the checkout it names a commit of: pass --repo")

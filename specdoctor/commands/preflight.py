@@ -69,7 +69,7 @@ def _check_launch(launch: str) -> None:
 
 def _check_repo(host: Any, repo: str) -> None:
     from specdoctor.toolkit import ToolContext
-    from specdoctor.tools.repo import repo_state
+    from specdoctor.tools.checkout.repo import repo_state
 
     ctx = ToolContext(host=host, run_id="preflight")
     try:

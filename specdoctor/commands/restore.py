@@ -30,7 +30,7 @@ def register(app: typer.Typer) -> None:
         from specdoctor.engine.runs import new_run_id
         from specdoctor.host import open_host
         from specdoctor.toolkit import ToolContext
-        from specdoctor.tools.checkout_lock import checkout_lock
+        from specdoctor.tools.checkout.checkout_lock import checkout_lock
 
         with open_host(host, accept_new_host_key=accept_new_host_key, known_hosts=known_hosts,
                        identity_files=identity or None) as h:
@@ -53,7 +53,7 @@ def _restore(ctx: Any, repo: str, backup: str | None, list_only: bool, force_hea
     from rich.console import Console
     from rich.table import Table
 
-    from specdoctor.tools.worktree import list_backups, restore
+    from specdoctor.tools.checkout.worktree import list_backups, restore
 
     backups = list_backups(ctx, repo)
     if list_only:

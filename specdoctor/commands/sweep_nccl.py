@@ -55,7 +55,7 @@ def run_sweep(host_spec: str, *, port: int | None, launch: str | None, python: s
     Returns {'inventory', 'sweep', 'promotion', 'run'} as JSON-able dicts; --yes approves the relaunches.
     """
     from specdoctor.engine.runner import InvestigateOptions, investigate
-    from specdoctor.tools.nccl_grid import parse_grid_option
+    from specdoctor.tools.nccl.nccl_grid import parse_grid_option
 
     params: dict[str, Any] = {"repeats": repeats, "promote_port": promote_port, **(inventory or {})}
     if grid:

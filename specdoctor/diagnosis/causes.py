@@ -12,7 +12,7 @@ from pathlib import PurePosixPath
 from specdoctor.diagnosis.facts import Case
 from specdoctor.models import CauseFact, SubtractionFact
 from specdoctor.stats.summary import diff_of_medians_ci
-from specdoctor.tools.bisect import BisectResult
+from specdoctor.tools.checkout.bisect import BisectResult
 
 __all__ = ["effect", "revert_patch_command", "non_revertible_causes", "confirming_share", "CODE_CLEARED"]
 

@@ -34,14 +34,14 @@ from specdoctor.models import (
 )
 from specdoctor.models.delta import CauseFact
 from specdoctor.models.identity import BudgetFact, IdentityFact
-from specdoctor.tools.bisect import BisectResult
-from specdoctor.tools.commit_bisect import CommitBisectResult
-from specdoctor.tools.gates import GateScan
-from specdoctor.tools.hardware_probe import HardwareProbe
-from specdoctor.tools.measure import Workload
-from specdoctor.tools.nccl import NcclSweep
-from specdoctor.tools.server import Propagation
-from specdoctor.tools.user_server import UserServerRecord
+from specdoctor.tools.checkout.bisect import BisectResult
+from specdoctor.tools.checkout.commit_bisect import CommitBisectResult
+from specdoctor.tools.environment.gates import GateScan
+from specdoctor.tools.environment.hardware_probe import HardwareProbe
+from specdoctor.tools.nccl.nccl import NcclSweep
+from specdoctor.tools.serving.measure import Workload
+from specdoctor.tools.serving.server import Propagation
+from specdoctor.tools.serving.user_server import UserServerRecord
 
 __all__ = ["RunFacts", "WorkloadFact", "EngineOriginFact", "NarrativeFact", "ToolOutputs", "Case", "checked_facts"]
 

@@ -51,7 +51,7 @@ class Lever(BaseModel):
 def tps_at(be: BreakevenAnalysis, spec: float, *, verify_ms: float | None = None, steps: int | None = None,
            draft_ms: float | None = None) -> float | None:
     """Today's measured tok/s scaled by the modelled cycle with one term changed (τ from α at the new k)."""
-    from specdoctor.tools.breakeven import accept_length
+    from specdoctor.tools.breakeven.breakeven import accept_length
 
     if be.verify_ms is None or be.accept_len is None:
         return None

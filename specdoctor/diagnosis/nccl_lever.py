@@ -8,7 +8,7 @@ import statistics
 from specdoctor.diagnosis.facts import Case
 from specdoctor.diagnosis.lever_model import WORTH, Lever, confirmed_cause, tps_at, with_measured
 from specdoctor.models import MeasureFacts, NcclFact
-from specdoctor.tools.nccl import ConfigResult, NcclSweep
+from specdoctor.tools.nccl.nccl import ConfigResult, NcclSweep
 
 __all__ = ["nccl_lever", "cycle_delta_ms"]
 

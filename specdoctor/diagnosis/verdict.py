@@ -22,7 +22,7 @@ from specdoctor.models import (
     MeasureFacts,
     SubtractionFact,
 )
-from specdoctor.tools.gates import Gate
+from specdoctor.tools.environment.gates import Gate
 
 __all__ = ["decide_verdict", "enabled_gates", "good_news"]
 

@@ -19,7 +19,7 @@ from specdoctor.inference import get_engine
 from specdoctor.toolkit import ApprovalRequest, Effect, ToolContext, ToolResult, ToolSpec, registry
 from specdoctor.toolkit.registry import ToolRegistry
 from specdoctor.toolkit.safety import safety_net
-from specdoctor.tools.worktree import Backup
+from specdoctor.tools.checkout.worktree import Backup
 
 __all__ = ["Client", "CleanupRecord", "connect", "READ_ONLY", "ALL_EFFECTS"]
 

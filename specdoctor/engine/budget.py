@@ -16,7 +16,7 @@ from typing import Any
 
 from specdoctor.engine.state import StateView
 from specdoctor.models.identity import BudgetFact
-from specdoctor.tools.plan import Plan, PlannedPhase
+from specdoctor.tools.serving.plan import Plan, PlannedPhase
 
 __all__ = ["BUDGET_PARAM", "start_budget", "budget_blocker", "continue_command", "phase_minutes"]
 

@@ -18,9 +18,9 @@ from specdoctor.errors import SpecdoctorError
 from specdoctor.host.redact import redact_text
 from specdoctor.models.box import CheckoutProofFact
 from specdoctor.toolkit import ToolContext
-from specdoctor.tools.checkout_lock import LockTaken, acquire_lock, heartbeat, release_lock
-from specdoctor.tools.manifest import Manifest, take_manifest
-from specdoctor.tools.trial_tree import remove_tree
+from specdoctor.tools.checkout.checkout_lock import LockTaken, acquire_lock, heartbeat, release_lock
+from specdoctor.tools.checkout.manifest import Manifest, take_manifest
+from specdoctor.tools.checkout.trial_tree import remove_tree
 
 __all__ = ["CheckoutGuard", "manifest_path"]
 

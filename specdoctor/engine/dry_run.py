@@ -48,7 +48,7 @@ def _p(view: StateView, key: str, default: Any = None) -> Any:
 def _launch_line(view: StateView, *, speculative: bool, env: dict[str, str] | None = None,
                  tree: str | None = None) -> PlannedCommand:
     """The trial server's launch line exactly as launch_server builds it; the port is picked at launch."""
-    from specdoctor.tools.launch import build_command
+    from specdoctor.tools.serving.launch import build_command
 
     launch = view.get("facts.launch") or view.params.get("launch")
     if not launch:
@@ -82,7 +82,7 @@ def _bench(view: StateView, port: Any, label: str) -> PlannedCommand:
 
 
 def _git(repo: str, *args: str) -> str:
-    from specdoctor.tools.repo import git
+    from specdoctor.tools.checkout.repo import git
 
     return shlex.join(git(repo, *args))
 
@@ -175,7 +175,7 @@ def _bisect(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCom
 
 
 def _nccl_sweep(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
-    from specdoctor.tools.nccl_grid import expand_grid
+    from specdoctor.tools.nccl.nccl_grid import expand_grid
 
     server_args = (view.get("facts.server") or {}).get("args") or {}
     tp = server_args.get("tp_size") or "TP"

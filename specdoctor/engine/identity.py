@@ -11,7 +11,7 @@ from typing import Any
 from specdoctor.engine.state import StateView
 from specdoctor.models import Claims, Fingerprint
 from specdoctor.models.identity import IdentityFact, Sameness
-from specdoctor.tools.digests import env_digest, launch_digest
+from specdoctor.tools.environment.digests import env_digest, launch_digest
 
 __all__ = ["RUNNING_SERVER_KEYS", "decide_identity", "identity_of"]
 

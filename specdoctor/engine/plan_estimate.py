@@ -33,7 +33,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from specdoctor.models.delta import Delta, DeltaList
-from specdoctor.tools.plan import PlannedPhase
+from specdoctor.tools.serving.plan import PlannedPhase
 
 __all__ = ["Cause", "PlanFacts", "facts_from_deltas", "expected_cause", "revise_phases", "revert_search_expected"]
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from specdoctor.engine.state import StateView
 from specdoctor.report import model as m
-from specdoctor.tools.plan import Plan
+from specdoctor.tools.serving.plan import Plan
 
 __all__ = ["launch_plan"]
 

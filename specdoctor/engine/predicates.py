@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from specdoctor.engine.state import StateView
 from specdoctor.models import DeltaList, MeasureFacts, ServerFact, SubtractionFact, TopologyFact
-from specdoctor.tools.repo import Catalog
-from specdoctor.tools.server import Propagation
+from specdoctor.tools.checkout.repo import Catalog
+from specdoctor.tools.serving.server import Propagation
 
 __all__ = ["Predicate", "PREDICATES", "predicate", "evaluate", "explain"]
 
@@ -246,7 +246,7 @@ def has_reference_commit(v: StateView) -> bool:
 
 
 def _range_detail(v: StateView) -> str | None:
-    from specdoctor.tools.commits import CommitCatalog
+    from specdoctor.tools.checkout.commits import CommitCatalog
 
     cat = v.latest(CommitCatalog)
     return None if cat is None else cat.summary_line()
@@ -256,7 +256,7 @@ def _range_detail(v: StateView) -> str | None:
            "HEAD is the good run's commit (or the server does not import the engine from this checkout)", _range_detail)
 def upstream_moved(v: StateView) -> bool:
     from specdoctor.engine.actions.user_server import origin_outside_checkout
-    from specdoctor.tools.commits import CommitCatalog
+    from specdoctor.tools.checkout.commits import CommitCatalog
 
     cat = v.latest(CommitCatalog)
     return cat is not None and bool(cat.commits) and has_launch(v) and origin_outside_checkout(v) is None

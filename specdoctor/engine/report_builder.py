@@ -34,13 +34,13 @@ from specdoctor.report import model as m
 from specdoctor.report.attribution_model import Attribution, Cause
 from specdoctor.report.run_facts import add_run_facts
 from specdoctor.stats.phases import phase_stat
-from specdoctor.tools.bisect import BisectResult, Essentials
-from specdoctor.tools.gates import GateScan
-from specdoctor.tools.nccl import NcclSweep
-from specdoctor.tools.nccl_promote import NcclPromotion
-from specdoctor.tools.repo import Triage
-from specdoctor.tools.server import Propagation
-from specdoctor.tools.worktree import Backup, Restored
+from specdoctor.tools.checkout.bisect import BisectResult, Essentials
+from specdoctor.tools.checkout.repo import Triage
+from specdoctor.tools.checkout.worktree import Backup, Restored
+from specdoctor.tools.environment.gates import GateScan
+from specdoctor.tools.nccl.nccl import NcclSweep
+from specdoctor.tools.nccl.nccl_promote import NcclPromotion
+from specdoctor.tools.serving.server import Propagation
 
 __all__ = ["build_report", "nccl_section_of", "fill_workload"]
 

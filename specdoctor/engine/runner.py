@@ -26,7 +26,7 @@ from specdoctor.inference import EngineName, InferenceEngine, engine_for_launch
 from specdoctor.toolkit import ToolContext
 from specdoctor.toolkit.context import run_engine_on
 from specdoctor.toolkit.safety import restore_hint, safety_net
-from specdoctor.tools.launch import StopResult
+from specdoctor.tools.serving.launch import StopResult
 
 __all__ = ["InvestigateOptions", "RunInterrupted", "RunOutcome", "investigate", "resume"]
 

@@ -5,7 +5,7 @@ id). Readers never index those dicts: they ask the view for the tool's own outpu
 against the registry's record of what that tool returns and fails loudly, naming step, tool and field::
 
     from specdoctor.engine.state import StateView
-    from specdoctor.tools.server import Propagation
+    from specdoctor.tools.serving.server import Propagation
 
     view = StateView(state)
     prop = view.result("propagation", Propagation)      # by step id: Propagation | None (None: not run/not ok)

@@ -9,7 +9,7 @@ from typing import Any
 
 from specdoctor.fleet.models import FieldDeviation, HostSurvey
 from specdoctor.models import Change, Fingerprint
-from specdoctor.tools.fingerprint import diff_fingerprints
+from specdoctor.tools.environment.fingerprint import diff_fingerprints
 
 __all__ = ["vote", "majority_fingerprint", "majority_launch", "deviations"]
 

@@ -26,9 +26,9 @@ from specdoctor.host import open_host
 from specdoctor.host.base import Host
 from specdoctor.models import Evidence, Fingerprint, Measurement
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.fingerprint import Fingerprint as ToolFingerprint
-from specdoctor.tools.measure import BenchmarkResult
-from specdoctor.tools.server import ServerInfoOutput, ServerList
+from specdoctor.tools.environment.fingerprint import Fingerprint as ToolFingerprint
+from specdoctor.tools.serving.measure import BenchmarkResult
+from specdoctor.tools.serving.server import ServerInfoOutput, ServerList
 
 __all__ = ["survey_host", "status_of", "launch_flags", "controller_id"]
 

@@ -56,7 +56,7 @@ class Fingerprint(BaseModel):
     commit: str | None = None
     dirty_files: int | None = None
     code_digest: str | None = Field(default=None, description="sha256 of HEAD, the tracked files' diff and the "
-                                    "untracked files (tools/digests.py): equal digests are the same code.")
+                                    "untracked files (tools/environment/digests.py): equal digests are the same code.")
     launch_digest: str | None = Field(default=None, description="sha256 of the launch line without --port/--host.")
     env_digest: str | None = Field(default=None, description="sha256 of the workers' tuning variables (worker_env).")
     python: str | None = None

@@ -12,7 +12,7 @@ from specdoctor.report.model import PlannedStep, Report
 __all__ = ["LAUNCH_MARK", "count_launches", "add_run_facts"]
 
 LAUNCH_MARK = "setsid nohup "
-"""launch_server (tools/launch.py) starts every server — trial, baseline, restart of the user's — with this
+"""launch_server (tools/serving/launch.py) starts every server — trial, baseline, restart of the user's — with this
 prefix in one audited command, so counting it counts launches whichever step made them."""
 
 PLAN_ONLY_SUMMARY = ("dry run: plan only — nothing was launched, benchmarked, swept or changed, so there is no "

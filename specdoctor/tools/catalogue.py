@@ -11,32 +11,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from specdoctor.tools import (
+from specdoctor.tools.breakeven import breakeven, breakeven_empirical
+from specdoctor.tools.checkout import (
     backup_mirror,
     bisect,
-    breakeven,
-    breakeven_empirical,
     commit_bisect,
     commits,
-    deltas,
-    fingerprint,
-    gates,
-    hardware_probe,
-    host,
-    launch,
     manifest,
-    measure,
-    nccl,
-    nccl_promote,
-    phase_times,
-    plan,
     repo,
-    server,
-    trial_env,
     trial_tree,
-    user_server,
     worktree,
 )
+from specdoctor.tools.environment import deltas, fingerprint, gates, hardware_probe, host, trial_env
+from specdoctor.tools.nccl import nccl, nccl_promote
+from specdoctor.tools.serving import launch, measure, phase_times, plan, server, user_server
 
 __all__ = ["CATALOGUE", "ENGINE_DETECTORS", "FAMILIES", "TOOLS"]
 

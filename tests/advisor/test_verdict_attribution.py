@@ -8,7 +8,7 @@ from specdoctor.diagnosis import Case, decide_verdict, game_plan
 from specdoctor.engine.state import StateView
 from specdoctor.models import AttributionFact, BreakevenAnalysis, CauseFact, TargetRequirement
 from specdoctor.toolkit import ToolResult
-from specdoctor.tools.bisect import BisectResult
+from specdoctor.tools.checkout.bisect import BisectResult
 
 MEASURE = {"baseline": {"median": 38.8, "samples": [38.6, 38.8, 39.0]},
            "spec": {"median": 77.7, "samples": [77.5, 77.7, 77.9], "accept_length": 2.77}}

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from specdoctor.tools.nccl_grid import DEFAULT_GRID, expand_grid
+from specdoctor.tools.nccl.nccl_grid import DEFAULT_GRID, expand_grid
 
 ROOT = Path(__file__).resolve().parents[2]
 OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}

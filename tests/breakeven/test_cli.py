@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 from pydantic import TypeAdapter
 
-from specdoctor.tools.breakeven import BreakevenAnalysis
+from specdoctor.tools.breakeven.breakeven import BreakevenAnalysis
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

@@ -6,7 +6,7 @@ import pytest
 
 from specdoctor.sim import open_sim_host
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.breakeven_empirical import EmpiricalBreakeven, crossing
+from specdoctor.tools.breakeven.breakeven_empirical import EmpiricalBreakeven, crossing
 
 
 def test_crossing_interpolates():

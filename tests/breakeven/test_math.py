@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from specdoctor.errors import UsageError
-from specdoctor.tools.breakeven import (
+from specdoctor.tools.breakeven.breakeven import (
     BreakevenInput,
     accept_length,
     alpha_from_accept_length,

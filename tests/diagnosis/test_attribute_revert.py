@@ -11,8 +11,14 @@ from pathlib import Path
 from specdoctor.host.local import LocalHost
 from specdoctor.models import Revert
 from specdoctor.toolkit import ToolContext
-from specdoctor.tools.revert import apply_revert, merge_reverts, remove_written, reverted, set_flags
-from specdoctor.tools.trial import LaunchConfig
+from specdoctor.tools.environment.revert import (
+    apply_revert,
+    merge_reverts,
+    remove_written,
+    reverted,
+    set_flags,
+)
+from specdoctor.tools.serving.trial import LaunchConfig
 
 LAUNCH = ("python -m sglang.launch_server --model-path /m --tp 2 --attention-backend triton "
           "--disable-cuda-graph --cuda-graph-bs 1 2 4 --port 30000")

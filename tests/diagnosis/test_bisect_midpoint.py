@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from specdoctor.stats.nearer import midpoint_looks, side_of_midpoint
-from specdoctor.tools.bisect import BisectInput, Trial, search_patches, sequential_trial
+from specdoctor.tools.checkout.bisect import BisectInput, Trial, search_patches, sequential_trial
 
 SLOW, FAST = 45.0, 50.0
 A, B, C, D = "models/a.py", "layers/b.py", "managers/c.py", "utils/d.py"

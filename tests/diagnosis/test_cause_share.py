@@ -6,7 +6,7 @@ from specdoctor.diagnosis.attribution import cause_line
 from specdoctor.diagnosis.causes import confirming_share
 from specdoctor.models import AttributionFact, CauseFact, SubtractionFact
 from specdoctor.models.facts import MeasuredFact
-from specdoctor.tools.bisect import BisectResult, Trial
+from specdoctor.tools.checkout.bisect import BisectResult, Trial
 
 ALL = ["a.py", "b.py", "culprit.py"]
 

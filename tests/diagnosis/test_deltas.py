@@ -12,7 +12,7 @@ import pytest
 from specdoctor.models import DeltaList
 from specdoctor.sim import SimHost, build_sandbox, load_scenario
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.hardware_probe import HardwareProbe
+from specdoctor.tools.environment.hardware_probe import HardwareProbe
 
 STORIES = ["sitecustomize-foreign", "nccl-conf-simple", "bashrc-launch-blocking", "attn-backend-flag",
            "draft-path-changed", "pcie-downtrained", "clocks-locked", "power-cap", "neighbor-training-job",

@@ -12,7 +12,7 @@ from specdoctor.diagnosis.levers import REAL_VERIFY_OVER_DECODE, graph_lever, le
 from specdoctor.models import AttributionFact, CauseFact, MeasuredFact, MeasureFacts, ServerFact
 from specdoctor.parsers.sglang import parse_decode_lines
 from specdoctor.parsers.sglang_trace import parse_sglang_trace
-from specdoctor.tools.breakeven import BreakevenInput, analyze
+from specdoctor.tools.breakeven.breakeven import BreakevenInput, analyze
 
 FIX = Path(__file__).parents[1] / "fixtures"
 EAGER = "verify is not replaying a CUDA graph: 48 of 48 speculative Decode batch lines say 'cuda graph: False'"

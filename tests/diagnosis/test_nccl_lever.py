@@ -7,9 +7,9 @@ from specdoctor.diagnosis import Case, RunFacts
 from specdoctor.diagnosis.facts import ToolOutputs
 from specdoctor.diagnosis.nccl_lever import cycle_delta_ms, nccl_lever
 from specdoctor.models import MeasuredFact, MeasureFacts, NcclFact
-from specdoctor.tools.breakeven import BreakevenInput, analyze
-from specdoctor.tools.nccl import ConfigResult, NcclSweep, SizePoint
-from specdoctor.tools.nccl_grid import CycleWeight
+from specdoctor.tools.breakeven.breakeven import BreakevenInput, analyze
+from specdoctor.tools.nccl.nccl import ConfigResult, NcclSweep, SizePoint
+from specdoctor.tools.nccl.nccl_grid import CycleWeight
 
 WEIGHTS = [CycleWeight(size=14336, phase="draft", per_cycle=4), CycleWeight(size=43008, phase="verify", per_cycle=122)]
 

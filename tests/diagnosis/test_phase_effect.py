@@ -11,8 +11,8 @@ from specdoctor.engine.actions.attribute import search_deltas
 from specdoctor.models.phases import PhaseTimes
 from specdoctor.parsers.sglang_trace import parse_sglang_trace
 from specdoctor.stats.phases import phase_effect, phase_stat
-from specdoctor.tools.bisect import confirmed_phase_effect
-from specdoctor.tools.phase_times import phases_from_trace
+from specdoctor.tools.checkout.bisect import confirmed_phase_effect
+from specdoctor.tools.serving.phase_times import phases_from_trace
 from tests.diagnosis.test_attribute_search import Box
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from specdoctor.engine.actions.attribute_evidence import promoted_override
 from specdoctor.models import Delta
-from specdoctor.tools.nccl_promote import NcclPromotion, PromotedResult
+from specdoctor.tools.nccl.nccl_promote import NcclPromotion, PromotedResult
 
 CONF = Delta(kind="env", name="NCCL_P2P_LEVEL", reference=None, current="LOC", source="/etc/nccl.conf",
              revertible=False, impact="high")

@@ -11,7 +11,7 @@ from specdoctor.engine.state import StateView
 from specdoctor.host import open_host
 from specdoctor.inference import get_engine
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.measure import PROMPTS, BenchmarkResult, Workload, default_workload
+from specdoctor.tools.serving.measure import PROMPTS, BenchmarkResult, Workload, default_workload
 
 
 def _recorded(host, ctx):

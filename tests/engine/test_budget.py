@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from specdoctor.engine.budget import budget_blocker, continue_command
 from specdoctor.engine.state import StateView
 from specdoctor.models.identity import BudgetFact
-from specdoctor.tools.plan import LaunchCost, PlanInput, PlannedPhase, make_plan
+from specdoctor.tools.serving.plan import LaunchCost, PlanInput, PlannedPhase, make_plan
 
 T0 = 1_000_000.0
 

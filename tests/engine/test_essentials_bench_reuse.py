@@ -17,8 +17,8 @@ from specdoctor.engine.runner import InvestigateOptions, investigate
 from specdoctor.engine.state import StateView
 from specdoctor.sim import SimHost, build_sandbox, load_scenario
 from specdoctor.stats.comparator import GrowingArm
-from specdoctor.tools.bisect import Essentials, TreeIdentity, Trial
-from specdoctor.tools.trial_tree import TrialTree
+from specdoctor.tools.checkout.bisect import Essentials, TreeIdentity, Trial
+from specdoctor.tools.checkout.trial_tree import TrialTree
 
 
 @pytest.fixture(autouse=True)

@@ -11,9 +11,9 @@ from types import SimpleNamespace
 from specdoctor.engine.actions.subtract import _Arms, _searched, _Step
 from specdoctor.engine.state import StateView
 from specdoctor.stats.comparator import GROWING_CAP, GrowingArm
-from specdoctor.tools import bisect
-from specdoctor.tools.bisect import Bench, Essentials, TreeIdentity, Trial
-from specdoctor.tools.trial_tree import TrialTree
+from specdoctor.tools.checkout import bisect
+from specdoctor.tools.checkout.bisect import Bench, Essentials, TreeIdentity, Trial
+from specdoctor.tools.checkout.trial_tree import TrialTree
 
 TODAY = [70.0, 71.5, 69.0, 72.0, 70.5, 71.0, 69.5, 70.8]
 

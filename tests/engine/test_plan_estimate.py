@@ -11,7 +11,7 @@ from specdoctor.engine.plan_estimate import (
     revise_phases,
 )
 from specdoctor.models.delta import Delta, DeltaList, Revert
-from specdoctor.tools.plan import PlannedPhase
+from specdoctor.tools.serving.plan import PlannedPhase
 
 COMMON = dict(runs=5, max_runs=15, finalists=3, spec_running=True, tp_size=2, stops_user_server=True)
 
@@ -106,7 +106,7 @@ def test_a_workload_difference_expects_no_search():
 
 
 def test_the_promotion_counts_the_current_setting_and_each_candidate_once_or_one_launch_when_variables_are_dropped():
-    from specdoctor.tools.nccl_promote import PromoteInput, planned_launches
+    from specdoctor.tools.nccl.nccl_promote import PromoteInput, planned_launches
 
     args = PromoteInput(command="python -m sglang.launch_server --model-path m", current={"NCCL_ALGO": "Ring"},
                         good={"NCCL_ALGO": "Tree"})

@@ -5,7 +5,7 @@ fire: a good run whose setting a relaunch can reach is still tried."""
 
 from __future__ import annotations
 
-from specdoctor.tools.nccl_promote import PromoteInput, _expand, planned_launches
+from specdoctor.tools.nccl.nccl_promote import PromoteInput, _expand, planned_launches
 
 LAUNCH = "python -m sglang.launch_server --model-path m --tp-size 2"
 SITE = {"NCCL_P2P_DISABLE": "1", "NCCL_IB_DISABLE": "1"}

@@ -8,9 +8,9 @@ from specdoctor.diagnosis import Case, decide_verdict, game_plan
 from specdoctor.engine.state import StateView
 from specdoctor.models import BreakevenAnalysis, TargetRequirement
 from specdoctor.toolkit import ToolResult
-from specdoctor.tools.bisect import BisectResult, Trial
-from specdoctor.tools.gates import Gate, GateScan
-from specdoctor.tools.server import EnvRow, Propagation
+from specdoctor.tools.checkout.bisect import BisectResult, Trial
+from specdoctor.tools.environment.gates import Gate, GateScan
+from specdoctor.tools.serving.server import EnvRow, Propagation
 
 
 def _stored(tool: str, output: BaseModel) -> dict:

@@ -6,8 +6,8 @@ from types import SimpleNamespace
 
 from specdoctor.engine import report_builder as rb
 from specdoctor.report import model as m
-from specdoctor.tools.bisect import BisectResult
-from specdoctor.tools.repo import Triage, TriageRow
+from specdoctor.tools.checkout.bisect import BisectResult
+from specdoctor.tools.checkout.repo import Triage, TriageRow
 
 
 def _row(path: str) -> TriageRow:

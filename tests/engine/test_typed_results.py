@@ -8,8 +8,8 @@ from specdoctor.diagnosis import Case, decide_verdict
 from specdoctor.engine.state import ResultShapeError, StateView
 from specdoctor.models import MeasureFacts
 from specdoctor.toolkit import ToolResult
-from specdoctor.tools.repo import Catalog
-from specdoctor.tools.server import EnvRow, Propagation
+from specdoctor.tools.checkout.repo import Catalog
+from specdoctor.tools.serving.server import EnvRow, Propagation
 
 
 def _stored(tool: str, output: dict, status: str = "ok") -> dict:

@@ -12,7 +12,7 @@ import pytest
 
 from specdoctor.host import open_host
 from specdoctor.sim.ports import free_port
-from specdoctor.tools.port_hold import MARKER, hold_port, holders, release_port
+from specdoctor.tools.serving.port_hold import MARKER, hold_port, holders, release_port
 
 
 @pytest.fixture

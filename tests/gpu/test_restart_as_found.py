@@ -11,7 +11,7 @@ from specdoctor.sim import SimHost, build_sandbox, load_scenario
 from specdoctor.sim.sandbox import Sandbox
 from specdoctor.sim.scenario import LaterLaunches, Warmup
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.user_server import capture
+from specdoctor.tools.serving.user_server import capture
 
 RUNS = 8
 

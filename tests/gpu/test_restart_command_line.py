@@ -17,8 +17,8 @@ from specdoctor.engine.runs import Relaunch, save_relaunch
 from specdoctor.sim import SimHost
 from specdoctor.sim.sandbox import Sandbox
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.terminal_session import LOCATION_VARS
-from specdoctor.tools.user_server import UserServerRecord, capture
+from specdoctor.tools.serving.terminal_session import LOCATION_VARS
+from specdoctor.tools.serving.user_server import UserServerRecord, capture
 
 from .test_terminal_session import _box, _main_pid
 

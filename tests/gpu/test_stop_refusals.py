@@ -6,7 +6,7 @@ import subprocess
 
 from specdoctor.host.local import LocalHost
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.user_server import capture
+from specdoctor.tools.serving.user_server import capture
 
 
 def test_refuses_a_process_that_is_not_an_inference_server():

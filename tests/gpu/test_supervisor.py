@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from specdoctor.tools.user_server import RESTARTERS, Ancestor, classify_supervisor, identity_hash, manual_step
+from specdoctor.tools.serving.user_server import (
+    RESTARTERS,
+    Ancestor,
+    classify_supervisor,
+    identity_hash,
+    manual_step,
+)
 
 _LOGIN = "0::/user.slice/user-1000.slice/session-4.scope"
 _SHELL = Ancestor(900, "-bash")

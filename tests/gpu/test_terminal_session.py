@@ -122,7 +122,7 @@ def _stopped_by_a_crashed_run(box: Sandbox, run_id: str) -> tuple[ToolContext, U
     written by take_gpus's own functions) and the server stopped by stop_user_server."""
     from specdoctor.engine.actions.user_server import Pending, _file_target, _save_pending, host_key
     from specdoctor.engine.runs import Relaunch, save_relaunch
-    from specdoctor.tools.user_server import UserServerRecord, capture
+    from specdoctor.tools.serving.user_server import UserServerRecord, capture
 
     host = SimHost(box)
     ctx = ToolContext(host=host, run_id=run_id, auto_approve=True)
@@ -197,7 +197,7 @@ def test_tmux_or_screen_variables_that_name_no_parent_record_no_session():
     """Must NOT fire: $TMUX/$STY inherited from elsewhere (not a parent of the server) say nothing of where it runs;
     and tmux is asked only when they do."""
     from specdoctor.host.mock import MockHost
-    from specdoctor.tools.terminal_session import session_of
+    from specdoctor.tools.serving.terminal_session import session_of
 
     host = MockHost(lambda cmd, env, cwd: "alive" if "screen -ls" in str(cmd) else "serve\t2")
     env = {"TMUX": "/tmp/tmux-1000/default,4242,0", "TMUX_PANE": "%7", "STY": "4343.work", "WINDOW": "1"}
@@ -214,7 +214,7 @@ def test_tmux_or_screen_variables_that_name_no_parent_record_no_session():
 
 
 def test_identity_ignores_which_pane_but_not_the_rest_of_the_environment():
-    from specdoctor.tools.user_server import identity_hash
+    from specdoctor.tools.serving.user_server import identity_hash
 
     argv = ["python", "-m", "sglang.launch_server"]
     a = identity_hash(argv, {"TMUX": "/s,1,0", "TMUX_PANE": "%0", "NCCL_PROTO": "LL"}, "/srv", "alice")

@@ -19,7 +19,7 @@ from specdoctor.models import UserServerFact
 from specdoctor.sim import SimHost, build_sandbox, load_scenario
 from specdoctor.sim.sandbox import Sandbox
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.port_hold import holders
+from specdoctor.tools.serving.port_hold import holders
 
 PLAYBOOK = str(Path(__file__).with_name("gpu_ownership.yaml"))
 PATCH_PLAYBOOK = str(Path(__file__).with_name("gpu_ownership_patches.yaml"))  # + backup, subtract, restore

@@ -123,7 +123,7 @@ def test_rewind_leaves_the_cache_of_the_committed_sequence(spec_model, validatio
 
 
 def test_draw_accepts_hits_the_accept_length(validation):
-    from specdoctor.tools.breakeven import alpha_from_accept_length
+    from specdoctor.tools.breakeven.breakeven import alpha_from_accept_length
 
     rng = np.random.default_rng(0)
     for k, tau in [(1, 1.5), (3, 2.5), (5, 4.0), (2, 3.0)]:

@@ -8,7 +8,7 @@ from specdoctor.engine.runner import _run_engine
 from specdoctor.engine.runs import RunRecord
 from specdoctor.host.mock import MockHost
 from specdoctor.inference.resolve import EngineUnknown
-from specdoctor.tools.server import Proc, find_servers
+from specdoctor.tools.serving.server import Proc, find_servers
 
 PROCS = [Proc(pid=10, ppid=1, title="python3", cmdline=["python3", "-m", "sglang.launch_server", "--port", "30000"]),
          Proc(pid=11, ppid=10, title="sglang::schedul", cmdline=["sglang::scheduler"]),

@@ -6,7 +6,7 @@ from specdoctor.inference import VLLM_0_26_0, SGLang
 from specdoctor.inference.profiling import ProfilerPlan
 from specdoctor.parsers.sglang_trace import TRACE_NAME
 from specdoctor.parsers.vllm_trace import RANK_TRACE, parse_vllm_trace
-from specdoctor.tools.phase_times import _pick
+from specdoctor.tools.serving.phase_times import _pick
 
 REAL_LINE = ("/VENV/bin/vllm serve /MODELS/target --load-format dummy --speculative-config '{\"method\":\"eagle3\","
              "\"model\":\"/MODELS/draft\",\"num_speculative_tokens\":3}' --profiler-config "

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from specdoctor.inference import SGLANG_0_5_17, SGLang, get_engine
-from specdoctor.tools.server import Proc, find_servers
+from specdoctor.tools.serving.server import Proc, find_servers
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-0.5.17-h200"
 RUNS = ["spec", "nospec"]

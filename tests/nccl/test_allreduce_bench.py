@@ -11,7 +11,7 @@ import pytest
 
 from specdoctor.parsers.nccl import parse_all_reduce
 from specdoctor.toolkit import registry
-from specdoctor.tools.nccl import NcclSweep
+from specdoctor.tools.nccl.nccl import NcclSweep
 
 SCRIPT = Path(__file__).resolve().parents[2] / "specdoctor" / "tools" / "remote" / "allreduce_bench.py"
 

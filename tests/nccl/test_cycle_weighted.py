@@ -7,8 +7,8 @@ from specdoctor.engine.report_builder import nccl_section_of
 from specdoctor.report.markdown import render_markdown
 from specdoctor.report.model import Report, RunMeta
 from specdoctor.toolkit import registry
-from specdoctor.tools.nccl import NcclSweep
-from specdoctor.tools.nccl_grid import cycle_weights, message_sizes
+from specdoctor.tools.nccl.nccl import NcclSweep
+from specdoctor.tools.nccl.nccl_grid import cycle_weights, message_sizes
 
 # hidden 7168, 3 draft tokens (k = 2), batches 1 and 480: the batch-1 cycle sends 14 and 42 KiB; the 480-batch sizes
 # (6.9 and 20.6 MB) are what a plain sum over sizes is dominated by

@@ -7,7 +7,7 @@ import socket
 import sys
 
 from specdoctor.toolkit import registry
-from specdoctor.tools.nccl import NcclInventory
+from specdoctor.tools.nccl.nccl import NcclInventory
 
 from .conftest import FIXTURES
 

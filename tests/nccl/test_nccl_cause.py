@@ -13,8 +13,8 @@ from specdoctor.host import open_host
 from specdoctor.inference import get_engine
 from specdoctor.models.delta import CauseFact
 from specdoctor.toolkit import ToolContext, ToolResult, registry
-from specdoctor.tools.nccl_promote import NcclPromotion, PromotedResult
-from specdoctor.tools.trial import LaunchConfig, measure, trial
+from specdoctor.tools.nccl.nccl_promote import NcclPromotion, PromotedResult
+from specdoctor.tools.serving.trial import LaunchConfig, measure, trial
 
 
 def _free_port() -> int:

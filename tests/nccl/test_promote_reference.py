@@ -7,7 +7,7 @@ import socket
 
 from specdoctor.host import open_host
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.nccl_promote import NcclPromotion, PromotedResult, _simplest_equivalent
+from specdoctor.tools.nccl.nccl_promote import NcclPromotion, PromotedResult, _simplest_equivalent
 
 
 def _free_port() -> int:

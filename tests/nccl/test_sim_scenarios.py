@@ -7,8 +7,8 @@ import socket
 import pytest
 
 from specdoctor.commands.sweep_nccl import run_sweep
-from specdoctor.tools.nccl import NcclInventory, NcclSweep
-from specdoctor.tools.nccl_promote import NcclPromotion
+from specdoctor.tools.nccl.nccl import NcclInventory, NcclSweep
+from specdoctor.tools.nccl.nccl_promote import NcclPromotion
 
 
 def _free_port() -> int:

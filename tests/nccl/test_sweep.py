@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from specdoctor.toolkit import registry
-from specdoctor.tools.nccl import NcclSweep
-from specdoctor.tools.nccl_grid import DEBUG_CLASS, expand_grid, message_sizes, parse_grid_option
+from specdoctor.tools.nccl.nccl import NcclSweep
+from specdoctor.tools.nccl.nccl_grid import DEBUG_CLASS, expand_grid, message_sizes, parse_grid_option
 
 SIZES = [14336, 43008, 229376]
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 from specdoctor.toolkit import registry
-from specdoctor.tools.nccl import NcclSweep, relative_configs
-from specdoctor.tools.nccl_grid import expand_grid
+from specdoctor.tools.nccl.nccl import NcclSweep, relative_configs
+from specdoctor.tools.nccl.nccl_grid import expand_grid
 
 SIZES = [14336, 43008]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from specdoctor.host import LocalHost
 from specdoctor.parsers.proc_table import parse_proc_table
-from specdoctor.tools.server import list_processes
+from specdoctor.tools.serving.server import list_processes
 
 
 def _pids() -> set[int]:

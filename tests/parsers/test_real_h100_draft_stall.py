@@ -16,7 +16,7 @@ from pathlib import Path
 
 from specdoctor.parsers.sglang_trace import parse_sglang_trace
 from specdoctor.stats.phases import phase_effect
-from specdoctor.tools.phase_times import phases_from_trace
+from specdoctor.tools.serving.phase_times import phases_from_trace
 
 TRACES = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-0.5.17-h100" / "trace"
 REST = TRACES / "draft-stall-rest-TP-0.trace.json.gz"

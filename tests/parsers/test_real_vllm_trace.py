@@ -22,7 +22,7 @@ import pytest
 from specdoctor.parsers.errors import ParseError
 from specdoctor.parsers.vllm_trace import RANK_TRACE, VLLMTrace, parse_vllm_trace
 from specdoctor.stats.phases import phase_effect
-from specdoctor.tools.phase_times import phases_from_trace
+from specdoctor.tools.serving.phase_times import phases_from_trace
 
 TRACES = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-0.26-h100" / "trace"
 K = 3

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "repo"))
 
 from states import EXAMPLE_PATHS, apply_states  # noqa: E402
 
-from specdoctor.tools.manifest import take_manifest  # noqa: E402
+from specdoctor.tools.checkout.manifest import take_manifest  # noqa: E402
 
 __all__ = ["StateInvestigation", "spare_tracked", "investigate_states", "report_steps"]
 

@@ -27,8 +27,8 @@ import httpx
 
 from specdoctor.sim import SimHost, build_sandbox, load_scenario
 from specdoctor.toolkit import ToolContext
-from specdoctor.tools.manifest import take_manifest
-from specdoctor.tools.port_hold import holders
+from specdoctor.tools.checkout.manifest import take_manifest
+from specdoctor.tools.serving.port_hold import holders
 
 __all__ = ["Kill", "KillCampaign", "run_kill_campaign", "KILL_STEPS"]
 
@@ -108,7 +108,7 @@ def _identity(host: SimHost, pid: int | None) -> str | None:
     """The PID-less identity the agent itself checks (argv, full environment, cwd, user)."""
     if pid is None:
         return None
-    from specdoctor.tools.user_server import capture, identity_hash
+    from specdoctor.tools.serving.user_server import capture, identity_hash
 
     c = capture(host, pid)
     return identity_hash(c.argv, c.env, c.cwd, c.user)

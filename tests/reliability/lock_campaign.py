@@ -18,7 +18,7 @@ __all__ = ["LockRace", "CONTENDER", "race"]
 CONTENDER = r"""
 import json, sys, time
 from specdoctor.toolkit import ToolContext
-from specdoctor.tools.checkout_lock import acquire_lock, release_lock
+from specdoctor.tools.checkout.checkout_lock import acquire_lock, release_lock
 from specdoctor.errors import SpecdoctorError
 spec = json.loads(sys.argv[1])
 if spec["kind"] == "local":

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "repo"))
 
 from states import IN_PLACE_LOSES, STATES, build_state  # noqa: E402
 
-from specdoctor.tools.manifest import take_manifest  # noqa: E402
+from specdoctor.tools.checkout.manifest import take_manifest  # noqa: E402
 
 __all__ = ["StateRun", "run_state_campaign"]
 

@@ -11,7 +11,7 @@ from specdoctor.engine import checkout_guard
 from specdoctor.engine.checkout_guard import CheckoutGuard, manifest_path
 from specdoctor.host import LocalHost
 from specdoctor.toolkit import ToolContext
-from specdoctor.tools.checkout_lock import lock_path, read_lock
+from specdoctor.tools.checkout.checkout_lock import lock_path, read_lock
 
 
 @pytest.fixture()

@@ -17,7 +17,7 @@ from specdoctor.errors import RepoRefused
 from specdoctor.host import LocalHost
 from specdoctor.testing import SSHServer
 from specdoctor.toolkit import ToolContext
-from specdoctor.tools.checkout_lock import (
+from specdoctor.tools.checkout.checkout_lock import (
     acquire_lock,
     checkout_lock,
     heartbeat,

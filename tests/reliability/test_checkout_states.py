@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "repo"))
 from states import build_state  # noqa: E402
 
 from specdoctor.inference import get_engine
-from specdoctor.tools.manifest import take_manifest  # noqa: E402
+from specdoctor.tools.checkout.manifest import take_manifest  # noqa: E402
 
 SGLANG = get_engine("sglang")  # these tools act on an SGLang checkout: no detection from stray processes
 

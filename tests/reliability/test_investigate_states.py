@@ -41,7 +41,7 @@ def test_full_investigate_with_every_state_leaves_the_checkout_identical(twin: S
 
 
 def test_a_second_run_on_a_locked_checkout_is_refused_in_one_line_naming_the_holder(twin: SimHost, tmp_path: Path):
-    from specdoctor.tools.checkout_lock import acquire_lock
+    from specdoctor.tools.checkout.checkout_lock import acquire_lock
 
     ctx = ToolContext(host=twin, run_id="holder-run")
     acquire_lock(ctx, twin.sandbox.repo)  # held by this (live) test process
@@ -57,7 +57,7 @@ def test_a_second_run_on_a_locked_checkout_is_refused_in_one_line_naming_the_hol
 
 
 def test_a_dead_runs_lock_is_taken_over_with_a_note(twin: SimHost, tmp_path: Path):
-    from specdoctor.tools.checkout_lock import lock_path, read_lock
+    from specdoctor.tools.checkout.checkout_lock import lock_path, read_lock
 
     ctx = ToolContext(host=twin, run_id="x")
     dead = subprocess.Popen(["true"])

@@ -15,7 +15,7 @@ import pytest
 from specdoctor.host import LocalHost
 from specdoctor.sim import SimHost, build_sandbox, load_scenario
 from specdoctor.toolkit import ToolContext
-from specdoctor.tools.manifest import take_manifest
+from specdoctor.tools.checkout.manifest import take_manifest
 
 
 def _start(tmp: Path, root: Path) -> subprocess.Popen[bytes]:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from specdoctor.engine.actions.attribute_phases import profiled_arms
-from specdoctor.tools.arm_profiles import ArmProfiles, confirming_arm, placed_probe
-from specdoctor.tools.bisect import BisectInput, confirmed_phase_effect, search_patches
+from specdoctor.tools.checkout.bisect import BisectInput, confirmed_phase_effect, search_patches
+from specdoctor.tools.serving.arm_profiles import ArmProfiles, confirming_arm, placed_probe
 from tests.diagnosis.test_phase_effect import _times
 
 ITEMS = [f"p{i}.py" for i in range(7)] + ["verify.py"]  # the culprit last: the halving reaches it at the end

@@ -47,7 +47,7 @@ def test_mirror_holds_the_whole_backup_and_survives_a_lost_box(local_ctx, tmp_pa
 
 
 def test_mirror_over_ssh_leaves_the_checkout_and_its_git_untouched(ssh_case, tmp_path: Path, monkeypatch):
-    from specdoctor.tools.manifest import take_manifest
+    from specdoctor.tools.checkout.manifest import take_manifest
 
     monkeypatch.setenv("SPECDOCTOR_HOME", str(tmp_path / "controller"))
     connect, repo, _home = ssh_case

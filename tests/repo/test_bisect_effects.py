@@ -6,7 +6,7 @@ import random
 from types import SimpleNamespace
 from typing import Any
 
-from specdoctor.tools.bisect_effects import culprit_effects, effects_search
+from specdoctor.tools.checkout.bisect_effects import culprit_effects, effects_search
 
 FAST, NOISE = 100.0, 0.6
 MEASURE = {"requests_per_run": 3, "max_new_tokens": 64}
@@ -81,8 +81,8 @@ def test_a_trial_without_a_measurement_hands_over_to_the_slow_fast_search():
 
 
 def test_independent_culprits_each_get_their_own_phase_and_the_fast_arm_is_profiled_once():
-    from specdoctor.tools.bisect import independent_phases
-    from specdoctor.tools.bisect_effects import CulpritEffect
+    from specdoctor.tools.checkout.bisect import independent_phases
+    from specdoctor.tools.checkout.bisect_effects import CulpritEffect
     from tests.diagnosis.test_phase_effect import _times
 
     arms = {(): (1.1, 42.8), ("eagle_worker.py",): (2.1, 42.8), ("eagle_utils.py",): (1.1, 45.8)}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from specdoctor.tools.code_timing import run_once_scope
+from specdoctor.tools.checkout.code_timing import run_once_scope
 
 SRC = '''import os
 
@@ -76,7 +76,7 @@ def test_triage_puts_a_change_in_init_off_the_per_batch_path_in_every_engine_fil
     or whatever the file kind says)."""
     from specdoctor.host import LocalHost
     from specdoctor.toolkit import ToolContext
-    from specdoctor.tools.repo import TriageInput, triage_diffs
+    from specdoctor.tools.checkout.repo import TriageInput, triage_diffs
 
     repo = tmp_path / "repo"
     repo.mkdir()

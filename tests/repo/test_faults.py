@@ -14,7 +14,7 @@ from helpers import WEIRD, FaultyHost, fingerprint
 
 from specdoctor.errors import ConnectionLost
 from specdoctor.toolkit import ToolContext
-from specdoctor.tools.worktree import (
+from specdoctor.tools.checkout.worktree import (
     ApplyInput,
     BackupInput,
     StashInput,
@@ -127,7 +127,7 @@ _CONTROLLER = """
 import json, sys
 from specdoctor.host.ssh import SSHHost
 from specdoctor.toolkit import ToolContext
-from specdoctor.tools.worktree import ApplyInput, StashInput, apply_patches, stash_all
+from specdoctor.tools.checkout.worktree import ApplyInput, StashInput, apply_patches, stash_all
 cfg = json.loads(sys.argv[1])
 host = SSHHost(cfg["host"], **cfg["kw"])
 ctx = ToolContext(host=host, run_id="killed", auto_approve=True)

@@ -11,7 +11,7 @@ from states import IN_PLACE_LOSES, NON_UTF8, STATES, build_state
 
 from specdoctor.host import LocalHost
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.manifest import Manifest, decode_name, encode_name, take_manifest
+from specdoctor.tools.checkout.manifest import Manifest, decode_name, encode_name, take_manifest
 
 _n = itertools.count()
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from specdoctor.host import LocalHost
 from specdoctor.toolkit import ToolContext
-from specdoctor.tools.patch_script import script_command
-from specdoctor.tools.worktree import ApplyInput, apply_patches, restore
+from specdoctor.tools.checkout.patch_script import script_command
+from specdoctor.tools.checkout.worktree import ApplyInput, apply_patches, restore
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures/sglang-0.5.17-h200/patch-script"
 SCHED = "python/sglang/srt/managers/scheduler.py"

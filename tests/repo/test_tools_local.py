@@ -16,9 +16,14 @@ from specdoctor.errors import BackupError, RepoRefused
 from specdoctor.host import LocalHost
 from specdoctor.inference import get_engine
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.gates import GateInput, scan_feature_gates
-from specdoctor.tools.repo import CatalogInput, TriageInput, catalog_diffs, classify_path, triage_diffs
-from specdoctor.tools.worktree import (
+from specdoctor.tools.checkout.repo import (
+    CatalogInput,
+    TriageInput,
+    catalog_diffs,
+    classify_path,
+    triage_diffs,
+)
+from specdoctor.tools.checkout.worktree import (
     ApplyInput,
     BackupInput,
     StashInput,
@@ -29,6 +34,7 @@ from specdoctor.tools.worktree import (
     restore,
     stash_all,
 )
+from specdoctor.tools.environment.gates import GateInput, scan_feature_gates
 
 SGLANG = get_engine("sglang")  # these tools act on an SGLang checkout: no detection from stray processes
 KIMI = "python/sglang/srt/models/kimi_k25.py"

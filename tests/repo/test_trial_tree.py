@@ -15,7 +15,7 @@ from states import NON_UTF8, SGLANG_INIT, STATES, build_state
 from specdoctor.host import LocalHost
 from specdoctor.inference import get_engine
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.manifest import encode_name, take_manifest
+from specdoctor.tools.checkout.manifest import encode_name, take_manifest
 
 SGLANG = get_engine("sglang")  # these tools act on an SGLang checkout: no detection from stray processes
 
@@ -141,7 +141,7 @@ def test_engine_origin_of_a_running_process(local):
 
 def test_a_server_started_from_the_checkout_folder_imports_the_checkout_unless_its_cwd_is_mapped(local):
     """`python -m sglang...` puts its cwd first on sys.path: PYTHONPATH alone is not enough; map the cwd too."""
-    from specdoctor.tools.trial_tree import TrialTree, map_into_tree, trial_env
+    from specdoctor.tools.checkout.trial_tree import TrialTree, map_into_tree, trial_env
 
     host, tmp = local
     repo = str(tmp / "repo")
@@ -163,9 +163,9 @@ def test_a_server_started_from_the_checkout_folder_imports_the_checkout_unless_i
 
 def test_a_trial_server_is_measured_only_when_it_imports_from_its_own_tree(local):
     """trial_code builds and removes the tree; check_origin passes the server in the tree, refuses the other."""
-    from specdoctor.tools.launch import LaunchResult
-    from specdoctor.tools.trial import LaunchConfig, TrialHandle
-    from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, trial_code
+    from specdoctor.tools.checkout.trial_code import WrongTree, check_origin, in_tree, trial_code
+    from specdoctor.tools.serving.launch import LaunchResult
+    from specdoctor.tools.serving.trial import LaunchConfig, TrialHandle
 
     host, tmp = local
     repo = str(tmp / "repo")

@@ -32,7 +32,7 @@ from specdoctor.report.model import (
     StashRecord,
     Suspect,
 )
-from specdoctor.tools.breakeven import BreakevenInput, alpha_from_accept_length, analyze
+from specdoctor.tools.breakeven.breakeven import BreakevenInput, alpha_from_accept_length, analyze
 
 __all__ = ["seed_report", "code_regression_report", "measure", "claim"]
 

@@ -13,7 +13,7 @@ from specdoctor.errors import UsageError
 from specdoctor.report import Report, load_report, report_schema, write_report
 from specdoctor.report.doc import SECTION_IDS
 from specdoctor.report.model import SCHEMA_VERSION, RunMeta
-from specdoctor.tools.breakeven import BreakevenAnalysis
+from specdoctor.tools.breakeven.breakeven import BreakevenAnalysis
 
 
 def test_written_report_validates_against_schema(seed: Report, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from specdoctor.models import MeasuredFact, MeasureFacts, Measurement
 from specdoctor.models.workload import Workload
 from specdoctor.report.markdown import render_markdown
 from specdoctor.report.model import MetricComparison, Report, RunMeta
-from specdoctor.tools.measure import PROMPTS, default_workload
+from specdoctor.tools.serving.measure import PROMPTS, default_workload
 
 
 def _report(facts: RunFacts) -> Report:

@@ -7,7 +7,12 @@ import subprocess
 from pathlib import Path
 
 from specdoctor.sim.digest import code_digest as twin_digest
-from specdoctor.tools.digests import CODE_DIGEST_SCRIPT, env_digest, launch_digest, parse_code_digest
+from specdoctor.tools.environment.digests import (
+    CODE_DIGEST_SCRIPT,
+    env_digest,
+    launch_digest,
+    parse_code_digest,
+)
 
 
 def _git(repo: Path, *args: str) -> None:

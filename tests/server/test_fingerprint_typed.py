@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from specdoctor.tools.fingerprint import diff_fingerprints, same_value
+from specdoctor.tools.environment.fingerprint import diff_fingerprints, same_value
 
 
 def _gpu(**kw):

@@ -49,7 +49,7 @@ def test_a_trace_still_being_written_is_read_once_whole(tmp_path):
     import time
 
     from specdoctor.host.local import LocalHost
-    from specdoctor.tools.phase_times import _finished_trace
+    from specdoctor.tools.serving.phase_times import _finished_trace
 
     path = tmp_path / "specdoctor-1-TP-0.trace.json.gz"
     text = '{"traceEvents": [' + ",".join(f'{{"ph": "X", "ts": {i}}}' for i in range(20000)) + "]}"
@@ -79,7 +79,7 @@ def test_a_trace_never_finished_is_no_data_in_one_line(tmp_path):
 
     from specdoctor.errors import NoData
     from specdoctor.host.local import LocalHost
-    from specdoctor.tools.phase_times import _finished_trace
+    from specdoctor.tools.serving.phase_times import _finished_trace
 
     path = tmp_path / "x-TP-0.trace.json.gz"
     path.write_bytes(gzip.compress(b'{"traceEvents": []}' * 1000)[:-20])

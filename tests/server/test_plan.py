@@ -12,7 +12,7 @@ import pytest
 
 from specdoctor.parsers.sglang_startup import parse_startup
 from specdoctor.toolkit import registry
-from specdoctor.tools.plan import LaunchCost, PlanInput, PlannedPhase, make_plan
+from specdoctor.tools.serving.plan import LaunchCost, PlanInput, PlannedPhase, make_plan
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "samples" / "sglang-logs"
 

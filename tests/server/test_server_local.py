@@ -115,7 +115,7 @@ def test_a_picked_port_taken_before_the_bind_is_picked_again(local_ctx, monkeypa
     not the trial (and a port the user named is never swapped for another)."""
     import socket
 
-    from specdoctor.tools import launch
+    from specdoctor.tools.serving import launch
 
     taken, free = free_port(), free_port()
     picks = iter([taken, free])
@@ -136,7 +136,7 @@ def test_a_picked_port_taken_before_the_bind_is_picked_again(local_ctx, monkeypa
 def test_a_just_started_server_is_alive_before_its_setsid_has_run():
     """A loaded box can read /proc before the child's setsid(): it is still in the launching shell's group then.
     Read as 'exited', the restart of the user's server was reported failed while it came up (and held the port)."""
-    from specdoctor.tools import launch
+    from specdoctor.tools.serving import launch
 
     shell, child, other = 4100, 4242, 4300
     before_setsid = (f"{shell} (sh) S 1 {shell} {shell} 0\n"
@@ -153,7 +153,7 @@ def test_the_launched_process_comes_first_when_a_worker_has_the_smaller_pid(loca
     """pids wrap at pid_max: a worker forked after the wrap has a smaller number than its parent. Sorted, the
     worker came first and was taken for the server (a CI run restarted the user's server and reported a scheduler
     as its main pid)."""
-    from specdoctor.tools import launch
+    from specdoctor.tools.serving import launch
 
     real = launch._group_pids
     monkeypatch.setattr(launch, "_group_pids", lambda host, pgid: [*real(host, pgid), 1])  # a wrapped pid

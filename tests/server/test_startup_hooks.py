@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from specdoctor.host import LocalHost
-from specdoctor.tools.revert import shadow_sitecustomize
-from specdoctor.tools.startup_hooks import observe_startup_hooks
+from specdoctor.tools.environment.revert import shadow_sitecustomize
+from specdoctor.tools.environment.startup_hooks import observe_startup_hooks
 
 SHOW = "import json, os; print(json.dumps({k: os.environ.get(k) for k in ('NCCL_ALGO', 'NCCL_PROTO', 'OMP_NUM_THREADS')}))"
 

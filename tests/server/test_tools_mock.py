@@ -7,7 +7,7 @@ import json
 from specdoctor.host import MockHost
 from specdoctor.inference import get_engine
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.fingerprint import diff_fingerprints
+from specdoctor.tools.environment.fingerprint import diff_fingerprints
 
 from .helpers import sample
 

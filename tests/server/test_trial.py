@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from specdoctor.toolkit import ToolResult, registry
-from specdoctor.tools.trial import LaunchConfig, LaunchFailed, measure, trial
+from specdoctor.tools.serving.trial import LaunchConfig, LaunchFailed, measure, trial
 
 from .helpers import FAKE, PYTHON
 

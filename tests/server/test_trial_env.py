@@ -10,8 +10,8 @@ from specdoctor.engine.actions.attribute import _RevertTrials
 from specdoctor.engine.state import StateView
 from specdoctor.models import Delta, Revert
 from specdoctor.toolkit import registry
-from specdoctor.tools.trial import LaunchConfig, trial
-from specdoctor.tools.trial_env import TrialEnvCheck
+from specdoctor.tools.environment.trial_env import TrialEnvCheck
+from specdoctor.tools.serving.trial import LaunchConfig, trial
 
 from .helpers import PYTHON
 

@@ -18,7 +18,7 @@ import pytest
 
 from specdoctor.host import MockHost
 from specdoctor.inference import get_engine
-from specdoctor.tools.server import PREFIX_LOST_MIN, Proc, find_servers, overwritten, server_environs
+from specdoctor.tools.serving.server import PREFIX_LOST_MIN, Proc, find_servers, overwritten, server_environs
 
 FIX = json.loads((Path(__file__).resolve().parents[1] / "fixtures" / "vllm-0.26-h100"
                   / "engine_core_environ.json").read_text())

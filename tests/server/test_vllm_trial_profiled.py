@@ -9,7 +9,7 @@ from specdoctor.inference import get_engine
 from specdoctor.parsers.vllm import parse_vllm_launch
 from specdoctor.sim import open_sim_host
 from specdoctor.toolkit import ToolContext
-from specdoctor.tools.trial import AUTO_PORT, LaunchConfig, profile, profiled, trial
+from specdoctor.tools.serving.trial import AUTO_PORT, LaunchConfig, profile, profiled, trial
 
 VLLM = get_engine("vllm", "0.26.0")
 SERVE = ("vllm serve /m/Llama-3.1-8B-Instruct --speculative-config '{\"method\": \"eagle3\", \"model\": \"/m/d\", "

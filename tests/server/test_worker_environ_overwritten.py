@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from specdoctor.host import MockHost
-from specdoctor.tools.server import Proc, find_servers, overwritten, server_environs
+from specdoctor.tools.serving.server import Proc, find_servers, overwritten, server_environs
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "sglang-0.5.17-h200"
 

@@ -46,49 +46,49 @@ def _sent(call: Callable[[ToolContext], Any]) -> list[str]:
 
 
 def _fingerprint(ctx: ToolContext) -> None:
-    from specdoctor.tools.fingerprint import FingerprintInput, fingerprint
+    from specdoctor.tools.environment.fingerprint import FingerprintInput, fingerprint
 
     fingerprint(ctx, FingerprintInput(repo="/srv/sglang", python="python3"))
 
 
 def _box_state(ctx: ToolContext) -> None:
-    from specdoctor.tools.deltas import read_box_state
+    from specdoctor.tools.environment.deltas import read_box_state
 
     read_box_state(ctx)
 
 
 def _lock(ctx: ToolContext) -> None:
-    from specdoctor.tools.checkout_lock import acquire_lock
+    from specdoctor.tools.checkout.checkout_lock import acquire_lock
 
     acquire_lock(ctx, "/srv/sglang", "run-1")
 
 
 def _port_hold(ctx: ToolContext) -> None:
-    from specdoctor.tools.port_hold import hold_port
+    from specdoctor.tools.serving.port_hold import hold_port
 
     hold_port(ctx.host, 30000, "127.0.0.1", run_id="run-1", seconds=5)
 
 
 def _origin(ctx: ToolContext) -> None:
-    from specdoctor.tools.server import resolve_origin
+    from specdoctor.tools.serving.server import resolve_origin
 
     resolve_origin(ctx.host, "python3", {}, None, "sglang")
 
 
 def _injected(ctx: ToolContext) -> None:
-    from specdoctor.tools.server import _injected as injected
+    from specdoctor.tools.serving.server import _injected as injected
 
     injected(ctx.host, "python3", None)
 
 
 def _hooks(ctx: ToolContext) -> None:
-    from specdoctor.tools.startup_hooks import observe_startup_hooks
+    from specdoctor.tools.environment.startup_hooks import observe_startup_hooks
 
     observe_startup_hooks(ctx.host, "python3")
 
 
 def _gpu_readings(ctx: ToolContext) -> None:
-    from specdoctor.tools.hardware_probe import _read_gpus
+    from specdoctor.tools.environment.hardware_probe import _read_gpus
 
     _read_gpus(ctx)
 
@@ -118,9 +118,9 @@ def test_a_script_that_holds_another_holds_it_verbatim() -> None:
 
 
 def test_the_query_fields_the_parsers_read_are_the_ones_the_scripts_ask_for() -> None:
-    from specdoctor.tools.deltas import _GPU_FIELDS
-    from specdoctor.tools.fingerprint import _QUERY
-    from specdoctor.tools.hardware_probe import _Q, _R, _R_OLD
+    from specdoctor.tools.environment.deltas import _GPU_FIELDS
+    from specdoctor.tools.environment.fingerprint import _QUERY
+    from specdoctor.tools.environment.hardware_probe import _Q, _R, _R_OLD
 
     readings = _file("gpu_readings.sh")
     assert "--query-gpu=" + ",".join(_Q) + " " in readings

@@ -54,7 +54,7 @@ def test_the_families_are_the_modules_that_declare_tools() -> None:
 
 
 def test_importing_a_family_registers_nothing() -> None:
-    code = ("import specdoctor.tools.fingerprint, specdoctor.tools.server\n"
+    code = ("import specdoctor.tools.environment.fingerprint, specdoctor.tools.serving.server\n"
             "from specdoctor.toolkit.registry import registry\n"
             "print(len(registry._tools))\n"
             "print(len(registry.all()))\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from specdoctor.diagnosis import Case, diagnose
 from specdoctor.diagnosis.facts import ToolOutputs
 from specdoctor.models import CAUSE_KINDS
-from specdoctor.tools.commit_bisect import CommitBisectResult, CulpritCommit
+from specdoctor.tools.checkout.commit_bisect import CommitBisectResult, CulpritCommit
 
 SHA = "cca3df4e20" + "0" * 30
 

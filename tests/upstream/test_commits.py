@@ -10,9 +10,9 @@ import pytest
 from specdoctor.errors import Unresolved
 from specdoctor.sim import SimHost, build_sandbox
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.commit_bisect import _essential_patch, commit_tree
-from specdoctor.tools.commits import pr_number
-from specdoctor.tools.trial_tree import prepare_source
+from specdoctor.tools.checkout.commit_bisect import _essential_patch, commit_tree
+from specdoctor.tools.checkout.commits import pr_number
+from specdoctor.tools.checkout.trial_tree import prepare_source
 
 KIMI = "python/sglang/srt/models/kimi_k25.py"
 EW = "python/sglang/srt/speculative/eagle_worker.py"

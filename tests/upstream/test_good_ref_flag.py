@@ -15,7 +15,7 @@ from specdoctor.cli import main
 from specdoctor.commands.good_ref import check_good_ref, good_ref_params
 from specdoctor.errors import UsageError
 from specdoctor.sim import SimHost, build_sandbox
-from specdoctor.tools.commits import CommitCatalog
+from specdoctor.tools.checkout.commits import CommitCatalog
 
 
 def _git(repo: str, *args: str) -> str:

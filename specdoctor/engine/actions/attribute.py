@@ -44,11 +44,12 @@ from specdoctor.stats.ddmin import CachedOracle, Outcome, classify, isolate
 from specdoctor.stats.sequential import nominal_levels
 from specdoctor.stats.summary import median_ci
 from specdoctor.toolkit import registry
-from specdoctor.tools.arm_profiles import ArmProfiles, confirming_arm
-from specdoctor.tools.bisect import BisectResult
-from specdoctor.tools.nccl_promote import NcclPromotion
-from specdoctor.tools.revert import describe, merge_reverts, reverted, set_flags
-from specdoctor.tools.trial import (
+from specdoctor.tools.checkout.bisect import BisectResult
+from specdoctor.tools.environment.revert import describe, merge_reverts, reverted, set_flags
+from specdoctor.tools.environment.trial_env import TrialEnvCheck
+from specdoctor.tools.nccl.nccl_promote import NcclPromotion
+from specdoctor.tools.serving.arm_profiles import ArmProfiles, confirming_arm
+from specdoctor.tools.serving.trial import (
     AUTO_PORT,
     LaunchConfig,
     LaunchFailed,
@@ -58,7 +59,6 @@ from specdoctor.tools.trial import (
     profiled,
     trial,
 )
-from specdoctor.tools.trial_env import TrialEnvCheck
 
 __all__ = ["attribute", "TrialRun", "SearchOutcome", "search_deltas"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from specdoctor.engine.state import StateView
 from specdoctor.models import Delta, Revert
-from specdoctor.tools.nccl_promote import NcclPromotion
+from specdoctor.tools.nccl.nccl_promote import NcclPromotion
 
 __all__ = ["control_is_trial", "promoted_override"]
 

@@ -11,8 +11,8 @@ from typing import Any
 from specdoctor.engine.actions import ActionOutcome
 from specdoctor.engine.state import Decision
 from specdoctor.models.phases import PhaseEffect, PhaseTimes
-from specdoctor.tools.arm_profiles import ArmProfiler, ArmProfiles, profiled_how
-from specdoctor.tools.bisect import arms_phase_effect
+from specdoctor.tools.checkout.bisect import arms_phase_effect
+from specdoctor.tools.serving.arm_profiles import ArmProfiler, ArmProfiles, profiled_how
 
 __all__ = ["profiled_arms", "cause_phase_effect"]
 

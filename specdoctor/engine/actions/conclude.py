@@ -9,7 +9,7 @@ from specdoctor.engine.actions import ActionOutcome, action
 from specdoctor.engine.context import Advisor, RunDeps
 from specdoctor.engine.playbook import Step
 from specdoctor.engine.state import Decision, StateView
-from specdoctor.tools.repo import Triage
+from specdoctor.tools.checkout.repo import Triage
 
 __all__ = ["conclude"]
 

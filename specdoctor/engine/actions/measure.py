@@ -21,9 +21,11 @@ from specdoctor.models.facts import MeasureFacts
 from specdoctor.models.phases import PhaseTimes
 from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolResult, registry
-from specdoctor.tools.measure import BenchmarkResult, Workload, default_workload
-from specdoctor.tools.server import ProcessEnv, ServerList
-from specdoctor.tools.trial import (
+from specdoctor.tools.checkout.trial_code import WrongTree, check_origin, in_tree
+from specdoctor.tools.checkout.trial_tree import TrialTree
+from specdoctor.tools.serving.measure import BenchmarkResult, Workload, default_workload
+from specdoctor.tools.serving.server import ProcessEnv, ServerList
+from specdoctor.tools.serving.trial import (
     AUTO_PORT,
     LaunchConfig,
     LaunchFailed,
@@ -31,8 +33,6 @@ from specdoctor.tools.trial import (
     measure,
     trial,
 )
-from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree
-from specdoctor.tools.trial_tree import TrialTree
 
 __all__ = ["locate_server", "reproduce", "measure_config", "claim_outcome", "recorded_workload", "good_run",
            "pooled", "reference_for", "same_within"]

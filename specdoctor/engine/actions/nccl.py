@@ -13,15 +13,15 @@ from specdoctor.models.delta import CauseFact, norm_value
 from specdoctor.models.facts import ClaimFact, Claims
 from specdoctor.stats.comparator import compare_to_claim
 from specdoctor.toolkit import ToolResult, registry
-from specdoctor.tools.nccl import NcclSweep
-from specdoctor.tools.nccl_promote import (
+from specdoctor.tools.nccl.nccl import NcclSweep
+from specdoctor.tools.nccl.nccl_promote import (
     DEBUG_ENV,
     NcclPromotion,
     PromotedResult,
     PromoteInput,
     planned_launches,
 )
-from specdoctor.tools.server import Propagation
+from specdoctor.tools.serving.server import Propagation
 
 __all__ = ["promote_nccl", "nccl_cause", "promote_launches"]
 

@@ -16,13 +16,13 @@ from specdoctor.models import Claims
 from specdoctor.models.identity import IdentityFact
 from specdoctor.stats.comparator import GROWING_CAP
 from specdoctor.toolkit import registry
-from specdoctor.tools.commit_bisect import commit_bisect_phase
-from specdoctor.tools.commits import CommitCatalog
-from specdoctor.tools.plan import PlannedPhase
-from specdoctor.tools.repo import Catalog
-from specdoctor.tools.server import ServerList
-from specdoctor.tools.trial import PROFILE_RUNS
-from specdoctor.tools.user_server import UserServerRecord
+from specdoctor.tools.checkout.commit_bisect import commit_bisect_phase
+from specdoctor.tools.checkout.commits import CommitCatalog
+from specdoctor.tools.checkout.repo import Catalog
+from specdoctor.tools.serving.plan import PlannedPhase
+from specdoctor.tools.serving.server import ServerList
+from specdoctor.tools.serving.trial import PROFILE_RUNS
+from specdoctor.tools.serving.user_server import UserServerRecord
 
 __all__ = ["plan_run", "regression_phases", "bisect_expected", "gap_shown"]
 

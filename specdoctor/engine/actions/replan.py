@@ -15,11 +15,11 @@ from specdoctor.engine.plan_estimate import PlanFacts, facts_from_deltas, revise
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.models.delta import DeltaList
 from specdoctor.toolkit import registry
-from specdoctor.tools.commits import CommitCatalog
-from specdoctor.tools.deltas import Deltas
-from specdoctor.tools.nccl import NcclSweep
-from specdoctor.tools.plan import Plan, PlanInput, make_plan
-from specdoctor.tools.repo import Catalog
+from specdoctor.tools.checkout.commits import CommitCatalog
+from specdoctor.tools.checkout.repo import Catalog
+from specdoctor.tools.environment.deltas import Deltas
+from specdoctor.tools.nccl.nccl import NcclSweep
+from specdoctor.tools.serving.plan import Plan, PlanInput, make_plan
 
 __all__ = ["replan_run", "PLAN_FACT", "FIRST_FACT", "REVISED_FACT"]
 

@@ -14,10 +14,10 @@ from specdoctor.stats.comparator import GROWING_CAP
 from specdoctor.stats.comparator import GrowingArm as Looks
 from specdoctor.stats.summary import summarize
 from specdoctor.toolkit import ToolResult
-from specdoctor.tools.bisect import Essentials, TreeIdentity
-from specdoctor.tools.trial_code import tree_problem as untrusted_tree
-from specdoctor.tools.trial_code import trial_code
-from specdoctor.tools.trial_tree import TrialTree, prepare_source
+from specdoctor.tools.checkout.bisect import Essentials, TreeIdentity
+from specdoctor.tools.checkout.trial_code import tree_problem as untrusted_tree
+from specdoctor.tools.checkout.trial_code import trial_code
+from specdoctor.tools.checkout.trial_tree import TrialTree, prepare_source
 
 __all__ = ["subtract", "today_all_patches", "essential_files"]
 

@@ -23,14 +23,14 @@ from specdoctor.engine.state import Decision, StateView
 from specdoctor.models import UserServerFact
 from specdoctor.stats.comparator import Comparison
 from specdoctor.toolkit import ToolContext, ToolResult, registry
-from specdoctor.tools.launch import LaunchResult
-from specdoctor.tools.measure import BenchmarkResult
-from specdoctor.tools.port_hold import hold_port, release_port
-from specdoctor.tools.server import ServerList
-from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, session_state
-from specdoctor.tools.trial import LaunchConfig
-from specdoctor.tools.trial_tree import EngineOrigin
-from specdoctor.tools.user_server import UserServerRecord, capture, identity_hash, manual_step
+from specdoctor.tools.checkout.trial_tree import EngineOrigin
+from specdoctor.tools.serving.launch import LaunchResult
+from specdoctor.tools.serving.measure import BenchmarkResult
+from specdoctor.tools.serving.port_hold import hold_port, release_port
+from specdoctor.tools.serving.server import ServerList
+from specdoctor.tools.serving.terminal_session import LOCATION_VARS, TerminalSession, session_state
+from specdoctor.tools.serving.trial import LaunchConfig
+from specdoctor.tools.serving.user_server import UserServerRecord, capture, identity_hash, manual_step
 
 __all__ = ["examine_user_server", "take_gpus", "give_back_gpus", "bring_back", "blocked_by_user_server",
            "OWN_ACTIONS", "Pending", "pending_path", "pending_for_host", "origin_outside_checkout", "host_key",
@@ -388,7 +388,7 @@ def _relaunch(inner: ToolContext, ctx: ToolContext, pending: Pending, rel: Relau
     # A server that ran in a session: the new window's own $TMUX_PANE/$STY... replace the recorded ones, and a
     # detached fallback carries none (it is in no session). Any other server gets its environment verbatim.
     env = {k: v for k, v in rel.env.items() if k not in LOCATION_VARS} if pending.session else rel.env
-    # the one description of a server to start (tools/trial.py): the user's as it ran; own=False, it stays up
+    # the one description of a server to start (tools/serving/trial.py): the user's as it ran; own=False, it stays up
     config = LaunchConfig.from_running(rel.argv, env=env, cwd=rel.cwd, log_path=pending.log_path or None,
                                        label="user-server", timeout_s=timeout_s)
     args = {**config.launch_args(), "own": False}

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from specdoctor.errors import NoData, ToolRetry
 from specdoctor.toolkit import ToolContext, tool
-from specdoctor.tools.repo import DiffFile, ServedConfig, _verdict, git, resolve_served
+from specdoctor.tools.checkout.repo import DiffFile, ServedConfig, _verdict, git, resolve_served
 
 __all__ = ["CommitsInput", "CommitFile", "CommitRow", "CommitCatalog", "catalog_commits", "resolve_good_ref",
            "pr_number"]

@@ -13,7 +13,7 @@ from specdoctor.host.redact import redact_env
 from specdoctor.inference import InferenceEngine
 from specdoctor.parsers.environ import EnvDecl, find_gate_reads, is_enabled_value
 from specdoctor.toolkit import ToolContext, registry, tool
-from specdoctor.tools.repo import full_diff, git, unquote_c_path
+from specdoctor.tools.checkout.repo import full_diff, git, unquote_c_path
 
 __all__ = ["GateInput", "Gate", "GateScan", "ServerProcess", "scan_feature_gates", "server_processes",
            "locate_environ_py"]
@@ -106,7 +106,7 @@ def server_processes(ctx: ToolContext, port: int | None,
         query["repo"] = repo
     try:
         res = registry.call(ctx, "find_server_processes", query)
-        from specdoctor.tools.server import ServerList  # the server family registers after this one
+        from specdoctor.tools.serving.server import ServerList  # the server family registers after this one
 
         found = registry.typed_output(res, ServerList, where="find_server_processes")
         servers = [s.model_dump(mode="json") for s in found.servers] if found is not None else []
@@ -118,7 +118,9 @@ def server_processes(ctx: ToolContext, port: int | None,
         servers, res, found = [], None, None
         problems.append(f"find_server_processes unavailable: {type(exc).__name__}")
     if servers and found is not None:
-        from specdoctor.tools.server import server_environs  # the server family registers after this one
+        from specdoctor.tools.serving.server import (
+            server_environs,  # the server family registers after this one
+        )
 
         s = servers[0]
         read = server_environs(ctx.host, found.servers[0])  # a worker environ its title overwrote, read right

@@ -22,8 +22,8 @@ from specdoctor.errors import ToolRetry, Unresolved
 from specdoctor.inference import EngineName, InferenceEngine, engine_for_launch, get_engine
 from specdoctor.models.phases import PhaseTimes
 from specdoctor.toolkit import ToolContext, ToolResult, registry
-from specdoctor.tools.launch import LaunchResult
-from specdoctor.tools.measure import BenchmarkResult
+from specdoctor.tools.serving.launch import LaunchResult
+from specdoctor.tools.serving.measure import BenchmarkResult
 
 __all__ = ["LaunchConfig", "TrialHandle", "LaunchFailed", "MeasureFailed", "Recorder", "trial",
            "measure", "profile", "profiled", "AUTO_PORT", "PROFILE_RUNS"]

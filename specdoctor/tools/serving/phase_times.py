@@ -28,8 +28,8 @@ from specdoctor.parsers.errors import ParseError
 from specdoctor.parsers.torch_trace import Phase, PhaseTrace
 from specdoctor.stats.phases import phase_stat
 from specdoctor.toolkit import ToolContext, tool
-from specdoctor.tools.measure import BenchmarkInput, BenchmarkResult, benchmark
-from specdoctor.tools.server import locate_servers, read_environs
+from specdoctor.tools.serving.measure import BenchmarkInput, BenchmarkResult, benchmark
+from specdoctor.tools.serving.server import locate_servers, read_environs
 
 __all__ = ["PhaseStat", "PhaseTimes", "PhaseTimesInput", "ProfilerOverhead", "phase_stat", "phase_times",
            "phases_from_trace"]

@@ -17,7 +17,7 @@ from specdoctor.parsers.nvidia_smi import parse_query_csv
 from specdoctor.parsers.sections import split_sections
 from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolContext, tool
-from specdoctor.tools.fingerprint import _aliases, _load
+from specdoctor.tools.environment.fingerprint import _aliases, _load
 from specdoctor.tools.remote import remote_command
 
 __all__ = ["ProbeInput", "LinkProbe", "ClockProbe", "ProcessProbe", "HardwareProbe", "probe_hardware"]

@@ -20,7 +20,7 @@ from specdoctor.parsers.nvidia_smi import Topology, parse_topo
 from specdoctor.parsers.sections import split_sections
 from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolContext, registry, tool
-from specdoctor.tools.nccl_grid import (
+from specdoctor.tools.nccl.nccl_grid import (
     EXPERIMENT_NOTE,
     CycleWeight,
     MessageSize,
@@ -111,7 +111,7 @@ def _server_args(ctx: ToolContext, port: int | None) -> dict[str, Any]:
         res = registry.call(ctx, "find_server_processes", {"port": port, "exactly_one": True})
     except Exception:  # the server family may not be installed; the inventory works without it
         return {}
-    from specdoctor.tools.server import ServerList
+    from specdoctor.tools.serving.server import ServerList
 
     found = registry.typed_output(res, ServerList, where="find_server_processes")
     servers = found.servers if found is not None else []
@@ -125,7 +125,7 @@ def _propagation(ctx: ToolContext, port: int | None, inv: NcclInventory) -> None
     except Exception as exc:  # noqa: BLE001 - the server family may be absent; the inventory works without it
         inv.notes.append(f"propagation not checked: {exc}")
         return
-    from specdoctor.tools.server import Propagation
+    from specdoctor.tools.serving.server import Propagation
 
     prop = registry.typed_output(res, Propagation, where="check_env_propagation")
     if prop is None:
@@ -441,7 +441,7 @@ def _propagation_rows(ctx: ToolContext, port: int) -> list[dict[str, Any]]:
         res = registry.call(ctx, "check_env_propagation", {"port": port, "names": ["NCCL_*"]})
     except Exception:  # noqa: BLE001 - no server family or no server: the sweep then compares with NCCL's defaults
         return []
-    from specdoctor.tools.server import Propagation
+    from specdoctor.tools.serving.server import Propagation
 
     prop = registry.typed_output(res, Propagation, where="check_env_propagation")
     return [r.model_dump(mode="json") for r in prop.rows] if prop is not None else []

@@ -28,9 +28,9 @@ from specdoctor.parsers.git import (
     split_z,
 )
 from specdoctor.toolkit import ToolContext, tool
-from specdoctor.tools.manifest import Manifest, decode_name, take_manifest
-from specdoctor.tools.patch_script import script_command
-from specdoctor.tools.repo import git, repo_state
+from specdoctor.tools.checkout.manifest import Manifest, decode_name, take_manifest
+from specdoctor.tools.checkout.patch_script import script_command
+from specdoctor.tools.checkout.repo import git, repo_state
 
 __all__ = ["Snapshot", "BackupInput", "Backup", "RestoreInput", "Restored", "BackupInfo", "snapshot",
            "state_hash", "check_mutable", "ensure_backup", "make_backup", "load_backup", "restore", "list_backups",

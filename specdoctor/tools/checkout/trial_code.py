@@ -14,9 +14,8 @@ from contextlib import contextmanager
 
 from specdoctor.errors import SpecdoctorError, ToolRetry, Unresolved
 from specdoctor.toolkit import ToolContext, registry
-from specdoctor.tools.manifest import decode_name
-from specdoctor.tools.trial import LaunchConfig, TrialHandle
-from specdoctor.tools.trial_tree import (
+from specdoctor.tools.checkout.manifest import decode_name
+from specdoctor.tools.checkout.trial_tree import (
     EngineOrigin,
     TreeInput,
     TrialTree,
@@ -24,6 +23,7 @@ from specdoctor.tools.trial_tree import (
     prepare_source,
     remove_tree,
 )
+from specdoctor.tools.serving.trial import LaunchConfig, TrialHandle
 
 __all__ = ["WrongTree", "trial_code", "in_tree", "check_origin", "tree_problem", "source_names"]
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from specdoctor.errors import ToolFailed, Unresolved
 from specdoctor.toolkit import ToolContext, registry, tool
-from specdoctor.tools.trial import LaunchConfig, measure, trial
+from specdoctor.tools.serving.trial import LaunchConfig, measure, trial
 
 __all__ = ["EmpiricalInput", "EmpiricalPoint", "EmpiricalBreakeven", "breakeven_empirical", "call_tool",
            "crossing"]

@@ -23,7 +23,7 @@ from specdoctor.host.redact import redact_env
 from specdoctor.inference import engine_for_argv
 from specdoctor.parsers.sections import split_sections
 from specdoctor.toolkit import ToolContext, tool
-from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, session_of
+from specdoctor.tools.serving.terminal_session import LOCATION_VARS, TerminalSession, session_of
 
 __all__ = ["Captured", "Ancestor", "UserServerInput", "UserServerRecord", "inspect_user_server", "capture",
            "classify_supervisor", "identity_hash", "StopUserInput", "StopUserResult", "stop_user_server",

@@ -27,15 +27,15 @@ from specdoctor.models.phases import PhaseEffect, PhaseTimes
 from specdoctor.stats.history_search import HistorySearch, Probe, SideJudge, launch_bound, search_history
 from specdoctor.stats.summary import diff_of_medians_ci
 from specdoctor.toolkit import ToolContext, registry, tool
-from specdoctor.tools.arm_profiles import ArmProfiles, placed_probe, profiled_how
-from specdoctor.tools.bisect import arms_phase_effect
-from specdoctor.tools.commits import CommitCatalog, CommitRow, CommitsInput, catalog_commits
-from specdoctor.tools.manifest import decode_name
-from specdoctor.tools.plan import PlannedPhase
-from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, profiled, trial
-from specdoctor.tools.trial import measure as measure_
-from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, source_names
-from specdoctor.tools.trial_tree import TrialSource, TrialTree, prepare_source, remove_tree
+from specdoctor.tools.checkout.bisect import arms_phase_effect
+from specdoctor.tools.checkout.commits import CommitCatalog, CommitRow, CommitsInput, catalog_commits
+from specdoctor.tools.checkout.manifest import decode_name
+from specdoctor.tools.checkout.trial_code import WrongTree, check_origin, in_tree, source_names
+from specdoctor.tools.checkout.trial_tree import TrialSource, TrialTree, prepare_source, remove_tree
+from specdoctor.tools.serving.arm_profiles import ArmProfiles, placed_probe, profiled_how
+from specdoctor.tools.serving.plan import PlannedPhase
+from specdoctor.tools.serving.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, profiled, trial
+from specdoctor.tools.serving.trial import measure as measure_
 
 __all__ = ["commit_bisect_phase", "CommitBisectInput", "CommitTrial", "CulpritCommit", "SkippedCommit", "CommitBisectResult",
            "bisect_commits", "commit_tree"]

@@ -19,7 +19,7 @@ from specdoctor.host.redact import redact_env, redact_text
 from specdoctor.inference import EngineName, InferenceEngine, engine_for_launch
 from specdoctor.parsers.sections import split_sections
 from specdoctor.toolkit import ToolContext, tool
-from specdoctor.tools.terminal_session import LOCATION_VARS, TerminalSession, start_in_session_script
+from specdoctor.tools.serving.terminal_session import LOCATION_VARS, TerminalSession, start_in_session_script
 
 __all__ = ["LaunchInput", "LaunchResult", "launch_server", "StopInput", "StopResult", "stop_server",
            "build_command", "port_busy", "listening_ports", "pick_free_port"]

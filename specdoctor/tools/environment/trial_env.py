@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from specdoctor.errors import NoData
 from specdoctor.host.redact import REDACTED, is_secret_name
 from specdoctor.toolkit import ToolContext, tool
-from specdoctor.tools.server import locate_servers, server_environs
+from specdoctor.tools.serving.server import locate_servers, server_environs
 
 __all__ = ["EnvReach", "TrialEnvCheck", "TrialEnvInput", "check_trial_env"]
 

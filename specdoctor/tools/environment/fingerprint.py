@@ -16,9 +16,9 @@ from specdoctor.models.fingerprint import Change, Fingerprint, FingerprintDiff, 
 from specdoctor.parsers.nvidia_smi import QGpu, parse_q, parse_query_csv, parse_topo
 from specdoctor.parsers.sections import split_sections
 from specdoctor.toolkit import ToolContext, tool
-from specdoctor.tools.digests import env_digest, launch_digest, parse_code_digest
+from specdoctor.tools.environment.digests import env_digest, launch_digest, parse_code_digest
 from specdoctor.tools.remote import remote_command, remote_text
-from specdoctor.tools.server import Server, http_get, locate_servers, server_environs
+from specdoctor.tools.serving.server import Server, http_get, locate_servers, server_environs
 
 __all__ = ["FingerprintInput", "GpuFingerprint", "Fingerprint", "fingerprint", "Change", "FingerprintDiff",
            "FingerprintDiffInput", "diff_fingerprints", "fingerprint_diff", "ENV_PREFIXES"]
@@ -29,7 +29,7 @@ _QUERY = ["index", "name", "uuid", "pci.bus_id", "driver_version", "clocks.sm", 
           "pcie.link.width.max", "persistence_mode"]
 _PY_FACTS = remote_text("python_facts.py")
 # the GPUs, topology, GPU processes, governor, Python facts, NCCL library and the checkout (commit, dirty
-# count and the code digest of tools/digests.py, whose script it holds verbatim)
+# count and the code digest of tools/environment/digests.py, whose script it holds verbatim)
 _SCRIPT = remote_command("fingerprint.sh")
 
 

@@ -21,8 +21,8 @@ from specdoctor.parsers.proc_table import parse_proc_table
 from specdoctor.parsers.sections import split_sections
 from specdoctor.parsers.sglang import BodyError, ServerInfo, parse_body
 from specdoctor.toolkit import ToolContext, tool
+from specdoctor.tools.environment.startup_hooks import parse_hooks, probe_env
 from specdoctor.tools.remote import remote_command, remote_text
-from specdoctor.tools.startup_hooks import parse_hooks, probe_env
 
 __all__ = [
     "Proc", "Server", "FindServersInput", "ServerList", "find_server_processes", "list_processes", "find_servers",
@@ -494,7 +494,7 @@ _INJECTED_SCRIPT = remote_command("injected_env.sh")
 
 def _injected(host: Host, python: str, conf_file: str | None, path: str | None = None) -> _Injected:
     """The sitecustomize path, the variables the interpreter's start-up hooks set (observed stage by stage:
-    tools/startup_hooks.py; the sitecustomize text read too), nccl.conf values and the files read — one command."""
+    tools/environment/startup_hooks.py; the sitecustomize text read too), nccl.conf values and the files read — one command."""
     # NCCL's order (src/misc/param.cc): the NCCL_CONF_FILE file, else ~/.nccl.conf, then /etc/nccl.conf; the first
     # file to set a name wins (setenv without overwrite), so the first value the script reads is the effective one.
     # Its last part is startup_hooks_probe.sh, verbatim.

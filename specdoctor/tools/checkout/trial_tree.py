@@ -21,10 +21,10 @@ from specdoctor.errors import ToolRetry, Unresolved
 from specdoctor.host.base import Raw
 from specdoctor.parsers.git import Ambiguous, ambiguous_lines, select_hunks
 from specdoctor.toolkit import ToolContext, tool
-from specdoctor.tools.manifest import decode_name, encode_name, take_manifest
-from specdoctor.tools.patch_script import script_command
+from specdoctor.tools.checkout.manifest import decode_name, encode_name, take_manifest
+from specdoctor.tools.checkout.patch_script import script_command
 from specdoctor.tools.remote import remote_command
-from specdoctor.tools.server import resolve_origin
+from specdoctor.tools.serving.server import resolve_origin
 
 __all__ = ["SourceChange", "TrialSource", "TreeInput", "TrialTree", "RemoveInput", "Removed", "OriginInput",
            "EngineOrigin", "prepare_source", "build_tree", "remove_tree", "engine_origin_of", "build_trial_tree",

@@ -22,8 +22,8 @@ from specdoctor.errors import ToolRetry
 from specdoctor.models import Revert
 from specdoctor.parsers.sglang import FLAG_DEST, split_command
 from specdoctor.toolkit import ToolContext
-from specdoctor.tools.trial import LaunchConfig
-from specdoctor.tools.trial_tree import TreeInput, build_tree, prepare_source, remove_tree
+from specdoctor.tools.checkout.trial_tree import TreeInput, build_tree, prepare_source, remove_tree
+from specdoctor.tools.serving.trial import LaunchConfig
 
 __all__ = ["merge_reverts", "set_flags", "shadow_sitecustomize", "apply_revert", "remove_written", "reverted", "describe"]
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field
 
 from specdoctor.errors import BackupError, ToolFailed
 from specdoctor.toolkit import ToolContext, tool
-from specdoctor.tools.worktree import BACKUP_NS, load_backup, run_backup_id
+from specdoctor.tools.checkout.worktree import BACKUP_NS, load_backup, run_backup_id
 
 __all__ = ["MirrorInput", "Mirrored", "mirror_backup", "mirror_root", "mirror_backup_offhost"]
 

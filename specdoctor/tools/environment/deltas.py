@@ -17,9 +17,9 @@ from specdoctor.models.fingerprint import Fingerprint, GpuFingerprint
 from specdoctor.parsers.nvidia_smi import parse_query_csv
 from specdoctor.parsers.sections import split_sections
 from specdoctor.toolkit import ToolContext, tool
-from specdoctor.tools.fingerprint import ENV_PREFIXES, _aliases, _flat_env, _load, same_value
+from specdoctor.tools.environment.fingerprint import ENV_PREFIXES, _aliases, _flat_env, _load, same_value
 from specdoctor.tools.remote import remote_command
-from specdoctor.tools.server import Propagation
+from specdoctor.tools.serving.server import Propagation
 
 __all__ = ["DeltasInput", "Deltas", "list_deltas", "env_impact", "flag_impact", "nccl_default", "BoxState",
            "GpuState", "read_box_state"]

@@ -14,10 +14,10 @@ from specdoctor.stats.nearer import level_at, midpoint_looks
 from specdoctor.stats.summary import median_ci
 from specdoctor.stats.thresholds import LOW_THRESHOLD
 from specdoctor.toolkit import ToolContext, tool
-from specdoctor.tools.breakeven_empirical import call_tool
-from specdoctor.tools.measure import BenchmarkResult
-from specdoctor.tools.nccl_grid import EXPERIMENT_NOTE, experiment_only
-from specdoctor.tools.trial import LaunchConfig, TrialHandle, measure, trial
+from specdoctor.tools.breakeven.breakeven_empirical import call_tool
+from specdoctor.tools.nccl.nccl_grid import EXPERIMENT_NOTE, experiment_only
+from specdoctor.tools.serving.measure import BenchmarkResult
+from specdoctor.tools.serving.trial import LaunchConfig, TrialHandle, measure, trial
 
 __all__ = ["PromoteCandidate", "PromoteInput", "planned_launches", "Propagation", "PromotedResult", "NcclPromotion", "nccl_promote",
            "WHERE_TO_SET", "NOT_SITECUSTOMIZE"]

@@ -27,13 +27,13 @@ from specdoctor.stats.nearer import POWER_Z, level_at, midpoint_looks, midpoint_
 from specdoctor.stats.phases import cycle_account_line, phase_deltas, phase_effect
 from specdoctor.stats.summary import summarize
 from specdoctor.toolkit import ToolContext, registry, tool
-from specdoctor.tools.arm_profiles import ArmProfiler, ArmProfiles, confirming_arm, profiled_how
-from specdoctor.tools.bisect_effects import CulpritEffect, culprit_effects, effects_search
-from specdoctor.tools.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, profiled, trial
-from specdoctor.tools.trial import measure as measure_
-from specdoctor.tools.trial_code import WrongTree, check_origin, in_tree, tree_problem, trial_code
-from specdoctor.tools.trial_tree import TrialTree
-from specdoctor.tools.worktree import Backup, ensure_backup, restore
+from specdoctor.tools.checkout.bisect_effects import CulpritEffect, culprit_effects, effects_search
+from specdoctor.tools.checkout.trial_code import WrongTree, check_origin, in_tree, tree_problem, trial_code
+from specdoctor.tools.checkout.trial_tree import TrialTree
+from specdoctor.tools.checkout.worktree import Backup, ensure_backup, restore
+from specdoctor.tools.serving.arm_profiles import ArmProfiler, ArmProfiles, confirming_arm, profiled_how
+from specdoctor.tools.serving.trial import LaunchConfig, LaunchFailed, MeasureFailed, profile, profiled, trial
+from specdoctor.tools.serving.trial import measure as measure_
 
 __all__ = ["EssentialInput", "Essentials", "BisectInput", "BisectResult", "Trial", "TreeIdentity", "Bench",
            "find_essential_patches",

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 
 from specdoctor.models.phases import PhaseTimes
-from specdoctor.tools.trial import TrialHandle, profile
+from specdoctor.tools.serving.trial import TrialHandle, profile
 
 __all__ = ["ArmKey", "ArmProfiler", "ArmRule", "ArmProfiles", "confirming_arm", "placed_probe",
            "profiled_how"]

@@ -25,7 +25,7 @@ from specdoctor.parsers.git import (
 from specdoctor.parsers.sections import split_sections
 from specdoctor.parsers.sglang import parse_launch_command
 from specdoctor.toolkit import ToolContext, registry, tool
-from specdoctor.tools.code_timing import run_once_scope
+from specdoctor.tools.checkout.code_timing import run_once_scope
 from specdoctor.tools.remote import remote_text
 
 __all__ = ["CatalogInput", "Catalog", "DiffFile", "Hunk", "TriageInput", "Triage", "TriageRow", "ServedConfig",

@@ -1,0 +1,1 @@
+"""Environment: what the box is and what reaches the server — host facts, fingerprints and their diff, every delta from the reference, hardware probes, feature gates, start-up hooks, a trial's environment and the reverts that put a delta back."""

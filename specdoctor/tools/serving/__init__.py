@@ -1,0 +1,1 @@
+"""Server and measurement: the engine's processes, launching and stopping servers, the trial primitive, benchmarks and the comparator, phase times from the profiler, the user's own server, launch costs."""

@@ -181,11 +181,15 @@ def spared_launches(report: dict) -> int:
 
 
 def _launches(audit: Path) -> int:
+    """Server launches in the audit, by the product's own mark (`report.run_facts.LAUNCH_MARK`, what the report's
+    `launches_made` counts). The engine's name anywhere in a `setsid` command is no mark: a vLLM scenario's paths
+    hold "vllm", so the port holder (`nohup python -c '…os.setsid()…'`) counted as a launch on every vLLM story."""
+    from specdoctor.report.run_facts import LAUNCH_MARK
+
     if not audit.is_file():
         return 0
     entries = [json.loads(line) for line in audit.read_text().splitlines() if line.strip()]
-    return sum(1 for e in entries if "setsid" in e.get("command", "")
-               and any(engine in e.get("command", "") for engine in ("sglang", "vllm")))
+    return sum(1 for e in entries if LAUNCH_MARK in e.get("command", ""))
 
 
 def _access_lines(log: Path) -> int:

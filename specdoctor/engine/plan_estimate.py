@@ -72,6 +72,8 @@ class PlanFacts(BaseModel):
     launch_unknown: bool = Field(default=True, description="Identity: no good run's launch line to compare with.")
     promote_launches: int | None = Field(default=None, ge=0, description="The NCCL promotion's launches (None: "
                                          "unknown before the sweep ran).")
+    workload_judged: bool = Field(default=False, description="The claims were judged on the recorded workload "
+                                  "(your running server measured with it): its difference explains no gap left.")
     control_running: bool = Field(default=False, description="Today's speculative figure is your running server's, "
                                   "not a trial launch's: a lone difference's revert search replicates its other arm.")
 
@@ -110,7 +112,7 @@ def expected_cause(f: PlanFacts) -> Cause:
     """The one cause the plan expects: the most specific difference the reads show (the module doc's order)."""
     if not f.gap:
         return "none"
-    if f.workload:
+    if f.workload and not f.workload_judged:  # judged like for like, a gap left is not the workload's
         return "workload"
     if f.hardware:
         return "hardware"

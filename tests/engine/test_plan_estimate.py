@@ -127,3 +127,11 @@ def test_before_the_stop_the_gap_is_the_running_servers_and_after_reproduce_the_
     assert not plan_facts(None, StateView(state), "consent", None).gap  # every claim judged there held
     # after reproduce the measured reading decides: the baseline claim was never measured, so a gap stays open
     assert plan_facts(None, StateView(state), "revised", None).gap
+
+
+def test_a_workload_the_claims_were_judged_on_is_not_the_expected_cause():
+    # the running server measured with the recorded workload before the stop: a gap left is not the workload's
+    f = PlanFacts(changed=3, code_open=True, workload=["dataset"])
+    assert expected_cause(f) == "workload"
+    assert expected_cause(f.model_copy(update={"workload_judged": True})) == "code"
+    assert expected_cause(f.model_copy(update={"workload_judged": True, "gap": False})) == "none"

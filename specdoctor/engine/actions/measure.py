@@ -235,7 +235,7 @@ def recorded_workload(deps, view: StateView) -> tuple[Workload, str] | None:
     return None
 
 
-def _bench_running(deps, view: StateView, server: dict[str, Any], results: dict[str, Any], *, key: str,
+def bench_running(deps, view: StateView, server: dict[str, Any], results: dict[str, Any], *, key: str,
                    label: str, workload: Workload | None = None) -> dict[str, Any]:
     """Benchmark the user's running server (no launch), with today's prompts or a recorded workload."""
     args: dict[str, Any] = {
@@ -272,15 +272,15 @@ def _measure_both(deps, view: StateView, out: ActionOutcome, like: Workload | No
     server = view.get("facts.server") or {}
     spec_running = server.get("running") and any("speculative" in a for a in server.get("argv", []))
     before_stop = view.get("facts.user_server_bench")  # measured just before the user's server was stopped
-    if spec_running and before_stop and like is None:
-        measure["spec"] = before_stop
+    if spec_running and before_stop and (like is None or (before_stop.get("also") or {}).get("median") is not None):
+        measure["spec"] = before_stop  # with the recorded workload's too, when it differs (taken before the stop)
     elif spec_running and not before_stop:
         deps.view.progress(f"benchmarking the running server on port {server['port']}")
-        measure["spec"] = _bench_running(deps, view, server, out.results, key="spec_running",
+        measure["spec"] = bench_running(deps, view, server, out.results, key="spec_running",
                                          label="spec (running server)")
         if like is not None:
             deps.view.progress("benchmarking the running server with the claims' workload")
-            measure["spec"]["also"] = _bench_running(deps, view, server, out.results, key="spec_running_workload",
+            measure["spec"]["also"] = bench_running(deps, view, server, out.results, key="spec_running_workload",
                                                      label="spec (running server, recorded workload)",
                                                      workload=like)
     else:

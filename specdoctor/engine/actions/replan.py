@@ -58,8 +58,14 @@ def plan_facts(deps: Any, view: StateView, stage: str, deltas: DeltaList | None)
         commits=len(commits.commits) if commits is not None else 0,
         config_differs=ident.launch == "differs" or ident.env == "differs", launch_unknown=ident.launch == "unknown",
         promote_launches=promote_launches(deps, view) if sweep_ran and needs_nccl_sweep(view) else None,
-        control_running=_control_running(view, stage))
+        control_running=_control_running(view, stage), workload_judged=_workload_judged(view))
     return facts_from_deltas(facts, deltas)
+
+
+def _workload_judged(view: StateView) -> bool:
+    """The claims were judged on the workload recorded behind them (the running server's or a launch's reading)."""
+    spec = (view.get("facts.measure") or {}).get("spec") or {}
+    return bool(view.get("facts.measure_today_workload")) or (spec.get("also") or {}).get("median") is not None
 
 
 def _control_running(view: StateView, stage: str) -> bool:

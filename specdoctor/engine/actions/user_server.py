@@ -25,7 +25,7 @@ from specdoctor.stats.comparator import Comparison
 from specdoctor.toolkit import ToolContext, ToolResult, registry
 from specdoctor.tools.checkout.trial_tree import EngineOrigin
 from specdoctor.tools.serving.launch import LaunchResult
-from specdoctor.tools.serving.measure import BenchmarkResult
+from specdoctor.tools.serving.measure import BenchmarkResult, default_workload
 from specdoctor.tools.serving.port_hold import hold_port, release_port
 from specdoctor.tools.serving.server import ServerList
 from specdoctor.tools.serving.terminal_session import LOCATION_VARS, TerminalSession, session_state
@@ -179,11 +179,37 @@ def _bench_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRec
         from specdoctor.diagnosis.references import judge_claims
         from specdoctor.engine.actions.measure import good_run
 
+        also = _bench_recorded_workload(deps, view, out, server)
+        if also is not None:
+            bench["also"] = also
+            out.facts["user_server_bench"] = bench
         out.facts["measure"] = {"spec": bench}
         # every claim the running speculative server measures by itself (tok/s, accept length, TPOT)
-        claims = judge_claims(dict(p.get("expect") or {}), good_run(deps, view), {"spec": bench}, None)
+        # like for like: on the recorded workload's reading when the claims were measured with another one
+        judged_on = also if also is not None and also.get("median") is not None else bench
+        claims = judge_claims(dict(p.get("expect") or {}), good_run(deps, view), {"spec": judged_on}, None)
         if claims:
             out.facts["claims"] = claims
+
+
+def _bench_recorded_workload(deps, view: StateView, out: ActionOutcome,
+                             server: dict[str, Any]) -> dict[str, Any] | None:
+    """The running speculative server also measured with the workload recorded behind the claims, when it differs
+    from today's benchmark: the claims are judged like for like on it (reproduce), where otherwise the speculative
+    server would be launched again after the stop only to be measured with those prompts (one launch, the running
+    server's own figure at hand). None when no workload was recorded, it is today's, or it has no prompts."""
+    from specdoctor.engine.actions.measure import bench_running, recorded_workload
+
+    found = recorded_workload(deps, view)
+    if found is None or not server.get("port"):
+        return None
+    workload = found[0]
+    if not workload.differs_from(default_workload(view.params.get("max_new_tokens", 128))) \
+            or not workload.request_prompts():
+        return None
+    deps.view.progress("benchmarking your running server with the claims' workload")
+    return bench_running(deps, view, server, out.results, key="spec_running_workload",
+                         label="spec (running server, recorded workload)", workload=workload)
 
 
 def _examined(step, rec: UserServerRecord, out: ActionOutcome) -> Decision:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from specdoctor.host import LocalHost
+from specdoctor.inference import get_engine
 from specdoctor.sim.ports import free_port as _port  # below the ephemeral range: no bind race
 from specdoctor.toolkit import ToolContext, registry
 
@@ -26,7 +27,7 @@ HANG = Path(__file__).resolve().parent / "fakes" / "hang"
 @pytest.fixture()
 def ctx(tmp_path) -> Iterator[ToolContext]:
     host = LocalHost(base_env={"PYTHONPATH": str(FAKE), "HOME": str(tmp_path), "FAKE_MS_PER_TOKEN": "3"})
-    c = ToolContext(host=host, run_id="srvfault", auto_approve=True)
+    c = ToolContext(host=host, run_id="srvfault", auto_approve=True, run_engine=get_engine("sglang"))
     yield c
     registry.call(c, "stop_server", {"grace_s": 2})
 
@@ -116,7 +117,9 @@ def test_garbage_or_old_answers_are_parsed_or_rejected_never_a_crash(tmp_path, n
     srv = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     try:
-        c = ToolContext(host=LocalHost(base_env={"HOME": str(tmp_path)}), run_id="stub", auto_approve=True)
+        # the stub answers as SGLang does; named, as this machine's processes may show no server at all
+        c = ToolContext(host=LocalHost(base_env={"HOME": str(tmp_path)}), run_id="stub", auto_approve=True,
+                        run_engine=get_engine("sglang"))
         port = srv.server_address[1]
         info = registry.call(c, "server_info", {"port": port})
         bench = registry.call(c, "benchmark", {"port": port, "runs": 2, "requests_per_run": 1, "max_new_tokens": 20,

@@ -92,7 +92,7 @@ def metric_claim(key: str, claimed: float, measure: dict[str, Any], phases: dict
         m = measure.get(key) or {}
         if not m.get("samples"):
             return None
-        out = claim_outcome(m["samples"], claimed, m.get("decode_samples"))
+        out = claim_outcome(m["samples"], claimed, m.get("decode_samples"), m.get("claim_runs"))
     else:
         samples, what = _samples(key, measure, phases)
         if not samples:

@@ -13,12 +13,9 @@ from pydantic import BaseModel, Field
 
 from specdoctor.engine.state import StateView
 from specdoctor.models import Claims
-from specdoctor.models.facts import ClaimFact
+from specdoctor.models.facts import MATERIAL_SHORTFALL, ClaimFact
 
 __all__ = ["MATERIAL_SHORTFALL", "GapReading", "claim_held", "read_gap"]
-
-MATERIAL_SHORTFALL = 0.10
-"""The smallest shortfall from a claim that a diagnosis must explain (the bisection's default magnitude, 10 %)."""
 
 
 class GapReading(BaseModel):

@@ -14,8 +14,12 @@ from specdoctor.models.evidence import Evidence
 from specdoctor.models.measurement import Measurement
 from specdoctor.models.workload import Workload
 
-__all__ = ["FactModel", "MeasuredFact", "MeasureFacts", "ClaimFact", "Claims", "ComparisonFact",
+__all__ = ["MATERIAL_SHORTFALL", "FactModel", "MeasuredFact", "MeasureFacts", "ClaimFact", "Claims", "ComparisonFact",
            "SubtractionFact", "NcclFact", "TopologyFact", "ServerFact"]
+
+
+MATERIAL_SHORTFALL = 0.10
+"""The smallest shortfall from a claim that a diagnosis must explain (the bisection's default magnitude, 10 %)."""
 
 
 class FactModel(BaseModel):

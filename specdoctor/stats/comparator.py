@@ -147,16 +147,22 @@ class ClaimCheck(BaseModel):
 
 
 def compare_to_claim(samples: Sequence[float], claimed: float, *, unit: str = "", tolerance_pct: float = 2.0,
-                     confidence: float = 0.99, seed: int = 0) -> ClaimCheck:
+                     confidence: float = 0.99, seed: int = 0, claim_runs: int | None = None) -> ClaimCheck:
     """DIFFERENT when the claim is outside the 99 % CI of the median and > tolerance away; SAME when inside the
-    CI or within tolerance (with at least 3 runs); UNKNOWN otherwise (too few runs)."""
+    CI or within tolerance (with at least 3 runs); UNKNOWN otherwise (too few runs).
+
+    `claim_runs`: the claimed figure is itself a median of about that many runs on this box, so it carries the
+    error today's spread gives such a median. The interval a difference must clear is widened by it (in quadrature);
+    the interval reported stays today's. Without it the claim is taken as exact — right while today's reading has
+    about as few runs as the claim, too strict once more runs than the claim had tighten today's interval."""
     vals = [float(v) for v in samples]
     if not vals:
         raise ValueError("no samples to compare the claim with")
     med = statistics.median(vals)
     lo, hi = median_ci(vals, confidence, seed)
     pct = 100.0 * (claimed - med) / med if med else math.inf
-    outside = claimed < lo or claimed > hi
+    widen = math.sqrt(1.0 + len(vals) / claim_runs) if claim_runs else 1.0
+    outside = claimed < med - (med - lo) * widen or claimed > med + (hi - med) * widen
     if len(vals) < 3:
         outcome: Outcome = "UNKNOWN"
         reason = f"only {len(vals)} run(s)"

@@ -236,10 +236,10 @@ def recorded_workload(deps, view: StateView) -> tuple[Workload, str] | None:
 
 
 def bench_running(deps, view: StateView, server: dict[str, Any], results: dict[str, Any], *, key: str,
-                   label: str, workload: Workload | None = None) -> dict[str, Any]:
+                   label: str, workload: Workload | None = None, runs: int | None = None) -> dict[str, Any]:
     """Benchmark the user's running server (no launch), with today's prompts or a recorded workload."""
     args: dict[str, Any] = {
-        "port": server["port"], "runs": view.params.get("runs", 5),
+        "port": server["port"], "runs": runs or view.params.get("runs", 5),
         "requests_per_run": view.params.get("requests_per_run", 3),
         "max_new_tokens": view.params.get("max_new_tokens", 128), "warmup_runs": 1, "label": key,
         "log_path": server.get("log_path")}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Literal
+from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, Field
@@ -21,7 +21,7 @@ from specdoctor.stats.warmup import warming_prefix
 from specdoctor.toolkit import ToolContext, tool
 
 __all__ = ["PROMPTS", "Workload", "default_workload", "WORDS_PER_TOKEN", "BenchmarkInput", "RequestResult", "RunResult", "Finding", "BenchmarkResult", "benchmark",
-           "log_findings", "CompareInput", "compare_samples"]
+           "log_findings", "CompareInput", "compare_samples", "pooled"]
 
 # A fixed prompt set: every run sends the same requests, so runs are comparable across launches.
 PROMPTS = [
@@ -329,6 +329,13 @@ def _summarise_runs(args: BenchmarkInput, runs: list[RunResult]) -> BenchmarkRes
     has one)."""
     for run in runs:
         run.decode_tok_s = _decode_tok_s(run)
+    return BenchmarkResult(label=args.label, port=args.port, max_new_tokens=args.max_new_tokens,
+                           requests_per_run=args.requests_per_run, warmup_runs=args.warmup_runs,
+                           workload=_workload_of(args), **_figures(runs))
+
+
+def _figures(runs: list[RunResult]) -> dict[str, Any]:
+    """What a benchmark's runs add up to: samples, median with its CI, spread, TPOT and accept length."""
     decode = [r.decode_tok_s for r in runs if r.decode_tok_s is not None]
     samples = [r.tok_s for r in runs]
     lo, hi = median_ci(samples)
@@ -336,14 +343,19 @@ def _summarise_runs(args: BenchmarkInput, runs: list[RunResult]) -> BenchmarkRes
     sd = statistics.stdev(samples) if len(samples) > 1 else 0.0
     tpots = [r.tpot_ms for r in runs if r.tpot_ms is not None]
     accepts = [r.accept_length for r in runs if r.accept_length is not None]
-    return BenchmarkResult(label=args.label, port=args.port, samples=samples,
-                           decode_samples=decode if len(decode) == len(runs) else [], median=statistics.median(samples),
-                           ci_low=lo, ci_high=hi, mean=mean, stdev=sd, cv=sd / mean if mean else None,
-                           tpot_ms=statistics.median(tpots) if tpots else None,
-                           accept_length=statistics.median(accepts) if accepts else None,
-                           speculative=bool(accepts), runs=runs, max_new_tokens=args.max_new_tokens,
-                           requests_per_run=args.requests_per_run, warmup_runs=args.warmup_runs,
-                           workload=_workload_of(args))
+    return dict(samples=samples, decode_samples=decode if len(decode) == len(runs) else [],
+                median=statistics.median(samples), ci_low=lo, ci_high=hi, mean=mean, stdev=sd,
+                cv=sd / mean if mean else None, tpot_ms=statistics.median(tpots) if tpots else None,
+                accept_length=statistics.median(accepts) if accepts else None, speculative=bool(accepts), runs=runs)
+
+
+def pooled(first: BenchmarkResult, more: BenchmarkResult) -> BenchmarkResult:
+    """Two benchmarks of one server on one workload as one reading: the runs pooled, every figure worked out again
+    (a tighter interval, where a second reading on its own would be just as loose)."""
+    seen = {f.message for f in first.findings}
+    return first.model_copy(update={**_figures([*first.runs, *more.runs]),
+                                    "findings": [*first.findings, *(f for f in more.findings if f.message not in seen)],
+                                    "warmup_discarded": [*first.warmup_discarded, *more.warmup_discarded]})
 
 
 def _workload_of(args: BenchmarkInput) -> Workload:

@@ -8,15 +8,18 @@ from __future__ import annotations
 import pytest
 
 from specdoctor.host import open_host
+from specdoctor.sim.ports import free_port
 from specdoctor.toolkit import ToolContext, registry
 
 
 def _essentials(name: str, free_gpus) -> dict:
     with open_host(f"sim:{name}") as host:
         free_gpus(host)  # the user's server fills the cards: a trial does not fit beside it
+        # a port of the twin's range: a fixed one in the kernel's ephemeral range was once taken by an outgoing
+        # connection of another test ("port 41779 is busy")
         ctx = ToolContext(host=host, run_id="essentials", auto_approve=True)
         res = registry.call(ctx, "find_essential_patches", {"repo": host.hints.repo, "launch": host.hints.launch,
-                                                            "python": host.hints.python, "port": 41779})
+                                                            "python": host.hints.python, "port": free_port()})
         assert res.ok, res.summary
         return res.output
 

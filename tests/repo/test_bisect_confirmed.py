@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from specdoctor.host import open_host
+from specdoctor.sim.ports import free_port
 from specdoctor.toolkit import ToolContext, registry
 
 HERE = Path(__file__).parent / "scenarios"
@@ -19,7 +20,7 @@ def _bisect(scenario: str, run_id: str, free_gpus) -> dict:
         ctx = ToolContext(host=host, run_id=run_id, auto_approve=True)
         res = registry.call(ctx, "bisect_patches", {
             "repo": host.hints.repo, "launch": host.hints.launch, "python": host.hints.python,
-            "essential": ["kimi_k25.py"], "order": [SYNC, CAST, LOG], "port": 41779})
+            "essential": ["kimi_k25.py"], "order": [SYNC, CAST, LOG], "port": free_port()})
         assert res.ok, res.summary
         assert res.output["restored"]
         return res.output

@@ -6,6 +6,7 @@ import pytest
 
 from specdoctor.host import open_host
 from specdoctor.parsers.sglang import parse_launch_command
+from specdoctor.sim.ports import free_port
 from specdoctor.toolkit import ToolContext, registry
 
 FLASH = "python/sglang/srt/layers/attention/flashinfer_mla_backend.py"
@@ -74,7 +75,7 @@ def test_single_culprit_isolated_in_at_most_5_launches(free_gpus):
                  .output["rows"]]
         res = registry.call(ctx, "bisect_patches", {"repo": repo, "launch": host.hints.launch,
                                                     "python": host.hints.python, "essential": host.hints.essential,
-                                                    "order": order, "port": 41777})
+                                                    "order": order, "port": free_port()})
         assert res.ok, res.summary
         out = res.output
         assert out["culprits"] == ["python/sglang/srt/speculative/eagle_worker.py"] and out["confirmed"]

@@ -26,7 +26,7 @@ from specdoctor.stats.comparator import Comparison
 from specdoctor.toolkit import ToolContext, ToolResult, registry
 from specdoctor.tools.checkout.trial_tree import EngineOrigin
 from specdoctor.tools.serving.launch import LaunchResult
-from specdoctor.tools.serving.measure import BenchmarkResult, default_workload, pooled
+from specdoctor.tools.serving.measure import BenchmarkResult, Workload, default_workload, pooled
 from specdoctor.tools.serving.port_hold import hold_port, release_port
 from specdoctor.tools.serving.server import ServerList
 from specdoctor.tools.serving.terminal_session import LOCATION_VARS, TerminalSession, session_state
@@ -181,7 +181,8 @@ def _bench_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRec
         from specdoctor.diagnosis.references import judge_claims
         from specdoctor.engine.actions.measure import good_run
 
-        also = _bench_recorded_workload(deps, view, out, server)
+        workload = _claims_workload(deps, view, server)
+        also = _bench_recorded_workload(deps, view, out, server, workload) if workload is not None else None
         if also is not None:
             bench["also"] = also  # the same dict user_server_bench holds: the reproduce step finds it there
         out.facts["measure"] = {"spec": bench}
@@ -190,7 +191,8 @@ def _bench_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRec
         judged_on = also if also is not None and also.get("median") is not None else bench
         expect, good = dict(p.get("expect") or {}), good_run(deps, view)
         claims = judge_claims(expect, good, {"spec": judged_on}, None)
-        if near_but_loose(claims) and _tighten(deps, view, out, rec, server, judged_on, workload=judged_on is also):
+        if near_but_loose(claims) and _tighten(deps, view, out, rec, server, judged_on,
+                                               workload if judged_on is also else None):
             fact.tps_before = bench["median"]
             claims = judge_claims(expect, good, {"spec": judged_on}, None)
         if claims:
@@ -198,36 +200,33 @@ def _bench_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRec
 
 
 def _tighten(deps, view: StateView, out: ActionOutcome, rec: UserServerRecord, server: dict[str, Any],
-             reading: dict[str, Any], *, workload: bool) -> bool:
-    """More runs on the running server, pooled into `reading` (in place: the facts hold that dict), when a claim
-    judged on it is near but loose (`near_but_loose`): runs cost seconds, the trials a loose claim sets off cost
-    launches. False when the runs failed (the first reading stands)."""
-    from specdoctor.engine.actions.measure import bench_running, recorded_workload
+             reading: dict[str, Any], workload: Workload | None) -> bool:
+    """More runs on the running server (with `workload`, the one `reading` was taken with, when not today's),
+    pooled into `reading` in place (the facts hold that dict), when a claim judged on it is near but loose
+    (`near_but_loose`): runs cost seconds, the trials a loose claim sets off cost launches. False when the runs
+    failed (the first reading stands)."""
+    from specdoctor.engine.actions.measure import bench_running
 
     deps.view.progress(f"{_TIGHTEN_RUNS} more runs on your running server: its reading is near the claim but loose")
-    if workload:
-        found = recorded_workload(deps, view)
-        raw = bench_running(deps, view, server, out.results, key="spec_running_workload_more", label=reading["label"],
-                            workload=found[0] if found else None, runs=_TIGHTEN_RUNS)
+    if workload is not None:
+        raw = bench_running(deps, view, server, out.results, key="spec_running_workload_more",
+                            label=reading["label"], workload=workload, runs=_TIGHTEN_RUNS)
         more = None if raw.get("error") else BenchmarkResult.model_validate(raw)
     else:
         more = _bench(deps, out.results, "bench_spec_running_more", int(rec.port or 0), _TIGHTEN_RUNS, view.params,
                       _file_target(rec.stdout))
     if more is None:
         return False
-    label, first_n = reading.get("label"), len(reading.get("samples") or [])
-    reading.update(pooled(BenchmarkResult.model_validate(reading), more).model_dump(mode="json"))
-    reading.update(label=label, claim_runs=first_n)  # the claim is judged at the precision a claim has (its runs)
+    first_n = len(reading.get("samples") or [])
+    reading.update(pooled(BenchmarkResult.model_validate(reading), more).model_dump(mode="json"),
+                   claim_runs=first_n)  # the claim is judged at the precision a claim has (about its runs)
     return True
 
 
-def _bench_recorded_workload(deps, view: StateView, out: ActionOutcome,
-                             server: dict[str, Any]) -> dict[str, Any] | None:
-    """The running speculative server also measured with the workload recorded behind the claims, when it differs
-    from today's benchmark: the claims are judged like for like on it (reproduce), where otherwise the speculative
-    server would be launched again after the stop only to be measured with those prompts (one launch, the running
-    server's own figure at hand). None when no workload was recorded, it is today's, or it has no prompts."""
-    from specdoctor.engine.actions.measure import bench_running, recorded_workload
+def _claims_workload(deps, view: StateView, server: dict[str, Any]) -> Workload | None:
+    """The workload recorded behind the claims, when it differs from today's benchmark and has prompts to send
+    (None: no workload was recorded, it is today's, or the server has no port)."""
+    from specdoctor.engine.actions.measure import recorded_workload
 
     found = recorded_workload(deps, view)
     if found is None or not server.get("port"):
@@ -236,6 +235,16 @@ def _bench_recorded_workload(deps, view: StateView, out: ActionOutcome,
     if not workload.differs_from(default_workload(view.params.get("max_new_tokens", 128))) \
             or not workload.request_prompts():
         return None
+    return workload
+
+
+def _bench_recorded_workload(deps, view: StateView, out: ActionOutcome, server: dict[str, Any],
+                             workload: Workload) -> dict[str, Any]:
+    """The running speculative server also measured with the workload recorded behind the claims: the claims are
+    judged like for like on it (reproduce), where otherwise the speculative server would be launched again after
+    the stop only to be measured with those prompts (one launch, the running server's own figure at hand)."""
+    from specdoctor.engine.actions.measure import bench_running
+
     deps.view.progress("benchmarking your running server with the claims' workload")
     return bench_running(deps, view, server, out.results, key="spec_running_workload",
                          label="spec (running server, recorded workload)", workload=workload)

@@ -58,6 +58,9 @@ class Result(BaseModel):
                               "'-390.0 in [-395, -386]' (all patches minus every patch but them, 95 % CI).")
     share_ok: bool | None = Field(default=None, description="None: no code cause with a share, or no confirming "
                                   "trial in the report to check it against.")
+    tree_changed: bool = Field(default=False, description="The user's checkout differs after the run (status with "
+                               "untracked files, the diff against HEAD, the stash list): the box was not left as found.")
+    status: str | None = Field(default=None, description="The report's run status ('complete' when it finished).")
     error: str | None = None
 
 
@@ -120,13 +123,31 @@ def innocent_commits(report: dict, culprit_subjects: list[str]) -> list[str]:
     return out
 
 
-def phase_check(report: dict, want: str) -> tuple[str, bool]:
-    """The attribution's phase effects (confirmed causes) against the truth's phase: right when every phase effect
-    claimed names `want` and at least one is claimed; for 'none', right when none is claimed."""
+def _effect_holds(e: dict, want: str, delta_ms: float | None) -> bool:
+    """One claimed phase effect against the truth: its phase, a CI that holds its estimate on the slow side, within a
+    quarter of the truth's size (when the truth gives one), and on its basis the phase moved and no other did."""
+    if e.get("phase") != want:
+        return False
+    lo, hi = e.get("ci") or (None, None)
+    if lo is None or hi is None or not 0 < lo <= e["delta_ms"] <= hi:
+        return False
+    if delta_ms is not None and abs(e["delta_ms"] - delta_ms) > 0.25 * abs(delta_ms):
+        return False
+    basis = e.get("basis")
+    moved = {d["phase"]: bool(d.get("moved")) for d in e.get("phases") or [] if d.get("basis") == basis}
+    if not moved:  # an effect recorded without its per-phase table: the phase and size above are what is known
+        return True
+    return moved.get(want, False) and not any(m for ph, m in moved.items() if ph != want)
+
+
+def phase_check(report: dict, want: str, delta_ms: float | None = None) -> tuple[str, bool]:
+    """The attribution's phase effects (confirmed causes) against the truth's phase: right when at least one is
+    claimed and every one names `want` with the size and the untouched other phases `_effect_holds` asks; for
+    'none', right when none is claimed."""
     effects = [c["phase_effect"] for c in (report.get("attribution") or {}).get("causes") or []
                if c.get("confirmed", True) and c.get("phase_effect")]
     got = "; ".join(f"{e['phase']} {e['delta_ms']:+.1f} ms [{e['ci'][0]:.1f}, {e['ci'][1]:.1f}]" for e in effects)
-    ok = not effects if want == "none" else bool(effects) and all(e["phase"] == want for e in effects)
+    ok = not effects if want == "none" else bool(effects) and all(_effect_holds(e, want, delta_ms) for e in effects)
     return got or "none", ok
 
 
@@ -192,6 +213,13 @@ def _launches(audit: Path) -> int:
     return sum(1 for e in entries if LAUNCH_MARK in e.get("command", ""))
 
 
+def _tree_state(host, repo: str) -> str:
+    """What a user would compare: status incl. untracked, the diff, and the stash list (not specdoctor's code)."""
+    return "\n--\n".join(host.run(argv).stdout for argv in (
+        ["git", "-C", repo, "status", "--porcelain=v1", "-uall"], ["git", "-C", repo, "diff", "HEAD"],
+        ["git", "-C", repo, "stash", "list"]))
+
+
 def _access_lines(log: Path) -> int:
     """HTTP requests another server has answered (its uvicorn-style access lines), except /health probes: the
     layout's own readiness probe is logged after its answer, so counting it would race."""
@@ -222,6 +250,7 @@ def run_one(name: str, k: int) -> Result:
     others_before = sandbox.other_server_pids()
     other_logs = [Path(o.log.replace("{root}", str(sandbox.root))) for o in sc.other_servers]
     access_before = [_access_lines(p) for p in other_logs]
+    tree_before = _tree_state(host, sandbox.repo)
     try:
         outcome = investigate(InvestigateOptions(host=f"sim:{name}", yes=True, out=str(out)), host=host)
         res.verdict = outcome.verdict
@@ -232,9 +261,11 @@ def run_one(name: str, k: int) -> Result:
         alive = {p for p in sandbox.other_server_pids()}
         res.other_server_touched = bool(others_before) and (
             set(others_before) != alive or [_access_lines(p) for p in other_logs] != access_before)
+        res.tree_changed = _tree_state(host, sandbox.repo) != tree_before
         host.close()
     report_path = out / "report.json"
     report = json.loads(report_path.read_text()) if report_path.is_file() else {}
+    res.status = (report.get("meta") or {}).get("status")
     stash = report.get("stash") or {}
     res.blamed = sorted(stash.get("culprits") or [])
     res.innocent_blamed = sorted(set(res.blamed) - set(truth.culprit_files))
@@ -254,7 +285,7 @@ def run_one(name: str, k: int) -> Result:
         res.launches_expected = plan.get("launches_expected")
         res.launches_worst = plan.get("launches_max")
     if truth.phase_effect is not None:
-        res.phase, res.phase_ok = phase_check(report, truth.phase_effect.phase)
+        res.phase, res.phase_ok = phase_check(report, truth.phase_effect.phase, truth.phase_effect.delta_ms)
     res.share, res.share_ok = share_check(report)
     res.verdict_ok = res.verdict == truth.verdict
     return res
@@ -320,6 +351,8 @@ def _totals(results: list[Result]) -> dict[str, float | int]:
             "shares_wrong": sum(r.share_ok is False for r in results),
             "causes_total": sum(len(r.causes_named) + len(r.causes_missed) for r in results),
             "other_server_touched": sum(r.other_server_touched for r in results),
+            "trees_changed": sum(r.tree_changed for r in results),
+            "incomplete": sum(r.status != "complete" for r in results),
             "launches": sum(r.launches for r in results),
             "launches_spared": sum(r.launches_spared for r in results)}
 
@@ -425,7 +458,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"verdict accuracy {totals['verdict_accuracy']:.0%} over {totals['runs']} runs; culprit precision "
           f"{totals['culprit_precision']:.2f}, recall {totals['culprit_recall']:.2f}; wrong culprits "
           f"{totals['wrong_culprits']}; phases wrong {totals['phases_wrong']}; shares off their confirming trial {totals['shares_wrong']}; causes named {totals['causes_named']}/{totals['causes_total']}; other users' "
-          f"servers touched {totals['other_server_touched']}; {time.perf_counter() - t0:.0f} s")
+          f"servers touched {totals['other_server_touched']}; checkouts not left as found {totals['trees_changed']}; "
+          f"runs not complete {totals['incomplete']}; {time.perf_counter() - t0:.0f} s")
     made, spared = totals["launches"], totals["launches_spared"]
     print(f"launches made {made}; spared by the essentials search's benchmarks {spared} in "
           f"{sum(r.launches_spared > 0 for r in results)} runs (made / (made + spared) = "
@@ -437,6 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps({"totals": totals, "results": [r.model_dump() for r in results]},
                                               indent=1))
     bad = (totals["verdict_accuracy"] < 1.0 or totals["wrong_culprits"] > 0 or totals["other_server_touched"] > 0
+           or totals["trees_changed"] > 0 or totals["incomplete"] > 0
            or totals["phases_wrong"] > 0 or totals["shares_wrong"] > 0)
     return 1 if bad else 0
 

@@ -97,6 +97,16 @@ def sshd() -> Iterator[SSHServer]:
         server.stop()
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under xdist, each worker's slice starts with its share of the slow tests (tests/xdist_order.py says why).
+    Every worker computes the same order from the same collection, as xdist requires."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if workers > 1:
+        from xdist_order import arrange, load_weights  # tests/ is on sys.path (rootdir conftest, no __init__)
+
+        items[:] = arrange([(it.nodeid, it) for it in items], load_weights(), workers)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "packaging: builds the wheel and runs its CLI from a fresh venv (~30 s)")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -466,14 +468,25 @@ def _read_builtin(name: str) -> str:
     return resources.files("specdoctor.sim.scenarios").joinpath(name).read_text(encoding="utf-8")
 
 
+@functools.cache
+def _parsed_builtin(name: str) -> Any:
+    # libyaml's loader where the wheel has it: the built-ins are parsed at every test collection and scenario load
+    # (pure-Python parsing of the corpus was seconds each time). Trusted files, so error wording does not matter here.
+    return yaml.load(_read_builtin(name), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+
+
+def _builtin_yaml(name: str) -> Any:
+    """A built-in YAML file, parsed once per process; a fresh copy each call, since callers merge into it."""
+    return copy.deepcopy(_parsed_builtin(name))
+
+
 def _library() -> dict[str, dict]:
-    return yaml.safe_load(_read_builtin("_library.yaml"))["patches"]
+    return _builtin_yaml("_library.yaml")["patches"]
 
 
 def base_tree(name: str) -> dict[str, str]:
     """The files of a named SGLang base tree (path -> content), resolving `extends`."""
-    trees = {**yaml.safe_load(_read_builtin("_bases.yaml"))["trees"],
-             **yaml.safe_load(_read_builtin("_bases_vllm.yaml"))["trees"]}
+    trees = {**_builtin_yaml("_bases.yaml")["trees"], **_builtin_yaml("_bases_vllm.yaml")["trees"]}
     if name not in trees:
         raise ScenarioError(f"unknown base tree {name!r} (known: {', '.join(sorted(trees))})")
     spec = trees[name]
@@ -507,16 +520,15 @@ def _is_box(ref: str) -> bool:
 
 def _raw(ref: str, depth: int = 0) -> dict:
     if ref in _builtin_names() or _is_box(ref):
-        text = _read_builtin(f"{ref}.yaml")
+        raw = _builtin_yaml(f"{ref}.yaml")
     else:
         path = Path(ref).expanduser()
         if not path.is_file():
             raise ScenarioError(f"no built-in scenario or file named {ref!r} (built-ins: {', '.join(_builtin_names())})")
-        text = path.read_text(encoding="utf-8")
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"scenario {ref}: invalid YAML: {exc}") from None
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as exc:
+            raise ScenarioError(f"scenario {ref}: invalid YAML: {exc}") from None
     if not isinstance(raw, dict):
         raise ScenarioError(f"scenario {ref}: expected a mapping at the top level")
     parent = raw.pop("extends", None)
@@ -555,7 +567,7 @@ def list_scenarios(*, include_corpus: bool = False) -> list[tuple[str, str]]:
     """
     out = []
     for name in _builtin_names():
-        raw = yaml.safe_load(_read_builtin(f"{name}.yaml"))
+        raw = _parsed_builtin(f"{name}.yaml")
         if raw.get("corpus") and not include_corpus:
             continue
         out.append((name, str(raw.get("description", "")).strip().splitlines()[0]))

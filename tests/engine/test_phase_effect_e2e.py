@@ -1,5 +1,9 @@
-"""A patch that slows only verify is attributed to verify (with a CI), one that slows only the draft step to draft:
-the phase named is the one the twin's story moves, never the other (investigate end to end on the twin)."""
+"""A patch that holds the host in verify is attributed to verify on the host basis (with a CI): the phase named is the
+one the twin's story moves, never the other, and no GPU phase is said to move (investigate end to end on the twin).
+
+The GPU-basis stories (verify-only-slowdown, draft-only-slowdown) and every other story with a phase truth are
+checked the same way — phase, interval, size within a quarter of the truth, the other phase left alone — by
+`benchmarks/diagnosis_accuracy.py` (`phase_check`); they re-tested this path here at ~3 CI minutes."""
 
 from __future__ import annotations
 
@@ -28,7 +32,7 @@ def _investigate(name: str, tmp_path: Path) -> tuple[dict, str]:
         sb.remove()
 
 
-@pytest.mark.parametrize("name", ["verify-only-slowdown", "draft-only-slowdown", "verify-host-stall"])
+@pytest.mark.parametrize("name", ["verify-host-stall"])
 def test_the_culprit_s_phase_is_the_one_its_patch_slows(name, tmp_path):
     truth = load_scenario(name).truth
     assert truth.phase_effect is not None

@@ -47,10 +47,14 @@ def test_rows_and_exit_status_follow_the_results(monkeypatch, capsys, tmp_path):
         return acc.Result(scenario=name, seed=k, verdict="code-regression" if name == "single-culprit" else "x",
                           truth_verdict="code-regression" if name == "single-culprit" else "x", verdict_ok=True,
                           blamed=blamed, truth_culprits=truth,
-                          innocent_blamed=sorted(set(blamed) - set(truth)), launches=4, wall_s=1.0)
+                          innocent_blamed=sorted(set(blamed) - set(truth)), launches=4, wall_s=1.0,
+                          status="complete", tree_changed=name == "no-regression" and k == 1)
 
     monkeypatch.setattr(acc, "run_one", fake)
     assert acc.main(["--only", "seed", "--seeds", "2"]) == 0
+    assert "checkouts not left as found 0; runs not complete 0" in capsys.readouterr().out
+    assert acc.main(["--only", "no-regression", "--seeds", "2"]) == 1  # the checkout was changed at seed 1
+    assert "checkouts not left as found 1" in capsys.readouterr().out
     assert acc.main(["--only", "single-culprit", "--seeds", "2"]) == 1  # an innocent file blamed at seed 1
     out = capsys.readouterr().out
     assert "| single-culprit | 2/2" in out and "topk.py" in out
@@ -91,3 +95,26 @@ def test_a_share_is_checked_against_the_culprits_confirming_trial():
     alone = {**report, "stash": stash, "bisection": trials[1:]}
     alone["attribution"] = {"causes": [{"name": "local patch c.py", "kind": "code", "delta": -389.0}]}
     assert acc.share_check(alone)[1] is True
+
+
+def _effect(phase: str, delta: float, ci: tuple[float, float], moved: dict[str, bool], basis: str = "gpu") -> dict:
+    return {"phase": phase, "delta_ms": delta, "ci": list(ci), "basis": basis,
+            "phases": [{"phase": ph, "basis": basis, "moved": m} for ph, m in moved.items()]}
+
+
+def _report(*effects: dict) -> dict:
+    return {"attribution": {"causes": [{"confirmed": True, "phase_effect": e} for e in effects]}}
+
+
+def test_a_phase_effect_is_right_in_phase_size_interval_and_the_phase_left_alone():
+    good = _effect("verify", 6.8, (6.5, 7.1), {"verify": True, "draft": False})
+    assert acc.phase_check(_report(good), "verify", 7.0)[1]
+    assert acc.phase_check(_report(good), "verify")[1]  # no size in the truth: phase, interval, others
+    assert not acc.phase_check(_report(good), "draft", 7.0)[1]  # the wrong phase
+    assert not acc.phase_check(_report(good), "verify", 12.0)[1]  # more than a quarter off the truth's size
+    assert not acc.phase_check(_report(_effect("verify", 6.8, (7.0, 7.4), {"verify": True})), "verify", 7.0)[1]
+    assert not acc.phase_check(_report(_effect("verify", 6.8, (-0.5, 7.4), {"verify": True})), "verify", 7.0)[1]
+    both = _effect("verify", 6.8, (6.5, 7.1), {"verify": True, "draft": True})  # the other phase moved too
+    assert not acc.phase_check(_report(both), "verify", 7.0)[1]
+    assert not acc.phase_check({}, "verify", 7.0)[1]  # nothing claimed where the truth has an effect
+    assert acc.phase_check({}, "none")[1] and not acc.phase_check(_report(good), "none")[1]

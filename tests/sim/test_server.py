@@ -173,12 +173,15 @@ def test_timings_and_no_orphans(local_box):
     assert res.healthy
     pids = sb.server_pids()
     stopped = sb.stop_all()
-    assert time.perf_counter() - t0 < 3.0
+    # Scaled, not real: a real launch of this model takes minutes. The bound leaves room for a loaded 2-core CI box
+    # (3 s was once missed there by 0.1 s while three other test workers ran).
+    assert time.perf_counter() - t0 < 15.0
     assert sorted(stopped) == sorted(pids)
     res = sb.launch_server(box.host)
     t0 = time.perf_counter()
     meta = _generate(sb.port, 256)["meta_info"]
-    assert time.perf_counter() - t0 < 0.5 and meta["completion_tokens"] == 256
+    # The request's wall time is its model time over the scenario's time scale (200), with room for a loaded box.
+    assert time.perf_counter() - t0 < meta["e2e_latency"] / 20 and meta["completion_tokens"] == 256
     pids = sb.server_pids()
     assert len(pids) == 10
     box.host.close()

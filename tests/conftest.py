@@ -101,10 +101,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Under xdist, each worker's slice starts with its share of the slow tests (tests/xdist_order.py says why).
     Every worker computes the same order from the same collection, as xdist requires."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
-    if workers > 1:
-        from xdist_order import arrange, load_weights  # tests/ is on sys.path (rootdir conftest, no __init__)
+    if workers < 2:
+        return
+    from xdist_order import arrange, load_weights  # tests/ is on sys.path (rootdir conftest, no __init__)
 
-        items[:] = arrange([(it.nodeid, it) for it in items], load_weights(), workers)
+    units: dict[str, tuple[str, list[str], list[pytest.Item]]] = {}
+    for it in items:  # a module whose tests share a module- or class-scoped fixture is one unit
+        info = getattr(it, "_fixtureinfo", None)
+        shared = info is not None and any(defs and defs[-1].scope in ("module", "class", "package")
+                                          for defs in info.name2fixturedefs.values())
+        key = it.nodeid.split("::")[0] if shared else it.nodeid
+        units.setdefault(key, (key, [], []))
+        units[key][1].append(it.nodeid)
+        units[key][2].append(it)
+    items[:] = arrange(list(units.values()), load_weights(), workers)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -8,8 +8,8 @@ the slow work starts at once on every worker and the tails that get stolen are t
 
 Weights are seconds per test (setup, call and teardown) from a profiled run (`durations.json`, refreshed with
 `python tests/xdist_order.py LOG > tests/durations.json` from a `pytest --durations=0` log). A test missing from
-it counts as light and keeps its place in file order; a wrong weight costs only balance, never a test. A slow test
-whose module fixture it shares with others may build that fixture on a second worker: xdist's stealing does too.
+it counts as light and keeps its place in file order; a wrong weight costs only balance, never a test. The tests of
+a module that share a module-scoped fixture move together (the fixture is built once per worker that runs any).
 """
 
 from __future__ import annotations
@@ -36,24 +36,28 @@ def slice_sizes(total: int, workers: int) -> list[int]:
     return sizes
 
 
-def arrange(items: Sequence[tuple[str, T]], weights: dict[str, float], workers: int) -> list[T]:
-    """`items` (test id, item), in collection order, reordered for `workers` slices; every item kept once."""
+def arrange(units: Sequence[tuple[str, list[str], list[T]]], weights: dict[str, float], workers: int) -> list[T]:
+    """`units` (key, test ids, items), in collection order, reordered for `workers` slices; every item kept once.
+    A unit moves whole: a module whose tests share a module-scoped fixture is one unit (split, each worker that
+    runs a part would build the fixture again), any other test is its own."""
+    items = [it for _, _, its in units for it in its]
     if workers < 2 or len(items) < workers:
-        return [it for _, it in items]
+        return items
     sizes = slice_sizes(len(items), workers)
-    heavy = sorted((x for x in items if weights.get(x[0], 0.0) >= HEAVY_S), key=lambda x: -weights[x[0]])
-    light = [it for tid, it in items if weights.get(tid, 0.0) < HEAVY_S]
+    weight = {key: sum(weights.get(t, 0.0) for t in tids) for key, tids, _ in units}
+    heavy = sorted((u for u in units if weight[u[0]] >= HEAVY_S), key=lambda u: -weight[u[0]])
+    light = [it for key, _, its in units if weight[key] < HEAVY_S for it in its]
     slices: list[list[T]] = [[] for _ in range(workers)]
     load = [0.0] * workers
     overflow: list[T] = []
-    for tid, it in heavy:  # longest first, each to the slice with the least time that still has room
-        room = [i for i in range(workers) if len(slices[i]) < sizes[i]]
+    for key, _, its in heavy:  # longest first, each to the slice with the least time that still has room
+        room = [i for i in range(workers) if len(slices[i]) + len(its) <= sizes[i]]
         if not room:
-            overflow.append(it)
+            overflow.extend(its)
             continue
         i = min(room, key=lambda k: load[k])
-        slices[i].append(it)
-        load[i] += weights[tid]
+        slices[i].extend(its)
+        load[i] += weight[key]
     rest = iter([*overflow, *light])
     for i in range(workers):
         while len(slices[i]) < sizes[i]:

@@ -18,10 +18,11 @@ the clean server, verify's GPU time, CPU range and time after its GPU work uncha
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from .errors import ParseError
-from .torch_trace import CycleAccount, Phase, PhaseRange, PhaseTrace, guard_parse, index_trace
+from .torch_trace import CycleAccount, Phase, PhaseRange, PhaseTrace, cycle_finder, guard_parse, index_trace
 from .torch_trace import TraceIndex as _TraceIndex
 from .torch_trace import categories as _categories
 from .torch_trace import external_id as _ext
@@ -74,11 +75,12 @@ def _index(events: list[dict[str, Any]], cpu: list[dict[str, Any]]) -> _TraceInd
     return index_trace(events, batches)
 
 
-def _phase_range(e: dict[str, Any], hit: tuple[Phase, int | None], idx: _TraceIndex) -> PhaseRange:
+def _phase_range(e: dict[str, Any], hit: tuple[Phase, int | None], idx: _TraceIndex,
+                 cycle_of: Callable[[float, Any], int | None]) -> PhaseRange:
     ts, dur = _num(e, "ts"), _num(e, "dur")
     work = _launched_work(e, ts, dur, idx)
     span = _gpu_span(idx.gua.get(_ext(e)), work)
-    cycle = next((i for i, (b0, b1, tid) in enumerate(idx.batches) if b0 <= ts <= b1 and tid == e.get("tid")), None)
+    cycle = cycle_of(ts, e.get("tid"))
     first = _first_launch(e, ts, dur, idx) if span is not None else None
     return PhaseRange(host_inside_ms=None if first is None else max(first - ts, 0.0) / 1000.0,
                       gpu_start_ms=None if span is None else span[0] / 1000.0,
@@ -101,12 +103,13 @@ def _parse(data: bytes | str) -> SGLangTrace:
     cats = _categories(events)
     cpu = _phase_annotations(events)
     idx = _index(events, cpu)
+    cycle_of = cycle_finder(idx.batches)
     ranges: list[PhaseRange] = []
     closed: dict[tuple[int, Any], float] = {}  # (cycle, thread) -> when its last phase range closed (µs)
     for e in sorted(cpu, key=lambda x: _num(x, "ts")):
         hit = _phase(str(e.get("name")))
         if hit is not None:
-            r = _phase_range(e, hit, idx)
+            r = _phase_range(e, hit, idx, cycle_of)
             if r.cycle is not None and r.gpu_ms is not None:
                 key, ts = (r.cycle, e.get("tid")), _num(e, "ts")
                 r.host_before_ms = max(ts - closed.get(key, idx.batches[r.cycle][0]), 0.0) / 1000.0

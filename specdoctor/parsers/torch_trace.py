@@ -204,6 +204,30 @@ def index_trace(events: list[dict[str, Any]], batches: list[tuple[float, float, 
     return TraceIndex(gua, launches, launch_ts, gpu_by_corr, sorted(batches, key=lambda b: b[0]))
 
 
+def cycle_finder(batches: list[tuple[float, float, Any]]) -> Callable[[float, Any], int | None]:
+    """`find(ts, thread)`: the index of the first of `batches` (sorted by start) on that thread holding ts, or None.
+
+    A thread's cycles follow one another, so the one holding ts is the last to start at or before it (a bisection,
+    not a scan of every cycle per range: a real trace holds thousands of both). Where a thread's cycles touch or
+    overlap, its lookups scan them in order, which gives the same first match."""
+    by_tid: dict[Any, list[tuple[float, float, int]]] = defaultdict(list)
+    for i, (b0, b1, tid) in enumerate(batches):
+        by_tid[tid].append((b0, b1, i))
+    starts = {tid: [b[0] for b in bs] for tid, bs in by_tid.items()}
+    apart = {tid: all(bs[k][0] > bs[k - 1][1] for k in range(1, len(bs))) for tid, bs in by_tid.items()}
+
+    def find(ts: float, tid: Any) -> int | None:
+        bs = by_tid.get(tid)
+        if not bs:
+            return None
+        if not apart[tid]:
+            return next((i for b0, b1, i in bs if b0 <= ts <= b1), None)
+        k = bisect.bisect_right(starts[tid], ts) - 1
+        return bs[k][2] if k >= 0 and bs[k][1] >= ts else None
+
+    return find
+
+
 def first_launch(e: dict[str, Any], ts: float, dur: float, idx: TraceIndex) -> float | None:
     """When the range's first runtime call on its own thread that put work on the GPU started (µs); without any
     correlated GPU work, its first runtime call; None when it made none. A runtime call is not a launch: on the real

@@ -80,7 +80,8 @@ def test_survey_killed_on_one_controller_is_listed_and_resumed_on_another(postgr
         assert len(by_first) == before, "the hosts the first controller finished were surveyed again"
         assert sorted(run["resumed_rows"]) == sorted(set(fleet.names) - set(by_first))
         assert all(not rows[n]["controller"].endswith(f":{first.pid}") for n in run["resumed_rows"])
-        assert {rows[n]["status"] for n in fleet.names if n in fleet.sandboxes} == {"ok"}
+        assert {rows[n]["status"] for n in fleet.names if n in fleet.sandboxes} == {"ok"}, \
+            {n: (r["status"], r.get("error")) for n, r in rows.items()}
         assert rows["h09"]["status"] == "unreachable"
         assert run["analysis"]["outliers"] == []
 

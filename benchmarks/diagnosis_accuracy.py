@@ -6,8 +6,10 @@ Every scenario (built-in and corpus) is laid out once per noise seed (the scenar
 investigated in-process, like `specdoctor investigate --host sim:NAME --yes`. One row per scenario, aggregated
 over its seeds: verdict right (k/N), culprit files right, innocent files blamed, causes named vs truth,
 launches, wall seconds, and whether another user's server was examined or touched. Totals: verdict accuracy,
-culprit precision/recall, wrong-culprit count. Exit status 1 when any verdict is wrong, any innocent file is
-blamed, or another user's server was touched; 0 otherwise. Only this benchmark and the tests read `truth`.
+culprit precision/recall, wrong-culprit count. Exit status 1 when any verdict is wrong, any culprit list differs from
+the truth's (an innocent file blamed or a culprit missed), a phase effect or a share is off, another user's server
+was touched, the user's checkout was not left as found, or a run did not complete; 0 otherwise. Only this benchmark
+and the tests read `truth`.
 """
 
 from __future__ import annotations
@@ -123,31 +125,43 @@ def innocent_commits(report: dict, culprit_subjects: list[str]) -> list[str]:
     return out
 
 
-def _effect_holds(e: dict, want: str, delta_ms: float | None) -> bool:
-    """One claimed phase effect against the truth: its phase, a CI that holds its estimate on the slow side, within a
-    quarter of the truth's size (when the truth gives one), and on its basis the phase moved and no other did."""
-    if e.get("phase") != want:
+def _effect_holds(e: dict, want: str, delta_ms: float | None, basis: str) -> bool:
+    """One claimed phase effect against the truth: its phase read from the profiler on the expected basis (GPU time,
+    or host time for a host stall), a CI that holds its estimate on the slow side, within a quarter of the truth's
+    size (when the truth gives one), and on its basis the phase moved and no other did (for a host stall, no GPU
+    time moved at all)."""
+    if e.get("phase") != want or e.get("basis") != basis or not str(e.get("source") or "").startswith("profiler-gpu"):
         return False
     lo, hi = e.get("ci") or (None, None)
     if lo is None or hi is None or not 0 < lo <= e["delta_ms"] <= hi:
         return False
     if delta_ms is not None and abs(e["delta_ms"] - delta_ms) > 0.25 * abs(delta_ms):
         return False
-    basis = e.get("basis")
-    moved = {d["phase"]: bool(d.get("moved")) for d in e.get("phases") or [] if d.get("basis") == basis}
-    if not moved:  # an effect recorded without its per-phase table: the phase and size above are what is known
-        return True
-    return moved.get(want, False) and not any(m for ph, m in moved.items() if ph != want)
+    rows = {(d.get("phase"), d.get("basis")): bool(d.get("moved")) for d in e.get("phases") or []}
+    if not rows.get((want, basis)) or not any(ph != want and b == basis for ph, b in rows):
+        return False  # the phase did not move, or no other phase was read to be left alone
+    return not any(m for (ph, b), m in rows.items() if (b == basis and ph != want) or (basis == "host" and b == "gpu"))
 
 
-def phase_check(report: dict, want: str, delta_ms: float | None = None) -> tuple[str, bool]:
+def _unit_line(md: str, want: str) -> bool:
+    """The report's attribution line states the effect with its unit: '(draft +2.0 ms … per step', verify per cycle."""
+    unit = "step" if want == "draft" else "cycle"
+    return any(f"({want} +" in line and f"per {unit}" in line for line in md.splitlines())
+
+
+def phase_check(report: dict, want: str, delta_ms: float | None = None, basis: str = "gpu",
+                md: str | None = None) -> tuple[str, bool]:
     """The attribution's phase effects (confirmed causes) against the truth's phase: right when at least one is
-    claimed and every one names `want` with the size and the untouched other phases `_effect_holds` asks; for
-    'none', right when none is claimed."""
+    claimed and every one names `want` as `_effect_holds` asks (and, given the report's markdown, it states the
+    effect per step or per cycle); for 'none', right when none is claimed."""
     effects = [c["phase_effect"] for c in (report.get("attribution") or {}).get("causes") or []
                if c.get("confirmed", True) and c.get("phase_effect")]
-    got = "; ".join(f"{e['phase']} {e['delta_ms']:+.1f} ms [{e['ci'][0]:.1f}, {e['ci'][1]:.1f}]" for e in effects)
-    ok = not effects if want == "none" else bool(effects) and all(_effect_holds(e, want, delta_ms) for e in effects)
+    got = "; ".join(f"{e.get('phase')} {e.get('delta_ms', 0.0):+.1f} ms" + (
+        f" [{e['ci'][0]:.1f}, {e['ci'][1]:.1f}]" if len(e.get("ci") or []) == 2 else "") for e in effects)
+    if want == "none":
+        return got or "none", not effects
+    ok = bool(effects) and all(_effect_holds(e, want, delta_ms, basis) for e in effects) and \
+        (md is None or _unit_line(md, want))
     return got or "none", ok
 
 
@@ -285,7 +299,10 @@ def run_one(name: str, k: int) -> Result:
         res.launches_expected = plan.get("launches_expected")
         res.launches_worst = plan.get("launches_max")
     if truth.phase_effect is not None:
-        res.phase, res.phase_ok = phase_check(report, truth.phase_effect.phase, truth.phase_effect.delta_ms)
+        basis = "host" if any(e.verify_host_ms or e.draft_host_ms for e in sc.perf.effects) else "gpu"
+        md_path = out / "report.md"
+        res.phase, res.phase_ok = phase_check(report, truth.phase_effect.phase, truth.phase_effect.delta_ms, basis,
+                                              md_path.read_text() if md_path.is_file() else "")
     res.share, res.share_ok = share_check(report)
     res.verdict_ok = res.verdict == truth.verdict
     return res
@@ -352,6 +369,7 @@ def _totals(results: list[Result]) -> dict[str, float | int]:
             "causes_total": sum(len(r.causes_named) + len(r.causes_missed) for r in results),
             "other_server_touched": sum(r.other_server_touched for r in results),
             "trees_changed": sum(r.tree_changed for r in results),
+            "culprits_wrong": sum(r.blamed != r.truth_culprits for r in results),
             "incomplete": sum(r.status != "complete" for r in results),
             "launches": sum(r.launches for r in results),
             "launches_spared": sum(r.launches_spared for r in results)}
@@ -471,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps({"totals": totals, "results": [r.model_dump() for r in results]},
                                               indent=1))
     bad = (totals["verdict_accuracy"] < 1.0 or totals["wrong_culprits"] > 0 or totals["other_server_touched"] > 0
-           or totals["trees_changed"] > 0 or totals["incomplete"] > 0
+           or totals["trees_changed"] > 0 or totals["incomplete"] > 0 or totals["culprits_wrong"] > 0
            or totals["phases_wrong"] > 0 or totals["shares_wrong"] > 0)
     return 1 if bad else 0
 

@@ -97,10 +97,11 @@ def sshd() -> Iterator[SSHServer]:
         server.stop()
 
 
+@pytest.hookimpl(trylast=True)  # after -k/-m deselection: the slices are of the tests that run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under xdist, each worker's slice starts with its share of the slow tests (tests/xdist_order.py says why).
     Every worker computes the same order from the same collection, as xdist requires."""
-    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 0))  # set in xdist's workers only
     if workers < 2:
         return
     from xdist_order import arrange, load_weights  # tests/ is on sys.path (rootdir conftest, no __init__)

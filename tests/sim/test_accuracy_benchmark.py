@@ -97,9 +97,13 @@ def test_a_share_is_checked_against_the_culprits_confirming_trial():
     assert acc.share_check(alone)[1] is True
 
 
-def _effect(phase: str, delta: float, ci: tuple[float, float], moved: dict[str, bool], basis: str = "gpu") -> dict:
-    return {"phase": phase, "delta_ms": delta, "ci": list(ci), "basis": basis,
-            "phases": [{"phase": ph, "basis": basis, "moved": m} for ph, m in moved.items()]}
+def _effect(phase: str, delta: float, ci: tuple[float, float], moved: dict[str, bool], basis: str = "gpu",
+            gpu_moved: bool = False) -> dict:
+    rows = [{"phase": ph, "basis": basis, "moved": m} for ph, m in moved.items()]
+    if basis == "host":  # a host stall's report also reads the GPU time of every phase
+        rows += [{"phase": ph, "basis": "gpu", "moved": gpu_moved} for ph in moved]
+    return {"phase": phase, "delta_ms": delta, "ci": list(ci), "basis": basis, "phases": rows,
+            "source": "profiler-gpu: essentials + a.py vs every patch but a.py"}
 
 
 def _report(*effects: dict) -> dict:
@@ -112,9 +116,30 @@ def test_a_phase_effect_is_right_in_phase_size_interval_and_the_phase_left_alone
     assert acc.phase_check(_report(good), "verify")[1]  # no size in the truth: phase, interval, others
     assert not acc.phase_check(_report(good), "draft", 7.0)[1]  # the wrong phase
     assert not acc.phase_check(_report(good), "verify", 12.0)[1]  # more than a quarter off the truth's size
-    assert not acc.phase_check(_report(_effect("verify", 6.8, (7.0, 7.4), {"verify": True})), "verify", 7.0)[1]
-    assert not acc.phase_check(_report(_effect("verify", 6.8, (-0.5, 7.4), {"verify": True})), "verify", 7.0)[1]
+    assert not acc.phase_check(_report(_effect("verify", 6.8, (7.0, 7.4), {"verify": True, "draft": False})),
+                               "verify", 7.0)[1]
+    assert not acc.phase_check(_report(_effect("verify", 6.8, (-0.5, 7.4), {"verify": True, "draft": False})),
+                               "verify", 7.0)[1]
     both = _effect("verify", 6.8, (6.5, 7.1), {"verify": True, "draft": True})  # the other phase moved too
     assert not acc.phase_check(_report(both), "verify", 7.0)[1]
+    alone = _effect("verify", 6.8, (6.5, 7.1), {"verify": True})  # no other phase read: nothing shown left alone
+    assert not acc.phase_check(_report(alone), "verify", 7.0)[1]
+    assert not acc.phase_check(_report({**good, "source": "cycle arithmetic"}), "verify", 7.0)[1]
     assert not acc.phase_check({}, "verify", 7.0)[1]  # nothing claimed where the truth has an effect
     assert acc.phase_check({}, "none")[1] and not acc.phase_check(_report(good), "none")[1]
+
+
+def test_a_host_stall_is_read_on_host_time_with_no_gpu_time_moved():
+    stall = _effect("verify", 3.0, (2.9, 3.1), {"verify": True, "draft": False}, basis="host")
+    assert acc.phase_check(_report(stall), "verify", 3.0, "host")[1]
+    assert not acc.phase_check(_report(stall), "verify", 3.0, "gpu")[1]  # a GPU story read on host time
+    moved = _effect("verify", 3.0, (2.9, 3.1), {"verify": True, "draft": False}, basis="host", gpu_moved=True)
+    assert not acc.phase_check(_report(moved), "verify", 3.0, "host")[1]
+
+
+def test_the_report_states_the_effect_per_step_or_per_cycle():
+    good = _effect("draft", 2.0, (1.9, 2.1), {"draft": True, "verify": False})
+    line = "- eagle_worker.py: −13.5 tok/s (draft +2.0 ms [1.9, 2.1] per step, profiler-gpu)"
+    assert acc.phase_check(_report(good), "draft", 2.0, md=line)[1]
+    assert not acc.phase_check(_report(good), "draft", 2.0, md=line.replace("per step", "per cycle"))[1]
+    assert not acc.phase_check(_report(good), "draft", 2.0, md="")[1]

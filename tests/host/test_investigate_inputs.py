@@ -138,10 +138,11 @@ def test_a_run_that_ends_in_error_exits_3_with_its_report(tmp_path: Path) -> Non
     pb = tmp_path / "abort.yaml"
     pb.write_text("name: t\nsteps:\n  - {id: f, tool: catalog_diffs, args: {repo: /no/such/checkout}, "
                   "on_error: abort}\n  - {id: c, action: conclude}\n")
-    proc = _cli(["--host", "local", "--playbook", str(pb), "--json"], tmp_path)
+    # --engine: no server runs here, and the run's engine would otherwise come from whatever other tests serve
+    proc = _cli(["--host", "local", "--engine", "sglang", "--playbook", str(pb), "--json"], tmp_path)
     assert proc.returncode == 3, proc.stderr[-2000:]
     assert proc.stderr.strip().splitlines()[-1].startswith("specdoctor: run ") and "ended in error" in proc.stderr
     assert (tmp_path / "out" / "report.json").is_file()
     ok = tmp_path / "ok.yaml"  # the same run without the failing step: exit 0 (the check must not fire)
     ok.write_text("name: t\nsteps:\n  - {id: h, tool: host_facts}\n  - {id: c, action: conclude}\n")
-    assert _cli(["--host", "local", "--playbook", str(ok), "--json"], tmp_path).returncode == 0
+    assert _cli(["--host", "local", "--engine", "sglang", "--playbook", str(ok), "--json"], tmp_path).returncode == 0

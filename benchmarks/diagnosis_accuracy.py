@@ -227,13 +227,6 @@ def _launches(audit: Path) -> int:
     return sum(1 for e in entries if LAUNCH_MARK in e.get("command", ""))
 
 
-def _tree_state(host, repo: str) -> str:
-    """What a user would compare: status incl. untracked, the diff, and the stash list (not specdoctor's code)."""
-    return "\n--\n".join(host.run(argv).stdout for argv in (
-        ["git", "-C", repo, "status", "--porcelain=v1", "-uall"], ["git", "-C", repo, "diff", "HEAD"],
-        ["git", "-C", repo, "stash", "list"]))
-
-
 def _access_lines(log: Path) -> int:
     """HTTP requests another server has answered (its uvicorn-style access lines), except /health probes: the
     layout's own readiness probe is logged after its answer, so counting it would race."""
@@ -264,7 +257,7 @@ def run_one(name: str, k: int) -> Result:
     others_before = sandbox.other_server_pids()
     other_logs = [Path(o.log.replace("{root}", str(sandbox.root))) for o in sc.other_servers]
     access_before = [_access_lines(p) for p in other_logs]
-    tree_before = _tree_state(host, sandbox.repo)
+    tree_before = sandbox.checkout_state(host)
     try:
         outcome = investigate(InvestigateOptions(host=f"sim:{name}", yes=True, out=str(out)), host=host)
         res.verdict = outcome.verdict
@@ -275,7 +268,7 @@ def run_one(name: str, k: int) -> Result:
         alive = {p for p in sandbox.other_server_pids()}
         res.other_server_touched = bool(others_before) and (
             set(others_before) != alive or [_access_lines(p) for p in other_logs] != access_before)
-        res.tree_changed = _tree_state(host, sandbox.repo) != tree_before
+        res.tree_changed = sandbox.checkout_state(host) != tree_before
         host.close()
     report_path = out / "report.json"
     report = json.loads(report_path.read_text()) if report_path.is_file() else {}

@@ -106,16 +106,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     from xdist_order import arrange, load_weights  # tests/ is on sys.path (rootdir conftest, no __init__)
 
-    units: dict[str, tuple[str, list[str], list[pytest.Item]]] = {}
+    units: dict[str, list[pytest.Item]] = {}
     for it in items:  # a module whose tests share a module- or class-scoped fixture is one unit
         info = getattr(it, "_fixtureinfo", None)
         shared = info is not None and any(defs and defs[-1].scope in ("module", "class", "package")
                                           for defs in info.name2fixturedefs.values())
-        key = it.nodeid.split("::")[0] if shared else it.nodeid
-        units.setdefault(key, (key, [], []))
-        units[key][1].append(it.nodeid)
-        units[key][2].append(it)
-    items[:] = arrange(list(units.values()), load_weights(), workers)
+        units.setdefault(it.nodeid.split("::")[0] if shared else it.nodeid, []).append(it)
+    weights = load_weights()
+    items[:] = arrange(list(units.values()), lambda it: weights.get(it.nodeid, 0.0), workers)
 
 
 def pytest_configure(config: pytest.Config) -> None:

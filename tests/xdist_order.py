@@ -1,9 +1,9 @@
-"""The order the suite's modules run in under pytest-xdist's work stealing: the slow modules first, spread evenly.
+"""The order the suite's tests run in under pytest-xdist's work stealing: the slow ones first, spread evenly.
 
 `--dist worksteal` hands each of the N workers one contiguous slice of the collection (by count), then lets an
-idle worker take the tail of the longest queue. In file order the slow end-to-end modules bunch up: one worker is
+idle worker take the tail of the longest queue. In file order the slow end-to-end tests bunch up: one worker is
 left running a two-minute test at the end while the others idle. Here each slice starts with its share of the
-slow modules (longest first, each to the slice with the least time so far) and is filled up with light ones, so
+slow tests (longest first, each to the slice with the least time so far) and is filled up with light ones, so
 the slow work starts at once on every worker and the tails that get stolen are the light tests.
 
 Weights are seconds per test (setup, call and teardown) from a profiled run (`durations.json`, refreshed with
@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -36,28 +36,28 @@ def slice_sizes(total: int, workers: int) -> list[int]:
     return sizes
 
 
-def arrange(units: Sequence[tuple[str, list[str], list[T]]], weights: dict[str, float], workers: int) -> list[T]:
-    """`units` (key, test ids, items), in collection order, reordered for `workers` slices; every item kept once.
-    A unit moves whole: a module whose tests share a module-scoped fixture is one unit (split, each worker that
-    runs a part would build the fixture again), any other test is its own."""
-    items = [it for _, _, its in units for it in its]
+def arrange(units: Sequence[list[T]], seconds: Callable[[T], float], workers: int) -> list[T]:
+    """`units` (lists of items, in collection order) reordered for `workers` slices; every item kept once. A unit
+    moves whole: a module whose tests share a module-scoped fixture is one unit (split, each worker that runs a
+    part would build the fixture again), any other test is its own. `seconds(item)`: its weight."""
+    items = [it for its in units for it in its]
     if workers < 2 or len(items) < workers:
         return items
     sizes = slice_sizes(len(items), workers)
-    weight = {key: sum(weights.get(t, 0.0) for t in tids) for key, tids, _ in units}
-    heavy = sorted((u for u in units if weight[u[0]] >= HEAVY_S), key=lambda u: -weight[u[0]])
-    light = [it for key, _, its in units if weight[key] < HEAVY_S for it in its]
+    weighted = [(sum(seconds(it) for it in its), its) for its in units]
+    heavy = sorted((u for u in weighted if u[0] >= HEAVY_S), key=lambda u: -u[0])
+    light = [it for w, its in weighted if w < HEAVY_S for it in its]
     slices: list[list[T]] = [[] for _ in range(workers)]
     load = [0.0] * workers
     overflow: list[T] = []
-    for key, _, its in heavy:  # longest first, each to the slice with the least time that still has room
+    for w, its in heavy:  # longest first, each to the slice with the least time that still has room
         room = [i for i in range(workers) if len(slices[i]) + len(its) <= sizes[i]]
         if not room:
             overflow.extend(its)
             continue
         i = min(room, key=lambda k: load[k])
         slices[i].extend(its)
-        load[i] += weight[key]
+        load[i] += w
     rest = iter([*overflow, *light])
     for i in range(workers):
         while len(slices[i]) < sizes[i]:

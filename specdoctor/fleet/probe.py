@@ -79,10 +79,9 @@ def _examine(host: Host, row: HostSurvey, target: SurveyTarget, params: SurveyPa
             several = f"several SGLang servers (ports {ports}): name one as port= in the hosts file"
         server = next((s for s in servers.servers if port is None or s.port == port), servers.servers[0])
         port = port or server.port
-        if engine_for_launch(server.argv) is not None:
-            # The surveyed server says which engine it is: a box may also run another engine's server, and then
-            # the host's processes alone cannot tell (the benchmark asked them, and failed as "several engines").
-            ctx.engine_for(server.argv)
+        # The surveyed server says which engine it is: a box may also run another engine's server, and then the
+        # host's processes alone cannot tell (the benchmark asked them, and failed as "several engines").
+        ctx.run_engine = ctx.run_engine or engine_for_launch(server.argv)
         row.launch = launch_flags(server.args, host.home())
         row.launch_line = " ".join(server.argv)
     row.port = port

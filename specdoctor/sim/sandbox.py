@@ -129,6 +129,12 @@ class Sandbox:
             out.append(entry[0])
         return out
 
+    def checkout_state(self, host: Host) -> str:
+        """What a user would compare to see their checkout left as found: status with untracked files, the diff
+        against HEAD, and the stash list (read through `host`, as the user who runs specdoctor)."""
+        return "\n--\n".join(host.run(["git", "-C", self.repo, *args]).stdout for args in (
+            ["status", "--porcelain=v1", "-uall"], ["diff", "HEAD"], ["stash", "list"]))
+
     def other_server_pids(self) -> list[tuple[int, int | None]]:
         """(pid, starttime) of the other users' servers' processes that are still alive."""
         return self._pidfile_procs(others=True)

@@ -77,7 +77,7 @@ class NarrativeFact(FactModel):
 class RunFacts(BaseModel):
     """Every fact a step may record, by name. All optional: a playbook records what its steps reach."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     # where the server is and how it runs (locate step)
     server: ServerFact | None = None

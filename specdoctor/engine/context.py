@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from specdoctor.diagnosis import PlanAction, Verdict
 from specdoctor.engine.playbook import Playbook
+from specdoctor.engine.state import RunState
 from specdoctor.host.base import Host
 from specdoctor.models import StateReader
 from specdoctor.toolkit import ToolContext, ToolResult
@@ -80,3 +81,14 @@ class RunDeps:
     yes: bool = False
     dry_run: bool = False
     playbook: Playbook | None = None
+    record: RunState | None = None
+    """The typed run record after the last step this process ran (the checkpoint's twin, not read back)."""
+
+    def record_for(self, checkpoint: Mapping[str, Any]) -> RunState:
+        """The typed record of `checkpoint`: the one this process made when it is that checkpoint's (same run, same
+        steps done), else read from the checkpoint once (a resume, another process)."""
+        rec = self.record
+        if rec is not None and rec.run_id == (checkpoint.get("run_id") or "") and rec.done == list(
+                checkpoint.get("done") or []):
+            return rec
+        return RunState.from_checkpoint(checkpoint)

@@ -91,7 +91,7 @@ def _backup_id(view: StateView) -> str:
     bid = view.get("facts.backup_id")
     if bid:
         return str(bid)
-    run_id = str(view.state.get("run_id") or "RUN")
+    run_id = view.record.run_id or "RUN"
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in run_id)
 
 

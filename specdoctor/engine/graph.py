@@ -9,6 +9,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
+from specdoctor.diagnosis.facts import RunFacts, checked_facts
 from specdoctor.engine.actions import ActionOutcome
 from specdoctor.engine.actions.catalogue import ACTIONS
 from specdoctor.engine.budget import budget_blocker
@@ -17,7 +18,7 @@ from specdoctor.engine.dry_run import plan_step, runs_in_dry_run
 from specdoctor.engine.playbook import Playbook, Step
 from specdoctor.engine.predicates import explain
 from specdoctor.engine.refs import resolve_args
-from specdoctor.engine.state import Decision, RunState, StateView
+from specdoctor.engine.state import Checkpoint, Decision, RunState, StateView, StepUpdate
 from specdoctor.errors import HostError, SpecdoctorError
 from specdoctor.host.redact import redact_text
 from specdoctor.toolkit import ToolResult, registry
@@ -53,8 +54,8 @@ def _tool_outcome(step: Step, result: ToolResult) -> ActionOutcome:
                         found=result.summary, decided=decided,
                         why="tool result" if result.ok else (result.error or result.summary),
                         evidence=[e.command for e in result.evidence])
-    return ActionOutcome(status=result.status, summary=result.summary,
-                         results={step.id: result.model_dump(mode="json")}, decisions=[decision])
+    return ActionOutcome(status=result.status, summary=result.summary, results={step.id: result},
+                         decisions=[decision])
 
 
 def _run_step(step: Step, deps: RunDeps, view: StateView) -> ActionOutcome:
@@ -62,11 +63,11 @@ def _run_step(step: Step, deps: RunDeps, view: StateView) -> ActionOutcome:
     if step.tool:
         ctx = dataclasses.replace(deps.tool_ctx, auto_approve=True)  # approval was handled by the node
         outcome = _tool_outcome(step, registry.call(ctx, step.tool, args))
-        out = StateView({"results": outcome.results})
-        for fact, path in step.save.items():
-            value = out.get(f"{step.id}.{path}")
-            if value is not None:
-                outcome.facts[fact] = value
+        out = StateView(RunState(results=outcome.results))
+        saved = {fact: value for fact, path in step.save.items()
+                 if (value := out.get(f"{step.id}.{path}")) is not None}
+        if saved:  # `save:` names a path in the tool's JSON output (a playbook is text)
+            outcome.facts = checked_facts(saved, where=f"step {step.id!r} save")
         return outcome
     return ACTIONS[step.action or ""].fn(deps, view, step, args)
 
@@ -80,7 +81,7 @@ def gpu_blocker(step: Step, effect: str, view: StateView) -> str | None:
     return blocked_by_user_server(view)
 
 
-def plan_only(step: Step, deps: RunDeps, view: StateView) -> dict[str, Any]:
+def plan_only(step: Step, deps: RunDeps, view: StateView) -> StepUpdate:
     """--dry-run: record what the step would run (facts `dry_run`), run nothing."""
     planned = plan_step(step, view, resolve_args(step.args, view), step_effect(step))
     unknown = sum(not c.known for c in planned.commands)
@@ -92,11 +93,11 @@ def plan_only(step: Step, deps: RunDeps, view: StateView) -> dict[str, Any]:
                  checked=f"{planned.target} ({planned.effect})", found=found, decided="not run (dry run)",
                  why=planned.why, evidence=[c.command for c in planned.commands])
     deps.view.step_finished(step.id, "dry-run", found)
-    plan = {**(view.facts.get("dry_run") or {}), step.id: planned.model_dump(mode="json")}
-    return {"decisions": [d.model_dump()], "facts": {"dry_run": plan}, "done": [step.id]}
+    plan = {**(view.run_facts.dry_run or {}), step.id: planned.model_dump(mode="json")}
+    return StepUpdate(decisions=[d], facts=RunFacts(dry_run=plan), done=[step.id])
 
 
-def _held_for_budget(step: Step, deps: RunDeps, view: StateView, why: str) -> dict[str, Any]:
+def _held_for_budget(step: Step, deps: RunDeps, view: StateView, why: str) -> StepUpdate:
     """Not started for the budget: recorded with what it would have decided and the command to continue."""
     from specdoctor.engine.budget import continue_command
     from specdoctor.models.identity import BudgetFact
@@ -109,74 +110,80 @@ def _held_for_budget(step: Step, deps: RunDeps, view: StateView, why: str) -> di
                  found=why, decided="not started (budget); to continue: " + continue_command(view, fact),
                  why="--budget: the run stops where the next step would overrun, and puts your server back")
     deps.view.step_finished(step.id, "skipped", why)
-    return {"decisions": [d.model_dump()], "facts": {"budget": fact.model_dump(mode="json")}, "done": [step.id]}
+    return StepUpdate(decisions=[d], facts=RunFacts(budget=fact), done=[step.id])
 
 
 def make_node(step: Step):
     """The node for one step: `when`, approval (interrupt), error policy, decision, progress events."""
 
-    def node(state: RunState, runtime: Runtime[RunDeps]) -> dict[str, Any]:
+    def node(state: Checkpoint, runtime: Runtime[RunDeps]) -> dict[str, Any]:
         deps = runtime.context
-        view = StateView(state)
-        if deps.dry_run and not runs_in_dry_run(step.tool or step.action or ""):
-            return plan_only(step, deps, view)  # listed with its commands whatever its condition says today
-        holds, said = explain(step.when, view) if step.when else (True, "")
-        if not holds:
-            d = Decision(step=step.id, title=step.title, tool=step.tool, status="skipped",
-                         checked=f"condition `{step.when}`", found=said,
-                         decided="skipped this step", why="its condition does not hold")
-            deps.view.step_finished(step.id, "skipped", d.found)
-            return {"decisions": [d.model_dump()], "done": [step.id]}
-        effect = step_effect(step)
-        blocked = None if deps.dry_run else gpu_blocker(step, effect, view)
-        if blocked:  # the user's server holds the GPUs: a launch beside it would fail (never fight for them)
-            d = Decision(step=step.id, title=step.title, tool=step.tool, status="skipped",
-                         checked="the GPUs this step's launches need", found=blocked, decided="not done",
-                         why="the user's server holds them and was not stopped")
-            deps.view.step_finished(step.id, "skipped", blocked)
-            return {"decisions": [d.model_dump()], "done": [step.id]}
-        held = None if deps.dry_run else budget_blocker(step, effect, view)
-        if held:  # --budget: this step would overrun the user's box minutes
-            return _held_for_budget(step, deps, view, held)
-        if _needs_approval(step) and not deps.yes:
-            target = step.tool or step.action
-            answer = interrupt({"step": step.id, "title": step.title, "target": target, "effect": step_effect(step),
-                                "args": resolve_args(step.args, view)})
-            if not answer:
-                d = Decision(step=step.id, title=step.title, tool=step.tool, status="declined",
-                             checked=f"approval for {target}", found="the user declined", decided="skipped",
-                             why="mutating and disruptive steps run only with approval")
-                deps.view.step_finished(step.id, "declined", "not approved")
-                return {"decisions": [d.model_dump()], "done": [step.id]}
-        deps.view.step_started(step.id)
-        attempts = 1 + (step.retries if step.on_error == "retry" else 0)
-        outcome: ActionOutcome | None = None
-        for attempt in range(attempts):
-            try:
-                outcome = _run_step(step, deps, view)
-            except SpecdoctorError as exc:
-                if isinstance(exc, HostError) and step.on_error == "abort":
-                    raise
-                outcome = ActionOutcome(status="error", summary=str(exc), decisions=[Decision(
-                    step=step.id, title=step.title, tool=step.tool, status="error", checked=step.title,
-                    found=redact_text(str(exc)), decided="continued", why=f"error policy {step.on_error}")])
-            if outcome.status in ("ok", "no_data", "skipped") or attempt == attempts - 1:
-                break
-            deps.view.progress(f"{step.id}: retrying after {outcome.status} ({attempt + 1}/{attempts - 1})")
-        assert outcome is not None
-        deps.view.step_finished(step.id, outcome.status, outcome.summary)
-        if outcome.status == "error" and step.on_error == "abort":
-            raise StepAborted(f"step {step.id} failed and its policy is abort: {outcome.summary}")
-        return {"results": outcome.results, "facts": outcome.facts,
-                "decisions": [d.model_dump() for d in outcome.decisions], "done": [step.id]}
+        record = deps.record_for(state)
+        update = _step(step, deps, StateView(record))
+        deps.record = record.apply(update)
+        return update.to_checkpoint()
 
     node.__name__ = f"step_{step.id}"
     return node
 
 
+def _step(step: Step, deps: RunDeps, view: StateView) -> StepUpdate:
+    """One step's update: skipped, held, declined, or run under its error policy."""
+    if deps.dry_run and not runs_in_dry_run(step.tool or step.action or ""):
+        return plan_only(step, deps, view)  # listed with its commands whatever its condition says today
+    holds, said = explain(step.when, view) if step.when else (True, "")
+    if not holds:
+        d = Decision(step=step.id, title=step.title, tool=step.tool, status="skipped",
+                     checked=f"condition `{step.when}`", found=said,
+                     decided="skipped this step", why="its condition does not hold")
+        deps.view.step_finished(step.id, "skipped", d.found)
+        return StepUpdate(decisions=[d], done=[step.id])
+    effect = step_effect(step)
+    blocked = None if deps.dry_run else gpu_blocker(step, effect, view)
+    if blocked:  # the user's server holds the GPUs: a launch beside it would fail (never fight for them)
+        d = Decision(step=step.id, title=step.title, tool=step.tool, status="skipped",
+                     checked="the GPUs this step's launches need", found=blocked, decided="not done",
+                     why="the user's server holds them and was not stopped")
+        deps.view.step_finished(step.id, "skipped", blocked)
+        return StepUpdate(decisions=[d], done=[step.id])
+    held = None if deps.dry_run else budget_blocker(step, effect, view)
+    if held:  # --budget: this step would overrun the user's box minutes
+        return _held_for_budget(step, deps, view, held)
+    if _needs_approval(step) and not deps.yes:
+        target = step.tool or step.action
+        answer = interrupt({"step": step.id, "title": step.title, "target": target, "effect": step_effect(step),
+                            "args": resolve_args(step.args, view)})
+        if not answer:
+            d = Decision(step=step.id, title=step.title, tool=step.tool, status="declined",
+                         checked=f"approval for {target}", found="the user declined", decided="skipped",
+                         why="mutating and disruptive steps run only with approval")
+            deps.view.step_finished(step.id, "declined", "not approved")
+            return StepUpdate(decisions=[d], done=[step.id])
+    deps.view.step_started(step.id)
+    attempts = 1 + (step.retries if step.on_error == "retry" else 0)
+    outcome: ActionOutcome | None = None
+    for attempt in range(attempts):
+        try:
+            outcome = _run_step(step, deps, view)
+        except SpecdoctorError as exc:
+            if isinstance(exc, HostError) and step.on_error == "abort":
+                raise
+            outcome = ActionOutcome(status="error", summary=str(exc), decisions=[Decision(
+                step=step.id, title=step.title, tool=step.tool, status="error", checked=step.title,
+                found=redact_text(str(exc)), decided="continued", why=f"error policy {step.on_error}")])
+        if outcome.status in ("ok", "no_data", "skipped") or attempt == attempts - 1:
+            break
+        deps.view.progress(f"{step.id}: retrying after {outcome.status} ({attempt + 1}/{attempts - 1})")
+    assert outcome is not None
+    deps.view.step_finished(step.id, outcome.status, outcome.summary)
+    if outcome.status == "error" and step.on_error == "abort":
+        raise StepAborted(f"step {step.id} failed and its policy is abort: {outcome.summary}")
+    return outcome.update(step.id)
+
+
 def compile_playbook(playbook: Playbook, checkpointer: Any = None):
     """A compiled graph: START → step 1 → … → END, with the checkpointer attached."""
-    graph: StateGraph = StateGraph(RunState, context_schema=RunDeps)  # type: ignore[arg-type]
+    graph: StateGraph = StateGraph(Checkpoint, context_schema=RunDeps)  # type: ignore[arg-type]
     previous = START
     for step in playbook.steps:
         graph.add_node(step.id, make_node(step))

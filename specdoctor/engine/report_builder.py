@@ -170,7 +170,7 @@ def _attribution(att: AttributionFact | None, v: StateView, r: _Reader) -> Attri
     """The attribute step's fact as the report's attribution; members of one interacting set become one cause."""
     if att is None or att.reference_tps is None or att.measured_tps is None:
         return None
-    trials = [Decision.model_validate(d) for d in v.state.get("decisions") or []]
+    trials = v.record.decisions
     ids = sorted({i for d in trials if d.step == "attribute" for i in r.cmds.ids_for_commands(d.evidence)})
     causes: list[Cause] = []
     for c in att.causes:

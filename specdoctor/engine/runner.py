@@ -18,7 +18,7 @@ from specdoctor.engine.playbook import Playbook
 from specdoctor.engine.playbook_check import check_references, load_playbook
 from specdoctor.engine.predicates import evaluate, explain
 from specdoctor.engine.runs import RunRecord, new_run_id, open_checkpointer, save_record
-from specdoctor.engine.state import Decision, StateView
+from specdoctor.engine.state import Decision, StateView, StepUpdate
 from specdoctor.errors import BackupError, UsageError
 from specdoctor.host import AuditLog, Host, open_host
 from specdoctor.host.redact import redact_text
@@ -306,8 +306,9 @@ def _retake_gpus(rec: RunRecord, playbook: Playbook, deps: RunDeps, values: dict
     with open_checkpointer(rec.checkpoint or None) as saver:
         app = compile_playbook(playbook, checkpointer=saver)
         app.update_state({"configurable": {"thread_id": rec.run_id}},
-                         {"results": retaken.results, "facts": retaken.facts,
-                          "decisions": [d.model_dump() for d in retaken.decisions]}, as_node=values["done"][-1])
+                         {k: v for k, v in StepUpdate(results=retaken.results, facts=retaken.facts,
+                                                      decisions=retaken.decisions).to_checkpoint().items()
+                          if k != "done"}, as_node=values["done"][-1])
 
 
 def resume(run_id: str, *, view: Any = None, approver: Approver | None = None, yes: bool | None = None) -> RunOutcome:

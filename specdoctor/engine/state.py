@@ -1,30 +1,30 @@
-"""The run state checkpointed after every step, and the typed view every reader uses to read it.
+"""The run record: typed while a run reads and writes it, JSON only at the checkpoint edge.
 
-Checkpoints keep plain JSON (a tool result is stored as `ToolResult.model_dump(mode="json")` under its step
-id). Readers never index those dicts: they ask the view for the tool's own output model, which validates it
-against the registry's record of what that tool returns and fails loudly, naming step, tool and field::
+LangGraph checkpoints the run after every step; its strict serde keeps JSON only (a checkpoint resumes in any
+process). `Checkpoint` is that JSON (the graph's channel schema). Everything else reads and writes `RunState`, the
+typed record: parameters, every tool call's `ToolResult` (holding the tool's own output model), the facts as
+`RunFacts` and the decisions. A node turns the checkpoint into the record once (`RunState.from_checkpoint`, or the
+record the same process already holds for it) and returns its update as JSON (`StepUpdate.to_checkpoint`)::
 
     from specdoctor.engine.state import StateView
     from specdoctor.tools.serving.server import Propagation
 
-    view = StateView(state)
+    view = StateView(state)                              # a RunState (or a checkpoint, read once)
     prop = view.result("propagation", Propagation)      # by step id: Propagation | None (None: not run/not ok)
     prop = view.latest(Propagation)                      # or: the last call of whichever tool returns Propagation
-    dropped = [r.name for r in prop.rows if r.status == "dropped-for-workers"] if prop else []
-    spec = view.fact("measure.spec", Measurement)        # an action's saved fact, validated the same way
+    spec = view.fact("measure.spec", Measurement)        # a recorded fact, typed (view.run_facts: all of them)
 
 A result of the wrong shape raises `ResultShapeError` ("step 'propagation' (tool check_env_propagation):
-output field rows.0.status: Input should be ..."), at the line that reads it. An action holding a fresh
-`ToolResult` from `call_tool` reads it the same way: `registry.typed_output(res, LaunchResult, where=key)`.
+output field rows.0.status: Input should be ..."), at the line that reads it.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Annotated, Any, TypedDict
 
-from pydantic import BaseModel, JsonValue, ValidationError
+from pydantic import BaseModel, Field, JsonValue, RootModel, ValidationError
 
 from specdoctor.diagnosis.facts import RunFacts, checked_facts
 from specdoctor.errors import UsageError
@@ -33,8 +33,8 @@ from specdoctor.models.view import M, StateReader
 from specdoctor.toolkit import ToolResult, registry
 from specdoctor.toolkit.registry import ResultShapeError, first_error
 
-__all__ = ["Decision", "FactsJSON", "ResultShapeError", "RunState", "StateReader", "StateView", "merge_dicts",
-           "merge_facts"]
+__all__ = ["Checkpoint", "Decision", "FactsJSON", "ResultShapeError", "RunState", "StateReader", "StateView",
+           "StepUpdate", "facts_json", "merge_dicts", "merge_facts"]
 
 
 def merge_dicts(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, Any]:
@@ -54,8 +54,8 @@ def merge_facts(a: FactsJSON | None, b: FactsJSON | None) -> FactsJSON:
     return {**(a or {}), **(b or {})}
 
 
-class RunState(TypedDict, total=False):
-    """LangGraph state. Values are plain JSON data so checkpoints survive any process."""
+class Checkpoint(TypedDict, total=False):
+    """The run as LangGraph checkpoints it (the graph's channel schema): plain JSON, so it resumes in any process."""
 
     run_id: str
     params: dict[str, Any]
@@ -65,41 +65,103 @@ class RunState(TypedDict, total=False):
     done: Annotated[list[str], operator.add]
 
 
-class StateView:
-    """Typed reads over a state dict (for predicates, actions, the advisor, the report builder, references)."""
+def facts_json(facts: RunFacts) -> FactsJSON:
+    """The facts a record holds, as the checkpoint keeps them: every fact written, whole (a writer's richer model
+    keeps its own fields: `serialize_as_any`)."""
+    return facts.model_dump(mode="json", include=set(facts.model_fields_set), serialize_as_any=True)
 
-    def __init__(self, state: RunState | dict[str, Any]):
-        self.state = state
+
+class StepUpdate(BaseModel):
+    """What one step adds to the record: tool calls by key, facts written (the fields set), decisions, done."""
+
+    results: dict[str, ToolResult] = Field(default_factory=dict)
+    facts: RunFacts = Field(default_factory=RunFacts)
+    decisions: list[Decision] = Field(default_factory=list)
+    done: list[str] = Field(default_factory=list)
+
+    def to_checkpoint(self) -> dict[str, Any]:
+        """The update as the graph's reducers take it (JSON)."""
+        return {"results": {k: r.model_dump(mode="json") for k, r in self.results.items()},
+                "facts": facts_json(self.facts), "decisions": [d.model_dump(mode="json") for d in self.decisions],
+                "done": list(self.done)}
+
+
+class RunState(BaseModel):
+    """The run record, typed: parameters, tool calls, facts, decisions, steps done."""
+
+    run_id: str = ""
+    params: dict[str, Any] = Field(default_factory=dict, description="The playbook's parameters (JSON values).")
+    results: dict[str, ToolResult] = Field(default_factory=dict, description="Every tool call, by step id or "
+                                           "the key its action chose.")
+    facts: RunFacts = Field(default_factory=RunFacts)
+    decisions: list[Decision] = Field(default_factory=list)
+    done: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def from_checkpoint(cls, cp: Mapping[str, Any]) -> RunState:
+        """The record a checkpoint holds (a wrong fact names itself; a result that is no `ToolResult`, its key)."""
+        results: dict[str, ToolResult] = {}
+        for key, raw in (cp.get("results") or {}).items():
+            try:
+                results[key] = raw if isinstance(raw, ToolResult) else ToolResult.model_validate(raw)
+            except ValidationError as exc:
+                raise ResultShapeError(f"step {key!r}: stored result is not a ToolResult: {first_error(exc)}"
+                                       ) from None
+        return cls.model_construct(
+            run_id=str(cp.get("run_id") or ""), params=dict(cp.get("params") or {}), results=results,
+            facts=checked_facts(dict(cp.get("facts") or {})),
+            decisions=[d if isinstance(d, Decision) else Decision.model_validate(d) for d in cp.get("decisions") or []],
+            done=list(cp.get("done") or []))
+
+    def to_checkpoint(self) -> Checkpoint:
+        """The record as JSON, as the graph keeps it."""
+        return Checkpoint(run_id=self.run_id, params=dict(self.params),
+                          results={k: r.model_dump(mode="json") for k, r in self.results.items()},
+                          facts=facts_json(self.facts), decisions=[d.model_dump(mode="json") for d in self.decisions],
+                          done=list(self.done))
+
+    def apply(self, update: StepUpdate) -> RunState:
+        """The record after `update`, merged as the graph's reducers merge it (keys and facts replaced, the rest
+        appended)."""
+        written = {name: getattr(update.facts, name) for name in update.facts.model_fields_set}
+        return RunState.model_construct(
+            run_id=self.run_id, params=self.params, results={**self.results, **update.results},
+            facts=self.facts.model_copy(update=written), decisions=[*self.decisions, *update.decisions],
+            done=[*self.done, *update.done])
+
+
+class StateView:
+    """Typed reads over the run record (for predicates, actions, the advisor, the report builder, references)."""
+
+    def __init__(self, state: RunState | Mapping[str, Any]):
+        self.record = state if isinstance(state, RunState) else RunState.from_checkpoint(state)
+        self._facts_json: FactsJSON | None = None
 
     @property
     def params(self) -> dict[str, Any]:
-        return self.state.get("params", {}) or {}
+        return self.record.params
 
     @property
     def facts(self) -> dict[str, Any]:
-        """The recorded facts as JSON (for `$facts` references and `get`); typed: `run_facts`, `fact()`."""
-        return self.state.get("facts", {}) or {}
+        """The recorded facts as JSON, for playbook `$facts` references and `get` (typed: `run_facts`, `fact()`)."""
+        if self._facts_json is None:
+            self._facts_json = facts_json(self.record.facts)
+        return self._facts_json
 
     @property
     def run_facts(self) -> RunFacts:
-        """The recorded facts as their typed model (a wrong shape raises `ResultShapeError` naming the fact)."""
-        return checked_facts(self.facts)
+        """The recorded facts as their typed model (a copy: a reader's change never reaches the record)."""
+        return self.record.facts.model_copy(deep=True)
 
     # -- tool results ------------------------------------------------------------------------------------
 
     def keys(self) -> list[str]:
         """The keys tool results are stored under (step ids, and the keys actions chose), in order."""
-        return list(self.state.get("results", {}) or {})
+        return list(self.record.results)
 
     def tool_result(self, key: str) -> ToolResult | None:
         """The whole stored `ToolResult` under `key` (status, summary, evidence), or None."""
-        raw = (self.state.get("results", {}) or {}).get(key)
-        if raw is None:
-            return None
-        try:
-            return raw if isinstance(raw, ToolResult) else ToolResult.model_validate(raw)
-        except ValidationError as exc:
-            raise ResultShapeError(f"step {key!r}: stored result is not a ToolResult: {first_error(exc)}") from None
+        return self.record.results.get(key)
 
     def result(self, key: str, model: type[M], *, unresolved: bool = False) -> M | None:
         """The output of the tool call stored under `key`, as `model` (the output model of the tool it called).
@@ -126,29 +188,39 @@ class StateView:
         return None
 
     def _calls(self) -> Iterator[tuple[str, ToolResult]]:
-        for key in self.keys():
-            tr = self.tool_result(key)
-            if tr is not None:
-                yield key, tr
+        yield from self.record.results.items()
 
     def _typed(self, key: str, tr: ToolResult, model: type[M], unresolved: bool) -> M | None:
         return registry.typed_output(tr, model, where=key, unresolved=unresolved)
 
     def output(self, key: str) -> dict[str, Any] | None:
-        """The raw JSON output under `key` when the call succeeded. Kept for actions not yet converted;
-        new readers use `result()` / `latest()`."""
+        """The raw JSON output under `key` when the call succeeded (for `$state` references and `get`)."""
         tr = self.tool_result(key)
         return tr.output if tr is not None and tr.ok else None
 
     # -- facts and parameters ------------------------------------------------------------------------------
 
     def fact(self, path: str, model: type[M]) -> M | None:
-        """The fact at dotted `path` (e.g. `measure.spec`) validated through `model`; None when absent."""
-        value = self.get(f"facts.{path}")
-        if value is None:
-            return None
+        """The fact at dotted `path` (e.g. `measure.spec`) as `model`; None when absent. A copy: a reader's change
+        never reaches the record (write it back through the step's update)."""
+        node: Any = self.record.facts
+        for part in path.split("."):
+            if isinstance(node, RootModel):
+                node = node.root
+            if isinstance(node, BaseModel):
+                node = getattr(node, part, None) if part in type(node).model_fields else (
+                    (node.model_extra or {}).get(part))
+            elif isinstance(node, dict):
+                node = node.get(part)
+            else:
+                return None
+            if node is None:
+                return None
+        if isinstance(node, model):
+            return node.model_copy(deep=True)
         try:
-            return model.model_validate(value)
+            return model.model_validate(node.model_dump(mode="json", serialize_as_any=True)
+                                        if isinstance(node, BaseModel) else node)
         except ValidationError as exc:
             raise ResultShapeError(f"fact {path!r} read as {model.__name__}: field {first_error(exc)}") from None
 
@@ -161,18 +233,22 @@ class StateView:
             node = self.facts
         else:
             node = self.output(head)
-        parts = rest.split(".") if rest else []
-        for i, part in enumerate(parts):
-            if part == "*" and isinstance(node, list):  # `rows.*.path`: the field of every item
-                tail = ".".join(parts[i + 1:])
-                return [StateView({"facts": item}).get(f"facts.{tail}") if tail else item for item in node]
-            if isinstance(node, dict) and part in node:
-                node = node[part]
-            elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-                node = node[int(part)]
-            else:
-                return default
-        return default if node is None else node
+        return _walk(node, rest.split(".") if rest else [], default)
+
+
+def _walk(node: Any, parts: list[str], default: Any) -> Any:
+    """A JSON value's `a.b.0.c` (`*` on a list: that path of every item)."""
+    for i, part in enumerate(parts):
+        if part == "*" and isinstance(node, list):  # `rows.*.path`: the field of every item
+            tail = parts[i + 1:]
+            return [_walk(item, tail, None) if tail else item for item in node]
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return default
+    return default if node is None else node
 
 
 def _returns(tool: str, model: type[BaseModel]) -> bool:

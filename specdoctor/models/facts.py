@@ -23,9 +23,10 @@ MATERIAL_SHORTFALL = 0.10
 
 
 class FactModel(BaseModel):
-    """Base of fact models: named keys are checked, other keys are left to their writer."""
+    """Base of fact models: named keys are checked; other keys a writer keeps are kept too (the typed record and its
+    checkpoint hold the same fact)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="allow")
 
 
 class MeasuredFact(FactModel):

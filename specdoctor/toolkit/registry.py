@@ -128,12 +128,15 @@ class ToolRegistry:
                                    f"not {model.__name__}")
         if result.output is None or not (result.ok or (unresolved and result.status == "unresolved")):
             return None
-        try:
-            out = spec.output_model.model_validate(result.output)
-        except ValidationError as exc:
-            raise ResultShapeError(f"{at} (tool {result.tool}): output field {first_error(exc)}") from None
+        out = result.typed_value()
+        if not isinstance(out, spec.output_model):
+            try:
+                out = spec.output_model.model_validate(result.output)
+            except ValidationError as exc:
+                raise ResultShapeError(f"{at} (tool {result.tool}): output field {first_error(exc)}") from None
+            result.keep_typed(out)
         assert isinstance(out, model)
-        return out
+        return out.model_copy(deep=True)  # a reader's change never reaches the record
 
     def call(self, ctx: ToolContext, name: str, args: BaseModel | dict[str, Any] | None = None) -> ToolResult:
         """Validate, ask approval for mutate/disrupt, run, and return a ToolResult with evidence.
@@ -182,7 +185,7 @@ class ToolRegistry:
             raise
         except (ToolFailed, SpecdoctorError) as exc:
             status, summary, error = "error", str(exc), str(exc)
-        return ToolResult(
+        result = ToolResult(
             tool=name,
             status=status,  # type: ignore[arg-type]
             summary=redact_text(summary),
@@ -192,6 +195,9 @@ class ToolRegistry:
             evidence=ctx.host.audit.since(mark),
             seconds=round(time.perf_counter() - t0, 4),
         )
+        if output is not None:
+            result.keep_typed(output)
+        return result
 
 
 def _summary(output: BaseModel, spec: ToolSpec) -> str:

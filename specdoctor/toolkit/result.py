@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from specdoctor.host.audit import AuditEntry
 
@@ -24,6 +24,18 @@ class ToolResult(BaseModel):
     retryable: bool = False
     evidence: list[AuditEntry] = Field(default_factory=list, description="Commands the call ran, in order.")
     seconds: float = 0.0
+    _typed: tuple[Any, BaseModel] | None = PrivateAttr(default=None)
+    """(`output`, the tool's output model it is the JSON of): the call's own model, or the first typed read's.
+    `output` is for the checkpoint and the wire; readers in the same process get the model
+    (`registry.typed_output`) while `output` is still that very object (a copy with another output re-reads)."""
+
+    def typed_value(self) -> BaseModel | None:
+        """The output model this result's `output` is the JSON of, when known (None: not read yet)."""
+        return self._typed[1] if self._typed is not None and self._typed[0] is self.output else None
+
+    def keep_typed(self, value: BaseModel) -> None:
+        """Remember `value` as the model `output` is the JSON of."""
+        self._typed = (self.output, value)
 
     @property
     def ok(self) -> bool:

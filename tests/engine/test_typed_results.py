@@ -53,9 +53,9 @@ def test_reading_a_step_as_another_tools_model_is_refused():
 
 
 def test_a_fact_of_the_wrong_shape_names_the_fact_and_field():
-    view = StateView({"facts": {"measure": {"spec": {"median": "fast"}}}})
+    # read when the checkpoint becomes the typed record, before any reader sees it
     with pytest.raises(ResultShapeError, match="fact 'measure'.*spec.median"):
-        view.fact("measure", MeasureFacts)
+        StateView({"facts": {"measure": {"spec": {"median": "fast"}}}}).fact("measure", MeasureFacts)
 
 
 def test_an_action_reads_a_fresh_call_through_the_registry_the_same_way():

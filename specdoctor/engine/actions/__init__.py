@@ -13,24 +13,29 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from specdoctor.engine.state import Decision
+from specdoctor.diagnosis.facts import RunFacts
+from specdoctor.engine.state import Decision, StepUpdate
 from specdoctor.toolkit import ToolResult, registry
 
 __all__ = ["ActionOutcome", "ActionSpec", "action", "action_spec", "call_tool"]
 
 
 class ActionOutcome(BaseModel):
-    """What a step adds to the state."""
+    """What a step adds to the record, typed: its tool calls by key, the facts it wrote, its decisions."""
 
     status: str = "ok"
     summary: str = ""
-    results: dict[str, Any] = Field(default_factory=dict)
-    facts: dict[str, Any] = Field(default_factory=dict)
+    results: dict[str, ToolResult] = Field(default_factory=dict)
+    facts: RunFacts = Field(default_factory=RunFacts, description="The facts written: the fields set.")
     decisions: list[Decision] = Field(default_factory=list)
 
     def commands(self, limit: int) -> list[str]:
         """The commands of every tool call this step made so far (evidence for its decision)."""
-        return [e["command"] for r in self.results.values() for e in r.get("evidence", [])][:limit]
+        return [e.command for r in self.results.values() for e in r.evidence][:limit]
+
+    def update(self, step_id: str) -> StepUpdate:
+        """The record's update: this step's calls, facts and decisions, and the step done."""
+        return StepUpdate(results=self.results, facts=self.facts, decisions=self.decisions, done=[step_id])
 
 
 @dataclass(frozen=True)
@@ -67,11 +72,11 @@ def action_spec(fn: Callable[..., ActionOutcome]) -> ActionSpec | None:
     return spec if isinstance(spec, ActionSpec) else None
 
 
-def call_tool(deps: Any, name: str, args: dict[str, Any], results: dict[str, Any] | None = None,
+def call_tool(deps: Any, name: str, args: dict[str, Any], results: dict[str, ToolResult] | None = None,
               key: str | None = None) -> ToolResult:
     """Call a tool for an action (approval already given at step level) and keep its result under `key`."""
     ctx = dataclasses.replace(deps.tool_ctx, auto_approve=True)
     result = registry.call(ctx, name, args)
     if results is not None:
-        results[key or name] = result.model_dump(mode="json")
+        results[key or name] = result
     return result

@@ -550,7 +550,7 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
         fact.untested += [f"{d.label}: no launch command to run a trial" for d in testable]
     _in_the_causes_unit(view, measure_facts, fact)
     fact.causes = without_split(fact.causes)
-    out.facts["attribution"] = fact.model_dump(mode="json")
+    out.facts.attribution = fact
     named = [c.name for c in fact.confirmed()]
     out.summary = ("causes: " + "; ".join(named) if named else
                    f"candidates (unresolved): {', '.join(fact.candidates)}" if fact.candidates else

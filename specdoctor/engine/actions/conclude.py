@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from specdoctor.diagnosis import Case, PlanAction, Verdict, diagnose
+from specdoctor.diagnosis.facts import NarrativeFact, RunFacts
 from specdoctor.engine.actions import ActionOutcome, action
 from specdoctor.engine.context import Advisor, RunDeps
 from specdoctor.engine.playbook import Step
@@ -20,7 +21,7 @@ def conclude(deps: RunDeps, view: StateView, step: Step, args: dict[str, Any]) -
     d = diagnose(Case.of(view))
     verdict, plan = d.verdict, d.plan
     out = ActionOutcome(summary=f"verdict {verdict.verdict} ({verdict.confidence:.0%}): {verdict.sentence}")
-    out.facts = {"verdict": verdict.model_dump(), "game_plan": [a.model_dump() for a in plan]}
+    out.facts = RunFacts(verdict=verdict, game_plan=plan)
     if deps.advisor is not None:
         try:
             _advise(deps.advisor, view, verdict, plan, out)
@@ -40,12 +41,12 @@ def _advise(advisor: Advisor, view: StateView, verdict: Verdict, plan: list[Plan
     """Narrative and triage refinements from the LLM advisor, marked as LLM-made."""
     narrative = advisor.narrate(view, verdict, plan)
     if narrative is not None:
-        out.facts["narrative"] = {**narrative.model_dump(), "llm_made": True, "model": advisor.model}
+        out.facts.narrative = NarrativeFact.model_validate({**narrative.model_dump(), "llm_made": True, "model": advisor.model})
     triage = view.latest(Triage)
     unknown = [r.model_dump(mode="json") for r in triage.rows if r.subsystem == "unknown"] if triage else []
     guesses = advisor.triage_unknown(unknown)
     if guesses:
-        out.facts["llm_triage"] = [{**g.model_dump(), "llm_made": True} for g in guesses]
+        out.facts.llm_triage = [{**g.model_dump(), "llm_made": True} for g in guesses]
 
 
 @action("read", args=())
@@ -76,7 +77,7 @@ def llm_explore(deps: RunDeps, view: StateView, step: Step, args: dict[str, Any]
                                       found=out.summary, decided="continued without it", why="the LLM is optional",
                                       llm_made=True))
         return out
-    out.facts["llm_explore"] = trail
+    out.facts.llm_explore = trail
     out.summary = f"LLM explored {sum(1 for t in trail if t['tool'])} read-only tool calls"
     for t in trail:
         out.decisions.append(Decision(step=step.id, title=step.title, tool=t.get("tool"), checked="LLM exploration",

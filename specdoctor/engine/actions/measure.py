@@ -10,12 +10,13 @@ from typing import Any, Literal
 from pydantic import ValidationError
 
 from specdoctor.diagnosis.claims import claim_outcome
+from specdoctor.diagnosis.facts import RunFacts, WorkloadFact
 from specdoctor.diagnosis.references import FROM_FINGERPRINT, judge_claims
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import UsageError
 from specdoctor.inference import engine_for_launch
-from specdoctor.models import Claims, Fingerprint
+from specdoctor.models import Claims, Fingerprint, TopologyFact
 from specdoctor.models.delta import CauseFact
 from specdoctor.models.facts import MeasureFacts
 from specdoctor.models.phases import PhaseTimes
@@ -69,12 +70,12 @@ def _relaunch_env(deps, out: ActionOutcome, step, pid: int) -> dict[str, str]:
             and "REDACTED" not in v and k not in engine.forced_env_names}
 
 
-def _topology(view: StateView) -> dict[str, Any]:
+def _topology(view: StateView) -> TopologyFact:
     fp = view.result("fingerprint", Fingerprint) or Fingerprint()
     interconnect = fp.interconnect or fp.topology.get("interconnect")
     kind = (interconnect or "").lower()
-    return {"gpu_count": len(fp.gpus), "detail": interconnect,
-            "interconnect": "nvlink" if "nvlink" in kind else "pcie" if "pcie" in kind else None}
+    return TopologyFact(gpu_count=len(fp.gpus), detail=interconnect,
+                        interconnect="nvlink" if "nvlink" in kind else "pcie" if "pcie" in kind else None)
 
 
 def _engine_label(deps) -> str:
@@ -99,10 +100,10 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
     server = _server_fact(found_servers.servers if found_servers is not None else [])
     launch = view.params.get("launch") or server.get("launch")
     # Trial servers take a port the host has free at each launch (launch_server picks it: evidence there).
-    out.facts = {"server": server, "launch": launch, "server_env": {}, "trial_port": AUTO_PORT}
+    out.facts = RunFacts.model_validate({"server": server, "launch": launch, "server_env": {}, "trial_port": AUTO_PORT})
     if server.get("pid"):
-        out.facts["server_env"] = _relaunch_env(deps, out, step, server["pid"])
-    out.facts["topology"] = _topology(view)
+        out.facts.server_env = _relaunch_env(deps, out, step, server["pid"])
+    out.facts.topology = _topology(view)
     found = (f"server on port {server['port']} (pid {server['pid']}, {server['workers']} workers)"
              if server["running"] else res.summary if res.status == "no_data"
              else f"no {_engine_label(deps)} server running")
@@ -128,14 +129,14 @@ def _launch_port(launch: str | None) -> int | None:
         return None
 
 
-def _recorder(results: dict[str, Any]):
+def _recorder(results: dict[str, ToolResult]):
     def record(key: str, result: ToolResult) -> None:
-        results[key] = result.model_dump(mode="json")
+        results[key] = result
 
     return record
 
 
-def measure_config(deps, view: StateView, *, label: str, speculative: bool, results: dict[str, Any],
+def measure_config(deps, view: StateView, *, label: str, speculative: bool, results: dict[str, ToolResult],
                    env: dict[str, str] | None = None, runs: int | None = None,
                    tree: TrialTree | None = None, also: Workload | None = None,
                    more: Callable[[list[float]], int] | None = None) -> dict[str, Any]:
@@ -235,7 +236,7 @@ def recorded_workload(deps, view: StateView) -> tuple[Workload, str] | None:
     return None
 
 
-def bench_running(deps, view: StateView, server: dict[str, Any], results: dict[str, Any], *, key: str,
+def bench_running(deps, view: StateView, server: dict[str, Any], results: dict[str, ToolResult], *, key: str,
                    label: str, workload: Workload | None = None, runs: int | None = None) -> dict[str, Any]:
     """Benchmark the user's running server (no launch), with today's prompts or a recorded workload."""
     args: dict[str, Any] = {
@@ -302,16 +303,16 @@ def _like_for_like(out: ActionOutcome, measure: dict[str, Any], found_wl: tuple[
         if alike.get("spec", {}).get("median") is not None:
             alike["spec"].setdefault("findings", []).insert(0, _workload_finding(
                 found_wl[0], found_wl[1], diffs, today.get("spec", {}), alike["spec"]))
-        out.facts["measure_today_workload"] = today
-        out.facts["workload"] = {"recorded": found_wl[0].model_dump(), "source": found_wl[1],
-                                 "today": today_wl.model_dump(), "differences": diffs}
+        out.facts.measure_today_workload = MeasureFacts.model_validate(today)
+        out.facts.workload = WorkloadFact(recorded=found_wl[0], source=found_wl[1], today=today_wl,
+                                          differences=diffs)
         cause = _workload_cause(today.get("spec", {}), alike.get("spec", {}), diffs, found_wl[1])
         if cause is not None:
-            out.facts["workload_cause"] = cause.model_dump()
+            out.facts.workload_cause = cause
         return alike
     if found_wl is not None and not diffs:
-        out.facts["workload"] = {"recorded": found_wl[0].model_dump(), "source": found_wl[1],
-                                 "today": today_wl.model_dump(), "differences": []}
+        out.facts.workload = WorkloadFact(recorded=found_wl[0], source=found_wl[1], today=today_wl,
+                                          differences=[])
     return measure
 
 
@@ -345,12 +346,12 @@ def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     diffs = found_wl[0].differs_from(today_wl) if found_wl else []
     like = found_wl[0] if found_wl and diffs and found_wl[0].request_prompts() else None
     measure = _like_for_like(out, _measure_both(deps, view, out, like), found_wl, today_wl, diffs, like)
-    out.facts["measure"] = measure
+    out.facts.measure = MeasureFacts.model_validate(measure)
     # --expect, else the good run's recorded measurements; times and accept length judged on their own samples
     phases = view.latest(PhaseTimes)
     claims = judge_claims(dict(view.params.get("expect") or {}), good_run(deps, view), measure,
                           phases.model_dump() if phases is not None else None)
-    out.facts["claims"] = claims
+    out.facts.claims = Claims.model_validate(claims)
     out.summary, errors = _reproduce_summary(measure, claims, diffs, like)
     out.status = "error" if errors else "ok"
     out.decisions.append(Decision(

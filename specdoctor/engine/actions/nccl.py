@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.actions.measure import good_run
 from specdoctor.engine.state import Decision, StateView
-from specdoctor.models import Fingerprint
+from specdoctor.models import Fingerprint, NcclFact
 from specdoctor.models.delta import CauseFact, norm_value
 from specdoctor.models.facts import ClaimFact, Claims
 from specdoctor.stats.comparator import compare_to_claim
@@ -39,10 +39,10 @@ def promote_nccl(deps, view: StateView, step, args: dict[str, Any]) -> ActionOut
     res = call_tool(deps, "nccl_promote", request, out.results, key=step.id)
     o = registry.typed_output(res, NcclPromotion, where=step.id)
     out.status, out.summary = res.status, res.summary
-    out.facts["nccl"] = _promotion_fact(o)
+    out.facts.nccl = _promotion_fact(o)
     cause = nccl_cause(view, o, current, good, good_fp) if o is not None else None
     if cause is not None:
-        out.facts["nccl_cause"] = cause.model_dump()
+        out.facts.nccl_cause = cause
     out.decisions.append(_promotion_decision(step, res, o, candidates, cause))
     return out
 
@@ -113,11 +113,12 @@ def _nothing_to_promote(out: ActionOutcome, step, launch: Any, held: list[dict[s
     return out
 
 
-def _promotion_fact(o: NcclPromotion | None) -> dict[str, Any]:
+def _promotion_fact(o: NcclPromotion | None) -> NcclFact:
     """The `nccl` fact: the recommended setting and its gain (all None when the promotion returned nothing)."""
-    return {"best": o.best if o is not None else None, "best_gain_pct": o.best_gain_pct if o is not None else None,
-            "launcher_drops": o.launcher_drops if o is not None else None,
-            "env": o.best_env if o is not None else None, "unset": o.best_unset if o is not None else []}
+    return NcclFact.model_validate({
+        "best": o.best if o is not None else None, "best_gain_pct": o.best_gain_pct if o is not None else None,
+        "launcher_drops": o.launcher_drops if o is not None else None,
+        "env": o.best_env if o is not None else None, "unset": o.best_unset if o is not None else []})
 
 
 def _promotion_decision(step, res: ToolResult, o: NcclPromotion | None, candidates: list[dict[str, Any]],

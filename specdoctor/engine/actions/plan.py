@@ -163,13 +163,13 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     budget = start_budget(view)  # box time counts from here: the last read before your server may be stopped
     if budget is not None:
         budget.host = getattr(deps.tool_ctx.host, "name", None) or budget.host
-        out.facts["budget"] = budget.model_dump(mode="json")
+        out.facts.budget = budget
     # The launches need the GPUs the user's server holds (examine_user_server read nvidia-smi), unless told.
     rec = _user_record(deps, view, out)
     if not view.get("facts.user_server_record") and claimed and set(claimed) <= RUNNING_SERVER_KEYS:
         ident.notes.append("not benchmarked yet (a dry run benchmarks nothing): if every claim holds on your running "
                            "server, the run ends there, with no stop and no launch")
-    out.facts["identity"] = ident.model_dump(mode="json")
+    out.facts.identity = ident
     stops = bool(args["stop_user_server"]) if "stop_user_server" in args else \
         bool(rec.get("holds_gpus")) and not rec.get("restarts_it") and not ident.settled
     args_ = server.get("args") or {}
@@ -190,7 +190,7 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     out.status = "ok" if res.ok else "error"
     out.summary = res.summary
     if res.ok:
-        out.facts["plan"] = res.output  # the live view prints the summary: the plan's one line
+        out.facts.plan = res.output  # the live view prints the summary: the plan's one line
     out.decisions.append(Decision(
         step=step.id, title=step.title, status=out.status, checked="the running server's start-up (its log, "
         "/proc/PID/stat) and the launching steps ahead", found=res.summary,

@@ -99,11 +99,11 @@ def replan_run(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> A
                                            max_new_tokens=p.get("max_new_tokens", 128),
                                            stops_user_server=first.stops_user_server))
     if stage == "revised":
-        out.facts[REVISED_FACT] = plan.model_dump(mode="json")
+        out.facts.plan_revised = plan.model_dump(mode="json")
         label = "revised after the stop"
     else:
-        out.facts[FIRST_FACT] = first.model_dump(mode="json")
-        out.facts[PLAN_FACT] = plan.model_dump(mode="json")
+        out.facts.plan_first = first.model_dump(mode="json")
+        out.facts.plan = plan.model_dump(mode="json")
         label = "before the stop (the plan you consent to)"
     out.summary = f"{label}: {plan.text} (first plan: expected {first.launches_expected:g})"
     out.decisions.append(Decision(

@@ -10,6 +10,7 @@ from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.actions.measure import measure_config, same_within
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import ToolRetry, Unresolved
+from specdoctor.models import SubtractionFact
 from specdoctor.stats.comparator import GROWING_CAP
 from specdoctor.stats.comparator import GrowingArm as Looks
 from specdoctor.stats.summary import summarize
@@ -52,7 +53,7 @@ def _trees(deps, view: StateView, repo: str, essentials: list[str], script: str 
     except (ToolRetry, Unresolved) as exc:
         return None, None, f"could not build the trial trees: {exc}"
     for t in (all_tree, ess_tree):
-        out.facts.setdefault("trial_trees", []).append(t.summary_line())
+        out.facts.trial_trees = [*(out.facts.trial_trees or []), t.summary_line()]
         problem = untrusted_tree(t)
         if problem:
             return None, None, problem
@@ -247,10 +248,10 @@ def _conclude(out: ActionOutcome, step, arms: _Arms, restored: ToolResult) -> No
     """The subtraction fact, summary, status and decision, once the trees are gone and the worktree checked."""
     outcome, trusted = _outcome(arms)
     full, reduced, ambiguous = arms.full, arms.reduced, arms.ambiguous
-    out.facts["subtraction"] = {"outcome": outcome, "comparison": arms.comparison, "problem": arms.tree_problem,
-                                "all_patches": full, "essentials_only": reduced, "applied": arms.applied,
-                                "ambiguous": ambiguous, "notes": arms.notes, "restored": restored.ok,
-                                "restore": restored.output}
+    out.facts.subtraction = SubtractionFact.model_validate({
+        "outcome": outcome, "comparison": arms.comparison, "problem": arms.tree_problem, "all_patches": full,
+        "essentials_only": reduced, "applied": arms.applied, "ambiguous": ambiguous, "notes": arms.notes,
+        "restored": restored.ok, "restore": restored.output})
     out.summary = (f"all patches {full.get('median', float('nan')):.1f} vs essentials only "
                    f"{reduced.get('median', float('nan')):.1f} tok/s → {outcome}"
                    + (f"; {len(ambiguous)} ambiguous patch-script lines" if ambiguous else "")

@@ -17,11 +17,12 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from specdoctor.diagnosis.claims import near_but_loose
+from specdoctor.diagnosis.facts import EngineOriginFact
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.actions.restart_check import identity_differences, judge_throughput
 from specdoctor.engine.runs import Relaunch, load_relaunch, relaunch_path, save_relaunch, write_private
 from specdoctor.engine.state import Decision, StateView
-from specdoctor.models import UserServerFact
+from specdoctor.models import Claims, MeasuredFact, MeasureFacts, UserServerFact
 from specdoctor.stats.comparator import Comparison
 from specdoctor.toolkit import ToolContext, ToolResult, registry
 from specdoctor.tools.checkout.trial_tree import EngineOrigin
@@ -150,9 +151,9 @@ def examine_user_server(deps, view: StateView, step, args: dict[str, Any]) -> Ac
                                       why="nothing could be recorded to bring it back"))
         return out
     fact = UserServerFact(port=rec.port, pid_before=rec.pid, identity_before=rec.identity, supervisor=rec.supervisor)
-    out.facts["user_server_record"] = rec.model_dump(mode="json")
+    out.facts.user_server_record = rec
     _bench_running(deps, view, out, rec, fact, server)
-    out.facts["user_server"] = fact.model_dump(mode="json")
+    out.facts.user_server = fact
     out.decisions.append(_examined(step, rec, out))
     repo = view.params.get("repo")
     origin = call_tool(deps, "engine_origin", {"pid": rec.pid, **({"expect_under": repo} if repo else {})},
@@ -176,33 +177,42 @@ def _bench_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRec
         return
     fact.tps_before = first.median
     bench = dict(first.model_dump(mode="json"), label="spec (running server)")
-    out.facts["user_server_bench"] = bench
+    out.facts.user_server_bench = MeasuredFact.model_validate(bench)
     if any("speculative" in a for a in server.get("argv") or []):
-        from specdoctor.diagnosis.references import judge_claims
-        from specdoctor.engine.actions.measure import good_run
+        _judge_running(deps, view, out, rec, fact, server, bench)
 
-        workload = _claims_workload(deps, view, server)
-        also = _bench_recorded_workload(deps, view, out, server, workload) if workload is not None else None
-        if also is not None:
-            bench["also"] = also  # the same dict user_server_bench holds: the reproduce step finds it there
-        out.facts["measure"] = {"spec": bench}
-        # every claim the running speculative server measures by itself (tok/s, accept length, TPOT)
-        # like for like: on the recorded workload's reading when the claims were measured with another one
-        judged_on = also if also is not None and also.get("median") is not None else bench
-        expect, good = dict(p.get("expect") or {}), good_run(deps, view)
+
+def _judge_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRecord, fact: UserServerFact,
+                   server: dict[str, Any], bench: dict[str, Any]) -> None:
+    """The running speculative server's reading, judged against every claim it measures by itself; the facts get
+    the reading once it is final (more runs pool into it in place)."""
+    p = view.params
+    from specdoctor.diagnosis.references import judge_claims
+    from specdoctor.engine.actions.measure import good_run
+
+    workload = _claims_workload(deps, view, server)
+    also = _bench_recorded_workload(deps, view, out, server, workload) if workload is not None else None
+    if also is not None:
+        bench["also"] = also  # user_server_bench holds it too: the reproduce step finds it there
+    # every claim the running speculative server measures by itself (tok/s, accept length, TPOT)
+    # like for like: on the recorded workload's reading when the claims were measured with another one
+    judged_on = also if also is not None and also.get("median") is not None else bench
+    expect, good = dict(p.get("expect") or {}), good_run(deps, view)
+    claims = judge_claims(expect, good, {"spec": judged_on}, None)
+    if near_but_loose(claims) and _tighten(deps, view, out, rec, server, judged_on,
+                                           workload if judged_on is also else None):
+        fact.tps_before = bench["median"]
         claims = judge_claims(expect, good, {"spec": judged_on}, None)
-        if near_but_loose(claims) and _tighten(deps, view, out, rec, server, judged_on,
-                                               workload if judged_on is also else None):
-            fact.tps_before = bench["median"]
-            claims = judge_claims(expect, good, {"spec": judged_on}, None)
-        if claims:
-            out.facts["claims"] = claims
+    if claims:
+        out.facts.claims = Claims.model_validate(claims)
+    out.facts.user_server_bench = MeasuredFact.model_validate(bench)
+    out.facts.measure = MeasureFacts.model_validate({"spec": bench})
 
 
 def _tighten(deps, view: StateView, out: ActionOutcome, rec: UserServerRecord, server: dict[str, Any],
              reading: dict[str, Any], workload: Workload | None) -> bool:
     """More runs on the running server (with `workload`, the one `reading` was taken with, when not today's),
-    pooled into `reading` in place (the facts hold that dict), when a claim judged on it is near but loose
+    pooled into `reading` in place (the facts get it after), when a claim judged on it is near but loose
     (`near_but_loose`): runs cost seconds, the trials a loose claim sets off cost launches. False when the runs
     failed (the first reading stands)."""
     from specdoctor.engine.actions.measure import bench_running
@@ -262,7 +272,7 @@ def _examined(step, rec: UserServerRecord, out: ActionOutcome) -> Decision:
             f"; its {rec.supervisor} session was not read ({rec.session_note}): a restart would be detached"
             if rec.session_note else ""), decided=decided,
         why="the box belongs to the user: examine first, stop only with consent, bring it back exactly",
-        evidence=[e["command"] for r in out.results.values() for e in r.get("evidence", [])][:6])
+        evidence=out.commands(6))
 
 
 def _note_origin(out: ActionOutcome, step, o: EngineOrigin, repo: str) -> None:
@@ -271,8 +281,8 @@ def _note_origin(out: ActionOutcome, step, o: EngineOrigin, repo: str) -> None:
     editable = (o.editable_from or "").removeprefix("file://").rstrip("/")
     from_checkout = bool(o.inside) or (bool(editable) and (editable == base or base.startswith(editable + "/")))
     where = o.origin or (o.locations[0] if o.locations else "nowhere (not importable)")
-    out.facts["engine_origin"] = {"from_checkout": from_checkout, "where": where, "repo": repo,
-                                  "editable_from": o.editable_from, "package": o.package}
+    out.facts.engine_origin = EngineOriginFact(from_checkout=from_checkout, where=where, repo=repo,
+                                               editable_from=o.editable_from, package=o.package)
     out.decisions.append(Decision(
         step=step.id, title=f"Where the running server imports {o.package or 'the engine'} from", status="ok",
         checked=f"importlib.util.find_spec({o.package or 'the engine'!r}) and its PEP 610 install record, in the "
@@ -281,12 +291,12 @@ def _note_origin(out: ActionOutcome, step, o: EngineOrigin, repo: str) -> None:
         decided="the checkout's patches are what the server runs" if from_checkout else
         "LOCAL PATCHES CANNOT EXPLAIN THIS SERVER: the patch steps (subtraction, bisection) are skipped",
         why="only code the server imports can change its throughput",
-        evidence=[e["command"] for e in out.results[f"{step.id}_origin"].get("evidence", [])][:2]))
+        evidence=[e.command for e in out.results[f"{step.id}_origin"].evidence][:2]))
 
 
 # -- stop (disrupt, with consent) ----------------------------------------------------------------------------------
 
-def _bench(deps, results: dict[str, Any], key: str, port: int, runs: int, p: dict[str, Any],
+def _bench(deps, results: dict[str, ToolResult], key: str, port: int, runs: int, p: dict[str, Any],
            log_path: str | None) -> BenchmarkResult | None:
     res = call_tool(deps, "benchmark", {"port": port, "runs": runs, "requests_per_run": p.get("requests_per_run", 3),
                                         "max_new_tokens": p.get("max_new_tokens", 128), "warmup_runs": 1,
@@ -310,7 +320,7 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     if rec is None or not rec.holds_gpus or rec.restarts_it:
         fact.stop_consent = "not-needed" if rec is None or not rec.holds_gpus else None
         out.status, out.summary = "skipped", blocked_by_user_server(view) or "your server keeps running"
-        out.facts["user_server"] = fact.model_dump(mode="json")
+        out.facts.user_server = fact
         return out
     p = view.params
     run_id = deps.tool_ctx.run_id
@@ -322,7 +332,7 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     if ident != rec.identity or cap.starttime != rec.starttime:
         fact.note = "your server changed since it was examined (restarted or reconfigured): not stopped"
         out.status, out.summary = "error", fact.note
-        out.facts["user_server"] = fact.model_dump(mode="json")
+        out.facts.user_server = fact
         out.decisions.append(Decision(step=step.id, title=step.title, status="error", checked="identity",
                                       found=fact.note, decided="launching steps skipped", why="never stop a stranger"))
         return out
@@ -353,7 +363,7 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
         fact.note = f"could not stop it: {stop.summary}"
         if _alive_pid(deps.host, rec.pid):  # still serving: nothing to bring back, and no restart on a busy port
             pending_path(run_id).unlink(missing_ok=True)
-    out.facts["user_server"] = fact.model_dump(mode="json")
+    out.facts.user_server = fact
     out.status = "ok" if stop.ok else "error"
     out.summary = stop.summary
     tps = f"{first.median:.1f} tok/s" if first else "not measured"
@@ -383,7 +393,7 @@ def _alive_pid(host: Any, pid: int) -> bool:
 
 # -- restart (at the end, and in every cleanup path) -------------------------------------------------------------
 
-def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None = None,
+def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, ToolResult] | None = None,
                timeout_s: float = 600) -> tuple[UserServerFact | None, list[Decision]]:
     """Restart the user's server this run stopped (argv, cwd, full env, log target as recorded), wait until healthy,
     benchmark it and compare with the measurement taken before stopping. None when nothing is pending."""
@@ -404,7 +414,7 @@ def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None 
                                decided="not restarted", why="nothing recorded to start it from")]
     inner = dataclasses.replace(ctx, auto_approve=True)
     launch, session, where = _relaunch(inner, ctx, pending, rel, timeout_s)
-    results["restart_user_server"] = launch.model_dump(mode="json")
+    results["restart_user_server"] = launch
     started = registry.typed_output(launch, LaunchResult, where="restart_user_server")
     if started is None:
         fact.note = f"your server did not come back: {launch.summary[:300]}"
@@ -421,7 +431,7 @@ def bring_back(ctx: ToolContext, run_id: str, *, results: dict[str, Any] | None 
 
 
 def _identity_after(inner: ToolContext, pending: Pending, started: LaunchResult, fact: UserServerFact,
-                    results: dict[str, Any]) -> None:
+                    results: dict[str, ToolResult]) -> None:
     """Identity first: the restarted server read as the first one was (argv, cwd, env, user by hash; GPU memory
     held; port), and what differs in `fact.differs`."""
     fact.gpu_mib_before = pending.gpu_mib_before
@@ -430,7 +440,7 @@ def _identity_after(inner: ToolContext, pending: Pending, started: LaunchResult,
         return
     res = registry.call(inner, "inspect_user_server", {"pid": started.pids[0], "pids": list(started.pids[1:]),
                                                        "port": started.port})
-    results["inspect_user_server_after"] = res.model_dump(mode="json")
+    results["inspect_user_server_after"] = res
     rec = registry.typed_output(res, UserServerRecord, where="inspect_user_server_after")
     if rec is None:
         fact.note = (fact.note + "; " if fact.note else "") + f"identity not read: {res.summary[:200]}"
@@ -467,7 +477,7 @@ def _relaunch(inner: ToolContext, ctx: ToolContext, pending: Pending, rel: Relau
 
 
 def _bench_after(inner: ToolContext, pending: Pending, started: LaunchResult, fact: UserServerFact,
-                 results: dict[str, Any]) -> Comparison | None:
+                 results: dict[str, ToolResult]) -> Comparison | None:
     """Benchmark the restarted server against the runs taken before stopping it (restart_check: the benchmark's
     warm-up handling, the sequential comparator, a slower first look re-measured); outcome and tok/s in `fact`."""
     looks: list[int] = []
@@ -477,7 +487,7 @@ def _bench_after(inner: ToolContext, pending: Pending, started: LaunchResult, fa
             "port": started.port, "runs": n, "requests_per_run": pending.requests_per_run,
             "max_new_tokens": pending.max_new_tokens, "warmup_runs": 1, "label": "user-server-after",
             **({"log_path": pending.log_path} if pending.log_path else {})})
-        results[f"bench_user_server_after_{len(looks)}"] = res.model_dump(mode="json")
+        results[f"bench_user_server_after_{len(looks)}"] = res
         looks.append(n)
         b = registry.typed_output(res, BenchmarkResult, where="bench_user_server_after")
         if b is None:
@@ -551,7 +561,7 @@ def give_back_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionO
         out.status, out.summary = "skipped", "your server was not stopped by this run: nothing to restart"
         return out
     fact = _merge(fact, view.fact("user_server", UserServerFact))
-    out.facts["user_server"] = fact.model_dump(mode="json")
+    out.facts.user_server = fact
     for d in decisions:
         d.step, d.title = step.id, step.title
     out.decisions = decisions
@@ -623,7 +633,7 @@ def retake_on_resume(deps, values: dict[str, Any]) -> ActionOutcome | None:
     if rec is None or rec.identity != old.identity:
         fact = fact.model_copy(update={"stopped": False, "note": "it came back from the interruption's restart "
                                        "changed, or could not be read: not stopped again"})
-        out.facts["user_server"] = fact.model_dump(mode="json")
+        out.facts.user_server = fact
         out.status, out.summary = "error", fact.note
         out.decisions.append(Decision(step=step.id, title=step.title, status="error", checked="identity", found=fact.note,
                                       decided="launching steps skipped", why="never stop a stranger"))
@@ -632,7 +642,7 @@ def retake_on_resume(deps, values: dict[str, Any]) -> ActionOutcome | None:
                                                             "user_server_record": rec.model_dump(mode="json")}}),
                       step, {})
     taken.results = {**out.results, **taken.results}
-    taken.facts["user_server_record"] = rec.model_dump(mode="json")
+    taken.facts.user_server_record = rec
     return taken
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Callable
 from typing import Any, Literal
@@ -23,6 +22,7 @@ from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolResult, registry
 from specdoctor.tools.checkout.trial_code import WrongTree, check_origin, in_tree
 from specdoctor.tools.checkout.trial_tree import TrialTree
+from specdoctor.tools.environment.fingerprint import read_fingerprint
 from specdoctor.tools.serving.measure import BenchmarkResult, Workload, default_workload
 from specdoctor.tools.serving.server import ProcessEnv, ServerList
 from specdoctor.tools.serving.trial import (
@@ -214,11 +214,7 @@ def good_run(deps, view: StateView) -> dict[str, Any] | None:
         return good
     if not isinstance(good, str) or not good:
         return None
-    try:
-        data = json.loads(deps.tool_ctx.host.read(good).decode("utf-8", "replace"))
-    except Exception:  # noqa: BLE001 - unreadable: the steps that need it say so through fingerprint_diff
-        return None
-    return data if isinstance(data, dict) else None
+    return read_fingerprint(deps.tool_ctx, good)
 
 
 def recorded_workload(deps, view: StateView) -> tuple[Workload, str] | None:

@@ -11,8 +11,8 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "architecture.md").read_text()
 PKG = ROOT / "specdoctor"
 
-# The engine modules that reach the host themselves (the doc names them, and why); anything else goes through a tool.
-ENGINE_HOST_USERS = {"engine/actions/user_server.py", "engine/actions/measure.py"}
+# The engine modules that reach the host themselves: none (the doc says so); every host command goes through a tool.
+ENGINE_HOST_USERS: set[str] = set()
 HOST_CALLS = {"run", "read", "put", "write", "forward"}
 
 
@@ -47,8 +47,10 @@ def test_the_engine_reaches_the_host_only_where_the_doc_says() -> None:
     users = {c.split(":")[0] for c in calls}
     assert users <= ENGINE_HOST_USERS, f"the engine runs host commands outside tools: {sorted(calls)}"
     assert all(module in DOC for module in ENGINE_HOST_USERS), "the doc names every engine module that does"
+    assert "The engine runs no host command itself" in DOC, "the doc says what this test checks"
 
 
 def test_the_host_call_finder_sees_a_host_command() -> None:
-    here = PKG / "engine" / "actions" / "user_server.py"
-    assert _host_calls(here), "the finder must see user_server.py's own host.run (else the test above proves nothing)"
+    # a tool that runs host commands itself (`host.run`), and the `ctx.host.read` form the engine once used
+    assert _host_calls(PKG / "tools" / "serving" / "port_hold.py"), "the finder must see port_hold.py's host.run"
+    assert _host_calls(PKG / "tools" / "environment" / "fingerprint.py"), "and fingerprint.py's ctx.host.read"

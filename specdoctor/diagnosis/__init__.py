@@ -5,8 +5,9 @@
     d.verdict.verdict, d.plan[0].title
 
 Modules, in the order a reader follows a run: `facts` (what steps record, `RunFacts`, and the `Case` read from a
-run), `claims` (a claim against today's runs), `causes` (causes that need no revert trial), `attribution` (the gap
-split into causes), `verdict` (the rules, in order), `plan` (the ranked next actions), `outcome` (the models).
+run), `claims` (a claim against today's runs), `causes` (causes that need no revert trial), `delta_causes` (a
+delta the revert trials confirmed: its name and fix), `attribution` (the gap split into causes), `verdict` (the
+rules, in order), `plan` (the ranked next actions), `outcome` (the models).
 """
 
 from __future__ import annotations

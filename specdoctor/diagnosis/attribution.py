@@ -1,16 +1,25 @@
 """The attribution the verdict and the plan read: the measured gap split into causes, each with its share and CI.
 
 The attribute step's revert trials write `facts.attribution`; the causes that need no trial (bisection, targeted
-measurements, /proc) are added here, so a playbook without that step still attributes what it measured.
+measurements, /proc) are added here, so a playbook without that step still attributes what it measured. A run that
+recorded no attribution at all gets one read from its claims and the bisection's two measured trials
+(`claimed_gap`).
 """
 
 from __future__ import annotations
 
-from specdoctor.diagnosis.causes import non_revertible_causes
+import statistics
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+from typing import Protocol
+
+from specdoctor.diagnosis.causes import non_revertible_causes, revert_patch_command
 from specdoctor.diagnosis.facts import Case
 from specdoctor.models import AttributionFact, CauseFact
+from specdoctor.models.measurement import Measurement
+from specdoctor.stats.summary import diff_of_medians_ci
 
-__all__ = ["attribution", "cause_line", "without_split"]
+__all__ = ["attribution", "cause_line", "without_split", "ClaimReading", "claimed_gap"]
 
 
 def attribution(case: Case) -> AttributionFact:
@@ -61,3 +70,58 @@ def cause_line(c: CauseFact, att: AttributionFact) -> str:
     which = "" if c.metric == "spec" else f" ({c.metric})"
     by = f", measured by {c.share_from}" if c.share_from else ""
     return f"{c.name}: {_tps(c.effect_tps)} tok/s{ci}{of}{which}{by}"
+
+
+class ClaimReading(Protocol):
+    """A claim as the run judged it, in the reading shown beside it (the report's row of it)."""
+
+    @property
+    def metric(self) -> str: ...
+    @property
+    def unit(self) -> str: ...
+    @property
+    def claimed(self) -> float | None: ...
+    @property
+    def median(self) -> float | None: ...
+    @property
+    def ci_low(self) -> float | None: ...
+    @property
+    def ci_high(self) -> float | None: ...
+    @property
+    def pct_change(self) -> float | None: ...
+    @property
+    def source(self) -> str: ...
+
+
+def _code_cause(trials: Sequence[Measurement], culprits: Sequence[str], repo: str | None) -> CauseFact | None:
+    """The bisection's culprits as one cause, its effect measured as all-patches minus essentials-only (both
+    trials measured): the essentials-only trial, and the first other trial with runs."""
+    if not culprits or not trials:
+        return None
+    fast = next((m for m in trials if "essential" in m.label.lower()), None)
+    slow = next((m for m in trials if m is not fast and m.samples), None)
+    if fast is None or slow is None or not fast.samples or not slow.samples:
+        return None
+    delta = statistics.median(slow.samples) - statistics.median(fast.samples)
+    lo, hi = diff_of_medians_ci(fast.samples, slow.samples)
+    names = ", ".join(PurePosixPath(c).name for c in culprits)
+    fix = " && ".join(revert_patch_command(repo, c) for c in culprits)
+    return CauseFact(name=f"local patch {names}", kind="code", key=",".join(culprits), effect_tps=round(delta, 2),
+                     ci_low=round(lo, 2), ci_high=round(hi, 2), confirmed=True, method="bisection", fix=fix)
+
+
+def claimed_gap(claims: Sequence[ClaimReading], trials: Sequence[Measurement], culprits: Sequence[str],
+                repo: str | None) -> AttributionFact | None:
+    """The attribution of a run that recorded none: the gap of the tok/s figure that moved most (in %) from its
+    claim — the gap a reader asks about — with the bisection's culprits as its one cause when both of their trials
+    were measured (`trials`: the backed-up tree's measurements). None without a tok/s claim measured today."""
+    measured = [c for c in claims if c.claimed is not None and c.median is not None and c.unit == "tok/s"]
+    if not measured:
+        return None
+    claim = max(measured, key=lambda c: abs(c.pct_change or 0.0))
+    assert claim.claimed is not None and claim.median is not None
+    causes = [c for c in (_code_cause(trials, culprits, repo),) if c is not None]
+    label = "claimed" if claim.source == "--expect" else "good run"
+    return AttributionFact(metric=claim.metric, reference_tps=claim.claimed, reference_label=label,
+                           measured_tps=claim.median, measured_ci_low=claim.ci_low, measured_ci_high=claim.ci_high,
+                           causes=causes)

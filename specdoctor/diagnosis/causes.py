@@ -11,10 +11,12 @@ from pathlib import PurePosixPath
 
 from specdoctor.diagnosis.facts import Case
 from specdoctor.models import CauseFact, SubtractionFact
+from specdoctor.stats.comparator import compare
 from specdoctor.stats.summary import diff_of_medians_ci
 from specdoctor.tools.checkout.bisect import BisectResult
 
-__all__ = ["effect", "revert_patch_command", "non_revertible_causes", "confirming_share", "CODE_CLEARED"]
+__all__ = ["effect", "revert_patch_command", "non_revertible_causes", "confirming_share", "workload_cause",
+           "CODE_CLEARED"]
 
 CODE_CLEARED = "removing every non-essential patch changed nothing (comparator SAME)"
 """Why the local patches need no revert trial when the subtraction cleared them: good news for the code, said once."""
@@ -120,6 +122,25 @@ def _commit_causes(case: Case) -> list[CauseFact]:
                       detail=f"files {', '.join(c.files[:4])}" + (f"; PR #{c.pr}" if c.pr else "")
                       + f"; vs its parent {c.parent[:10]}: {c.comparison}")
             for c in cb.culprits]
+
+
+def workload_cause(today: list[float], like: list[float], diffs: list[str], source: str) -> CauseFact | None:
+    """The workload as a cause of the gap between the claims and today's benchmark, when the like-for-like
+    measurement (the same server's runs with the workload `source` recorded) differs from today's (comparator
+    DIFFERENT): effect = today's minus the recorded workload's. `diffs`: how the two workloads differ."""
+    if len(like) < 3 or len(today) < 3:
+        return None
+    c = compare(like, today, unit="tok/s")
+    if c.outcome != "DIFFERENT":
+        return None
+    key = "dataset" if any(d.startswith("dataset") for d in diffs) else diffs[0].split(":", 1)[0].replace(" ", "_")
+    return CauseFact(name=f"workload: {'; '.join(diffs)}", kind="workload", key=key, metric="spec",
+                     effect_tps=c.delta, ci_low=c.delta_ci[0], ci_high=c.delta_ci[1], confirmed=True,
+                     method="workload-rerun", fix=f"benchmark with the workload recorded by {source} (or re-state "
+                     "the claims for today's workload)", evidence=["reproduce: bench_spec_running vs the recorded "
+                     f"workload: {c.summary_line()}"],
+                     detail=f"the same server: {c.median_a:.1f} tok/s with the recorded workload, {c.median_b:.1f} "
+                            "with today's prompts")
 
 
 def non_revertible_causes(case: Case) -> list[CauseFact]:

@@ -11,6 +11,7 @@ import statistics
 from typing import Any, NamedTuple
 
 from specdoctor.diagnosis.claims import claim_outcome
+from specdoctor.models.facts import ClaimFact, MeasuredFact
 from specdoctor.stats.comparator import compare_to_claim
 
 __all__ = ["ClaimKey", "CLAIM_KEYS", "FROM_FINGERPRINT", "fingerprint_claims", "claims_for", "metric_claim"]
@@ -117,4 +118,21 @@ def judge_claims(expect: dict[str, float], good: dict[str, Any] | None, measure:
     return out
 
 
-__all__ += ["judge_claims"]
+def reference_figure(metric: str, claim: ClaimFact | None, measured: MeasuredFact | None,
+                     good: Any) -> tuple[float | None, str]:
+    """The figure a metric is judged against, and what it is: its claim (one judged with the prefill excluded is
+    converted to end-to-end by today's own ratio when both readings were measured: trials measure whole requests),
+    else the good run's recorded measurement (`good`: the good fingerprint given as a dict)."""
+    if claim is not None and claim.claimed is not None:
+        m = measured
+        if claim.basis == "decode" and m is not None and m.samples and m.decode_samples:
+            # Trials measure end to end: the claim (prefill excluded) in those units, by today's own ratio.
+            ratio = statistics.median(m.samples) / statistics.median(m.decode_samples)
+            return round(claim.claimed * ratio, 2), "claimed, converted to end-to-end"
+        return claim.claimed, ("good run" if claim.source == FROM_FINGERPRINT else "claimed")
+    meas = good.get("measurements") if isinstance(good, dict) else None
+    value = meas.get(f"{metric}_tps") if isinstance(meas, dict) else None
+    return (float(value), "good run") if isinstance(value, int | float) else (None, "claimed")
+
+
+__all__ += ["judge_claims", "reference_figure"]

@@ -32,6 +32,7 @@ from specdoctor.models import (
 from specdoctor.models.phases import PhaseTimes
 from specdoctor.report import model as m
 from specdoctor.report.attribution_model import Attribution, Cause
+from specdoctor.report.claimed_gap import fill_claimed_gap
 from specdoctor.report.run_facts import add_run_facts
 from specdoctor.stats.phases import phase_stat
 from specdoctor.tools.checkout.bisect import BisectResult, Essentials
@@ -108,6 +109,7 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
     report.attribution = _attribution(facts.attribution, v, r)
     _enrich(report, r)
     add_run_facts(report, v.facts, dry_run=bool(getattr(rec, "dry_run", False)))  # box left, launches, dry run
+    fill_claimed_gap(report)  # no attribution recorded: the diagnosis reads one from the claims and the bisection
     return report
 
 

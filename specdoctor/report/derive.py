@@ -1,15 +1,13 @@
-"""What the report shows that it can work out from the Report itself: the gap's attribution, action commands,
-the state the box was left in, the workers' NCCL row, and evidence for claims that carry none.
+"""What the report shows that it can work out from the Report itself: action commands, the state the box was left
+in, the workers' NCCL row, and evidence for claims that carry none; the gap's attribution is the diagnosis' own.
 
-Everything here prefers what the diagnosis filled in (`Report.attribution`, `Action.command`) and derives only
-when it is missing, marking derived attributions as such.
+Everything here prefers what the diagnosis filled in (`Action.command`) and derives only when it is missing.
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-import statistics
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -18,14 +16,11 @@ from specdoctor.inference import engine_for_launch
 from specdoctor.report.model import (
     Action,
     Attribution,
-    Cause,
     Evidence,
-    Measurement,
     MetricComparison,
     NcclRow,
     Report,
 )
-from specdoctor.stats.summary import diff_of_medians_ci
 
 __all__ = ["nccl_label", "attribution", "ranked_actions", "action_command", "left_as_found", "workers_nccl_row",
            "claim_evidence", "not_reproduced", "revert_command"]
@@ -34,46 +29,10 @@ _ENV_ASSIGN = re.compile(r"\b([A-Z][A-Z0-9_]{2,})=([^\s,;)]+)")
 _REMOVE_WORDS = ("remove", "drop", "unset", "delete")
 
 
-def _find_measurement(ms: list[Measurement], hint: str) -> Measurement | None:
-    for m in ms:
-        if hint in m.label.lower():
-            return m
-    return None
-
-
-def _code_cause(r: Report) -> Cause | None:
-    """A bisection culprit, its effect measured as all-patches minus essentials-only (both trials measured)."""
-    st = r.stash
-    if st is None or not st.culprits or not st.measurements:
-        return None
-    fast = _find_measurement(st.measurements, "essential")
-    slow = next((m for m in st.measurements if m is not fast and m.samples), None)
-    if fast is None or slow is None or not fast.samples or not slow.samples:
-        return None
-    delta = statistics.median(slow.samples) - statistics.median(fast.samples)
-    lo, hi = diff_of_medians_ci(fast.samples, slow.samples)
-    names = ", ".join(PurePosixPath(c).name for c in st.culprits)
-    fix = " && ".join(revert_command(r.meta.repo, c) for c in st.culprits)
-    ids = sorted({*(st.evidence.command_ids if st.evidence else [])})
-    return Cause(name=f"local patch {names}", kind="code", delta=round(delta, 2), ci_low=round(lo, 2),
-                 ci_high=round(hi, 2), fix=fix, command_ids=ids)
-
-
 def attribution(r: Report) -> Attribution | None:
-    """The diagnosis' attribution, or one derived from the claims and the bisection's two measured trials."""
-    if r.attribution is not None:
-        return r.attribution
-    claims = [c for c in r.claims if c.claimed is not None and c.median is not None and c.unit == "tok/s"]
-    if not claims:
-        return None
-    # The figure that moved most (in %) is the gap a reader asks about.
-    claim = max(claims, key=lambda c: abs(c.pct_change or 0.0))
-    assert claim.claimed is not None and claim.median is not None
-    causes = [c for c in (_code_cause(r),) if c is not None]
-    label = "claimed" if claim.source == "--expect" else "good run"
-    return Attribution(metric=claim.metric, unit=claim.unit, reference=claim.claimed, reference_label=label,
-                       measured=claim.median, measured_ci_low=claim.ci_low, measured_ci_high=claim.ci_high,
-                       causes=causes, derived=True)
+    """The attribution the diagnosis decided (the builder fills it, also when the run recorded none:
+    `report/claimed_gap.py`)."""
+    return r.attribution
 
 
 def not_reproduced(r: Report) -> list[MetricComparison]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from specdoctor.errors import UsageError
 from specdoctor.host.redact import redact_text
+from specdoctor.report.claimed_gap import fill_claimed_gap
 from specdoctor.report.html import render_html
 from specdoctor.report.markdown import COMMANDS_FILE, render_commands_markdown, render_markdown
 from specdoctor.report.model import SCHEMA_VERSION, Report
@@ -93,7 +94,9 @@ def load_report(path: Path | str) -> Report:
     from pydantic import ValidationError
 
     try:
-        return Report.model_validate(data)
+        report = Report.model_validate(data)
     except ValidationError as exc:
         raise UsageError(f"{p} does not match the report schema: {exc.error_count()} errors, "
                          f"first: {exc.errors()[0]['loc']} {exc.errors()[0]['msg']}") from exc
+    fill_claimed_gap(report)  # a report.json written before the builder filled it reads as it did
+    return report

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from specdoctor.engine.actions.attribute import _cause_name, _fix
+from specdoctor.diagnosis.delta_causes import cause_name as _cause_name
+from specdoctor.diagnosis.delta_causes import fix_command
 from specdoctor.engine.state import StateView
 from specdoctor.models import Delta, Revert
 
 VIEW = StateView({"params": {"repo": "/home/u/sglang"}, "facts": {}, "results": {}})
+
+
+def _fix(d: Delta, view: StateView) -> str:
+    """The fix as the attribute step asks for it: the run's checkout and the user's launch line."""
+    return fix_command(d, repo=view.params.get("repo"), launch=view.get("facts.launch"))
 
 
 def _d(**kw) -> Delta:

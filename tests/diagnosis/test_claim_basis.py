@@ -7,7 +7,8 @@ from __future__ import annotations
 import statistics
 
 from specdoctor.diagnosis import Case, decide_verdict
-from specdoctor.engine.actions.measure import claim_outcome, reference_for
+from specdoctor.diagnosis.claims import claim_outcome
+from specdoctor.engine.actions.measure import reference_for
 from specdoctor.engine.state import StateView
 from specdoctor.models.facts import ClaimFact
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import types
 
-from specdoctor.engine.actions.measure import claim_outcome, recorded_workload
+from specdoctor.diagnosis.claims import claim_outcome
+from specdoctor.engine.actions.measure import recorded_workload
 from specdoctor.engine.runs import redact_deep
 from specdoctor.engine.state import StateView
 from specdoctor.host import open_host

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import socket
 
-from specdoctor.engine.actions.measure import claim_outcome
+from specdoctor.diagnosis.claims import claim_outcome
 from specdoctor.engine.actions.nccl import nccl_cause
 from specdoctor.engine.state import StateView
 from specdoctor.host import open_host

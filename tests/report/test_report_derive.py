@@ -49,6 +49,18 @@ def test_attribution_from_the_diagnosis_wins_and_no_culprit_means_no_cause() -> 
     assert "-16.0 tok/s not explained" in md
 
 
+def test_the_report_derives_no_attribution_and_a_saved_one_without_it_reads_as_before(tmp_path) -> None:
+    from specdoctor.report.writer import load_report
+
+    r = code_regression_report()
+    want = r.attribution
+    assert want is not None and want.derived  # the builder's step: the diagnosis read it from claims and trials
+    r.attribution = None
+    assert derive.attribution(r) is None  # the renderers derive nothing themselves
+    (tmp_path / "report.json").write_text(r.model_dump_json())
+    assert load_report(tmp_path).attribution == want  # a report.json written before the builder filled it
+
+
 def test_action_commands() -> None:
     r = code_regression_report()
     r.meta.launch = LAUNCH

@@ -9,7 +9,6 @@ the NCCL A/B) and the bisection's confirmed code culprits.
 from __future__ import annotations
 
 import itertools
-import shlex
 import statistics
 from collections.abc import Callable, Iterable
 from typing import Any, Literal
@@ -18,11 +17,11 @@ from pydantic import BaseModel, Field
 
 from specdoctor.diagnosis import Case
 from specdoctor.diagnosis.attribution import without_split
-from specdoctor.diagnosis.causes import CODE_CLEARED, effect, non_revertible_causes, revert_patch_command
+from specdoctor.diagnosis.causes import CODE_CLEARED, effect, non_revertible_causes
+from specdoctor.diagnosis.delta_causes import reverted_cause
 from specdoctor.engine.actions import ActionOutcome, action
 from specdoctor.engine.actions.attribute_evidence import control_is_trial, promoted_override
 from specdoctor.engine.actions.attribute_phases import cause_phase_effect, profiled_arms
-from specdoctor.engine.actions.cause_names import cause_name as _cause_name
 from specdoctor.engine.actions.measure import _recorder, reference_for, same_within
 from specdoctor.engine.actions.subtract import essential_files
 from specdoctor.engine.gap import read_gap
@@ -30,7 +29,6 @@ from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import ToolRetry, Unresolved
 from specdoctor.models import (
     AttributionFact,
-    CauseFact,
     Claims,
     Delta,
     DeltaList,
@@ -45,7 +43,7 @@ from specdoctor.stats.sequential import nominal_levels
 from specdoctor.stats.summary import median_ci
 from specdoctor.toolkit import registry
 from specdoctor.tools.checkout.bisect import BisectResult
-from specdoctor.tools.environment.revert import describe, merge_reverts, reverted, set_flags
+from specdoctor.tools.environment.revert import describe, merge_reverts, reverted
 from specdoctor.tools.environment.trial_env import TrialEnvCheck
 from specdoctor.tools.nccl.nccl_promote import NcclPromotion
 from specdoctor.tools.serving.arm_profiles import ArmProfiles, confirming_arm
@@ -289,37 +287,6 @@ def _deltas(view: StateView) -> DeltaList | None:
     return view.latest(DeltaList) or view.fact("deltas", DeltaList)
 
 
-def _fix(d: Delta, view: StateView) -> str:
-    """The exact edit that removes a confirmed delta for good."""
-    r = d.revert or Revert()
-    src = d.source or ""
-    if r.drop_patches:
-        return " && ".join(revert_patch_command(view.params.get("repo"), p) for p in r.drop_patches)
-    if r.undo_sitecustomize and src.endswith(".pth"):  # a .pth start-up hook: its `import` line is the code
-        return "; ".join(f"remove the line setting {n} from {src} (a .pth start-up hook: every Python process of "
-                         "that interpreter runs it), then relaunch" for n in r.undo_sitecustomize)
-    if r.undo_sitecustomize:
-        path = src if src.endswith(".py") and "/" in src else "sitecustomize.py"
-        return "; ".join(f'remove `os.environ["{n}"] = ...` from {path}' for n in r.undo_sitecustomize)
-    if r.argv_set:
-        launch = view.get("facts.launch")
-        if launch:  # the command to run, not a description of it: the user's launch line with the flags put back
-            return shlex.join(set_flags(launch, r.argv_set))
-        parts = [f"without --{k.replace('_', '-')}" if v is None else f"with --{k.replace('_', '-')} {v}".rstrip()
-                 for k, v in r.argv_set.items()]
-        return "relaunch " + " and ".join(parts)
-    files = [f.strip() for f in src.split(",") if f.strip().startswith(("/", "~"))]
-    if d.kind == "env" and files:  # set by a file the user owns (a shell profile, nccl.conf, a launch script)
-        also = (" (the trial ran with " + " ".join(f"{k}={v}" for k, v in r.env.items()) + ")") if r.env else ""
-        return f"remove the line setting {d.name} from {' or '.join(files)}, then relaunch{also}"
-    if r.unset:
-        where = f" in {src}" if src and src not in ("launch line", "launcher") else ""
-        return "; ".join(f"unset {n}{where}" for n in r.unset)
-    if r.env:
-        return "relaunch with " + " ".join(f"{k}={v}" for k, v in r.env.items())
-    return describe(r)
-
-
 def _code_settled(view: StateView) -> str | None:
     """Why the local patches need no revert trial here (None: they join the search with everything else)."""
     from specdoctor.engine.identity import identity_of
@@ -519,13 +486,9 @@ def _search_causes(trials: _RevertTrials, view: StateView, fact: AttributionFact
                for i, ((slow, fast), (names, *_)) in enumerate(zip(search.arms, search.causes, strict=False))]
     for (names, eff, lo, hi), ph in itertools.zip_longest(search.causes, effects):
         for n in names:
-            d = by_name[n]
-            others = [x for x in names if x != n]
-            fact.causes.append(CauseFact(
-                name=_cause_name(d), kind=d.kind, key=d.name, metric=metric, effect_tps=round(eff, 2),
-                ci_low=round(lo, 2), ci_high=round(hi, 2), confirmed=True, method="revert-trial", fix=_fix(d, view),
-                evidence=[step.id], phase_effect=ph, detail=(f"reverted together with {', '.join(others)} (they interact; "
-                                            "the effect is the set's)") if others else d.why))
+            fact.causes.append(reverted_cause(
+                by_name[n], metric=metric, effect=(eff, lo, hi), together=[x for x in names if x != n],
+                repo=view.params.get("repo"), launch=view.get("facts.launch"), evidence=[step.id], phase_effect=ph))
     fact.candidates = [c for c in search.candidates]
     if search.restored_samples and reference is not None:
         chk = compare_to_claim(search.restored_samples, reference)

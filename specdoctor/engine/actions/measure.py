@@ -2,28 +2,26 @@
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import ValidationError
 
-from specdoctor.diagnosis.claims import claim_outcome
+from specdoctor.diagnosis.causes import workload_cause
 from specdoctor.diagnosis.facts import RunFacts, WorkloadFact
-from specdoctor.diagnosis.references import FROM_FINGERPRINT, judge_claims
+from specdoctor.diagnosis.references import judge_claims, reference_figure
 from specdoctor.engine.actions import ActionOutcome, action, call_tool
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import UsageError
 from specdoctor.inference import engine_for_launch
 from specdoctor.models import Claims, Fingerprint, TopologyFact
-from specdoctor.models.delta import CauseFact
 from specdoctor.models.facts import MeasureFacts
 from specdoctor.models.phases import PhaseTimes
-from specdoctor.stats.comparator import compare
 from specdoctor.toolkit import ToolResult, registry
 from specdoctor.tools.checkout.trial_code import WrongTree, check_origin, in_tree
 from specdoctor.tools.checkout.trial_tree import TrialTree
+from specdoctor.tools.environment.fingerprint import read_fingerprint
 from specdoctor.tools.serving.measure import BenchmarkResult, Workload, default_workload
 from specdoctor.tools.serving.server import ProcessEnv, ServerList
 from specdoctor.tools.serving.trial import (
@@ -35,7 +33,7 @@ from specdoctor.tools.serving.trial import (
     trial,
 )
 
-__all__ = ["locate_server", "reproduce", "measure_config", "claim_outcome", "recorded_workload", "good_run",
+__all__ = ["locate_server", "reproduce", "measure_config", "recorded_workload", "good_run",
            "pooled", "reference_for", "same_within"]
 
 
@@ -215,11 +213,7 @@ def good_run(deps, view: StateView) -> dict[str, Any] | None:
         return good
     if not isinstance(good, str) or not good:
         return None
-    try:
-        data = json.loads(deps.tool_ctx.host.read(good).decode("utf-8", "replace"))
-    except Exception:  # noqa: BLE001 - unreadable: the steps that need it say so through fingerprint_diff
-        return None
-    return data if isinstance(data, dict) else None
+    return read_fingerprint(deps.tool_ctx, good)
 
 
 def recorded_workload(deps, view: StateView) -> tuple[Workload, str] | None:
@@ -306,7 +300,8 @@ def _like_for_like(out: ActionOutcome, measure: dict[str, Any], found_wl: tuple[
         out.facts.measure_today_workload = MeasureFacts.model_validate(today)
         out.facts.workload = WorkloadFact(recorded=found_wl[0], source=found_wl[1], today=today_wl,
                                           differences=diffs)
-        cause = _workload_cause(today.get("spec", {}), alike.get("spec", {}), diffs, found_wl[1])
+        cause = workload_cause(today.get("spec", {}).get("samples") or [],
+                               alike.get("spec", {}).get("samples") or [], diffs, found_wl[1])
         if cause is not None:
             out.facts.workload_cause = cause
         return alike
@@ -366,39 +361,13 @@ def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     return out
 
 
-def _workload_cause(today: dict[str, Any], like: dict[str, Any], diffs: list[str], source: str) -> CauseFact | None:
-    """The workload as a cause of the gap between the claims and today's benchmark, when the like-for-like
-    measurement differs from today's (comparator DIFFERENT): effect = today's minus the recorded workload's."""
-    a, b = like.get("samples") or [], today.get("samples") or []
-    if len(a) < 3 or len(b) < 3:
-        return None
-    c = compare(a, b, unit="tok/s")
-    if c.outcome != "DIFFERENT":
-        return None
-    key = "dataset" if any(d.startswith("dataset") for d in diffs) else diffs[0].split(":", 1)[0].replace(" ", "_")
-    return CauseFact(name=f"workload: {'; '.join(diffs)}", kind="workload", key=key, metric="spec",
-                     effect_tps=c.delta, ci_low=c.delta_ci[0], ci_high=c.delta_ci[1], confirmed=True,
-                     method="workload-rerun", fix=f"benchmark with the workload recorded by {source} (or re-state "
-                     "the claims for today's workload)", evidence=["reproduce: bench_spec_running vs the recorded "
-                     f"workload: {c.summary_line()}"],
-                     detail=f"the same server: {c.median_a:.1f} tok/s with the recorded workload, {c.median_b:.1f} "
-                            "with today's prompts")
-
-
 def reference_for(view: StateView, metric: str) -> tuple[float | None, str]:
-    """The figure a metric is judged against: the claim, else the good run's recorded measurement."""
+    """The figure a metric is judged against (the diagnosis decides: `reference_figure`), from the run's claims,
+    today's measurement and the good fingerprint."""
     claim = (view.fact("claims", Claims) or Claims({})).root.get(metric)
-    if claim is not None and claim.claimed is not None:
-        m = getattr(view.fact("measure", MeasureFacts) or MeasureFacts(), metric, None)
-        if claim.basis == "decode" and m is not None and m.samples and m.decode_samples:
-            # Trials measure end to end: the claim (prefill excluded) in those units, by today's own ratio.
-            ratio = statistics.median(m.samples) / statistics.median(m.decode_samples)
-            return round(claim.claimed * ratio, 2), "claimed, converted to end-to-end"
-        return claim.claimed, ("good run" if claim.source == FROM_FINGERPRINT else "claimed")
-    good = view.params.get("good_fingerprint")
-    meas = good.get("measurements") if isinstance(good, dict) else None
-    value = meas.get(f"{metric}_tps") if isinstance(meas, dict) else None
-    return (float(value), "good run") if isinstance(value, int | float) else (None, "claimed")
+    measured = getattr(view.fact("measure", MeasureFacts) or MeasureFacts(), metric, None) \
+        if claim is not None and claim.claimed is not None else None
+    return reference_figure(metric, claim, measured, view.params.get("good_fingerprint"))
 
 
 def same_within(view: StateView, metric: Literal["spec", "baseline"], today: list[float]) -> float | None:

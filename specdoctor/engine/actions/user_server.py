@@ -352,7 +352,6 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     if stop.ok and rec.port:
         # Nothing else may take its port while it is down: the restart at the end needs it.
         ctx = deps.tool_ctx
-        deps.host.run(["mkdir", "-p", ctx.run_dir], check="ignore")
         hold = hold_port(deps.host, int(rec.port), deps.tool_ctx.engine_for(cap.argv).parse_launch(cap.argv).host or "127.0.0.1",
                          run_id=run_id, seconds=_HOLD_S, python=_python_of(cap.argv),
                          log=f"{ctx.run_dir}/port-hold-{rec.port}.log")

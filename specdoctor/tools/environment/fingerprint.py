@@ -21,7 +21,7 @@ from specdoctor.tools.remote import remote_command, remote_text
 from specdoctor.tools.serving.server import Server, http_get, locate_servers, server_environs
 
 __all__ = ["FingerprintInput", "GpuFingerprint", "Fingerprint", "fingerprint", "Change", "FingerprintDiff",
-           "FingerprintDiffInput", "diff_fingerprints", "fingerprint_diff", "ENV_PREFIXES"]
+           "FingerprintDiffInput", "diff_fingerprints", "fingerprint_diff", "read_fingerprint", "ENV_PREFIXES"]
 
 ENV_PREFIXES = ("NCCL_", "CUDA_", "SGLANG_", "TORCH_NCCL_", "VLLM_")
 _QUERY = ["index", "name", "uuid", "pci.bus_id", "driver_version", "clocks.sm", "clocks.max.sm", "clocks.mem",
@@ -444,6 +444,15 @@ def _load(ctx: ToolContext, v: dict[str, Any] | str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ToolFailed(f"{v} is not a JSON object")
     return data
+
+
+def read_fingerprint(ctx: ToolContext, v: dict[str, Any] | str) -> dict[str, Any] | None:
+    """A saved fingerprint as data: given as a dict, or read from its JSON file on the host; None when it cannot be
+    read or is no JSON object (the steps that need it say why through fingerprint_diff)."""
+    try:
+        return _load(ctx, v)
+    except Exception:  # noqa: BLE001 - unreadable, whatever the host said: fingerprint_diff reports why
+        return None
 
 
 @tool(effect="read")

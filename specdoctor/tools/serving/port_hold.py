@@ -10,6 +10,7 @@ is (`ps` shows `... specdoctor-port-hold :PORT (for your server; ...)`).
 
 from __future__ import annotations
 
+import posixpath
 import shlex
 import time
 
@@ -54,9 +55,12 @@ def holders(host: Host, port: int) -> list[int]:
 def hold_port(host: Host, port: int, bind: str, *, run_id: str, seconds: float, python: str = "python3",
               log: str | None = None) -> PortHold:
     """Start the placeholder on `bind:port` (the user's server's own --host) for at most `seconds`; held=False with
-    a note when the port could not be bound (already taken) or no interpreter runs it — the run goes on."""
+    a note when the port could not be bound (already taken) or no interpreter runs it — the run goes on. A `log`
+    given in a folder of its own (the run's, which may not exist yet) gets that folder made first."""
     until = time.time() + seconds
     out = PortHold(port=port, until=round(until, 1))
+    if log and (folder := posixpath.dirname(log)):
+        host.run(["mkdir", "-p", folder], check="ignore")
     log = log or f"/tmp/{MARKER}-{port}-{run_id}.log"
     why = (f"your inference server on this port is stopped while specdoctor run {run_id} measures on its GPUs; "
            "it is restarted as it was at the end (or by `specdoctor restore`)")

@@ -135,7 +135,7 @@ def _head(verdict: Verdict | None, v: StateView, r: _Reader, *, rec: Any, error:
 def _measurements(report: m.Report, measure: MeasureFacts, r: _Reader) -> None:
     for key, mf in measure.items():
         bench_key = f"bench_{key}" if r.v.tool_result(f"bench_{key}") or key != "spec" else "bench_spec_running"
-        mm = mf.to_measurement(mf.label or key, r.evidence("reproduce", bench_key))
+        mm = mf.as_reported(mf.label or key, r.evidence("reproduce", bench_key))
         if mm:
             report.measurements.append(mm)
 
@@ -362,8 +362,8 @@ def _stash(report: m.Report, r: _Reader) -> None:
         level: Literal["warn", "error", "skip"] = ("warn" if "WARN" in a.upper() else
                                                    "error" if "ERROR" in a.upper() else "skip")
         lines.append(m.ScriptLine(text=a, level=level))
-    meas = [x for x in ((sub.all_patches.to_measurement("all patches") if sub.all_patches else None),
-                        (sub.essentials_only.to_measurement("essentials only") if sub.essentials_only else None))
+    meas = [x for x in ((sub.all_patches.as_reported("all patches") if sub.all_patches else None),
+                        (sub.essentials_only.as_reported("essentials only") if sub.essentials_only else None))
             if x]
     comp = sub.comparison
     report.stash = m.StashRecord(

@@ -25,7 +25,7 @@ from specdoctor.fleet.models import HostStatus, HostSurvey, SurveyParams, Survey
 from specdoctor.host import open_host
 from specdoctor.host.base import Host
 from specdoctor.inference import engine_for_launch
-from specdoctor.models import Evidence, Fingerprint, Measurement
+from specdoctor.models import Evidence, Fingerprint
 from specdoctor.toolkit import ToolContext, registry
 from specdoctor.tools.environment.fingerprint import Fingerprint as ToolFingerprint
 from specdoctor.tools.serving.measure import BenchmarkResult
@@ -105,10 +105,8 @@ def _examine(host: Host, row: HostSurvey, target: SurveyTarget, params: SurveyPa
     if bench is None:
         row.status, row.error = "error", f"benchmark: {bench_res.error or bench_res.summary}"
         return
-    row.throughput = Measurement(label=target.name, samples=bench.samples, median=bench.median,
-                                 ci_low=bench.ci_low, ci_high=bench.ci_high, tpot_ms=bench.tpot_ms,
-                                 accept_length=bench.accept_length, cuda_graph=bench.cuda_graph,
-                                 evidence=Evidence(tool="benchmark", commands=[e.command for e in bench_res.evidence]))
+    row.throughput = bench.model_copy(update={  # the benchmark's own measurement: the row keeps its summary
+        "label": target.name, "evidence": Evidence(tool="benchmark", commands=[e.command for e in bench_res.evidence])})
     row.accept_samples = [r.accept_length for r in bench.runs if r.accept_length is not None]
     row.accept_length = statistics.median(row.accept_samples) if row.accept_samples else None
     row.status = "ok"

@@ -10,7 +10,6 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
-from specdoctor.models.evidence import Evidence
 from specdoctor.models.measurement import Measurement
 from specdoctor.models.workload import Workload
 
@@ -29,39 +28,24 @@ class FactModel(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-class MeasuredFact(FactModel):
-    """One measured configuration as an action saved it (a benchmark's output plus label/env), or its error."""
+class MeasuredFact(Measurement, FactModel):
+    """One measured configuration as an action saved it (a benchmark's output plus label/env), or its error: the
+    shared `Measurement` plus what only the fact keeps. Read from the saved benchmark output as it is (its other
+    keys ignored), and handed to the report as it is."""
+
+    model_config = ConfigDict(extra="ignore", validate_assignment=False)  # a fact's, not the strict model's
 
     label: str = ""
-    samples: list[float] = Field(default_factory=list)
     decode_samples: list[float] = Field(default_factory=list, description="Per run, prefill excluded.")
-    median: float | None = None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    tpot_ms: float | None = None
-    accept_length: float | None = None
-    cuda_graph: bool | None = None
     findings: list[dict[str, Any] | str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     workload: Workload | None = Field(default=None, description="What it was measured on (the benchmark's).")
     error: str | None = Field(default=None, description="Why it could not be measured.")
     status: str | None = None
 
-    @property
-    def measured(self) -> bool:
-        return self.median is not None
-
     def finding_texts(self) -> list[str]:
         """Each finding in one line (the benchmark's findings carry a `message`)."""
         return [str(f.get("message") or f.get("title") or f) if isinstance(f, dict) else str(f) for f in self.findings]
-
-    def to_measurement(self, label: str | None = None, evidence: Evidence | None = None) -> Measurement | None:
-        """The shared `Measurement` (None when nothing was measured)."""
-        if self.median is None:
-            return None
-        return Measurement(label=label or self.label, samples=self.samples, median=self.median,
-                           ci_low=self.ci_low, ci_high=self.ci_high, tpot_ms=self.tpot_ms,
-                           accept_length=self.accept_length, cuda_graph=self.cuda_graph, evidence=evidence)
 
 
 class MeasureFacts(FactModel):

@@ -1,6 +1,13 @@
-"""One measured configuration: per-run samples, their summary, and where they came from."""
+"""One measured configuration: per-run samples, their summary, and where they came from.
+
+The one measurement model: the benchmark tool's output (`BenchmarkResult`) extends it with the tool's detail, the
+fact an action saves (`MeasuredFact`) with what a fact needs, and the report takes either as it is — the report's
+JSON holds this model's fields only (a field annotated `Measurement` serializes as one).
+"""
 
 from __future__ import annotations
+
+from typing import Self
 
 from pydantic import Field
 
@@ -24,3 +31,14 @@ class Measurement(StrictModel):
     accept_length: float | None = None
     cuda_graph: bool | None = None
     evidence: Evidence | None = None
+
+    @property
+    def measured(self) -> bool:
+        return self.median is not None
+
+    def as_reported(self, label: str | None = None, evidence: Evidence | None = None) -> Self | None:
+        """This measurement under the report's label, with the evidence the report cites (a copy: every figure as
+        measured); None when nothing was measured."""
+        if self.median is None:
+            return None
+        return self.model_copy(update={"label": label or self.label, "evidence": evidence})

@@ -7,12 +7,13 @@ import time
 from typing import Any, Literal
 
 import httpx
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from specdoctor.errors import NoData, ToolFailed, ToolRetry, Unresolved
 from specdoctor.host import http
 from specdoctor.host.base import Host
 from specdoctor.inference import EngineName, InferenceEngine
+from specdoctor.models.measurement import Measurement
 from specdoctor.models.workload import WORDS_PER_TOKEN, Workload
 from specdoctor.parsers.sglang import BodyError, DecodeLine, parse_body
 from specdoctor.stats.comparator import Comparison, compare
@@ -106,8 +107,11 @@ class Finding(BaseModel):
     evidence: list[str] = Field(default_factory=list)
 
 
-class BenchmarkResult(BaseModel):
-    """Per-run tok/s samples with median and 95 % CI, TPOT, accept length, CUDA-graph use and findings."""
+class BenchmarkResult(Measurement):
+    """Per-run tok/s samples with median and 95 % CI, TPOT, accept length, CUDA-graph use and findings: the shared
+    `Measurement` (summary, samples) plus the tool's detail (runs, spread, settings, findings)."""
+
+    model_config = ConfigDict(extra="ignore", validate_assignment=False)  # the tool's output, filled in place
 
     label: str = ""
     port: int
@@ -120,8 +124,6 @@ class BenchmarkResult(BaseModel):
     mean: float
     stdev: float
     cv: float | None = None
-    tpot_ms: float | None = None
-    accept_length: float | None = None
     speculative: bool = False
     cuda_graph: bool | None = Field(default=None, description="From the log: did every decode/verify replay a graph?")
     log_accept_length: float | None = None

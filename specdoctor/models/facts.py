@@ -31,9 +31,9 @@ class FactModel(BaseModel):
 class MeasuredFact(Measurement, FactModel):
     """One measured configuration as an action saved it (a benchmark's output plus label/env), or its error: the
     shared `Measurement` plus what only the fact keeps. Read from the saved benchmark output as it is (its other
-    keys ignored), and handed to the report as it is."""
+    keys kept, as its writer wrote them), and handed to the report as it is."""
 
-    model_config = ConfigDict(extra="ignore", validate_assignment=False)  # a fact's, not the strict model's
+    model_config = ConfigDict(extra="allow", validate_assignment=False)  # a fact's (keeps its writer's keys), not the strict model's
 
     label: str = ""
     decode_samples: list[float] = Field(default_factory=list, description="Per run, prefill excluded.")

@@ -51,8 +51,7 @@ def budget_blocker(step: Any, effect: str, view: StateView, now: float | None = 
         return None
     if fact.stopped_before:
         return f"held back: the budget stopped the run before {fact.stopped_before}"
-    raw = view.facts.get("plan")
-    plan = Plan.model_validate(raw) if isinstance(raw, dict) else None
+    plan = view.fact("plan", Plan)
     names = _PHASES.get(step.id, ())
     phases = [p for p in (plan.phases if plan else []) if p.step in names or
               (p.step == "restart" and "reproduce" in names and step.id != "free_gpus")]
@@ -70,8 +69,7 @@ def budget_blocker(step: Any, effect: str, view: StateView, now: float | None = 
 def continue_command(view: StateView, fact: BudgetFact) -> str:
     """The command that continues with a larger budget: the same investigation, the budget raised to what the
     plan's worst case needs (the steps already decided are re-measured: a fresh run is the only honest one)."""
-    raw = view.facts.get("plan")
-    plan = Plan.model_validate(raw) if isinstance(raw, dict) else None
+    plan = view.fact("plan", Plan)
     worst = sum(phase_minutes(plan, p, expected=False) for p in plan.phases) if plan and plan.launch_s else \
         2 * fact.minutes
     p = view.params

@@ -49,7 +49,8 @@ def claim_held(c: ClaimFact, material: float = MATERIAL_SHORTFALL) -> tuple[bool
 
 def read_gap(view: StateView) -> GapReading:
     """The claims as the reproduce step judged them (`facts.claims`) against every figure the user claimed."""
-    if view.get("facts.measure.baseline") is None and view.get("facts.measure.spec") is None:
+    measured = view.run_facts.measure
+    if measured is None or (measured.baseline is None and measured.spec is None):
         return GapReading(judged=False, held=False, why="nothing measured yet")
     claims = (view.fact("claims", Claims) or Claims({})).root
     if not claims:

@@ -51,7 +51,7 @@ def decide_identity(view: StateView, good: dict[str, Any] | None, expected: set[
     fp = view.latest(Fingerprint)
     out = IdentityFact()
     if isinstance(good, dict) and fp is not None:
-        today_launch = fp.launch_digest or launch_digest(view.get("facts.launch"))
+        today_launch = fp.launch_digest or launch_digest(view.run_facts.launch)
         ref_launch = good.get("launch_digest") or launch_digest(good.get("launch"))
         ref_env = good.get("env_digest") or (env_digest(good["worker_env"]) if isinstance(good.get("worker_env"),
                                                                                         dict) else None)

@@ -2,17 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from specdoctor.engine.state import StateView
 from specdoctor.report import model as m
 from specdoctor.tools.serving.plan import Plan
 
 __all__ = ["launch_plan"]
-
-
-def _plan(raw: Any) -> Plan | None:
-    return Plan.model_validate(raw) if isinstance(raw, dict) else None
 
 
 def _phases(plan: Plan) -> list[m.PlannedLaunches]:
@@ -22,11 +16,11 @@ def _phases(plan: Plan) -> list[m.PlannedLaunches]:
 
 def launch_plan(view: StateView) -> m.LaunchPlan | None:
     """The plan in force at the stop (the consent re-estimate, else the first plan), every estimate beside it."""
-    first = _plan(view.facts.get("plan_first")) or view.result("plan", Plan)
+    first = view.fact("plan_first", Plan) or view.result("plan", Plan)
     if first is None:
         return None
-    consent = _plan(view.facts.get("plan")) if view.facts.get("plan_first") else None
-    revised = _plan(view.facts.get("plan_revised"))
+    consent = view.fact("plan", Plan) if view.run_facts.plan_first else None
+    revised = view.fact("plan_revised", Plan)
     force = consent or first
     estimates = [m.PlanEstimate(stage=stage, launches_expected=p.launches_expected, launches_max=p.launches_max,
                                 box_minutes_expected=p.box_minutes_expected, phases=_phases(p))

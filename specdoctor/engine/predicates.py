@@ -78,7 +78,7 @@ def server_running(v: StateView) -> bool:
 @predicate("a launch command is known (given, or read from the running server)",
            "no launch command is known (none given, none read from a running server)")
 def has_launch(v: StateView) -> bool:
-    return bool(v.get("facts.launch"))
+    return bool(v.run_facts.launch)
 
 
 @predicate("the host has a git checkout to inspect", "no git checkout was given (--repo)")
@@ -100,7 +100,7 @@ def has_changes(v: StateView) -> bool:
 @predicate("a backup of the working tree exists for this run",
            "no backup of the working tree exists for this run", lambda v: _origin_detail(v))
 def has_backup(v: StateView) -> bool:
-    return bool(v.get("facts.backup_id"))
+    return bool(v.run_facts.backup_id)
 
 
 @predicate("both throughputs were measured", "the baseline and speculative throughputs were not both measured")
@@ -152,8 +152,8 @@ def _user_server_detail(v: StateView) -> str | None:
 @predicate("your server holds the GPUs the launches need and can be stopped (with your consent)",
            "your server need not or must not be stopped", _user_server_detail)
 def user_server_holds_gpus(v: StateView) -> bool:
-    rec = v.get("facts.user_server_record") or {}
-    return bool(rec.get("holds_gpus")) and not rec.get("restarts_it")
+    rec = v.run_facts.user_server_record
+    return rec is not None and rec.holds_gpus and not rec.restarts_it
 
 
 def _origin_detail(v: StateView) -> str | None:

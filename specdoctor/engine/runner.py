@@ -128,7 +128,7 @@ def _safety_net(deps: RunDeps, values: dict[str, Any]) -> list[Decision]:
     The same net as the embed Client's close() (specdoctor.toolkit.safety); here its steps become decisions.
     """
     view = StateView(values)
-    backup_id = view.get("facts.backup_id")
+    backup_id = view.run_facts.backup_id
     repo = view.params.get("repo")
     backups = {repo: backup_id} if backup_id and repo else {}
     decisions: list[Decision] = []

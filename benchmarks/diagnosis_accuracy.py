@@ -172,8 +172,10 @@ def share_check(report: dict) -> tuple[str | None, bool | None]:
     from specdoctor.stats.summary import diff_of_medians_ci
 
     culprits = set((report.get("stash") or {}).get("culprits") or [])
-    causes = [c for c in (report.get("attribution") or {}).get("causes") or []
-              if c.get("kind") == "code" and c.get("confirmed", True) and not c.get("metric")]
+    att = report.get("attribution") or {}
+    # the diagnosis' own shares; a gap read off the claims and the stash (`derived`) carries no per-cause share
+    causes = [c for c in att.get("causes") or [] if not att.get("derived")
+              and c.get("kind") == "code" and c.get("confirmed", True) and not c.get("metric")]
     trials = [t for t in report.get("bisection") or [] if len(t.get("samples") or []) >= 2]
     if not culprits or not causes or not trials:
         return None, None

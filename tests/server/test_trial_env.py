@@ -56,7 +56,7 @@ def test_a_revert_trial_whose_env_did_not_reach_is_unresolved_and_not_measured(l
     assert not any(k.startswith("bench_") for k in out.results)  # never measured
     assert out.decisions[-1].status == "unresolved" and "never counted" in out.decisions[-1].decided
     # the same trial on a launcher that passes it on is measured
-    view.state["facts"]["server_env"] = {}
+    view = StateView({"params": view.params, "facts": {"server_env": {}}})
     trials = _RevertTrials(deps, view, SimpleNamespace(id="attribute", title="Attribute"), out, [delta], "baseline",
                            [100.0, 101.0, 99.0], LAUNCH)
     t = trials.run(frozenset(), "every revertible delta reverted", lambda s: "same")

@@ -9,7 +9,7 @@ import time
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast
 
 from pydantic import BaseModel, ValidationError
 
@@ -32,6 +32,8 @@ __all__ = ["Effect", "ResultShapeError", "ToolMark", "ToolSpec", "ToolRegistry",
 
 Effect = Literal["read", "mutate", "disrupt"]
 M = TypeVar("M", bound=BaseModel)
+InT = TypeVar("InT", bound=BaseModel)
+OutT = TypeVar("OutT", bound=BaseModel)
 
 
 def first_error(exc: ValidationError) -> str:
@@ -138,6 +140,16 @@ class ToolRegistry:
         assert isinstance(out, model)
         return out.model_copy(deep=True)  # a reader's change never reaches the record
 
+    def call_fn(self, ctx: ToolContext, fn: Callable[[ToolContext, InT], OutT], args: InT | dict[str, Any], *,
+                where: str | None = None, unresolved: bool = False) -> Called[OutT]:
+        """Call the tool `fn` with its typed input (or the input's JSON, validated here: a bad value is the call's
+        `error` result, as for any caller): `call`'s approval and evidence, and its output as the tool's own model
+        (with `unresolved=True`, an unresolved call's partial output too)."""
+        name = tool_name(fn)
+        result = self.call(ctx, name, args)
+        model = cast("type[OutT]", self.get(name).output_model)
+        return Called(result, self.typed_output(result, model, where=where or name, unresolved=unresolved))
+
     def call(self, ctx: ToolContext, name: str, args: BaseModel | dict[str, Any] | None = None) -> ToolResult:
         """Validate, ask approval for mutate/disrupt, run, and return a ToolResult with evidence.
 
@@ -198,6 +210,25 @@ class ToolRegistry:
         if output is not None:
             result.keep_typed(output)
         return result
+
+
+@dataclass(frozen=True)
+class Called(Generic[OutT]):
+    """One call of a tool through its function: the whole `ToolResult` (status, summary, evidence, the JSON for the
+    record) and the tool's own output model (None when the call did not succeed)."""
+
+    result: ToolResult
+    output: OutT | None
+
+    @property
+    def ok(self) -> bool:
+        return self.result.ok
+
+
+def tool_name(fn: Callable[..., Any]) -> str:
+    """The name `fn` is registered under (its `@tool` name, else the function's)."""
+    mark = tool_mark(fn)
+    return (mark.name if mark is not None else None) or fn.__name__
 
 
 def _summary(output: BaseModel, spec: ToolSpec) -> str:

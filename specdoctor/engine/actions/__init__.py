@@ -15,9 +15,10 @@ from pydantic import BaseModel, Field
 
 from specdoctor.diagnosis.facts import RunFacts
 from specdoctor.engine.state import Decision, StepUpdate
-from specdoctor.toolkit import ToolResult, registry
+from specdoctor.toolkit import ToolContext, ToolResult, registry
+from specdoctor.toolkit.registry import Called, InT, OutT, tool_name
 
-__all__ = ["ActionOutcome", "ActionSpec", "action", "action_spec", "call_tool"]
+__all__ = ["ActionOutcome", "ActionSpec", "Called", "action", "action_spec", "call_tool", "run_tool"]
 
 
 class ActionOutcome(BaseModel):
@@ -70,6 +71,19 @@ def action_spec(fn: Callable[..., ActionOutcome]) -> ActionSpec | None:
     """The `@action` declaration of `fn`, None when it has none."""
     spec = getattr(fn, ACTION_SPEC, None)
     return spec if isinstance(spec, ActionSpec) else None
+
+
+def run_tool(deps: Any, fn: Callable[[ToolContext, InT], OutT], args: InT | dict[str, Any],
+             results: dict[str, ToolResult] | None = None, key: str | None = None, *,
+             unresolved: bool = False) -> Called[OutT]:
+    """Call the tool `fn` for an action (approval already given at step level), keep its result under `key`
+    (default: the tool's name) and hand back its output model. `args` is the tool's input model, or its JSON where
+    the values come from a playbook or a fact (a bad one is then the call's error result, not a crash)."""
+    ctx = dataclasses.replace(deps.tool_ctx, auto_approve=True)
+    called = registry.call_fn(ctx, fn, args, where=key, unresolved=unresolved)
+    if results is not None:
+        results[key or tool_name(fn)] = called.result
+    return called
 
 
 def call_tool(deps: Any, name: str, args: dict[str, Any], results: dict[str, ToolResult] | None = None,

@@ -44,7 +44,7 @@ from specdoctor.stats.summary import median_ci
 from specdoctor.toolkit import registry
 from specdoctor.tools.checkout.bisect import BisectResult
 from specdoctor.tools.environment.revert import describe, merge_reverts, reverted
-from specdoctor.tools.environment.trial_env import TrialEnvCheck
+from specdoctor.tools.environment.trial_env import check_trial_env
 from specdoctor.tools.nccl.nccl_promote import NcclPromotion
 from specdoctor.tools.serving.arm_profiles import ArmProfiles, confirming_arm
 from specdoctor.tools.serving.trial import (
@@ -423,11 +423,11 @@ class _RevertTrials:
         intended = _intended_env(rev, revert)
         if not intended:
             return None
-        res = registry.call(h.ctx, "check_trial_env", {
+        called = registry.call_fn(h.ctx, check_trial_env, {
             "port": h.port, "values": {k: v for k, v in intended.items() if v is not None},
-            "absent": [k for k, v in intended.items() if v is None]})
-        self.record(f"env_{label}", res)
-        check = registry.typed_output(res, TrialEnvCheck, where=f"env_{label}")
+            "absent": [k for k, v in intended.items() if v is None]}, where=f"env_{label}")
+        self.record(f"env_{label}", called.result)
+        check = called.output
         return check.summary() if check is not None and not check.reached else None
 
     def _measure_until_judged(self, h: Any, t: TrialRun, judge: Judge, label: str) -> None:

@@ -11,19 +11,19 @@ from pydantic import ValidationError
 from specdoctor.diagnosis.causes import workload_cause
 from specdoctor.diagnosis.facts import RunFacts, WorkloadFact
 from specdoctor.diagnosis.references import judge_claims, reference_figure
-from specdoctor.engine.actions import ActionOutcome, action, call_tool
+from specdoctor.engine.actions import ActionOutcome, action, run_tool
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import UsageError
 from specdoctor.inference import engine_for_launch
 from specdoctor.models import Claims, Fingerprint, TopologyFact
 from specdoctor.models.facts import MeasureFacts
 from specdoctor.models.phases import PhaseTimes
-from specdoctor.toolkit import ToolResult, registry
+from specdoctor.toolkit import ToolResult
 from specdoctor.tools.checkout.trial_code import WrongTree, check_origin, in_tree
 from specdoctor.tools.checkout.trial_tree import TrialTree
 from specdoctor.tools.environment.fingerprint import read_fingerprint
-from specdoctor.tools.serving.measure import BenchmarkResult, Workload, default_workload
-from specdoctor.tools.serving.server import ProcessEnv, ServerList
+from specdoctor.tools.serving.measure import BenchmarkResult, Workload, benchmark, default_workload
+from specdoctor.tools.serving.server import ReadEnvInput, find_server_processes, read_process_env
 from specdoctor.tools.serving.trial import (
     AUTO_PORT,
     LaunchConfig,
@@ -60,8 +60,7 @@ def _server_fact(servers: list[Any]) -> dict[str, Any]:
 def _relaunch_env(deps, out: ActionOutcome, step, pid: int) -> dict[str, str]:
     """The running server's tuning environment, which relaunches reproduce (never its redacted secrets, nor what
     the engine forces itself: passing that again would hide what the engine does)."""
-    env_res = call_tool(deps, "read_process_env", {"pid": pid}, out.results, key=f"{step.id}_env")
-    penv = registry.typed_output(env_res, ProcessEnv, where=f"{step.id}_env")
+    penv = run_tool(deps, read_process_env, ReadEnvInput(pid=pid), out.results, key=f"{step.id}_env").output
     env = penv.env if penv is not None else {}
     engine = deps.tool_ctx.engine
     return {k: v for k, v in env.items() if k.startswith(engine.relaunch_env_prefixes)
@@ -91,10 +90,10 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
     # Exactly the server the user means: the port of --port/--launch, else the one running from --repo, else the
     # only one; several and nothing says which → a one-line error listing them (never the first found).
     query: dict[str, Any] = {"exactly_one": True, **({"port": port} if port else {"repo": repo} if repo else {})}
-    res = call_tool(deps, "find_server_processes", query, out.results, key=step.id)
+    called = run_tool(deps, find_server_processes, query, out.results, key=step.id)
+    res, found_servers = called.result, called.output
     if res.status == "error" and res.retryable:
         raise UsageError(res.summary)
-    found_servers = registry.typed_output(res, ServerList, where=step.id)
     server = _server_fact(found_servers.servers if found_servers is not None else [])
     launch = view.params.get("launch") or server.get("launch")
     # Trial servers take a port the host has free at each launch (launch_server picks it: evidence there).
@@ -242,8 +241,8 @@ def bench_running(deps, view: StateView, server: dict[str, Any], results: dict[s
         args.update(prompts=workload.request_prompts(), temperature=workload.temperature or 0.0)
         if workload.output_tokens:
             args["max_new_tokens"] = workload.output_tokens
-    bench = call_tool(deps, "benchmark", args, results, key=f"bench_{key}")
-    bres = registry.typed_output(bench, BenchmarkResult, where=f"bench_{key}")
+    called = run_tool(deps, benchmark, args, results, key=f"bench_{key}")
+    bench, bres = called.result, called.output
     return dict(bres.model_dump(mode="json"), label=label) if bres is not None else {"error": bench.summary}
 
 

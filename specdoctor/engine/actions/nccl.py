@@ -5,20 +5,21 @@ from __future__ import annotations
 import statistics
 from typing import Any, NamedTuple
 
-from specdoctor.engine.actions import ActionOutcome, action, call_tool
+from specdoctor.engine.actions import ActionOutcome, action, run_tool
 from specdoctor.engine.actions.measure import good_run
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.models import Fingerprint, NcclFact
 from specdoctor.models.delta import CauseFact, norm_value
 from specdoctor.models.facts import ClaimFact, Claims
 from specdoctor.stats.comparator import compare_to_claim
-from specdoctor.toolkit import ToolResult, registry
+from specdoctor.toolkit import ToolResult
 from specdoctor.tools.nccl.nccl import NcclSweep
 from specdoctor.tools.nccl.nccl_promote import (
     DEBUG_ENV,
     NcclPromotion,
     PromotedResult,
     PromoteInput,
+    nccl_promote,
     planned_launches,
 )
 from specdoctor.tools.serving.server import Propagation
@@ -36,8 +37,8 @@ def promote_nccl(deps, view: StateView, step, args: dict[str, Any]) -> ActionOut
     if request is None:
         return _nothing_to_promote(out, step, launch, held)
     current, good, candidates = request["current"], request["good"], request["candidates"]
-    res = call_tool(deps, "nccl_promote", request, out.results, key=step.id)
-    o = registry.typed_output(res, NcclPromotion, where=step.id)
+    called = run_tool(deps, nccl_promote, request, out.results, key=step.id)
+    res, o = called.result, called.output
     out.status, out.summary = res.status, res.summary
     out.facts.nccl = _promotion_fact(o)
     cause = nccl_cause(view, o, current, good, good_fp) if o is not None else None

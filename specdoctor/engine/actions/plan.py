@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from specdoctor.diagnosis.references import claims_for
-from specdoctor.engine.actions import ActionOutcome, action, call_tool
+from specdoctor.engine.actions import ActionOutcome, action, run_tool
 from specdoctor.engine.actions.measure import good_run
 from specdoctor.engine.budget import start_budget
 from specdoctor.engine.gap import claim_held
@@ -15,14 +15,13 @@ from specdoctor.engine.state import Decision, StateView
 from specdoctor.models import Claims
 from specdoctor.models.identity import IdentityFact
 from specdoctor.stats.comparator import GROWING_CAP
-from specdoctor.toolkit import registry
 from specdoctor.tools.checkout.commit_bisect import commit_bisect_phase
 from specdoctor.tools.checkout.commits import CommitCatalog
-from specdoctor.tools.checkout.repo import Catalog
-from specdoctor.tools.serving.plan import PlannedPhase
+from specdoctor.tools.checkout.repo import CatalogInput, catalog_diffs
+from specdoctor.tools.serving.plan import PlannedPhase, plan_launches
 from specdoctor.tools.serving.server import ServerList
 from specdoctor.tools.serving.trial import PROFILE_RUNS
-from specdoctor.tools.serving.user_server import UserServerRecord
+from specdoctor.tools.serving.user_server import inspect_user_server
 
 __all__ = ["plan_run", "regression_phases", "bisect_expected", "gap_shown"]
 
@@ -132,9 +131,8 @@ def _user_record(deps, view: StateView, out: ActionOutcome) -> dict[str, Any]:
     server = view.get("facts.server") or {}
     found = view.latest(ServerList)
     workers = [w.pid for s in (found.servers if found else []) if s.main.pid == server["pid"] for w in s.workers]
-    res = call_tool(deps, "inspect_user_server", {"pid": server["pid"], "pids": workers, "port": server.get("port")},
-                    out.results, key="plan_user_server")
-    typed = registry.typed_output(res, UserServerRecord, where="plan_user_server")
+    typed = run_tool(deps, inspect_user_server, {"pid": server["pid"], "pids": workers, "port": server.get("port")},
+                     out.results, key="plan_user_server").output
     return typed.model_dump(mode="json") if typed is not None else {}
 
 
@@ -153,8 +151,8 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     changed = 0
     repo = p.get("repo")
     if repo:
-        cat = call_tool(deps, "catalog_diffs", {"repo": repo, "max_hunk_chars": 0}, out.results, key="plan_catalog")
-        c = registry.typed_output(cat, Catalog, where="plan_catalog")
+        c = run_tool(deps, catalog_diffs, CatalogInput(repo=repo, max_hunk_chars=0), out.results,
+                     key="plan_catalog").output
         changed = len({f.path for f in c.files} | set(c.untracked)) if c is not None else 0
     # What the good run's digests and the running server settle: recorded, so the predicates read the same.
     good = good_run(deps, view)
@@ -183,10 +181,10 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         row = commit_bisect_phase(len(upstream.commits), int(p.get("runs", 5)))
         row.expected = row.expected if gap else 0  # as the step's predicate: no commit is searched when every claim held
         phases.insert(next(i for i, ph in enumerate(phases) if ph.step == "attribute"), row)
-    res = call_tool(deps, "plan_launches", {
+    res = run_tool(deps, plan_launches, {
         "pid": server["pid"], "port": server.get("port") or 0, "log_path": server.get("log_path"),
         "phases": [ph.model_dump() for ph in phases], "requests_per_run": p.get("requests_per_run", 3),
-        "max_new_tokens": p.get("max_new_tokens", 128), "stops_user_server": stops}, out.results, key=step.id)
+        "max_new_tokens": p.get("max_new_tokens", 128), "stops_user_server": stops}, out.results, key=step.id).result
     out.status = "ok" if res.ok else "error"
     out.summary = res.summary
     if res.ok:

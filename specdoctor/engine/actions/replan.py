@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specdoctor.engine.actions import ActionOutcome, action, call_tool
+from specdoctor.engine.actions import ActionOutcome, action, run_tool
 from specdoctor.engine.actions.nccl import promote_launches
 from specdoctor.engine.actions.plan import gap_shown
 from specdoctor.engine.gap import read_gap
@@ -14,10 +14,9 @@ from specdoctor.engine.identity import identity_of
 from specdoctor.engine.plan_estimate import PlanFacts, facts_from_deltas, revise_phases
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.models.delta import DeltaList
-from specdoctor.toolkit import registry
 from specdoctor.tools.checkout.commits import CommitCatalog
 from specdoctor.tools.checkout.repo import Catalog
-from specdoctor.tools.environment.deltas import Deltas
+from specdoctor.tools.environment.deltas import list_deltas
 from specdoctor.tools.nccl.nccl import NcclSweep
 from specdoctor.tools.serving.plan import Plan, PlanInput, make_plan
 
@@ -36,9 +35,8 @@ def _changed(view: StateView) -> int:
 
 def _deltas(deps: Any, args: dict[str, Any], out: ActionOutcome, key: str) -> DeltaList | None:
     """list_deltas over what is known now (no launch: it reads fingerprints, the launch line and /proc's record)."""
-    res = call_tool(deps, "list_deltas", {k: v for k, v in args.items() if k in _DELTA_ARGS and v is not None},
-                    out.results, key=key)
-    return registry.typed_output(res, Deltas, where=key)
+    return run_tool(deps, list_deltas, {k: v for k, v in args.items() if k in _DELTA_ARGS and v is not None},
+                    out.results, key=key).output
 
 
 def plan_facts(deps: Any, view: StateView, stage: str, deltas: DeltaList | None) -> PlanFacts:

@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 from typing import Any, NamedTuple
 
-from specdoctor.engine.actions import ActionOutcome, action, call_tool
+from specdoctor.engine.actions import ActionOutcome, action, run_tool
 from specdoctor.engine.actions.measure import measure_config, same_within
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import ToolRetry, Unresolved
@@ -19,6 +19,7 @@ from specdoctor.tools.checkout.bisect import Essentials, TreeIdentity
 from specdoctor.tools.checkout.trial_code import tree_problem as untrusted_tree
 from specdoctor.tools.checkout.trial_code import trial_code
 from specdoctor.tools.checkout.trial_tree import TrialTree, prepare_source
+from specdoctor.tools.checkout.worktree import restore_worktree
 
 __all__ = ["subtract", "today_all_patches", "essential_files"]
 
@@ -155,8 +156,8 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
                 _measure_arms(_Step(deps, view, out, runs), arms, all_tree, ess_tree, reused)
     finally:
         # A safety net only: the trials ran in their own trees, so this finds nothing to put back.
-        restored = call_tool(deps, "restore_worktree", {"repo": repo, "backup_id": backup_id}, out.results,
-                             key="restore_after_subtract")
+        restored = run_tool(deps, restore_worktree, {"repo": repo, "backup_id": backup_id}, out.results,
+                            key="restore_after_subtract").result
     _conclude(out, step, arms, restored)
     return out
 

@@ -18,21 +18,30 @@ from pydantic import BaseModel, Field
 
 from specdoctor.diagnosis.claims import near_but_loose
 from specdoctor.diagnosis.facts import EngineOriginFact
-from specdoctor.engine.actions import ActionOutcome, action, call_tool
+from specdoctor.engine.actions import ActionOutcome, action, run_tool
 from specdoctor.engine.actions.restart_check import identity_differences, judge_throughput
 from specdoctor.engine.runs import Relaunch, load_relaunch, relaunch_path, save_relaunch, write_private
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.models import Claims, MeasuredFact, MeasureFacts, UserServerFact
 from specdoctor.stats.comparator import Comparison
 from specdoctor.toolkit import ToolContext, ToolResult, registry
-from specdoctor.tools.checkout.trial_tree import EngineOrigin
-from specdoctor.tools.serving.launch import LaunchResult
-from specdoctor.tools.serving.measure import BenchmarkResult, Workload, default_workload, pooled
+from specdoctor.tools.checkout.trial_tree import EngineOrigin, OriginInput, engine_origin
+from specdoctor.tools.serving.launch import LaunchResult, launch_server, stop_server
+from specdoctor.tools.serving.measure import BenchmarkResult, Workload, benchmark, default_workload, pooled
 from specdoctor.tools.serving.port_hold import hold_port, release_port
-from specdoctor.tools.serving.server import ServerList
+from specdoctor.tools.serving.server import FindServersInput, ServerList, find_server_processes
 from specdoctor.tools.serving.terminal_session import LOCATION_VARS, TerminalSession, session_state
 from specdoctor.tools.serving.trial import LaunchConfig
-from specdoctor.tools.serving.user_server import UserServerRecord, capture, identity_hash, manual_step
+from specdoctor.tools.serving.user_server import (
+    StopUserInput,
+    UserServerInput,
+    UserServerRecord,
+    capture,
+    identity_hash,
+    inspect_user_server,
+    manual_step,
+    stop_user_server,
+)
 
 __all__ = ["examine_user_server", "take_gpus", "give_back_gpus", "bring_back", "blocked_by_user_server",
            "OWN_ACTIONS", "Pending", "pending_path", "pending_for_host", "origin_outside_checkout", "host_key",
@@ -141,9 +150,9 @@ def examine_user_server(deps, view: StateView, step, args: dict[str, Any]) -> Ac
         return out
     found = view.latest(ServerList)
     workers = [w.pid for s in (found.servers if found else []) if s.main.pid == server["pid"] for w in s.workers]
-    res = call_tool(deps, "inspect_user_server", {"pid": server["pid"], "pids": workers, "port": server.get("port")},
-                    out.results, key=step.id)
-    rec = registry.typed_output(res, UserServerRecord, where=step.id)
+    called = run_tool(deps, inspect_user_server, {"pid": server["pid"], "pids": workers, "port": server.get("port")},
+                      out.results, key=step.id)
+    res, rec = called.result, called.output
     if rec is None:
         out.status, out.summary = "error", res.summary
         out.decisions.append(Decision(step=step.id, title=step.title, status="error", checked="/proc of your server",
@@ -156,9 +165,8 @@ def examine_user_server(deps, view: StateView, step, args: dict[str, Any]) -> Ac
     out.facts.user_server = fact
     out.decisions.append(_examined(step, rec, out))
     repo = view.params.get("repo")
-    origin = call_tool(deps, "engine_origin", {"pid": rec.pid, **({"expect_under": repo} if repo else {})},
-                       out.results, key=f"{step.id}_origin")
-    o = registry.typed_output(origin, EngineOrigin, where=f"{step.id}_origin")
+    o = run_tool(deps, engine_origin, OriginInput(pid=rec.pid, expect_under=repo or None), out.results,
+                 key=f"{step.id}_origin").output
     if o is not None and repo:
         _note_origin(out, step, o, repo)
     out.summary = rec.summary_line()
@@ -298,11 +306,10 @@ def _note_origin(out: ActionOutcome, step, o: EngineOrigin, repo: str) -> None:
 
 def _bench(deps, results: dict[str, ToolResult], key: str, port: int, runs: int, p: dict[str, Any],
            log_path: str | None) -> BenchmarkResult | None:
-    res = call_tool(deps, "benchmark", {"port": port, "runs": runs, "requests_per_run": p.get("requests_per_run", 3),
-                                        "max_new_tokens": p.get("max_new_tokens", 128), "warmup_runs": 1,
-                                        "label": key, **({"log_path": log_path} if log_path else {})},
-                    results, key=key)
-    return registry.typed_output(res, BenchmarkResult, where=key)
+    return run_tool(deps, benchmark, {"port": port, "runs": runs, "requests_per_run": p.get("requests_per_run", 3),
+                                      "max_new_tokens": p.get("max_new_tokens", 128), "warmup_runs": 1,
+                                      "label": key, **({"log_path": log_path} if log_path else {})},
+                    results, key=key).output
 
 
 def _file_target(path: str) -> str | None:
@@ -344,8 +351,8 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
                           runs=max(int(p.get("runs", 5)), _BEFORE_RUNS),
                           requests_per_run=int(p.get("requests_per_run", 3)),
                           max_new_tokens=int(p.get("max_new_tokens", 128))))
-    stop = call_tool(deps, "stop_user_server", {"pid": rec.pid, "starttime": rec.starttime, "pids": rec.pids},
-                     out.results, key=step.id)
+    stop = run_tool(deps, stop_user_server, StopUserInput(pid=rec.pid, starttime=rec.starttime, pids=rec.pids),
+                    out.results, key=step.id).result
     fact.stop_consent = "yes-flag" if deps.yes else "approved"
     fact.stopped = stop.ok
     held = ""
@@ -437,10 +444,10 @@ def _identity_after(inner: ToolContext, pending: Pending, started: LaunchResult,
     if not started.pids:
         fact.note = (fact.note + "; " if fact.note else "") + "identity not read: the restart recorded no pid"
         return
-    res = registry.call(inner, "inspect_user_server", {"pid": started.pids[0], "pids": list(started.pids[1:]),
-                                                       "port": started.port})
+    called = registry.call_fn(inner, inspect_user_server, UserServerInput(
+        pid=started.pids[0], pids=list(started.pids[1:]), port=started.port), where="inspect_user_server_after")
+    res, rec = called.result, called.output
     results["inspect_user_server_after"] = res
-    rec = registry.typed_output(res, UserServerRecord, where="inspect_user_server_after")
     if rec is None:
         fact.note = (fact.note + "; " if fact.note else "") + f"identity not read: {res.summary[:200]}"
         return
@@ -466,13 +473,13 @@ def _relaunch(inner: ToolContext, ctx: ToolContext, pending: Pending, rel: Relau
                                        label="user-server", timeout_s=timeout_s)
     args = {**config.launch_args(), "own": False}
     if session is not None:
-        launch = registry.call(inner, "launch_server", {**args, "session": session.model_dump(mode="json"),
-                                                        "new_session": where == "session-gone"})
+        launch = registry.call_fn(inner, launch_server, {**args, "session": session.model_dump(mode="json"),
+                                                         "new_session": where == "session-gone"}).result
         if launch.status != "error":
             return launch, session, where
         # tmux/screen refused the window (the server itself never ran): detached
         where = f"{session.kind} refused a new window: {launch.summary[:160]}"
-    return registry.call(inner, "launch_server", args), None, where
+    return registry.call_fn(inner, launch_server, args).result, None, where
 
 
 def _bench_after(inner: ToolContext, pending: Pending, started: LaunchResult, fact: UserServerFact,
@@ -482,13 +489,13 @@ def _bench_after(inner: ToolContext, pending: Pending, started: LaunchResult, fa
     looks: list[int] = []
 
     def measure(n: int) -> list[float] | None:
-        res = registry.call(inner, "benchmark", {
+        called = registry.call_fn(inner, benchmark, {
             "port": started.port, "runs": n, "requests_per_run": pending.requests_per_run,
             "max_new_tokens": pending.max_new_tokens, "warmup_runs": 1, "label": "user-server-after",
-            **({"log_path": pending.log_path} if pending.log_path else {})})
+            **({"log_path": pending.log_path} if pending.log_path else {})}, where="bench_user_server_after")
+        res, b = called.result, called.output
         results[f"bench_user_server_after_{len(looks)}"] = res
         looks.append(n)
-        b = registry.typed_output(res, BenchmarkResult, where="bench_user_server_after")
         if b is None:
             fact.healthy = False
             fact.note = (fact.note + "; " if fact.note else "") + f"benchmark after restart failed: {res.summary}"
@@ -621,14 +628,13 @@ def retake_on_resume(deps, values: dict[str, Any]) -> ActionOutcome | None:
             or "give_back" in done or pending is None or not pending.restarted):
         return None  # never stopped, already given back, or still down (nothing restarted it)
     out = ActionOutcome()
-    found = registry.typed_output(call_tool(deps, "find_server_processes", {"port": old.port}, out.results,
-                                            key="retake_find"), ServerList, where="retake_find")
+    found = run_tool(deps, find_server_processes, FindServersInput(port=old.port), out.results,
+                     key="retake_find").output
     server = next((s for s in (found.servers if found else []) if s.port == old.port), None)
     if server is None:
         return None  # not serving on its port: nothing holds its cards
-    res = call_tool(deps, "inspect_user_server", {"pid": server.main.pid, "pids": [w.pid for w in server.workers],
-                                                  "port": old.port}, out.results, key="retake_inspect")
-    rec = registry.typed_output(res, UserServerRecord, where="retake_inspect")
+    rec = run_tool(deps, inspect_user_server, UserServerInput(pid=server.main.pid, pids=[w.pid for w in server.workers],
+                                                              port=old.port), out.results, key="retake_inspect").output
     if rec is None or rec.identity != old.identity:
         fact = fact.model_copy(update={"stopped": False, "note": "it came back from the interruption's restart "
                                        "changed, or could not be read: not stopped again"})
@@ -651,7 +657,7 @@ def bring_back_pending(ctx: ToolContext) -> list[str]:
     for p in pending_for_host(host_key(ctx.host)):
         run_ctx = dataclasses.replace(ctx, run_id=p.run_id, auto_approve=True)
         # The crashed run's own trial servers first (recorded by process group): they hold the GPUs now.
-        stopped = registry.call(run_ctx, "stop_server", {})
+        stopped = registry.call_fn(run_ctx, stop_server, {}).result
         if not stopped.ok and stopped.status == "error":
             lines.append(f"run {p.run_id}: could not stop its trial servers: {stopped.summary}")
         fact, decisions = bring_back(run_ctx, p.run_id)

@@ -50,7 +50,7 @@ def _launch_line(view: StateView, *, speculative: bool, env: dict[str, str] | No
     """The trial server's launch line exactly as launch_server builds it; the port is picked at launch."""
     from specdoctor.tools.serving.launch import build_command
 
-    launch = view.get("facts.launch") or view.params.get("launch")
+    launch = view.run_facts.launch or view.params.get("launch")
     if not launch:
         return PlannedCommand(command="(launch line unknown: no running server found and no --launch)", known=False,
                               after="locate")
@@ -63,7 +63,7 @@ def _launch_line(view: StateView, *, speculative: bool, env: dict[str, str] | No
             argv[i + 1] = _PORT
         elif tok.startswith("--port="):
             argv[i] = f"--port={_PORT}"
-    inherited = view.get("facts.server_env") or {}
+    inherited = view.run_facts.server_env or {}
     extra = " ".join(shlex.quote(f"{k}={v}") for k, v in sorted((env or {}).items()))
     cmd = "setsid nohup " + (f"env {extra} " if extra else "") + " ".join(shlex.quote(a) if a != _PORT else a
                                                                           for a in argv)
@@ -88,7 +88,7 @@ def _git(repo: str, *args: str) -> str:
 
 
 def _backup_id(view: StateView) -> str:
-    bid = view.get("facts.backup_id")
+    bid = view.run_facts.backup_id
     if bid:
         return str(bid)
     run_id = view.record.run_id or "RUN"

@@ -150,8 +150,9 @@ class StateView:
 
     @property
     def run_facts(self) -> RunFacts:
-        """The recorded facts as their typed model (a copy: a reader's change never reaches the record)."""
-        return self.record.facts.model_copy(deep=True)
+        """The recorded facts as their typed model, for reads (a shallow copy: setting a fact on it never reaches the
+        record; its values are the record's own, so change none of them: `fact()` hands out deep copies)."""
+        return self.record.facts.model_copy()
 
     # -- tool results ------------------------------------------------------------------------------------
 

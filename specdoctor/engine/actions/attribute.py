@@ -381,7 +381,7 @@ class _RevertTrials:
         self.by_name = {d.label: d for d in testable}
         self.p = p = view.params
         self.base = LaunchConfig(command=launch, python=p.get("python"), speculative=metric == "spec", label="attr",
-                                 env=dict(view.get("facts.server_env") or {}), port=AUTO_PORT,
+                                 env=dict(view.run_facts.server_env or {}), port=AUTO_PORT,
                                  timeout_s=p.get("launch_timeout_s", 600))
         self.runs = int(p.get("runs", 5))
         self.record = _recorder(out.results)
@@ -488,7 +488,7 @@ def _search_causes(trials: _RevertTrials, view: StateView, fact: AttributionFact
         for n in names:
             fact.causes.append(reverted_cause(
                 by_name[n], metric=metric, effect=(eff, lo, hi), together=[x for x in names if x != n],
-                repo=view.params.get("repo"), launch=view.get("facts.launch"), evidence=[step.id], phase_effect=ph))
+                repo=view.params.get("repo"), launch=view.run_facts.launch, evidence=[step.id], phase_effect=ph))
     fact.candidates = [c for c in search.candidates]
     if search.restored_samples and reference is not None:
         chk = compare_to_claim(search.restored_samples, reference)
@@ -504,7 +504,7 @@ def attribute(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> Ac
     metric = _metric(view, measure_facts)
     fact, control = _start_fact(view, measure_facts, metric)
     testable = _testable(view, fact)
-    launch = view.get("facts.launch")
+    launch = view.run_facts.launch
     search: SearchOutcome | None = None
     if testable and launch:
         trials = _RevertTrials(deps, view, step, out, testable, metric, control, launch)

@@ -143,12 +143,12 @@ def measure_config(deps, view: StateView, *, label: str, speculative: bool, resu
     `also`: benchmark the same server a second time with this workload (no second launch), under 'also'.
     `more(samples)`: after each look, how many more runs to make on the same server (0: stop) — a sequential
     comparison decides within one launch instead of paying a relaunch per round."""
-    launch = view.get("facts.launch")
+    launch = view.run_facts.launch
     if not launch:
         raise UsageError("no launch command: pass --launch or start the server first")
     p = view.params
     config = LaunchConfig(command=launch, python=p.get("python"), speculative=speculative, label=label,
-                          env={**(view.get("facts.server_env") or {}), **(env or {})}, port=AUTO_PORT,
+                          env={**(view.run_facts.server_env or {}), **(env or {})}, port=AUTO_PORT,
                           timeout_s=p.get("launch_timeout_s", 600))
     config = in_tree(config, tree) if tree is not None else config
     try:

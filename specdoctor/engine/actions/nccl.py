@@ -31,7 +31,7 @@ __all__ = ["promote_nccl", "nccl_cause", "promote_launches"]
 def promote_nccl(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
     """Relaunch under each configuration the comparator called better, prove the workers see it, compare."""
     out = ActionOutcome()
-    launch = view.get("facts.launch")
+    launch = view.run_facts.launch
     good_fp = good_run(deps, view)
     request, held = _promote_request(view, good_fp)
     if request is None:
@@ -52,7 +52,7 @@ def _promote_request(view: StateView, good_fp: dict[str, Any] | None
                      ) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """nccl_promote's arguments as the step will pass them (None: nothing to promote), and the winners held back."""
     candidates = _sweep_candidates(view.result("nccl", NcclSweep))
-    launch = view.get("facts.launch")
+    launch = view.run_facts.launch
     current = _workers_nccl(view)
     # A variable a sitecustomize.py sets inside every Python process overrides whatever a relaunch passes: a
     # setting that changes it cannot be tried end to end (its fix is that file, named by the propagation step).
@@ -67,7 +67,7 @@ def _promote_request(view: StateView, good_fp: dict[str, Any] | None
     return {"command": launch, "candidates": candidates, "current": current, "good": good,
             "not_removable": _not_removable(view), "reference_first": not _launcher_drops(view),
             "python": view.params.get("python"),
-            "port": view.params.get("promote_port") or view.get("facts.trial_port"),
+            "port": view.params.get("promote_port") or view.run_facts.trial_port,
             "runs": view.params.get("runs", 5)}, held
 
 
@@ -232,7 +232,7 @@ def _winner_change(view: StateView, o: NcclPromotion, current: dict[str, str]) -
     changed = {k: v for k, v in (o.best_env or {}).items() if current.get(k) != v}
     removed = [n for n in o.best_unset if n in current]
     setting = " ".join([*(f"-u {n}" for n in removed), *(f"{k}={v}" for k, v in sorted(changed.items()))])
-    launch = view.get("facts.launch")
+    launch = view.run_facts.launch
     fix = (f"env {setting}" + (f" {launch}" if isinstance(launch, str) and launch else "")) if setting else None
     what = " ".join([*(f"{k}={v}" for k, v in sorted(changed.items())), *(f"{n} removed" for n in removed)])
     return _Change(changed, removed, what, fix)

@@ -164,7 +164,7 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         out.facts.budget = budget
     # The launches need the GPUs the user's server holds (examine_user_server read nvidia-smi), unless told.
     rec = _user_record(deps, view, out)
-    if not view.get("facts.user_server_record") and claimed and set(claimed) <= RUNNING_SERVER_KEYS:
+    if view.run_facts.user_server_record is None and claimed and set(claimed) <= RUNNING_SERVER_KEYS:
         ident.notes.append("not benchmarked yet (a dry run benchmarks nothing): if every claim holds on your running "
                            "server, the run ends there, with no stop and no launch")
     out.facts.identity = ident

@@ -32,7 +32,7 @@ def today_all_patches(view: StateView) -> dict[str, Any] | None:
     if not isinstance(spec, dict) or spec.get("error") or len(spec.get("samples") or []) < 3:
         return None
     if str(spec.get("label") or "").startswith("spec (running server") and \
-            (view.get("facts.server") or {}).get("launch") != view.get("facts.launch"):
+            (view.get("facts.server") or {}).get("launch") != view.run_facts.launch:
         return None  # --launch names another configuration than the one your server runs
     return spec
 
@@ -132,7 +132,7 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     """Measure all patches vs only the essentials (+ the patch script), each in its own trial tree, and compare."""
     out = ActionOutcome()
     repo = view.params.get("repo")
-    backup_id = view.get("facts.backup_id")
+    backup_id = view.run_facts.backup_id
     if not backup_id:
         out.status, out.summary = "error", "no backup of the working tree: refusing to stash"
         out.decisions.append(Decision(step=step.id, title=step.title, status="error", checked="backup exists",

@@ -25,9 +25,10 @@ class ToolResult(BaseModel):
     evidence: list[AuditEntry] = Field(default_factory=list, description="Commands the call ran, in order.")
     seconds: float = 0.0
     _typed: tuple[Any, BaseModel] | None = PrivateAttr(default=None)
-    """(`output`, the tool's output model it is the JSON of): the call's own model, or the first typed read's.
-    `output` is for the checkpoint and the wire; readers in the same process get the model
-    (`registry.typed_output`) while `output` is still that very object (a copy with another output re-reads)."""
+    """(`output`, the tool's output model it is the JSON of), kept by the call: `output` is for the record, the
+    checkpoint and the wire; the caller gets the tool's object itself (`registry.call_fn`) while `output` is still
+    that very object (a copy with another output has none). Later readers get their own copy
+    (`registry.typed_output`)."""
 
     def typed_value(self) -> BaseModel | None:
         """The output model this result's `output` is the JSON of, when known (None: not read yet)."""

@@ -18,7 +18,7 @@ from specdoctor.engine.state import Decision, StepUpdate
 from specdoctor.toolkit import ToolContext, ToolResult, registry
 from specdoctor.toolkit.registry import Called, InT, OutT, tool_name
 
-__all__ = ["ActionOutcome", "ActionSpec", "Called", "action", "action_spec", "call_tool", "run_tool"]
+__all__ = ["ActionOutcome", "ActionSpec", "Called", "action", "action_spec", "run_tool"]
 
 
 class ActionOutcome(BaseModel):
@@ -84,13 +84,3 @@ def run_tool(deps: Any, fn: Callable[[ToolContext, InT], OutT], args: InT | dict
     if results is not None:
         results[key or tool_name(fn)] = called.result
     return called
-
-
-def call_tool(deps: Any, name: str, args: dict[str, Any], results: dict[str, ToolResult] | None = None,
-              key: str | None = None) -> ToolResult:
-    """Call a tool for an action (approval already given at step level) and keep its result under `key`."""
-    ctx = dataclasses.replace(deps.tool_ctx, auto_approve=True)
-    result = registry.call(ctx, name, args)
-    if results is not None:
-        results[key or name] = result
-    return result

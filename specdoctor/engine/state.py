@@ -115,10 +115,8 @@ class RunState(BaseModel):
 
     def to_checkpoint(self) -> Checkpoint:
         """The record as JSON, as the graph keeps it."""
-        return Checkpoint(run_id=self.run_id, params=dict(self.params),
-                          results={k: r.model_dump(mode="json") for k, r in self.results.items()},
-                          facts=facts_json(self.facts), decisions=[d.model_dump(mode="json") for d in self.decisions],
-                          done=list(self.done))
+        whole = StepUpdate(results=self.results, facts=self.facts, decisions=self.decisions, done=self.done)
+        return Checkpoint(run_id=self.run_id, params=dict(self.params), **whole.to_checkpoint())  # type: ignore[typeddict-item]
 
     def apply(self, update: StepUpdate) -> RunState:
         """The record after `update`, merged as the graph's reducers merge it (keys and facts replaced, the rest

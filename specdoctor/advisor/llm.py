@@ -111,7 +111,7 @@ class LLMAdvisor:
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": "You investigate a speculative-decoding slowdown. Call read-only tools "
                                           "to gather evidence, then answer with a short finding."},
-            {"role": "user", "content": redact_text(json.dumps({"facts": view.facts, "params": view.params},
+            {"role": "user", "content": redact_text(json.dumps({"facts": view.facts, "params": view.params.to_json()},
                                                                default=str)[:20000])}]
         trail: list[dict[str, Any]] = []
         for _ in range(self.max_tool_steps):

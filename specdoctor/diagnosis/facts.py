@@ -173,5 +173,5 @@ class Case(BaseModel):
                             commit_bisect=view.latest(CommitBisectResult),
                             nccl_sweep=view.latest(NcclSweep), deltas=view.latest(DeltaList))
         p = view.params
-        return cls(facts=checked_facts(view.facts), tools=tools, expect=dict(p.get("expect") or {}),
-                   repo=p.get("repo"))
+        return cls(facts=checked_facts(view.facts), tools=tools, expect=dict(p.expect or {}),
+                   repo=p.repo)

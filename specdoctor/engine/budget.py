@@ -31,7 +31,7 @@ _PHASES = {"free_gpus": ("reproduce", "restart"), "reproduce": ("reproduce",), "
 
 def start_budget(view: StateView, now: float | None = None) -> BudgetFact | None:
     """The budget fact the plan step records (None without --budget)."""
-    minutes = view.params.get(BUDGET_PARAM)
+    minutes = view.params.budget_minutes
     if minutes is None:
         return None
     return BudgetFact(minutes=float(minutes), started_at=time.time() if now is None else now)
@@ -74,10 +74,10 @@ def continue_command(view: StateView, fact: BudgetFact) -> str:
         2 * fact.minutes
     p = view.params
     parts = ["specdoctor", "investigate", "--host", fact.host]
-    for key in ("repo", "python", "good_fingerprint"):
-        if p.get(key):
-            parts += [f"--{key.replace('_', '-')}", str(p[key])]
-    if p.get("expect"):
-        parts += ["--expect", ",".join(f"{k}={v:g}" for k, v in p["expect"].items())]
+    for key, value in (("repo", p.repo), ("python", p.python), ("good_fingerprint", p.good_fingerprint)):
+        if value:
+            parts += [f"--{key.replace('_', '-')}", str(value)]
+    if p.expect:
+        parts += ["--expect", ",".join(f"{k}={v:g}" for k, v in p.expect.items())]
     parts += ["--budget", str(max(math.ceil(worst), math.ceil(2 * fact.minutes)))]
     return shlex.join(parts)

@@ -41,7 +41,7 @@ def runs_in_dry_run(target: str) -> bool:
 
 
 def _p(view: StateView, key: str, default: Any = None) -> Any:
-    value = view.params.get(key)
+    value = getattr(view.params, key, None)
     return default if value is None else value
 
 
@@ -50,12 +50,12 @@ def _launch_line(view: StateView, *, speculative: bool, env: dict[str, str] | No
     """The trial server's launch line exactly as launch_server builds it; the port is picked at launch."""
     from specdoctor.tools.serving.launch import build_command
 
-    launch = view.run_facts.launch or view.params.get("launch")
+    launch = view.run_facts.launch or view.params.launch
     if not launch:
         return PlannedCommand(command="(launch line unknown: no running server found and no --launch)", known=False,
                               after="locate")
     try:
-        argv = build_command(launch, python=view.params.get("python"), drop_speculative=not speculative, port=1)
+        argv = build_command(launch, python=view.params.python, drop_speculative=not speculative, port=1)
     except Exception as exc:  # an unparsable line is the launch tools' error to report; the plan says so
         return PlannedCommand(command=f"(launch line not parsable: {exc})", known=False)
     for i, tok in enumerate(argv):

@@ -55,7 +55,7 @@ def read_gap(view: StateView) -> GapReading:
     claims = (view.fact("claims", Claims) or Claims({})).root
     if not claims:
         return GapReading(judged=True, held=False, why="no claim to hold: every trial may explain something")
-    missing = sorted(set(view.params.get("expect") or {}) - set(claims))
+    missing = sorted(set(view.params.expect or {}) - set(claims))
     if missing:
         return GapReading(judged=True, held=False, why=f"{', '.join(missing)} not measured today")
     readings = {k: claim_held(c) for k, c in claims.items()}

@@ -83,12 +83,12 @@ def has_launch(v: StateView) -> bool:
 
 @predicate("the host has a git checkout to inspect", "no git checkout was given (--repo)")
 def has_repo(v: StateView) -> bool:
-    return bool(v.params.get("repo"))
+    return bool(v.params.repo)
 
 
 @predicate("the user gave earlier figures (--expect)", "the user gave no earlier figures (--expect)")
 def has_claims(v: StateView) -> bool:
-    return bool(v.params.get("expect"))
+    return bool(v.params.expect)
 
 
 @predicate("the checkout has local changes", "the checkout has no local changes")
@@ -128,7 +128,7 @@ def needs_nccl_sweep(v: StateView) -> bool:
 @predicate("a fingerprint of an earlier good run is available",
            "no fingerprint of an earlier good run was given")
 def has_good_fingerprint(v: StateView) -> bool:
-    return bool(v.params.get("good_fingerprint"))
+    return bool(v.params.good_fingerprint)
 
 
 def _hardware_names(v: StateView) -> list[str]:
@@ -242,7 +242,7 @@ def nccl_promotion_needed(v: StateView) -> bool:
 @predicate("the good run's commit is known (its fingerprint, or good_ref)",
            "no reference commit: neither a good fingerprint nor good_ref was given")
 def has_reference_commit(v: StateView) -> bool:
-    return bool(v.params.get("good_fingerprint") or v.params.get("good_ref"))
+    return bool(v.params.good_fingerprint or v.params.good_ref)
 
 
 def _range_detail(v: StateView) -> str | None:

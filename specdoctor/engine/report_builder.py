@@ -121,7 +121,7 @@ def _head(verdict: Verdict | None, v: StateView, r: _Reader, *, rec: Any, error:
         verdict=verdict.verdict if verdict is not None else "inconclusive",
         confidence=verdict.confidence if verdict is not None else None,
         summary=verdict.sentence if verdict is not None else (error or ""),
-        meta=m.RunMeta(run_id=rec.run_id, host=rec.host, repo=v.params.get("repo"), playbook=rec.playbook,
+        meta=m.RunMeta(run_id=rec.run_id, host=rec.host, repo=v.params.repo, playbook=rec.playbook,
                        started=started, finished=time.time(), specdoctor_version=__version__, status=status,
                        error=error, engine=getattr(rec, "engine", None)),
         commands=r.cmds.entries)
@@ -346,7 +346,7 @@ def _fingerprint(report: m.Report, r: _Reader) -> None:
     changes = [m.FingerprintChange(key=c.key, before=c.before, after=c.after, impact=c.impact)
                for c in (diff.changes if diff else [])]
     report.fingerprint = m.FingerprintSection(
-        current=_fingerprint_record(fp, r.v.run_facts) if fp else {}, previous_run=r.v.params.get("good_fingerprint"),
+        current=_fingerprint_record(fp, r.v.run_facts) if fp else {}, previous_run=r.v.params.good_fingerprint,
         changes=changes, evidence=r.evidence("fingerprint", r.v.latest_key(Fingerprint)))
 
 
@@ -369,7 +369,7 @@ def _stash(report: m.Report, r: _Reader) -> None:
     report.stash = m.StashRecord(
         backup_id=backup.backup_id if backup else None, backup_ref=backup.ref if backup else None,
         patch_path=backup.dir if backup else None, hash_before=backup.hash if backup else None,
-        applied=sub.applied, script=r.v.params.get("patch_script"), script_lines=lines, measurements=meas,
+        applied=sub.applied, script=r.v.params.patch_script, script_lines=lines, measurements=meas,
         comparison=m.MetricComparison(metric="essentials only vs all patches", samples=[],
                                       pct_change=comp.pct_change, outcome=_outcome(comp.outcome),
                                       p_value=comp.p_value) if comp else None,

@@ -14,15 +14,17 @@ from pydantic import BaseModel, Field
 from specdoctor.engine.checkout_guard import CheckoutGuard
 from specdoctor.engine.context import NullView, RunDeps
 from specdoctor.engine.graph import compile_playbook
+from specdoctor.engine.params import run_params
 from specdoctor.engine.playbook import Playbook
 from specdoctor.engine.playbook_check import check_references, load_playbook
 from specdoctor.engine.predicates import evaluate, explain
 from specdoctor.engine.runs import RunRecord, new_run_id, open_checkpointer, save_record
-from specdoctor.engine.state import Decision, StateView, StepUpdate
+from specdoctor.engine.state import Decision, RunState, StateView, StepUpdate
 from specdoctor.errors import BackupError, UsageError
 from specdoctor.host import AuditLog, Host, open_host
 from specdoctor.host.redact import redact_text
 from specdoctor.inference import EngineName, InferenceEngine, engine_for_launch
+from specdoctor.models.run_params import RunParams
 from specdoctor.toolkit import ToolContext
 from specdoctor.toolkit.context import run_engine_on
 from specdoctor.toolkit.safety import restore_hint, safety_net
@@ -85,7 +87,7 @@ def _host_options(o: InvestigateOptions) -> dict[str, Any]:
             "identity_files": o.identity_files or None}
 
 
-def _params(o: InvestigateOptions, host: Host, playbook) -> dict[str, Any]:
+def _params(o: InvestigateOptions, host: Host, playbook) -> RunParams:
     hints = host.hints
     params: dict[str, Any] = {k: p.default for k, p in playbook.parameters.items()}
     from_hints = {
@@ -99,7 +101,7 @@ def _params(o: InvestigateOptions, host: Host, playbook) -> dict[str, Any]:
     for key, hint in from_hints.items():
         params[key] = named[key] or o.params.get(key) or hint
     params.update({k: v for k, v in o.params.items() if k not in named})
-    return params
+    return run_params(params)
 
 
 def _advisor(o: InvestigateOptions):
@@ -129,7 +131,7 @@ def _safety_net(deps: RunDeps, values: dict[str, Any]) -> list[Decision]:
     """
     view = StateView(values)
     backup_id = view.run_facts.backup_id
-    repo = view.params.get("repo")
+    repo = view.params.repo
     backups = {repo: backup_id} if backup_id and repo else {}
     decisions: list[Decision] = []
     for st in safety_net(deps.tool_ctx, backups):
@@ -156,7 +158,7 @@ def _bring_back_user_server(deps: RunDeps, values: dict[str, Any]) -> dict[str, 
     it (failure, Ctrl-C, a step that raised). engine.actions.user_server keeps the record; this only calls it."""
     from specdoctor.engine.actions.user_server import cleanup_user_server
 
-    timeout = float((values.get("params") or {}).get("launch_timeout_s", 600))
+    timeout = float(run_params(values.get("params") or {}).launch_timeout_s)
     return cleanup_user_server(deps.tool_ctx, {**values, "run_id": values.get("run_id") or deps.tool_ctx.run_id},
                                timeout_s=timeout)
 
@@ -208,7 +210,7 @@ def _guard(host: Host, run_id: str, repo: str | None, *, resuming: bool) -> Chec
 def _run_engine(rec: RunRecord, host: Host, first_input: Any) -> InferenceEngine:
     """The run's engine, resolved once: `--engine`, else the launch line the run was given, else what runs on the
     host (its server's process); a run that cannot tell stops here with a one-line error."""
-    launch = ((first_input or {}).get("params") or {}).get("launch") if isinstance(first_input, dict) else None
+    launch = run_params(first_input.get("params") or {}).launch if isinstance(first_input, dict) else None
     found = engine_for_launch(launch) if launch and not rec.engine else None
     engine = found or run_engine_on(host, rec.engine)
     rec.engine = engine.name
@@ -277,7 +279,7 @@ def investigate(options: InvestigateOptions, *, view: Any = None, approver: Appr
         host.audit = audit
     try:
         params = _params(options, host, playbook)
-        view_state = StateView({"params": params})
+        view_state = StateView(RunState(run_id=run_id, params=params))
         missing = [p for p in playbook.prerequisites if not evaluate(p, view_state)]
         if missing:
             raise UsageError("prerequisites not met: " + "; ".join(explain(m, view_state)[1] for m in missing))
@@ -286,9 +288,9 @@ def investigate(options: InvestigateOptions, *, view: Any = None, approver: Appr
                         checkpoint=options.checkpoint or "", yes=options.yes, dry_run=options.dry_run,
                         llm=options.llm, llm_base_url=options.llm_base_url, engine=options.engine)
         # A dry run only reads: it neither waits for nor blocks a real run on the same checkout.
-        guard = None if options.dry_run else _guard(host, run_id, params.get("repo"), resuming=False)
+        guard = None if options.dry_run else _guard(host, run_id, params.repo, resuming=False)
         save_record(rec)
-        first = {"run_id": run_id, "params": params, "results": {}, "facts": {}, "decisions": [], "done": []}
+        first = {"run_id": run_id, "params": params.to_json(), "results": {}, "facts": {}, "decisions": [], "done": []}
         return _run(rec, playbook, host, first, view, approver, _advisor(options), options.dry_run, guard)
     finally:
         if own_host:
@@ -334,7 +336,7 @@ def resume(run_id: str, *, view: Any = None, approver: Approver | None = None, y
         # A step whose writes were saved before the kill shows as a task, not in `next`: that run is not finished.
         if rec.status == "finished" or not (snapshot.next or snapshot.tasks):
             raise UsageError(f"run {run_id} already finished (report: {rec.out_dir}); nothing to resume")
-        guard = None if rec.dry_run else _guard(host, run_id, (values.get("params") or {}).get("repo"),
+        guard = None if rec.dry_run else _guard(host, run_id, run_params(values.get("params") or {}).repo,
                                                  resuming=True)
         # The interrupted step re-runs from a clean world: our servers stopped, the tree put back.
         ctx = ToolContext(host=host, run_id=run_id, progress=view.progress)

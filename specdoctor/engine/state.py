@@ -27,6 +27,7 @@ from typing import Annotated, Any, TypedDict
 from pydantic import BaseModel, Field, JsonValue, RootModel, ValidationError
 
 from specdoctor.diagnosis.facts import RunFacts, checked_facts
+from specdoctor.engine.params import RunParams, run_params
 from specdoctor.errors import UsageError
 from specdoctor.models import Decision
 from specdoctor.models.view import M, StateReader
@@ -86,11 +87,15 @@ class StepUpdate(BaseModel):
                 "done": list(self.done)}
 
 
+def _params_of(raw: Any) -> RunParams:
+    return raw if isinstance(raw, RunParams) else run_params(dict(raw or {}))
+
+
 class RunState(BaseModel):
     """The run record, typed: parameters, tool calls, facts, decisions, steps done."""
 
     run_id: str = ""
-    params: dict[str, Any] = Field(default_factory=dict, description="The playbook's parameters (JSON values).")
+    params: RunParams = Field(default_factory=RunParams, description="The run's parameters, typed.")
     results: dict[str, ToolResult] = Field(default_factory=dict, description="Every tool call, by step id or "
                                            "the key its action chose.")
     facts: RunFacts = Field(default_factory=RunFacts)
@@ -108,7 +113,7 @@ class RunState(BaseModel):
                 raise ResultShapeError(f"step {key!r}: stored result is not a ToolResult: {first_error(exc)}"
                                        ) from None
         return cls.model_construct(
-            run_id=str(cp.get("run_id") or ""), params=dict(cp.get("params") or {}), results=results,
+            run_id=str(cp.get("run_id") or ""), params=_params_of(cp.get("params")), results=results,
             facts=checked_facts(dict(cp.get("facts") or {})),
             decisions=[d if isinstance(d, Decision) else Decision.model_validate(d) for d in cp.get("decisions") or []],
             done=list(cp.get("done") or []))
@@ -116,7 +121,7 @@ class RunState(BaseModel):
     def to_checkpoint(self) -> Checkpoint:
         """The record as JSON, as the graph keeps it."""
         whole = StepUpdate(results=self.results, facts=self.facts, decisions=self.decisions, done=self.done)
-        return Checkpoint(run_id=self.run_id, params=dict(self.params), **whole.to_checkpoint())  # type: ignore[typeddict-item]
+        return Checkpoint(run_id=self.run_id, params=self.params.to_json(), **whole.to_checkpoint())  # type: ignore[typeddict-item]
 
     def apply(self, update: StepUpdate) -> RunState:
         """The record after `update`, merged as the graph's reducers merge it (keys and facts replaced, the rest
@@ -136,7 +141,7 @@ class StateView:
         self._facts_json: FactsJSON | None = None
 
     @property
-    def params(self) -> dict[str, Any]:
+    def params(self) -> RunParams:
         return self.record.params
 
     @property
@@ -227,7 +232,7 @@ class StateView:
         """`params.x`, `facts.a.b`, or `<step_id>.a.b` (the step's output, as JSON: for `$state` references)."""
         head, _, rest = dotted.partition(".")
         if head == "params":
-            node: Any = self.params
+            node: Any = self.params.to_json()
         elif head == "facts":
             node = self.facts
         else:

@@ -6,6 +6,8 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
+from specdoctor.models.run_params import RunParams
+
 __all__ = ["M", "StateReader"]
 
 M = TypeVar("M", bound=BaseModel)
@@ -19,7 +21,7 @@ class StateReader(Protocol):
     """
 
     @property
-    def params(self) -> dict[str, Any]:
+    def params(self) -> RunParams:
         """The playbook parameters of the run."""
         ...
 

@@ -12,7 +12,7 @@ VIEW = StateView({"params": {"repo": "/home/u/sglang"}, "facts": {}, "results": 
 
 def _fix(d: Delta, view: StateView) -> str:
     """The fix as the attribute step asks for it: the run's checkout and the user's launch line."""
-    return fix_command(d, repo=view.params.get("repo"), launch=view.get("facts.launch"))
+    return fix_command(d, repo=view.params.repo, launch=view.get("facts.launch"))
 
 
 def _d(**kw) -> Delta:

@@ -56,7 +56,7 @@ CASES: dict[str, tuple[dict[str, Any], dict[str, Any] | None, str]] = {
     "server_running": ({"facts": {"server": {"running": True}}}, {"facts": {"server": {"running": False}}}, "no"),
     "has_launch": ({"facts": {"launch": "python -m sglang.launch_server"}}, {}, "no"),
     "has_repo": ({"params": {"repo": "/r"}}, {"params": {}}, "no"),
-    "has_claims": ({"params": {"expect": "spec=100"}}, {"params": {}}, "no"),
+    "has_claims": ({"params": {"expect": {"spec": 100}}}, {"params": {}}, "no"),
     "has_changes": ({"results": _catalog(["a.py"])}, {"results": _catalog([])}, "no"),
     "has_backup": ({"facts": {"backup_id": "b1"}}, {}, "no"),
     "has_measurements": ({"facts": {"measure": {"baseline": _MEASURED, "spec": _MEASURED}}},

@@ -380,10 +380,10 @@ class _RevertTrials:
         self.deps, self.step, self.out, self.metric, self.control = deps, step, out, metric, control
         self.by_name = {d.label: d for d in testable}
         self.p = p = view.params
-        self.base = LaunchConfig(command=launch, python=p.get("python"), speculative=metric == "spec", label="attr",
+        self.base = LaunchConfig(command=launch, python=p.python, speculative=metric == "spec", label="attr",
                                  env=dict(view.run_facts.server_env or {}), port=AUTO_PORT,
-                                 timeout_s=p.get("launch_timeout_s", 600))
-        self.runs = int(p.get("runs", 5))
+                                 timeout_s=p.launch_timeout_s)
+        self.runs = int(p.runs)
         self.record = _recorder(out.results)
         # A cause's phase comes from its confirming arms: profiled on the trials that ran them, while up.
         self.arms = ArmProfiles(confirming_arm(list(self.by_name)))
@@ -399,14 +399,14 @@ class _RevertTrials:
         first_cmd = len(self.out.commands(10**6))
         self.deps.view.progress(f"revert trial: {describe(revert)}")
         try:
-            with reverted(self.deps.tool_ctx, self.base, revert, repo=self.p.get("repo"), label=label) as cfg:
+            with reverted(self.deps.tool_ctx, self.base, revert, repo=self.p.repo, label=label) as cfg:
                 with trial(self.deps.tool_ctx, cfg, record=self.record) as h:
                     missed = self._env_missed(h, rev, revert, label)
                     if missed is None:
                         self._measure_until_judged(h, t, judge, label)
                         if t.samples:  # an arm a confirmation may need: profiled before this server stops
-                            self.arms.take(kept, purpose, h, requests_per_run=self.p.get("requests_per_run", 3),
-                                           max_new_tokens=self.p.get("max_new_tokens", 128), key=f"phases_{label}",
+                            self.arms.take(kept, purpose, h, requests_per_run=self.p.requests_per_run,
+                                           max_new_tokens=self.p.max_new_tokens, key=f"phases_{label}",
                                            outcome=t.outcome)
                     else:  # measured, it would read as "this revert changes nothing"
                         t.cause = missed[:300]
@@ -434,8 +434,8 @@ class _RevertTrials:
         """Runs in looks (the first `runs`, then 3 more) until the comparator decides or MAX_RUNS is reached."""
         n = self.runs
         while True:
-            m = measure(h, runs=n, requests_per_run=self.p.get("requests_per_run", 3),
-                        max_new_tokens=self.p.get("max_new_tokens", 128), key=f"bench_{label}_{len(t.samples)}")
+            m = measure(h, runs=n, requests_per_run=self.p.requests_per_run,
+                        max_new_tokens=self.p.max_new_tokens, key=f"bench_{label}_{len(t.samples)}")
             t.samples += [float(x) for x in m.samples]
             verdict = judge(t.samples)
             if verdict is not None:
@@ -463,11 +463,11 @@ class _RevertTrials:
     def profile_kept(self, kept: list[str], label: str) -> tuple[PhaseTimes | None, str]:
         """Phase times of one arm (today's values of `kept`, the rest reverted)."""
         try:
-            with reverted(self.deps.tool_ctx, self.base, self._revert(kept), repo=self.p.get("repo"),
+            with reverted(self.deps.tool_ctx, self.base, self._revert(kept), repo=self.p.repo,
                           label=label) as cfg:
                 with trial(self.deps.tool_ctx, profiled(self.deps.tool_ctx, cfg), record=self.record) as h:
-                    return profile(h, requests_per_run=self.p.get("requests_per_run", 3),
-                                   max_new_tokens=self.p.get("max_new_tokens", 128), key=f"phases_{label}")
+                    return profile(h, requests_per_run=self.p.requests_per_run,
+                                   max_new_tokens=self.p.max_new_tokens, key=f"phases_{label}")
         except (ToolRetry, Unresolved) as exc:  # LaunchFailed/MeasureFailed are Unresolved
             return None, f"{type(exc).__name__}: {exc}"[:200]
 
@@ -488,7 +488,7 @@ def _search_causes(trials: _RevertTrials, view: StateView, fact: AttributionFact
         for n in names:
             fact.causes.append(reverted_cause(
                 by_name[n], metric=metric, effect=(eff, lo, hi), together=[x for x in names if x != n],
-                repo=view.params.get("repo"), launch=view.run_facts.launch, evidence=[step.id], phase_effect=ph))
+                repo=view.params.repo, launch=view.run_facts.launch, evidence=[step.id], phase_effect=ph))
     fact.candidates = [c for c in search.candidates]
     if search.restored_samples and reference is not None:
         chk = compare_to_claim(search.restored_samples, reference)

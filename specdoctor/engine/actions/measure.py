@@ -85,8 +85,8 @@ def _engine_label(deps) -> str:
 def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
     """Find the running engine server (if any) and settle the launch command and topology to use."""
     out = ActionOutcome()
-    port = args.get("port") or _launch_port(view.params.get("launch"))
-    repo = view.params.get("repo")
+    port = args.get("port") or _launch_port(view.params.launch)
+    repo = view.params.repo
     # Exactly the server the user means: the port of --port/--launch, else the one running from --repo, else the
     # only one; several and nothing says which → a one-line error listing them (never the first found).
     query: dict[str, Any] = {"exactly_one": True, **({"port": port} if port else {"repo": repo} if repo else {})}
@@ -95,7 +95,7 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
     if res.status == "error" and res.retryable:
         raise UsageError(res.summary)
     server = _server_fact(found_servers.servers if found_servers is not None else [])
-    launch = view.params.get("launch") or server.get("launch")
+    launch = view.params.launch or server.get("launch")
     # Trial servers take a port the host has free at each launch (launch_server picks it: evidence there).
     out.facts = RunFacts.model_validate({"server": server, "launch": launch, "server_env": {}, "trial_port": AUTO_PORT})
     if server.get("pid"):
@@ -147,28 +147,28 @@ def measure_config(deps, view: StateView, *, label: str, speculative: bool, resu
     if not launch:
         raise UsageError("no launch command: pass --launch or start the server first")
     p = view.params
-    config = LaunchConfig(command=launch, python=p.get("python"), speculative=speculative, label=label,
+    config = LaunchConfig(command=launch, python=p.python, speculative=speculative, label=label,
                           env={**(view.run_facts.server_env or {}), **(env or {})}, port=AUTO_PORT,
-                          timeout_s=p.get("launch_timeout_s", 600))
+                          timeout_s=p.launch_timeout_s)
     config = in_tree(config, tree) if tree is not None else config
     try:
         with trial(deps.tool_ctx, config, record=_recorder(results)) as handle:
             if tree is not None:
                 check_origin(handle, tree)
-            m = measure(handle, runs=runs or p.get("runs", 5), requests_per_run=p.get("requests_per_run", 3),
-                        max_new_tokens=p.get("max_new_tokens", 128), warmup_runs=1)
+            m = measure(handle, runs=runs or p.runs, requests_per_run=p.requests_per_run,
+                        max_new_tokens=p.max_new_tokens, warmup_runs=1)
             looks = 1
             while more is not None and (extra_runs := more([float(x) for x in m.samples])) > 0:
                 looks += 1
-                nxt = measure(handle, runs=extra_runs, requests_per_run=p.get("requests_per_run", 3),
-                              max_new_tokens=p.get("max_new_tokens", 128), warmup_runs=0,
+                nxt = measure(handle, runs=extra_runs, requests_per_run=p.requests_per_run,
+                              max_new_tokens=p.max_new_tokens, warmup_runs=0,
                               key=f"bench_{label}_look{looks}")
                 m = pooled(m, nxt)
             extra: dict[str, Any] | None = None
             if also is not None:
                 try:
-                    w = measure(handle, runs=runs or p.get("runs", 5), requests_per_run=p.get("requests_per_run", 3),
-                                max_new_tokens=also.output_tokens or p.get("max_new_tokens", 128), warmup_runs=1,
+                    w = measure(handle, runs=runs or p.runs, requests_per_run=p.requests_per_run,
+                                max_new_tokens=also.output_tokens or p.max_new_tokens, warmup_runs=1,
                                 prompts=also.request_prompts(), temperature=also.temperature or 0.0,
                                 label=f"{label}-recorded-workload", key=f"bench_{label}_recorded_workload")
                     extra = dict(w.model_dump(mode="json"), label=f"{label} (recorded workload)", env=env or {})
@@ -207,7 +207,7 @@ def pooled(first: BenchmarkResult, later: BenchmarkResult) -> BenchmarkResult:
 def good_run(deps, view: StateView) -> dict[str, Any] | None:
     """The good run's fingerprint as data: given as a dict, or read from its JSON file on the host (None when there
     is none or it cannot be read; fingerprint_diff reports why)."""
-    good = view.params.get("good_fingerprint")
+    good = view.params.good_fingerprint
     if isinstance(good, dict):
         return good
     if not isinstance(good, str) or not good:
@@ -219,7 +219,7 @@ def recorded_workload(deps, view: StateView) -> tuple[Workload, str] | None:
     """The workload behind the claims, when recorded: the user's (`workload` parameter), else the good run's
     (its fingerprint's `workload`). None when neither recorded one (or it does not parse)."""
     good = good_run(deps, view)
-    for raw, source in ((view.params.get("workload"), "you"),
+    for raw, source in ((view.params.workload, "you"),
                         (good.get("workload") if isinstance(good, dict) else None, "the good run")):
         if isinstance(raw, dict) and raw:
             try:
@@ -233,9 +233,9 @@ def bench_running(deps, view: StateView, server: dict[str, Any], results: dict[s
                    label: str, workload: Workload | None = None, runs: int | None = None) -> dict[str, Any]:
     """Benchmark the user's running server (no launch), with today's prompts or a recorded workload."""
     args: dict[str, Any] = {
-        "port": server["port"], "runs": runs or view.params.get("runs", 5),
-        "requests_per_run": view.params.get("requests_per_run", 3),
-        "max_new_tokens": view.params.get("max_new_tokens", 128), "warmup_runs": 1, "label": key,
+        "port": server["port"], "runs": runs or view.params.runs,
+        "requests_per_run": view.params.requests_per_run,
+        "max_new_tokens": view.params.max_new_tokens, "warmup_runs": 1, "label": key,
         "log_path": server.get("log_path")}
     if workload is not None:
         args.update(prompts=workload.request_prompts(), temperature=workload.temperature or 0.0)
@@ -336,21 +336,21 @@ def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     """
     out = ActionOutcome()
     found_wl = recorded_workload(deps, view)
-    today_wl = default_workload(view.params.get("max_new_tokens", 128))
+    today_wl = default_workload(view.params.max_new_tokens)
     diffs = found_wl[0].differs_from(today_wl) if found_wl else []
     like = found_wl[0] if found_wl and diffs and found_wl[0].request_prompts() else None
     measure = _like_for_like(out, _measure_both(deps, view, out, like), found_wl, today_wl, diffs, like)
     out.facts.measure = MeasureFacts.model_validate(measure)
     # --expect, else the good run's recorded measurements; times and accept length judged on their own samples
     phases = view.latest(PhaseTimes)
-    claims = judge_claims(dict(view.params.get("expect") or {}), good_run(deps, view), measure,
+    claims = judge_claims(dict(view.params.expect or {}), good_run(deps, view), measure,
                           phases.model_dump() if phases is not None else None)
     out.facts.claims = Claims.model_validate(claims)
     out.summary, errors = _reproduce_summary(measure, claims, diffs, like)
     out.status = "error" if errors else "ok"
     out.decisions.append(Decision(
         step=step.id, title=step.title, status=out.status, checked="throughput with and without speculation, "
-        f"{view.params.get('runs', 5)} runs each (one value per run)"
+        f"{view.params.runs} runs each (one value per run)"
         + (", also with the workload recorded behind the claims" if like is not None else ""), found=out.summary,
         decided="compare every later measurement with these, not with the claims",
         why="a regression can only be diagnosed against numbers re-measured on this box today"
@@ -366,7 +366,7 @@ def reference_for(view: StateView, metric: str) -> tuple[float | None, str]:
     claim = (view.fact("claims", Claims) or Claims({})).root.get(metric)
     measured = getattr(view.fact("measure", MeasureFacts) or MeasureFacts(), metric, None) \
         if claim is not None and claim.claimed is not None else None
-    return reference_figure(metric, claim, measured, view.params.get("good_fingerprint"))
+    return reference_figure(metric, claim, measured, view.params.good_fingerprint)
 
 
 def same_within(view: StateView, metric: Literal["spec", "baseline"], today: list[float]) -> float | None:

@@ -66,9 +66,9 @@ def _promote_request(view: StateView, good_fp: dict[str, Any] | None
         return None, held
     return {"command": launch, "candidates": candidates, "current": current, "good": good,
             "not_removable": _not_removable(view), "reference_first": not _launcher_drops(view),
-            "python": view.params.get("python"),
-            "port": view.params.get("promote_port") or view.run_facts.trial_port,
-            "runs": view.params.get("runs", 5)}, held
+            "python": view.params.python,
+            "port": view.params.promote_port or view.run_facts.trial_port,
+            "runs": view.params.runs}, held
 
 
 def promote_launches(deps: Any, view: StateView) -> int:
@@ -137,7 +137,7 @@ def _promotion_decision(step, res: ToolResult, o: NcclPromotion | None, candidat
 
 def _claimed_figure(view: StateView, good: dict[str, Any] | None) -> tuple[float, str] | None:
     """The figure the end-to-end A/B is compared with: the user's claimed speculative tok/s, else the good run's."""
-    claimed = (view.params.get("expect") or {}).get("spec")
+    claimed = (view.params.expect or {}).get("spec")
     if claimed is not None:
         return float(claimed), "claims"
     meas = good.get("measurements") if isinstance(good, dict) else None

@@ -149,14 +149,14 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         return out
     p = view.params
     changed = 0
-    repo = p.get("repo")
+    repo = p.repo
     if repo:
         c = run_tool(deps, catalog_diffs, CatalogInput(repo=repo, max_hunk_chars=0), out.results,
                      key="plan_catalog").output
         changed = len({f.path for f in c.files} | set(c.untracked)) if c is not None else 0
     # What the good run's digests and the running server settle: recorded, so the predicates read the same.
     good = good_run(deps, view)
-    claimed, _src = claims_for(dict(p.get("expect") or {}), good)
+    claimed, _src = claims_for(dict(p.expect or {}), good)
     ident = decide_identity(view, good, set(claimed))
     budget = start_budget(view)  # box time counts from here: the last read before your server may be stopped
     if budget is not None:
@@ -172,19 +172,19 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         bool(rec.get("holds_gpus")) and not rec.get("restarts_it") and not ident.settled
     args_ = server.get("args") or {}
     phases = regression_phases(
-        changed=changed, essential_given=bool(p.get("essential")),
+        changed=changed, essential_given=bool(p.essential),
         spec_running=any("speculative" in a for a in server.get("argv") or []),
-        tp_size=int(args_.get("tp_size") or 1), runs=int(p.get("runs", 5)),
+        tp_size=int(args_.get("tp_size") or 1), runs=int(p.runs),
         max_runs=15, finalists=3, stops_user_server=stops, identity=ident, gap_shown=(gap := gap_shown(view)))
     upstream = view.latest(CommitCatalog)  # HEAD moved since the good run's commit: the commit bisection's row
     if upstream is not None and upstream.commits:
-        row = commit_bisect_phase(len(upstream.commits), int(p.get("runs", 5)))
+        row = commit_bisect_phase(len(upstream.commits), int(p.runs))
         row.expected = row.expected if gap else 0  # as the step's predicate: no commit is searched when every claim held
         phases.insert(next(i for i, ph in enumerate(phases) if ph.step == "attribute"), row)
     res = run_tool(deps, plan_launches, {
         "pid": server["pid"], "port": server.get("port") or 0, "log_path": server.get("log_path"),
-        "phases": [ph.model_dump() for ph in phases], "requests_per_run": p.get("requests_per_run", 3),
-        "max_new_tokens": p.get("max_new_tokens", 128), "stops_user_server": stops}, out.results, key=step.id).result
+        "phases": [ph.model_dump() for ph in phases], "requests_per_run": p.requests_per_run,
+        "max_new_tokens": p.max_new_tokens, "stops_user_server": stops}, out.results, key=step.id).result
     out.status = "ok" if res.ok else "error"
     out.summary = res.summary
     if res.ok:

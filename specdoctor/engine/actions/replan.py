@@ -50,7 +50,7 @@ def plan_facts(deps: Any, view: StateView, stage: str, deltas: DeltaList | None)
 
     facts = PlanFacts(
         stage="revised" if stage == "revised" else "consent", changed=changed,
-        code_open=bool(changed) and ident.code != "identical", essential_given=bool(view.params.get("essential")),
+        code_open=bool(changed) and ident.code != "identical", essential_given=bool(view.params.essential),
         # before reproduce, the running server's figures (any measurement there is of it, not of a launch)
         gap=(not judged.held) if stage == "revised" and judged.judged else gap_shown(view),
         commits=len(commits.commits) if commits is not None else 0,
@@ -93,8 +93,8 @@ def replan_run(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> A
     phases, why = revise_phases(first.phases, facts)
     p = view.params
     plan = make_plan(first.cost, PlanInput(pid=first.cost.pid, port=first.port, phases=phases,
-                                           requests_per_run=p.get("requests_per_run", 3),
-                                           max_new_tokens=p.get("max_new_tokens", 128),
+                                           requests_per_run=p.requests_per_run,
+                                           max_new_tokens=p.max_new_tokens,
                                            stops_user_server=first.stops_user_server))
     if stage == "revised":
         out.facts.plan_revised = plan.model_dump(mode="json")

@@ -39,7 +39,7 @@ def today_all_patches(view: StateView) -> dict[str, Any] | None:
 
 def essential_files(view: StateView) -> list[str]:
     found = view.result("essentials", Essentials)
-    return list((found.essential if found is not None else None) or view.params.get("essential") or [])
+    return list((found.essential if found is not None else None) or view.params.essential or [])
 
 
 def _trees(deps, view: StateView, repo: str, essentials: list[str], script: str | None,
@@ -50,7 +50,7 @@ def _trees(deps, view: StateView, repo: str, essentials: list[str], script: str 
         everything = prepare_source(ctx, repo).changes_paths()
         all_tree = stack.enter_context(trial_code(ctx, repo, "subtract-all", everything))
         ess_tree = stack.enter_context(trial_code(ctx, repo, "subtract-essentials", essentials, script=script,
-                                                  python=view.params.get("python")))
+                                                  python=view.params.python))
     except (ToolRetry, Unresolved) as exc:
         return None, None, f"could not build the trial trees: {exc}"
     for t in (all_tree, ess_tree):
@@ -131,7 +131,7 @@ def _searched(s: _Step, arms: _Arms, tree: TrialTree, looks: Looks, what: str) -
 def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
     """Measure all patches vs only the essentials (+ the patch script), each in its own trial tree, and compare."""
     out = ActionOutcome()
-    repo = view.params.get("repo")
+    repo = view.params.repo
     backup_id = view.run_facts.backup_id
     if not backup_id:
         out.status, out.summary = "error", "no backup of the working tree: refusing to stash"
@@ -143,9 +143,9 @@ def subtract(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     found = view.result("essentials", Essentials)
     arms = _Arms(searched_none=found is not None and not found.essential)
     essentials = essential_files(view)
-    script = view.params.get("patch_script")
+    script = view.params.patch_script
     reused = today_all_patches(view)
-    runs = int(view.params.get("runs", 5))
+    runs = int(view.params.runs)
     try:
         with contextlib.ExitStack() as trees:
             # Two trial trees (the user's checkout is only read): every change, and essentials (+ the patch script).

@@ -23,6 +23,7 @@ from specdoctor.engine.actions.restart_check import identity_differences, judge_
 from specdoctor.engine.runs import Relaunch, load_relaunch, relaunch_path, save_relaunch, write_private
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.models import Claims, MeasuredFact, MeasureFacts, UserServerFact
+from specdoctor.models.run_params import RunParams
 from specdoctor.stats.comparator import Comparison
 from specdoctor.toolkit import ToolContext, ToolResult, registry
 from specdoctor.tools.checkout.trial_tree import EngineOrigin, OriginInput, engine_origin
@@ -164,7 +165,7 @@ def examine_user_server(deps, view: StateView, step, args: dict[str, Any]) -> Ac
     _bench_running(deps, view, out, rec, fact, server)
     out.facts.user_server = fact
     out.decisions.append(_examined(step, rec, out))
-    repo = view.params.get("repo")
+    repo = view.params.repo
     o = run_tool(deps, engine_origin, OriginInput(pid=rec.pid, expect_under=repo or None), out.results,
                  key=f"{step.id}_origin").output
     if o is not None and repo:
@@ -180,7 +181,7 @@ def _bench_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRec
     p = view.params
     deps.view.progress(f"benchmarking your running server on port {rec.port}")
     first = _bench(deps, out.results, "bench_spec_running", int(rec.port or 0),
-                   max(int(p.get("runs", 5)), _BEFORE_RUNS), p, _file_target(rec.stdout))
+                   max(int(p.runs), _BEFORE_RUNS), p, _file_target(rec.stdout))
     if first is None:
         return
     fact.tps_before = first.median
@@ -205,7 +206,7 @@ def _judge_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRec
     # every claim the running speculative server measures by itself (tok/s, accept length, TPOT)
     # like for like: on the recorded workload's reading when the claims were measured with another one
     judged_on = also if also is not None and also.get("median") is not None else bench
-    expect, good = dict(p.get("expect") or {}), good_run(deps, view)
+    expect, good = dict(p.expect or {}), good_run(deps, view)
     claims = judge_claims(expect, good, {"spec": judged_on}, None)
     if near_but_loose(claims) and _tighten(deps, view, out, rec, server, judged_on,
                                            workload if judged_on is also else None):
@@ -250,7 +251,7 @@ def _claims_workload(deps, view: StateView, server: dict[str, Any]) -> Workload 
     if found is None or not server.get("port"):
         return None
     workload = found[0]
-    if not workload.differs_from(default_workload(view.params.get("max_new_tokens", 128))) \
+    if not workload.differs_from(default_workload(view.params.max_new_tokens)) \
             or not workload.request_prompts():
         return None
     return workload
@@ -304,10 +305,10 @@ def _note_origin(out: ActionOutcome, step, o: EngineOrigin, repo: str) -> None:
 
 # -- stop (disrupt, with consent) ----------------------------------------------------------------------------------
 
-def _bench(deps, results: dict[str, ToolResult], key: str, port: int, runs: int, p: dict[str, Any],
+def _bench(deps, results: dict[str, ToolResult], key: str, port: int, runs: int, p: RunParams,
            log_path: str | None) -> BenchmarkResult | None:
-    return run_tool(deps, benchmark, {"port": port, "runs": runs, "requests_per_run": p.get("requests_per_run", 3),
-                                      "max_new_tokens": p.get("max_new_tokens", 128), "warmup_runs": 1,
+    return run_tool(deps, benchmark, {"port": port, "runs": runs, "requests_per_run": p.requests_per_run,
+                                      "max_new_tokens": p.max_new_tokens, "warmup_runs": 1,
                                       "label": key, **({"log_path": log_path} if log_path else {})},
                     results, key=key).output
 
@@ -348,9 +349,9 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
                           user=rec.user, supervisor=rec.supervisor, session=rec.session, identity=rec.identity,
                           samples_before=list(first.samples) if first else [],
                           gpu_mib_before=sum(rec.gpu_mib.values()) if rec.gpu_mib else None,
-                          runs=max(int(p.get("runs", 5)), _BEFORE_RUNS),
-                          requests_per_run=int(p.get("requests_per_run", 3)),
-                          max_new_tokens=int(p.get("max_new_tokens", 128))))
+                          runs=max(int(p.runs), _BEFORE_RUNS),
+                          requests_per_run=int(p.requests_per_run),
+                          max_new_tokens=int(p.max_new_tokens)))
     stop = run_tool(deps, stop_user_server, StopUserInput(pid=rec.pid, starttime=rec.starttime, pids=rec.pids),
                     out.results, key=step.id).result
     fact.stop_consent = "yes-flag" if deps.yes else "approved"
@@ -562,7 +563,7 @@ def give_back_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionO
     """Restart the user's server exactly as it was and prove it (healthy, identity, throughput SAME)."""
     out = ActionOutcome()
     fact, decisions = bring_back(deps.tool_ctx, deps.tool_ctx.run_id, results=out.results,
-                                 timeout_s=float(view.params.get("launch_timeout_s", 600)))
+                                 timeout_s=float(view.params.launch_timeout_s))
     if fact is None:
         out.status, out.summary = "skipped", "your server was not stopped by this run: nothing to restart"
         return out

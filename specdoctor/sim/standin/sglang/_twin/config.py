@@ -17,6 +17,22 @@ def sandbox_root() -> str:
         return fh.read().strip()
 
 
+def bump_counter(root: str, name: str) -> int:
+    """How many times this sandbox has run `name` (servers launched, nccl-tests run), this one included: the noise
+    differs per run but is seeded from the scenario, never from a process id or Python's per-process hash."""
+    import fcntl
+
+    path = os.path.join(root, ".sim", name)
+    with open(path, "a+", encoding="utf-8") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        fh.seek(0)
+        n = int(fh.read().strip() or 0) + 1
+        fh.seek(0)
+        fh.truncate()
+        fh.write(str(n))
+    return n
+
+
 def load_twin() -> dict:
     """The scenario model (hardware, patches, perf) that the sandbox wrote at <root>/.sim/twin.json."""
     with open(os.path.join(sandbox_root(), ".sim", "twin.json"), encoding="utf-8") as fh:

@@ -12,7 +12,7 @@ import time
 from http.server import ThreadingHTTPServer
 
 from .args import parse_server_args, resolve
-from .config import load_twin, log, sandbox_root
+from .config import bump_counter, load_twin, log, sandbox_root
 from .engine import Engine
 from .gpumem import launch_seconds, memory_config
 from .http import make_handler
@@ -21,21 +21,6 @@ from .versions import measured_0517
 from .workers import proc_starttime, spawn_children, start_resource_tracker
 
 __all__ = ["main"]
-
-
-def _launch_counter(root: str) -> int:
-    """How many servers this sandbox has launched (noise differs per launch but stays seedable)."""
-    import fcntl
-
-    path = os.path.join(root, ".sim", "launches")
-    with open(path, "a+", encoding="utf-8") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        fh.seek(0)
-        n = int(fh.read().strip() or 0) + 1
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(n))
-    return n
 
 
 def _force_env(args: dict, version: str) -> None:
@@ -216,7 +201,7 @@ def main(argv: list[str], prog: str, entry: str) -> int:
                          draft_gb=gm.draft_gb, arch=arch, darch=darch, max_total=max_total)
     else:
         _log_startup(args, lt, perf, mem, arch, max_total, tag)
-    launch_no = _launch_counter(root)
+    launch_no = bump_counter(root, "launches")
     seed = int(twin.get("seed", 0)) * 1000003 + launch_no
     perf["launch_number"] = launch_no
     engine = Engine(perf, args, version, seed, float(twin.get("time_scale", 200.0)), max_total)

@@ -70,8 +70,8 @@ def attribution_section(r: Report, s: Section) -> Section:
         s.blocks.append(Para([f"No difference was reverted and measured to change {att.metric}: the whole "
                               f"{att.gap:+.1f} {att.unit} is the rest."]))
     if att.derived and att.causes:
-        s.blocks.append(Para(["Derived by the report from the claims and the bisection's measured trials (the "
-                              "diagnosis did not provide a per-cause attribution)."]))
+        s.blocks.append(Para(["Read off the claims, with the bisection's culprits as the one cause, sized by their "
+                              "two measured trials (the run recorded no per-cause attribution)."]))
     return s
 
 

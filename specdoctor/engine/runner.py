@@ -20,7 +20,7 @@ from specdoctor.engine.playbook_check import check_references, load_playbook
 from specdoctor.engine.predicates import evaluate, explain
 from specdoctor.engine.runs import RunRecord, new_run_id, open_checkpointer, save_record
 from specdoctor.engine.state import Decision, RunState, StateView, StepUpdate
-from specdoctor.errors import BackupError, UsageError
+from specdoctor.errors import BackupError, SpecdoctorError, UsageError
 from specdoctor.host import AuditLog, Host, open_host
 from specdoctor.host.redact import redact_text
 from specdoctor.inference import EngineName, InferenceEngine, engine_for_launch
@@ -207,11 +207,27 @@ def _guard(host: Host, run_id: str, repo: str | None, *, resuming: bool) -> Chec
     return guard
 
 
+def _engine_on_port(host: Host, port: int) -> InferenceEngine | None:
+    """The engine of the server on `port`, from its own command line: a box may run an SGLang and a vLLM server side
+    by side, and then every process together cannot say which one `--port` means (None: no server of this user
+    there; the host's look decides, and says why when it cannot)."""
+    from specdoctor.tools.serving.server import locate_servers
+
+    try:
+        servers = locate_servers(host, port).servers
+    except SpecdoctorError:
+        return None
+    return engine_for_launch(servers[0].argv) if len(servers) == 1 else None
+
+
 def _run_engine(rec: RunRecord, host: Host, first_input: Any) -> InferenceEngine:
-    """The run's engine, resolved once: `--engine`, else the launch line the run was given, else what runs on the
-    host (its server's process); a run that cannot tell stops here with a one-line error."""
-    launch = run_params(first_input.get("params") or {}).launch if isinstance(first_input, dict) else None
-    found = engine_for_launch(launch) if launch and not rec.engine else None
+    """The run's engine, resolved once: `--engine`, else the launch line the run was given, else the server on
+    `--port`, else what runs on the host (its server's process); a run that cannot tell stops here with a one-line
+    error."""
+    params = run_params(first_input.get("params") or {}) if isinstance(first_input, dict) else RunParams()
+    found = engine_for_launch(params.launch) if params.launch and not rec.engine else None
+    if found is None and not rec.engine and params.port:
+        found = _engine_on_port(host, params.port)
     engine = found or run_engine_on(host, rec.engine)
     rec.engine = engine.name
     return engine

@@ -14,6 +14,7 @@ from typing import Any
 
 from specdoctor.engine.state import StateView
 from specdoctor.host.redact import redact_text
+from specdoctor.models import ServerFact
 from specdoctor.report.model import PlannedCommand, PlannedStep
 
 __all__ = ["CHEAP_READS", "runs_in_dry_run", "plan_step"]
@@ -96,10 +97,10 @@ def _backup_id(view: StateView) -> str:
 
 
 def _reproduce(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
-    server = view.get("facts.server") or {}
+    server = view.run_facts.server or ServerFact()
     out: list[PlannedCommand] = []
-    if server.get("running") and any("speculative" in a for a in server.get("argv") or []):
-        out.append(_bench(view, server.get("port"), "the running speculative server (no launch)"))
+    if server.running and any("speculative" in a for a in server.argv):
+        out.append(_bench(view, server.port, "the running speculative server (no launch)"))
     else:
         out += [_launch_line(view, speculative=True), _bench(view, _PORT, "the speculative server")]
     out += [_launch_line(view, speculative=False), _bench(view, _PORT, "the baseline server (no speculation)"),
@@ -177,7 +178,7 @@ def _bisect(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCom
 def _nccl_sweep(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
     from specdoctor.tools.nccl.nccl_grid import expand_grid
 
-    server_args = (view.get("facts.server") or {}).get("args") or {}
+    server_args = (view.run_facts.server or ServerFact()).args
     tp = server_args.get("tp_size") or "TP"
     configs, _skipped = expand_grid(None)
     return [PlannedCommand(command=f"env NCCL_DEBUG=INFO [NCCL_*=…] all_reduce_perf -b MIN -e MAX -f 2 -g {tp} "
@@ -204,8 +205,8 @@ def _llm(view: StateView, args: dict[str, Any], step: str) -> list[PlannedComman
 
 
 def _server(view: StateView) -> tuple[str, str]:
-    server = view.get("facts.server") or {}
-    return str(server.get("pid") or "PID"), str(server.get("port") or "PORT")
+    server = view.run_facts.server or ServerFact()
+    return str(server.pid or "PID"), str(server.port or "PORT")
 
 
 def _examine_user_server(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
@@ -225,8 +226,8 @@ def _take_gpus(view: StateView, args: dict[str, Any], step: str) -> list[Planned
 
 def _give_back_gpus(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
     pid, port = _server(view)
-    server = view.get("facts.server") or {}
-    argv = " ".join(shlex.quote(a) for a in server.get("argv") or []) or "ITS ARGV"
+    server = view.run_facts.server or ServerFact()
+    argv = " ".join(shlex.quote(a) for a in server.argv) or "ITS ARGV"
     return [PlannedCommand(command=f"setsid nohup env -i ITS_ENVIRONMENT {argv} >> ITS_LOG",
                            note="in its own cwd, its argv and full environment as recorded before stopping (kept "
                            "0600), only if this run stopped it"),

@@ -15,7 +15,7 @@ from specdoctor.engine.actions import ActionOutcome, action, run_tool
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import UsageError
 from specdoctor.inference import engine_for_launch
-from specdoctor.models import Claims, Fingerprint, TopologyFact
+from specdoctor.models import Claims, Fingerprint, ServerFact, TopologyFact
 from specdoctor.models.facts import MeasureFacts
 from specdoctor.models.phases import PhaseTimes
 from specdoctor.toolkit import ToolResult
@@ -229,14 +229,14 @@ def recorded_workload(deps, view: StateView) -> tuple[Workload, str] | None:
     return None
 
 
-def bench_running(deps, view: StateView, server: dict[str, Any], results: dict[str, ToolResult], *, key: str,
+def bench_running(deps, view: StateView, server: ServerFact, results: dict[str, ToolResult], *, key: str,
                    label: str, workload: Workload | None = None, runs: int | None = None) -> dict[str, Any]:
     """Benchmark the user's running server (no launch), with today's prompts or a recorded workload."""
     args: dict[str, Any] = {
-        "port": server["port"], "runs": runs or view.params.runs,
+        "port": server.port, "runs": runs or view.params.runs,
         "requests_per_run": view.params.requests_per_run,
         "max_new_tokens": view.params.max_new_tokens, "warmup_runs": 1, "label": key,
-        "log_path": server.get("log_path")}
+        "log_path": server.log_path}
     if workload is not None:
         args.update(prompts=workload.request_prompts(), temperature=workload.temperature or 0.0)
         if workload.output_tokens:
@@ -263,13 +263,13 @@ def _measure_both(deps, view: StateView, out: ActionOutcome, like: Workload | No
     """Speculative (the running server's own figure when it is speculative, else a launch) and baseline tok/s;
     each also with the claims' workload when `like` is given."""
     measure: dict[str, Any] = {}
-    server = view.get("facts.server") or {}
-    spec_running = server.get("running") and any("speculative" in a for a in server.get("argv", []))
+    server = view.run_facts.server or ServerFact()
+    spec_running = server.running and any("speculative" in a for a in server.argv)
     before_stop = view.get("facts.user_server_bench")  # measured just before the user's server was stopped
     if spec_running and before_stop and (like is None or (before_stop.get("also") or {}).get("median") is not None):
         measure["spec"] = before_stop  # with the recorded workload's too, when it differs (taken before the stop)
     elif spec_running and not before_stop:
-        deps.view.progress(f"benchmarking the running server on port {server['port']}")
+        deps.view.progress(f"benchmarking the running server on port {server.port}")
         measure["spec"] = bench_running(deps, view, server, out.results, key="spec_running",
                                          label="spec (running server)")
         if like is not None:

@@ -12,7 +12,7 @@ from specdoctor.engine.budget import start_budget
 from specdoctor.engine.gap import claim_held
 from specdoctor.engine.identity import RUNNING_SERVER_KEYS, decide_identity
 from specdoctor.engine.state import Decision, StateView
-from specdoctor.models import Claims
+from specdoctor.models import Claims, ServerFact
 from specdoctor.models.identity import IdentityFact
 from specdoctor.stats.comparator import GROWING_CAP
 from specdoctor.tools.checkout.commit_bisect import commit_bisect_phase
@@ -128,10 +128,10 @@ def _user_record(deps, view: StateView, out: ActionOutcome) -> dict[str, Any]:
     rec = view.get("facts.user_server_record")
     if rec:
         return dict(rec)
-    server = view.get("facts.server") or {}
+    server = view.run_facts.server or ServerFact()
     found = view.latest(ServerList)
-    workers = [w.pid for s in (found.servers if found else []) if s.main.pid == server["pid"] for w in s.workers]
-    typed = run_tool(deps, inspect_user_server, {"pid": server["pid"], "pids": workers, "port": server.get("port")},
+    workers = [w.pid for s in (found.servers if found else []) if s.main.pid == server.pid for w in s.workers]
+    typed = run_tool(deps, inspect_user_server, {"pid": server.pid, "pids": workers, "port": server.port},
                      out.results, key="plan_user_server").output
     return typed.model_dump(mode="json") if typed is not None else {}
 
@@ -140,8 +140,8 @@ def _user_record(deps, view: StateView, out: ActionOutcome) -> dict[str, Any]:
 def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
     """Print and record the plan: configurations to launch, launches at most, box time measured on this box."""
     out = ActionOutcome()
-    server = view.get("facts.server") or {}
-    if not server.get("running") or not server.get("pid"):
+    server = view.run_facts.server or ServerFact()
+    if not server.running or not server.pid:
         out.status, out.summary = "skipped", "no running server: no launch to time on this box"
         out.decisions.append(Decision(step=step.id, title=step.title, status="skipped", checked="a running server",
                                       found="none", decided="no plan printed",
@@ -170,10 +170,10 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
     out.facts.identity = ident
     stops = bool(args["stop_user_server"]) if "stop_user_server" in args else \
         bool(rec.get("holds_gpus")) and not rec.get("restarts_it") and not ident.settled
-    args_ = server.get("args") or {}
+    args_ = server.args
     phases = regression_phases(
         changed=changed, essential_given=bool(p.essential),
-        spec_running=any("speculative" in a for a in server.get("argv") or []),
+        spec_running=any("speculative" in a for a in server.argv),
         tp_size=int(args_.get("tp_size") or 1), runs=int(p.runs),
         max_runs=15, finalists=3, stops_user_server=stops, identity=ident, gap_shown=(gap := gap_shown(view)))
     upstream = view.latest(CommitCatalog)  # HEAD moved since the good run's commit: the commit bisection's row
@@ -182,7 +182,7 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
         row.expected = row.expected if gap else 0  # as the step's predicate: no commit is searched when every claim held
         phases.insert(next(i for i, ph in enumerate(phases) if ph.step == "attribute"), row)
     res = run_tool(deps, plan_launches, {
-        "pid": server["pid"], "port": server.get("port") or 0, "log_path": server.get("log_path"),
+        "pid": server.pid, "port": server.port or 0, "log_path": server.log_path,
         "phases": [ph.model_dump() for ph in phases], "requests_per_run": p.requests_per_run,
         "max_new_tokens": p.max_new_tokens, "stops_user_server": stops}, out.results, key=step.id).result
     out.status = "ok" if res.ok else "error"

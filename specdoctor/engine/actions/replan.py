@@ -13,6 +13,7 @@ from specdoctor.engine.gap import read_gap
 from specdoctor.engine.identity import identity_of
 from specdoctor.engine.plan_estimate import PlanFacts, facts_from_deltas, revise_phases
 from specdoctor.engine.state import Decision, StateView
+from specdoctor.models import ServerFact
 from specdoctor.models.delta import DeltaList
 from specdoctor.tools.checkout.commits import CommitCatalog
 from specdoctor.tools.checkout.repo import Catalog
@@ -72,8 +73,8 @@ def _control_running(view: StateView, stage: str) -> bool:
 
     if stage == "revised":
         return not control_is_trial(view, "spec")
-    server = view.get("facts.server") or {}
-    return bool(server.get("running")) and any("speculative" in a for a in server.get("argv") or [])
+    server = view.run_facts.server or ServerFact()
+    return bool(server.running) and any("speculative" in a for a in server.argv)
 
 
 @action("read", args=("stage", *_DELTA_ARGS))

@@ -10,7 +10,7 @@ from specdoctor.engine.actions import ActionOutcome, action, run_tool
 from specdoctor.engine.actions.measure import measure_config, same_within
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import ToolRetry, Unresolved
-from specdoctor.models import SubtractionFact
+from specdoctor.models import ServerFact, SubtractionFact
 from specdoctor.stats.comparator import GROWING_CAP
 from specdoctor.stats.comparator import GrowingArm as Looks
 from specdoctor.stats.summary import summarize
@@ -32,7 +32,7 @@ def today_all_patches(view: StateView) -> dict[str, Any] | None:
     if not isinstance(spec, dict) or spec.get("error") or len(spec.get("samples") or []) < 3:
         return None
     if str(spec.get("label") or "").startswith("spec (running server") and \
-            (view.get("facts.server") or {}).get("launch") != view.run_facts.launch:
+            (view.run_facts.server or ServerFact()).launch != view.run_facts.launch:
         return None  # --launch names another configuration than the one your server runs
     return spec
 

@@ -22,7 +22,7 @@ from specdoctor.engine.actions import ActionOutcome, action, run_tool
 from specdoctor.engine.actions.restart_check import identity_differences, judge_throughput
 from specdoctor.engine.runs import Relaunch, load_relaunch, relaunch_path, save_relaunch, write_private
 from specdoctor.engine.state import Decision, StateView
-from specdoctor.models import Claims, MeasuredFact, MeasureFacts, UserServerFact
+from specdoctor.models import Claims, MeasuredFact, MeasureFacts, ServerFact, UserServerFact
 from specdoctor.models.run_params import RunParams
 from specdoctor.stats.comparator import Comparison
 from specdoctor.toolkit import ToolContext, ToolResult, registry
@@ -145,13 +145,13 @@ def blocked_by_user_server(view: StateView) -> str | None:
 def examine_user_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome:
     """Read what would bring the user's server back, its supervisor, its GPU memory and where it imports sglang."""
     out = ActionOutcome()
-    server = view.get("facts.server") or {}
-    if not server.get("running") or not server.get("pid"):
+    server = view.run_facts.server or ServerFact()
+    if not server.running or not server.pid:
         out.status, out.summary = "skipped", "no running server: nothing of the user's to stop"
         return out
     found = view.latest(ServerList)
-    workers = [w.pid for s in (found.servers if found else []) if s.main.pid == server["pid"] for w in s.workers]
-    called = run_tool(deps, inspect_user_server, {"pid": server["pid"], "pids": workers, "port": server.get("port")},
+    workers = [w.pid for s in (found.servers if found else []) if s.main.pid == server.pid for w in s.workers]
+    called = run_tool(deps, inspect_user_server, {"pid": server.pid, "pids": workers, "port": server.port},
                       out.results, key=step.id)
     res, rec = called.result, called.output
     if rec is None:
@@ -175,7 +175,7 @@ def examine_user_server(deps, view: StateView, step, args: dict[str, Any]) -> Ac
 
 
 def _bench_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRecord, fact: UserServerFact,
-                   server: dict[str, Any]) -> None:
+                   server: ServerFact) -> None:
     """The first measurement, as it runs: what a restart is compared with, and the running server's throughput when
     the launching steps cannot run (no consent, a supervisor); a speculative server's also checks the claim."""
     p = view.params
@@ -187,12 +187,12 @@ def _bench_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRec
     fact.tps_before = first.median
     bench = dict(first.model_dump(mode="json"), label="spec (running server)")
     out.facts.user_server_bench = MeasuredFact.model_validate(bench)
-    if any("speculative" in a for a in server.get("argv") or []):
+    if any("speculative" in a for a in server.argv):
         _judge_running(deps, view, out, rec, fact, server, bench)
 
 
 def _judge_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRecord, fact: UserServerFact,
-                   server: dict[str, Any], bench: dict[str, Any]) -> None:
+                   server: ServerFact, bench: dict[str, Any]) -> None:
     """The running speculative server's reading, judged against every claim it measures by itself; the facts get
     the reading once it is final (more runs pool into it in place)."""
     p = view.params
@@ -218,7 +218,7 @@ def _judge_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRec
     out.facts.measure = MeasureFacts.model_validate({"spec": bench})
 
 
-def _tighten(deps, view: StateView, out: ActionOutcome, rec: UserServerRecord, server: dict[str, Any],
+def _tighten(deps, view: StateView, out: ActionOutcome, rec: UserServerRecord, server: ServerFact,
              reading: dict[str, Any], workload: Workload | None) -> bool:
     """More runs on the running server (with `workload`, the one `reading` was taken with, when not today's),
     pooled into `reading` in place (the facts get it after), when a claim judged on it is near but loose
@@ -242,13 +242,13 @@ def _tighten(deps, view: StateView, out: ActionOutcome, rec: UserServerRecord, s
     return True
 
 
-def _claims_workload(deps, view: StateView, server: dict[str, Any]) -> Workload | None:
+def _claims_workload(deps, view: StateView, server: ServerFact) -> Workload | None:
     """The workload recorded behind the claims, when it differs from today's benchmark and has prompts to send
     (None: no workload was recorded, it is today's, or the server has no port)."""
     from specdoctor.engine.actions.measure import recorded_workload
 
     found = recorded_workload(deps, view)
-    if found is None or not server.get("port"):
+    if found is None or not server.port:
         return None
     workload = found[0]
     if not workload.differs_from(default_workload(view.params.max_new_tokens)) \
@@ -257,7 +257,7 @@ def _claims_workload(deps, view: StateView, server: dict[str, Any]) -> Workload 
     return workload
 
 
-def _bench_recorded_workload(deps, view: StateView, out: ActionOutcome, server: dict[str, Any],
+def _bench_recorded_workload(deps, view: StateView, out: ActionOutcome, server: ServerFact,
                              workload: Workload) -> dict[str, Any]:
     """The running speculative server also measured with the workload recorded behind the claims: the claims are
     judged like for like on it (reproduce), where otherwise the speculative server would be launched again after

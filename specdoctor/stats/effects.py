@@ -127,7 +127,6 @@ class _Search(Generic[T]):
         self.more, self.threshold, self.cap = more, threshold, cap
         self.sign = 1.0
         self.trials: list[EffectTrial] = []
-        self.cleared: set[str] = set()  # items of a launched subset whose whole CI fell short of the threshold
 
     def decided(self, e: Effect) -> bool:
         """Material, or its whole CI short of the threshold: more runs would not change what the search does."""
@@ -149,8 +148,6 @@ class _Search(Generic[T]):
             eff = effect_of(samples, self.fast)
         self.trials.append(EffectTrial(items=[self.name(x) for x in subset], purpose=purpose, samples=samples,
                                        effect=eff))
-        if eff.along(self.sign)[2] < self.threshold:
-            self.cleared.update(self.trials[-1].items)
         return eff
 
 
@@ -192,41 +189,6 @@ def _split(s: _Search[T], queue: list[tuple[list[T], Effect]], name: Callable[[T
     return found
 
 
-def _settle(s: _Search[T], culprits: list[tuple[T, Effect]], found: list[tuple[T, Effect]], slow: list[float],
-            fast: list[float], name: Callable[[T], str]) -> list[tuple[T, Effect]]:
-    """Each found singleton's effect, launching one alone only when the launches made so far cannot tell.
-
-    An inferred singleton's estimate is a chain of differences (parent − measured sibling, down from the gap), so
-    its CI adds every link's noise, the noise of siblings measured short of the threshold included. Before launching
-    it alone, every trial so far is fitted at once: each trial's median = the fast reference + the effects of what
-    it applied, where an item in a launch measured wholly short of the threshold is held at 0 and every other item
-    (an inferred group dropped unmeasured among them) keeps its own unknown effect. A singleton whose effect those
-    trials determine (estimable) and name (99 %) is kept, unlaunched: it is not "measured alone", so the
-    culprits-alone check still runs and the final fit decides again. One whose fitted CI is wholly short of the
-    threshold is dropped: the check of every item but the culprits measures it again. Anything else is launched
-    alone.
-    """
-    threshold, sign = s.threshold, s.sign
-    pending = [x for x, e in found if not e.measured and e.along(sign, Z99)[1] < threshold]
-    fitted: dict[str, Effect] = {}
-    if pending:
-        free = [name(x) for x in s.items if name(x) not in s.cleared]
-        fitted = _fit(free, s.trials, slow, fast, estimable_only=True)
-    out: list[tuple[T, Effect]] = []
-    for x, e in found:
-        if x not in pending:
-            out.append((x, e))
-            continue
-        f = fitted.get(name(x))
-        if f is not None and s.named(f):
-            out.append((x, f.model_copy(update={"measured": False})))
-        elif f is not None and f.along(sign)[2] < threshold:
-            continue
-        else:
-            out.append((x, s.run([x], f"effect of {name(x)} alone (inferred so far)")))
-    return out
-
-
 def search_effects(items: Sequence[T], measure: Callable[[frozenset[T], str], list[float]], *, slow: list[float],
                    fast: list[float], name: Callable[[T], str] = str, material_share: float = 0.2,
                    max_launches: int | None = None, more: Callable[[frozenset[T], int], list[float]] | None = None,
@@ -253,7 +215,10 @@ def search_effects(items: Sequence[T], measure: Callable[[frozenset[T], str], li
         if found is None:  # an interaction, or the launch limit: `out` says which
             out.trials = s.trials
             return out
-        found = _settle(s, culprits, found, slow, fast, name)
+        # An inferred singleton is named only when its whole CI clears the threshold (an innocent patch cannot
+        # reach that by noise); otherwise it is launched alone first.
+        found = [(x, e if e.measured or e.along(sign, Z99)[1] >= threshold else
+                  s.run([x], f"effect of {name(x)} alone (inferred so far)")) for x, e in found]
         culprits += [(x, e) for x, e in found if s.named(e)]
         undecided = [name(x) for x, e in found if not s.named(e)]
         if undecided:
@@ -294,15 +259,6 @@ def search_effects(items: Sequence[T], measure: Callable[[frozenset[T], str], li
     # Every launch measured a sum of the candidates' effects: one weighted least-squares fit over all of them (and
     # both references) is each culprit's effect; one that the fit does not hold material is not named.
     fitted = _fit([name(x) for x in names], s.trials, slow, fast)
-    # A culprit named by an earlier fit, never launched alone, that the fit over every trial no longer holds
-    # material is launched alone once before the search gives up on it (it has one trial of its own, as before).
-    alone = {tuple(t.items) for t in s.trials}
-    unlaunched = [x for x in names if not s.named(fitted[name(x)]) and (name(x),) not in alone]
-    if unlaunched:
-        for x in unlaunched:
-            s.run([x], f"effect of {name(x)} alone (the fit over every trial does not hold it material)")
-        out.trials = s.trials
-        fitted = _fit([name(x) for x in names], s.trials, slow, fast)
     weak = [n for n, e in fitted.items() if not s.named(e)]
     if weak:
         out.verdict = "unresolved"
@@ -319,12 +275,9 @@ def search_effects(items: Sequence[T], measure: Callable[[frozenset[T], str], li
     return out
 
 
-def _fit(names: list[str], trials: list[EffectTrial], slow: list[float], fast: list[float], *,
-         estimable_only: bool = False) -> dict[str, Effect]:
+def _fit(names: list[str], trials: list[EffectTrial], slow: list[float], fast: list[float]) -> dict[str, Effect]:
     """Weighted least squares: each trial's median = f + Σ β of the candidates it applied (the others held at 0, as
-    the search found them); the slow reference applied them all, the fast one none. `estimable_only`: only the
-    candidates whose own effect the trials determine (its unit vector in the design's row space); the others are
-    left out rather than given the minimum-norm solution's arbitrary split."""
+    the search found them); the slow reference applied them all, the fast one none."""
     import numpy as np
 
     rows: list[tuple[set[str], list[float]]] = [(set(names), slow), (set(), fast)]
@@ -341,12 +294,5 @@ def _fit(names: list[str], trials: list[EffectTrial], slow: list[float], fast: l
     xtw = x.T * w
     cov = np.linalg.pinv(xtw @ x)
     beta = cov @ (xtw @ y)
-    rank = np.linalg.matrix_rank(x)
-
-    def estimable(i: int) -> bool:
-        unit = np.zeros(x.shape[1])
-        unit[i + 1] = 1.0
-        return not estimable_only or bool(np.linalg.matrix_rank(np.vstack([x, unit])) == rank)
-
     return {n: Effect(delta=float(beta[i + 1]), var_own=float(max(cov[i + 1, i + 1], 0.0)), f_coef=0.0,
-                      measured=True) for i, n in enumerate(names) if estimable(i)}
+                      measured=True) for i, n in enumerate(names)}

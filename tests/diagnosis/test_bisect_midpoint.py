@@ -114,3 +114,29 @@ def test_side_of_midpoint_places_a_trial_and_refuses_without_a_gap():
     assert side_of_midpoint(slow[:5], slow, fast, level=0.01).outcome == "slow"
     # references the wrong way round (no gap to split): never a side
     assert side_of_midpoint(like_fast, fast, slow, level=0.01).outcome is None
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_references_measured_again_reach_the_effect_search(seed):
+    # A and B each cost half the gap (the slow/fast search leaves them undecided and measures both references
+    # again); the fast reference it was handed came from a launch that read 1 % high. The effect search must read
+    # its effects against every run of each reference, not against that one launch's five.
+    from specdoctor.tools.checkout.bisect_effects import culprit_effects, effects_search
+
+    def mean(s: frozenset[str]) -> float:
+        return SLOW + (FAST - SLOW) * (0.5 * (A not in s) + 0.5 * (B not in s))
+
+    run, launches, draw = _box(mean, 0.01, seed)
+    items = [A, B, C, D]
+    args = _args(draw, items)
+    args.reference_fast = [x * 1.01 for x in args.reference_fast]  # that launch's offset
+    refs = {"slow": list(args.reference_slow or []), "fast": list(args.reference_fast or [])}
+    found = search_patches(items, run, args, refs)
+    assert not found.confirmed
+    assert len(refs["fast"]) > 5 and len(refs["slow"]) > 5  # measured again, in place
+    again = [t for t in launches if t.purpose.startswith("reference again")]
+    assert sorted(refs["fast"][5:]) == sorted(next(t.samples for t in again if not t.patches))
+    res, search, _notes = effects_search(items, run, slow=refs["slow"], fast=refs["fast"], runs=5, max_runs=30,
+                                         measure={"requests_per_run": 3, "max_new_tokens": 128})
+    named = {c.path for c in culprit_effects(search)} if res is not None and search is not None else set()
+    assert named <= {A, B} and named == {A, B}, (named, _notes)

@@ -475,11 +475,15 @@ class BisectResult(BaseModel):
 RunTrial = Callable[[list[str], str, "dict[str, Any] | None", "Judge | None"], Trial]
 
 
-def search_patches(items: list[str], run: RunTrial, args: BisectInput) -> SearchResult:
+def search_patches(items: list[str], run: RunTrial, args: BisectInput,
+                   refs: dict[str, list[float]] | None = None) -> SearchResult:
     """The bisection over `items` with `run(subset, purpose, measure, judge) -> Trial` as its only contact with the
     box (one call = one launch): references from `args` (measured again when too noisy for their gap), each trial
-    judged by which reference it is like, the search and its both-ways confirmation (stats.ddmin.isolate)."""
-    refs: dict[str, list[float]] = {"slow": list(args.reference_slow or []), "fast": list(args.reference_fast or [])}
+    judged by which reference it is like, the search and its both-ways confirmation (stats.ddmin.isolate).
+    `refs` ({"slow": …, "fast": …}, from `args` when absent) is extended in place by every re-measurement, so that a
+    search after this one reads its effects against the same, better-measured references."""
+    if refs is None:
+        refs = {"slow": list(args.reference_slow or []), "fast": list(args.reference_fast or [])}
     measure = {"runs": args.runs, "max_runs": args.max_runs, "requests_per_run": args.requests_per_run,
                "max_new_tokens": args.max_new_tokens}
 
@@ -566,7 +570,11 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
     ok = False
     try:
         effects: list[CulpritEffect] = []
-        found = search_patches(items, runner.run, args)
+        # The references both searches read, extended in place when the slow/fast search measures them again: the
+        # effect search then reads every effect against all the runs of each (a single launch's five runs carry
+        # that launch's offset, which an effect a third of the gap cannot absorb).
+        refs = {"slow": list(args.reference_slow or []), "fast": list(args.reference_fast or [])}
+        found = search_patches(items, runner.run, args, refs)
         notes = list(found.notes)
         # The slow/fast search decides first: against one launch's reference, an effect carries that launch's
         # offset, which the midpoint test tolerates (single-culprit: 3 launches, where effects first took 8). When
@@ -574,7 +582,7 @@ def bisect_patches(ctx: ToolContext, args: BisectInput) -> BisectResult:
         # measures what each subset costs and names independent culprits with their shares, or nobody.
         if args.effects and args.confirm and not (found.confirmed and found.culprits):
             by_effect, searched, more = effects_search(
-                items, runner.run, slow=list(args.reference_slow or []), fast=list(args.reference_fast or []),
+                items, runner.run, slow=refs["slow"], fast=refs["fast"],
                 runs=args.runs, max_runs=args.max_runs,
                 measure={"requests_per_run": args.requests_per_run, "max_new_tokens": args.max_new_tokens})
             notes += more

@@ -14,6 +14,7 @@ from pydantic import TypeAdapter
 
 from specdoctor.advisor.llm import LLMAdvisor, Narrative
 from specdoctor.embed import Client
+from specdoctor.models.run_params import RunParams
 from specdoctor.toolkit import ToolSpec, registry
 from specdoctor.toolkit.exports import openai_arguments, openai_schema
 
@@ -159,7 +160,7 @@ def test_advisor_explore_decodes_strict_map_arguments() -> None:
 
     class _View:
         facts: dict[str, Any] = {}
-        params: dict[str, Any] = {}
+        params = RunParams()
 
     script = [Reply.calls(ToolCall(name="check_env_propagation",
                                    arguments={"shell_env": [{"key": "NCCL_ALGO", "value": "Ring"}]})),

@@ -18,6 +18,7 @@ from specdoctor.commands.fleet_reference import reference_on_host
 from specdoctor.engine.survey_graph import run_survey
 from specdoctor.fleet.models import FleetAnalysis, SurveyParams
 from specdoctor.fleet.targets import parse_hosts
+from specdoctor.inference import get_engine
 from specdoctor.models import Fingerprint
 from specdoctor.sim.fleet import SimFleet, build_fleet
 from specdoctor.toolkit import ToolContext, registry
@@ -104,14 +105,17 @@ def _the_majority_is_placed_on_the_outlier_and_its_diff_names_the_lost_variable(
         placed = Fingerprint.model_validate_json(host.read(path))
         assert placed.worker_env.get("NCCL_PROTO") == "LL"  # what the other hosts' workers have
         assert path.startswith(host.home() + "/.specdoctor/")
-        ctx = ToolContext(host=host)
+        # named: this machine's process table is every test's, and another may have a vLLM twin up right now
+        ctx = ToolContext(host=host, run_engine=get_engine("sglang"))
         now = registry.call(ctx, "fingerprint", {"port": fleet.sandboxes["h07"].port})
+        assert now.ok, now.error
         diff = registry.call(ctx, "fingerprint_diff", {"a": path, "b": now.output})
         assert diff.ok, diff.error
         assert [c["key"] for c in diff.output["changes"]][:1] == ["worker_env.NCCL_PROTO"]
     with fleet.connect("h01") as host:  # an alike host shows no departure of consequence from the majority
-        ctx = ToolContext(host=host)
+        ctx = ToolContext(host=host, run_engine=get_engine("sglang"))
         now = registry.call(ctx, "fingerprint", {"port": fleet.sandboxes["h01"].port})
+        assert now.ok, now.error
         diff = registry.call(ctx, "fingerprint_diff", {"a": placed.model_dump(mode="json"), "b": now.output})
         assert [c["key"] for c in diff.output["changes"] if c["impact"] != "low"] == []
 

@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from specdoctor.host import open_host
+from specdoctor.inference import get_engine
 from specdoctor.toolkit import ToolContext, registry
 
 __all__ = ["RAW_COMMANDS", "ToolRun", "HostToolsReport", "save_raw", "run_tools", "main"]
@@ -94,10 +95,11 @@ def _parse_checks(folder: Path) -> dict[str, Any]:
     return out
 
 
-def run_tools(calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[ToolRun]]:
-    """Call each tool through the registry on LocalHost; an unregistered tool is recorded, not an error."""
+def run_tools(calls: list[tuple[str, dict[str, Any]]], engine: str = "sglang") -> tuple[list[str], list[ToolRun]]:
+    """Call each tool through the registry on LocalHost; an unregistered tool is recorded, not an error. The engine
+    is named: the box may run no server (the lent GPU runs none), and then its processes cannot tell one."""
     host = open_host("local")
-    ctx = ToolContext(host=host, run_id="gpu-validation")
+    ctx = ToolContext(host=host, run_id="gpu-validation", run_engine=get_engine(engine))
     names = [s.name for s in registry.all()]
     runs = []
     try:
@@ -121,12 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", required=True, help="where to write the report")
     ap.add_argument("--raw", required=True, help="folder for the raw nvidia-smi outputs")
     ap.add_argument("--python", default=sys.executable, help="python the tools report on (the one with torch)")
+    ap.add_argument("--engine", choices=["sglang", "vllm"], default="sglang", help="the engine the tools read for")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     raw = Path(a.raw)
     files = save_raw(raw)
     names, runs = run_tools([("host_facts", {"python": a.python}), ("fingerprint", {"python": a.python}),
-                             ("nccl_inventory", {"python": a.python, "tp": 1, "hidden_size": 2048, "draft_tokens": 4})])
+                             ("nccl_inventory", {"python": a.python, "tp": 1, "hidden_size": 2048, "draft_tokens": 4})],
+                            a.engine)
     report = HostToolsReport(tools=names, runs=runs, parsers=_parse_checks(raw), raw_files=files,
                              seconds=round(time.perf_counter() - t0, 3))
     Path(a.json).parent.mkdir(parents=True, exist_ok=True)

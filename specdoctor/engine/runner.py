@@ -14,7 +14,7 @@ from pydantic import BaseModel, Field
 from specdoctor.engine.checkout_guard import CheckoutGuard
 from specdoctor.engine.context import NullView, RunDeps
 from specdoctor.engine.graph import compile_playbook
-from specdoctor.engine.params import run_params
+from specdoctor.engine.params import recorded_params, run_params
 from specdoctor.engine.playbook import Playbook
 from specdoctor.engine.playbook_check import check_references, load_playbook
 from specdoctor.engine.predicates import evaluate, explain
@@ -23,7 +23,7 @@ from specdoctor.engine.state import Decision, RunState, StateView, StepUpdate
 from specdoctor.errors import BackupError, SpecdoctorError, UsageError
 from specdoctor.host import AuditLog, Host, open_host
 from specdoctor.host.redact import redact_text
-from specdoctor.inference import EngineName, InferenceEngine, engine_for_launch
+from specdoctor.inference import EngineName, InferenceEngine, engine_for_launch, get_engine
 from specdoctor.models.run_params import RunParams
 from specdoctor.toolkit import ToolContext
 from specdoctor.toolkit.context import run_engine_on
@@ -158,7 +158,7 @@ def _bring_back_user_server(deps: RunDeps, values: dict[str, Any]) -> dict[str, 
     it (failure, Ctrl-C, a step that raised). engine.actions.user_server keeps the record; this only calls it."""
     from specdoctor.engine.actions.user_server import cleanup_user_server
 
-    timeout = float(run_params(values.get("params") or {}).launch_timeout_s)
+    timeout = float(recorded_params(values.get("params") or {}).launch_timeout_s)
     return cleanup_user_server(deps.tool_ctx, {**values, "run_id": values.get("run_id") or deps.tool_ctx.run_id},
                                timeout_s=timeout)
 
@@ -217,14 +217,16 @@ def _engine_on_port(host: Host, port: int) -> InferenceEngine | None:
         servers = locate_servers(host, port).servers
     except SpecdoctorError:
         return None
-    return engine_for_launch(servers[0].argv) if len(servers) == 1 else None
+    if len(servers) != 1:
+        return None
+    return get_engine(servers[0].engine) if servers[0].engine else engine_for_launch(servers[0].argv)
 
 
 def _run_engine(rec: RunRecord, host: Host, first_input: Any) -> InferenceEngine:
     """The run's engine, resolved once: `--engine`, else the launch line the run was given, else the server on
     `--port`, else what runs on the host (its server's process); a run that cannot tell stops here with a one-line
     error."""
-    params = run_params(first_input.get("params") or {}) if isinstance(first_input, dict) else RunParams()
+    params = recorded_params(first_input.get("params") or {}) if isinstance(first_input, dict) else RunParams()
     found = engine_for_launch(params.launch) if params.launch and not rec.engine else None
     if found is None and not rec.engine and params.port:
         found = _engine_on_port(host, params.port)
@@ -352,7 +354,7 @@ def resume(run_id: str, *, view: Any = None, approver: Approver | None = None, y
         # A step whose writes were saved before the kill shows as a task, not in `next`: that run is not finished.
         if rec.status == "finished" or not (snapshot.next or snapshot.tasks):
             raise UsageError(f"run {run_id} already finished (report: {rec.out_dir}); nothing to resume")
-        guard = None if rec.dry_run else _guard(host, run_id, run_params(values.get("params") or {}).repo,
+        guard = None if rec.dry_run else _guard(host, run_id, recorded_params(values.get("params") or {}).repo,
                                                  resuming=True)
         # The interrupted step re-runs from a clean world: our servers stopped, the tree put back.
         ctx = ToolContext(host=host, run_id=run_id, progress=view.progress)

@@ -27,7 +27,7 @@ from typing import Annotated, Any, TypedDict
 from pydantic import BaseModel, Field, JsonValue, RootModel, ValidationError
 
 from specdoctor.diagnosis.facts import RunFacts, checked_facts
-from specdoctor.engine.params import RunParams, run_params
+from specdoctor.engine.params import RunParams, recorded_params
 from specdoctor.errors import UsageError
 from specdoctor.models import Decision
 from specdoctor.models.view import M, StateReader
@@ -88,7 +88,7 @@ class StepUpdate(BaseModel):
 
 
 def _params_of(raw: Any) -> RunParams:
-    return raw if isinstance(raw, RunParams) else run_params(dict(raw or {}))
+    return raw if isinstance(raw, RunParams) else recorded_params(dict(raw or {}))
 
 
 class RunState(BaseModel):

@@ -47,4 +47,4 @@ class RunParams(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """The parameters that were given (defaults left out), as JSON: the checkpoint's and `$params`' view."""
-        return self.model_dump(mode="json", exclude_unset=True)
+        return self.model_dump(mode="json", exclude_unset=True, warnings=False)  # as written, even if older

@@ -49,3 +49,24 @@ def test_the_cli_refuses_a_wrong_param_in_one_line_and_starts_nothing(tmp_path: 
     assert any("parameter runs='many'" in ln for ln in lines), proc.stderr
     assert "Traceback" not in proc.stderr
     assert not out.exists() or not list(out.iterdir())  # no checkpoint, no report: nothing ran
+
+
+def test_a_checkpoint_an_older_version_wrote_still_reads_as_written() -> None:
+    # `--param essential=foo.py` reached the record as text before parameters were typed: refused at a new start,
+    # but a run that recorded it must still resume, restore and clean up (the safety net reads this record)
+    old = {"repo": "/r", "essential": "foo.py", "launch_timeout_s": 30}
+    with pytest.raises(UsageError):
+        run_params(old)
+    state = RunState.from_checkpoint({"run_id": "r0", "params": old})
+    assert state.params.repo == "/r" and state.params.launch_timeout_s == 30
+    assert state.to_checkpoint()["params"] == old
+
+
+def test_the_error_line_redacts_and_cuts_the_value() -> None:
+    with pytest.raises(UsageError) as exc:
+        run_params({"runs": "x" * 500 + " --api-key sk-secretsecretsecret"})
+    line = str(exc.value)
+    assert "sk-secretsecretsecret" not in line and len(line) < 400, line
+    with pytest.raises(UsageError) as exc:
+        run_params({"good_fingerprint": [1, 2]})  # neither a path nor a JSON object: named once, no branch
+    assert str(exc.value).startswith("parameter good_fingerprint=")

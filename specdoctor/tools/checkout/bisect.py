@@ -516,7 +516,7 @@ def search_patches(items: list[str], run: RunTrial, args: BisectInput,
         chosen = [p for p in items if p in subset]
         if len(chosen) == len(items) and not refs["slow"]:
             t = run(chosen, "reference: all patches", measure, None)
-            refs["slow"] = t.samples if t.outcome == "regressed" else []
+            refs["slow"] = list(t.samples) if t.outcome == "regressed" else []  # a copy: the trial keeps its own
             return "regressed" if refs["slow"] else "unresolved"
         if _two_sided(refs):
             ensure_precise_refs()  # before this trial's server starts: one server at a time

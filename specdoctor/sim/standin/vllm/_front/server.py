@@ -15,7 +15,7 @@ import threading
 import time
 from http.server import ThreadingHTTPServer
 
-from vllm._twin.config import load_twin, sandbox_root
+from vllm._twin.config import bump_counter, load_twin, sandbox_root
 from vllm._twin.gpumem import check_launch, launch_seconds, memory_config
 from vllm._twin.perf import gpus_for
 from vllm._twin.workers import proc_starttime, spawn_children, start_resource_tracker
@@ -36,20 +36,6 @@ def _force_env(tp: int) -> None:
     env.setdefault("TILELANG_CLEANUP_TEMP_FILES", "1")
     if tp > 1:
         env.setdefault("OMP_NUM_THREADS", "1")
-
-
-def _launch_counter(root: str) -> int:
-    import fcntl
-
-    path = os.path.join(root, ".sim", "launches")
-    with open(path, "a+", encoding="utf-8") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        fh.seek(0)
-        n = int(fh.read().strip() or 0) + 1
-        fh.seek(0)
-        fh.truncate()
-        fh.write(str(n))
-    return n
 
 
 def _fail(msg: str) -> int:
@@ -174,7 +160,7 @@ def main(argv: list[str], entry: str) -> int:
     if not args["disable_cuda_graph"]:
         vlog(f"Graph capturing finished in {lt.graph_s + lt.draft_graph_s:.0f} secs, took 0.61 GiB",
              where="model_runner.py:747", proc="EngineCore")
-    seed = int(twin.get("seed", 0)) * 1000003 + _launch_counter(root)
+    seed = int(twin.get("seed", 0)) * 1000003 + bump_counter(root, "launches")
     engine = VllmEngine(perf, args, version, seed, float(twin.get("time_scale", 200.0)),
                         int(twin["server"].get("max_total_num_tokens", 400000)))
     httpd.twin_state = {"engine": engine, "args": args, "twin": twin, "version": version,  # type: ignore[attr-defined]

@@ -41,11 +41,6 @@ def runs_in_dry_run(target: str) -> bool:
     return target in CHEAP_READS
 
 
-def _p(view: StateView, key: str, default: Any = None) -> Any:
-    value = getattr(view.params, key, None)
-    return default if value is None else value
-
-
 def _launch_line(view: StateView, *, speculative: bool, env: dict[str, str] | None = None,
                  tree: str | None = None) -> PlannedCommand:
     """The trial server's launch line exactly as launch_server builds it; the port is picked at launch."""
@@ -77,7 +72,8 @@ def _launch_line(view: StateView, *, speculative: bool, env: dict[str, str] | No
 
 
 def _bench(view: StateView, port: Any, label: str) -> PlannedCommand:
-    runs, reqs, toks = _p(view, "runs", 5), _p(view, "requests_per_run", 3), _p(view, "max_new_tokens", 128)
+    p = view.params
+    runs, reqs, toks = p.runs, p.requests_per_run, p.max_new_tokens
     return PlannedCommand(command=f"POST http://127.0.0.1:{port}/generate × {reqs} per run, {runs} runs + 1 warm-up "
                           f"(max_new_tokens {toks}, temperature 0)", note=f"benchmark of {label}")
 
@@ -109,7 +105,7 @@ def _reproduce(view: StateView, args: dict[str, Any], step: str) -> list[Planned
 
 
 def _backup(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
-    repo = str(args.get("repo") or _p(view, "repo", "REPO"))
+    repo = str(args.get("repo") or view.params.repo or "REPO")
     bid = _backup_id(view)
     ref = f"refs/specdoctor/backups/{bid}"
     return [PlannedCommand(command=_git(repo, "rev-parse", "--verify", "-q", ref)),
@@ -122,7 +118,7 @@ def _backup(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCom
 
 
 def _restore(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
-    repo = str(args.get("repo") or _p(view, "repo", "REPO"))
+    repo = str(args.get("repo") or view.params.repo or "REPO")
     return [PlannedCommand(command=_git(repo, "reset", "-q", "--hard", "HEAD")),
             PlannedCommand(command=_git(repo, "clean", "-fdq")),
             PlannedCommand(command=f"git checkout-index from refs/specdoctor/backups/{_backup_id(view)} "
@@ -137,7 +133,7 @@ def _changed(view: StateView) -> list[str]:
 
 
 def _essentials(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
-    given = list(_p(view, "essential", []) or [])
+    given = list(view.params.essential)
     if given:
         return [PlannedCommand(command="(none: the essential patches were given with --essential)")]
     changed = _changed(view)
@@ -151,7 +147,7 @@ def _essentials(view: StateView, args: dict[str, Any], step: str) -> list[Planne
 
 
 def _subtract(view: StateView, args: dict[str, Any], step: str) -> list[PlannedCommand]:
-    given = [str(f) for f in _p(view, "essential", []) or []]
+    given = [str(f) for f in view.params.essential]
     return [PlannedCommand(command=f"build ~/.specdoctor/trees/RUN/essentials: HEAD + {given or 'ESSENTIALS'}",
                            known=bool(given), after="" if given else "essentials",
                            note="a trial tree: your checkout is only read"),

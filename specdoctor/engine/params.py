@@ -11,7 +11,7 @@ from specdoctor.errors import UsageError
 from specdoctor.host.redact import redact_text
 from specdoctor.models.run_params import RunParams
 
-__all__ = ["RunParams", "run_params", "recorded_params"]
+__all__ = ["run_params", "recorded_params"]
 
 
 def run_params(values: dict[str, Any]) -> RunParams:
@@ -30,6 +30,6 @@ def recorded_params(values: dict[str, Any]) -> RunParams:
     """Parameters a run already recorded: typed when they validate, else as written (a checkpoint of an older
     version may hold a value this one refuses at the start; resuming, restoring and the safety net must still run)."""
     try:
-        return RunParams.model_validate(values)
-    except ValidationError:
+        return run_params(values)
+    except UsageError:
         return RunParams.model_construct(_fields_set=set(values), **values)

@@ -27,9 +27,10 @@ from typing import Annotated, Any, TypedDict
 from pydantic import BaseModel, Field, JsonValue, RootModel, ValidationError
 
 from specdoctor.diagnosis.facts import RunFacts, checked_facts
-from specdoctor.engine.params import RunParams, recorded_params
+from specdoctor.engine.params import recorded_params
 from specdoctor.errors import UsageError
 from specdoctor.models import Decision
+from specdoctor.models.run_params import RunParams
 from specdoctor.models.view import M, StateReader
 from specdoctor.toolkit import ToolResult, registry
 from specdoctor.toolkit.registry import ResultShapeError, first_error

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from specdoctor.diagnosis import PlanAction, Verdict
 from specdoctor.host.redact import redact_text
+from specdoctor.models import Claims, MeasureFacts
 from specdoctor.models import StateReader as StateView
 
 __all__ = ["LLMAdvisor", "Narrative", "TriageGuess", "TriageGuesses"]
@@ -88,8 +89,11 @@ class LLMAdvisor:
         return parsed if isinstance(parsed, model_cls) else None
 
     def narrate(self, view: StateView, verdict: Verdict, plan: list[PlanAction]) -> Narrative | None:
-        facts = {"verdict": verdict.model_dump(), "measure": view.get("facts.measure"),
-                 "claims": view.get("facts.claims"), "plan": [p.title for p in plan]}
+        measure, claims = view.fact("measure", MeasureFacts), view.fact("claims", Claims)
+        facts = {"verdict": verdict.model_dump(),
+                 "measure": measure.model_dump(mode="json") if measure is not None else None,
+                 "claims": claims.model_dump(mode="json") if claims is not None else None,
+                 "plan": [p.title for p in plan]}
         out = self._structured(Narrative, "You summarise a performance investigation for engineers. Use only "
                                "numbers present in the facts. Answer as JSON.", json.dumps(facts, default=str)[:20000])
         return out if isinstance(out, Narrative) else None

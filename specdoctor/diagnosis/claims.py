@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from specdoctor.models.facts import MATERIAL_SHORTFALL, ClaimFact
+from specdoctor.models.facts import MATERIAL_SHORTFALL, Claims
 from specdoctor.stats.comparator import compare_to_claim
 
 __all__ = ["claim_outcome", "near_but_loose"]
@@ -30,14 +30,13 @@ def claim_outcome(samples: list[float], claimed: float, decode: list[float] | No
     return alt
 
 
-def near_but_loose(claims: dict[str, dict[str, Any]], material: float = MATERIAL_SHORTFALL) -> list[str]:
+def near_but_loose(claims: Claims, material: float = MATERIAL_SHORTFALL) -> list[str]:
     """The tok/s claims whose reading is near the claim (its median short by less than a material shortfall) but
     too loose to decide: the interval reaches a material shortfall, or the comparator is undecided. More runs on a
     server that is up decide them for seconds of box time, where the trials a loose claim sets off cost launches.
     A claim bettered, held tightly, or found short (DIFFERENT: decided) needs no more runs."""
     out: list[str] = []
-    for key, raw in claims.items():
-        c = ClaimFact.model_validate(raw)
+    for key, c in claims.root.items():
         if c.unit != "tok/s" or c.claimed is None or c.median is None or not c.claimed:
             continue
         if c.outcome == "DIFFERENT" and not c.not_reached:

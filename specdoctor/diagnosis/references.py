@@ -11,7 +11,8 @@ import statistics
 from typing import Any, NamedTuple
 
 from specdoctor.diagnosis.claims import claim_outcome
-from specdoctor.models.facts import ClaimFact, MeasuredFact
+from specdoctor.models.facts import ClaimFact, Claims, MeasuredFact, MeasureFacts
+from specdoctor.models.phases import PhaseStat, PhaseTimes
 from specdoctor.stats.comparator import compare_to_claim
 
 __all__ = ["ClaimKey", "CLAIM_KEYS", "FROM_FINGERPRINT", "fingerprint_claims", "claims_for", "metric_claim"]
@@ -62,40 +63,39 @@ def claims_for(expect: dict[str, float], good: dict[str, Any] | None) -> tuple[d
     return found, (FROM_FINGERPRINT if found else "--expect")
 
 
-def _samples(key: str, measure: dict[str, Any], phases: dict[str, Any] | None) -> tuple[list[float], str]:
+def _samples(key: str, spec: MeasuredFact | None, phases: PhaseTimes | None) -> tuple[list[float], str]:
     """Today's per-run samples of a non-tok/s figure and what they are."""
-    spec = measure.get("spec") or {}
     if key == "accept_len":
-        vals = [float(r["accept_length"]) for r in spec.get("runs") or []
+        runs = (spec.model_extra or {}).get("runs") if spec is not None else None
+        vals = [float(r["accept_length"]) for r in runs or []
                 if isinstance(r, dict) and isinstance(r.get("accept_length"), int | float)]
-        if not vals and isinstance(spec.get("accept_length"), int | float):
-            vals = [float(spec["accept_length"])]
+        if not vals and spec is not None and spec.accept_length is not None:
+            vals = [float(spec.accept_length)]
         return vals, "accept length per benchmark run of the speculative server"
     if key == "tpot_ms":
-        base = spec.get("decode_samples") or spec.get("samples") or []
-        what = "prefill excluded" if spec.get("decode_samples") else "whole requests"
+        base = (spec.decode_samples or spec.samples) if spec is not None else []
+        what = "prefill excluded" if spec is not None and spec.decode_samples else "whole requests"
         return [1000.0 / float(v) for v in base if v], f"1000 / the speculative server's tok/s per run ({what})"
-    stat = (phases or {}).get(key)
-    if not isinstance(stat, dict):
+    stat = getattr(phases, key, None) if phases is not None and key in PhaseTimes.model_fields else None
+    if not isinstance(stat, PhaseStat):
         return [], ""
-    vals = [float(v) for v in stat.get("samples") or []] or \
-        ([float(stat["ms"])] if isinstance(stat.get("ms"), int | float) else [])
-    return vals, f"phase profile of the running server ({stat.get('source') or 'profiler'})"
+    vals = [float(v) for v in stat.samples] or [float(stat.ms)]
+    return vals, f"phase profile of the running server ({stat.source or 'profiler'})"
 
 
-def metric_claim(key: str, claimed: float, measure: dict[str, Any], phases: dict[str, Any] | None,
-                 source: str) -> dict[str, Any] | None:
-    """One claim against today's figure (a `ClaimFact` as a dict), None when today has no sample of it."""
+def metric_claim(key: str, claimed: float, measure: MeasureFacts, phases: PhaseTimes | None,
+                 source: str) -> ClaimFact | None:
+    """One claim against today's figure, None when today has no sample of it."""
     info = CLAIM_KEYS.get(key)
     if info is None:
         return None
     if info.unit == "tok/s":
-        m = measure.get(key) or {}
-        if not m.get("samples"):
+        m = getattr(measure, key, None) if key in MeasureFacts.model_fields else None
+        if not isinstance(m, MeasuredFact) or not m.samples:
             return None
-        out = claim_outcome(m["samples"], claimed, m.get("decode_samples"), m.get("claim_runs"))
+        out = claim_outcome(m.samples, claimed, m.decode_samples or None, (m.model_extra or {}).get("claim_runs"))
     else:
-        samples, what = _samples(key, measure, phases)
+        samples, what = _samples(key, measure.spec, phases)
         if not samples:
             return None
         out = compare_to_claim(samples, claimed).model_dump()
@@ -103,19 +103,19 @@ def metric_claim(key: str, claimed: float, measure: dict[str, Any], phases: dict
         if len(samples) < 3:  # one phase figure: the comparator cannot judge it; say how far it is, undecided
             out.update(outcome="UNKNOWN", median=statistics.median(samples))
     out.update(unit=info.unit, higher_is_better=info.higher_is_better, source=source)
-    return out
+    return ClaimFact.model_validate(out)
 
 
-def judge_claims(expect: dict[str, float], good: dict[str, Any] | None, measure: dict[str, Any],
-                 phases: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+def judge_claims(expect: dict[str, float], good: dict[str, Any] | None, measure: MeasureFacts,
+                 phases: PhaseTimes | None) -> Claims:
     """Every claim (`--expect`, else the good run's measurements) judged against today's measurements."""
     claims, source = claims_for(expect, good)
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, ClaimFact] = {}
     for key, claimed in claims.items():
         judged = metric_claim(key, float(claimed), measure, phases, source)
         if judged is not None:
             out[key] = judged
-    return out
+    return Claims(out)
 
 
 def reference_figure(metric: str, claim: ClaimFact | None, measured: MeasuredFact | None,

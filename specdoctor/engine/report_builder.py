@@ -108,7 +108,7 @@ def build_report(values: dict[str, Any], *, rec: Any, host: Host, error: str | N
     fill_workload(report, facts)
     report.attribution = _attribution(facts.attribution, v, r)
     _enrich(report, r)
-    add_run_facts(report, v.facts, dry_run=bool(getattr(rec, "dry_run", False)))  # box left, launches, dry run
+    add_run_facts(report, facts, dry_run=bool(getattr(rec, "dry_run", False)))  # box left, launches, dry run
     fill_claimed_gap(report)  # no attribution recorded: the diagnosis reads one from the claims and the bisection
     return report
 

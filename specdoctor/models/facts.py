@@ -43,6 +43,20 @@ class MeasuredFact(Measurement, FactModel):
     error: str | None = Field(default=None, description="Why it could not be measured.")
     status: str | None = None
 
+    def also_measured(self) -> MeasuredFact | None:
+        """The same server measured a second time with the workload recorded behind the claims (its `also`)."""
+        raw = (self.model_extra or {}).get("also")
+        return raw if isinstance(raw, MeasuredFact) else MeasuredFact.model_validate(raw) if isinstance(raw, dict) \
+            else None
+
+    def with_also(self, also: MeasuredFact | None) -> MeasuredFact:
+        """A copy holding `also` (kept as JSON, as the checkpoint holds it); None takes it out."""
+        extra = {k: v for k, v in (self.model_extra or {}).items() if k != "also"}
+        if also is not None:
+            extra["also"] = also.model_dump(mode="json", serialize_as_any=True)
+        return MeasuredFact.model_validate({**self.model_dump(mode="json", exclude=set(self.model_extra or {})),
+                                            **extra})
+
     def finding_texts(self) -> list[str]:
         """Each finding in one line (the benchmark's findings carry a `message`)."""
         return [str(f.get("message") or f.get("title") or f) if isinstance(f, dict) else str(f) for f in self.findings]

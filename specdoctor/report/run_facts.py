@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from pydantic import ValidationError
-
-from specdoctor.models.box import BoxLeftFact, CheckoutProofFact, UserServerFact
+from specdoctor.diagnosis.facts import RunFacts
+from specdoctor.models.box import BoxLeftFact
 from specdoctor.report.model import PlannedStep, Report
 
 __all__ = ["LAUNCH_MARK", "count_launches", "add_run_facts"]
@@ -23,23 +20,14 @@ def count_launches(report: Report) -> int:
     return sum(LAUNCH_MARK in e.command for e in report.commands)
 
 
-def _typed(raw: Any, model: type[Any]) -> Any:
-    if not isinstance(raw, dict):
-        return None
-    try:
-        return model.model_validate(raw)
-    except ValidationError:  # a fact of another shape is left out, never guessed at
-        return None
-
-
-def add_run_facts(report: Report, facts: dict[str, Any], *, dry_run: bool) -> None:
-    """Fill `dry_run`, `box` and `launches_made`; a dry run's verdict is plan-only and it has no game plan."""
-    server = _typed(facts.get("user_server"), UserServerFact)
-    checkout = _typed(facts.get("checkout_proof"), CheckoutProofFact)
+def add_run_facts(report: Report, facts: RunFacts, *, dry_run: bool) -> None:
+    """Fill `dry_run`, `box` and `launches_made`; a dry run's verdict is plan-only and it has no game plan. (A fact
+    of another shape never gets here: the record's facts are validated when it is read.)"""
+    server, checkout = facts.user_server, facts.checkout_proof
     if server is not None or checkout is not None:
         report.box = BoxLeftFact(server=server, checkout=checkout)
     report.launches_made = count_launches(report)
-    planned = facts.get("dry_run") or {}
+    planned = facts.dry_run or {}
     report.dry_run = [PlannedStep.model_validate(v) for v in planned.values() if isinstance(v, dict)]
     if dry_run:
         report.verdict, report.confidence, report.summary = "plan-only", None, PLAN_ONLY_SUMMARY

@@ -16,6 +16,7 @@ import pytest
 
 from specdoctor.diagnosis.claims import near_but_loose
 from specdoctor.engine.runner import InvestigateOptions, investigate
+from specdoctor.models import Claims
 from specdoctor.report.run_facts import LAUNCH_MARK
 from specdoctor.sim import SimHost, build_sandbox, load_scenario
 from specdoctor.sim.ports import free_port
@@ -60,7 +61,7 @@ def test_only_a_near_loose_or_undecided_claim_asks_for_more_runs():
         "bettered": _claim("DIFFERENT", 110.0, 106.0),
         "ms": {**_claim("SAME", 98.0, 85.0), "unit": "ms", "higher_is_better": False},
     }
-    assert near_but_loose(claims) == ["loose", "undecided"]
+    assert near_but_loose(Claims.model_validate(claims)) == ["loose", "undecided"]
 
 
 def _bench(samples: list[float]) -> BenchmarkResult:

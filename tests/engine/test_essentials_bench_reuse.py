@@ -95,7 +95,7 @@ SLOW = [80.0, 80.5, 79.6, 80.2, 80.9]
 def test_the_same_tree_decided_is_reused():
     arms = _Arms()
     got = _searched(_step(_essentials(FAST, [])), arms, _tree([]), GrowingArm(SLOW, 5), "essentials only")
-    assert got is not None and got["samples"] == FAST and "no launch" in arms.notes[-1]
+    assert got is not None and got.samples == FAST and "no launch" in arms.notes[-1]
 
 
 @pytest.mark.parametrize("case", ["script", "other files", "other head", "not benchmarked", "undecided"])

@@ -45,7 +45,7 @@ def test_undecided_runs_at_the_cap_are_taken_not_relaunched():
     assert looks.final(runs)["outcome"] == "UNKNOWN"  # the case: undecided, but at the cap
     arms = _Arms()
     got = _searched(_step(runs), arms, _tree(), looks, "essentials only")
-    assert got is not None and len(got["samples"]) == GROWING_CAP
+    assert got is not None and len(got.samples) == GROWING_CAP
     assert "undecided at the cap" in arms.notes[-1] and "no launch" in arms.notes[-1]
 
 

@@ -16,7 +16,7 @@ def _view(**facts) -> StateView:
 def test_the_running_servers_figure_stands_for_all_patches_with_the_same_launch_line():
     got = today_all_patches(_view(measure={"spec": SPEC}, server={"launch": LAUNCH}, launch=LAUNCH))
     # the figure as the typed record holds it: every field it was given (and the model's defaults beside them)
-    assert got is not None and {k: got[k] for k in SPEC} == SPEC
+    assert got is not None and {k: getattr(got, k) for k in SPEC} == SPEC
 
 
 def test_not_reused_when_it_measured_something_else():
@@ -33,4 +33,4 @@ def test_not_reused_when_it_measured_something_else():
     alike = {"spec": {**SPEC, "label": "spec (running server, recorded workload)", "median": 70.0}}
     got = today_all_patches(_view(measure=alike, measure_today_workload=today, server={"launch": LAUNCH},
                                   launch=LAUNCH))
-    assert got is not None and got["median"] == 61.0
+    assert got is not None and got.median == 61.0

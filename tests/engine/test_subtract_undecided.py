@@ -10,6 +10,7 @@ from typing import Any
 from specdoctor.engine.actions import ActionOutcome
 from specdoctor.engine.actions import subtract as sub
 from specdoctor.engine.state import StateView
+from specdoctor.models import MeasuredFact
 
 ALL = [49.2, 48.2, 49.4, 46.1, 48.6, 44.5, 45.3, 48.9, 47.4, 44.1, 45.0, 46.3, 47.9, 46.0]  # noisy, ~47
 FIRST = [49.4, 52.0, 49.8, 49.7, 48.5, 48.8, 52.1, 48.2]                                   # essentials, ~49.6
@@ -23,23 +24,23 @@ def _fake_measure(mean: float, launches: list[dict[str, Any]]):
         while more is not None and (n := more(samples)) > 0:
             samples += [rng.gauss(mean, 0.8) for _ in range(n)]
         launches.append({"label": label, "runs": len(samples)})
-        return {"label": label, "samples": samples, "median": sorted(samples)[len(samples) // 2]}
+        return MeasuredFact(label=label, samples=samples, median=sorted(samples)[len(samples) // 2])
     return measure_config
 
 
-def _run(monkeypatch, mean: float) -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+def _run(monkeypatch, mean: float) -> tuple[MeasuredFact, dict[str, Any], list[dict[str, Any]]]:
     launches: list[dict[str, Any]] = []
     monkeypatch.setattr(sub, "measure_config", _fake_measure(mean, launches))
     deps = types.SimpleNamespace(view=types.SimpleNamespace(progress=lambda *_: None))
     reduced, comparison = sub._more_essentials(deps, StateView({"params": {}}), ActionOutcome(), object(),
-                                               {"samples": FIRST}, ALL, 5, 2.4)
+                                               MeasuredFact(samples=FIRST), ALL, 5, 2.4)
     return reduced, comparison, launches
 
 
 def test_more_essentials_runs_decide_what_the_confirmation_left_undecided(monkeypatch):
     reduced, comparison, launches = _run(monkeypatch, 49.6)
     assert len(launches) == 1 and launches[0]["label"] == "essentials-only-again"
-    assert reduced["samples"][:len(FIRST)] == FIRST and len(reduced["samples"]) > len(FIRST)  # pooled
+    assert reduced.samples[:len(FIRST)] == FIRST and len(reduced.samples) > len(FIRST)  # pooled
     assert comparison["outcome"] == "DIFFERENT" and comparison["verdict"] == "better"
 
 

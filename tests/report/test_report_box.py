@@ -7,6 +7,8 @@ import io
 import pytest
 from rich.console import Console
 
+from specdoctor.diagnosis.facts import RunFacts, checked_facts
+from specdoctor.errors import ResultShapeError
 from specdoctor.host.audit import AuditEntry
 from specdoctor.models.box import BoxLeftFact, CheckoutProofFact, UserServerFact
 from specdoctor.report.attribution_model import Attribution, Cause
@@ -82,13 +84,17 @@ def test_box_line_combines_both_and_never_passes_an_unverified_half() -> None:
     assert "restored byte-identical" in box_left(r).text          # the tree half from the backup/restore hashes
 
 
-def test_facts_are_read_from_the_state_and_a_malformed_one_is_left_out() -> None:
+def test_facts_are_read_from_the_state_and_a_malformed_one_is_refused_when_read() -> None:
     r = seed_report()
-    add_run_facts(r, {"user_server": {**_BACK}, "checkout_proof": {"repo": "/r", "identical": True}}, dry_run=False)
+    add_run_facts(r, checked_facts({"user_server": {**_BACK}, "checkout_proof": {"repo": "/r", "identical": True}}),
+                  dry_run=False)
     assert r.box is not None and r.box.ok is True
     r2 = seed_report()
-    add_run_facts(r2, {"user_server": {"port": "not a port"}}, dry_run=False)
+    add_run_facts(r2, RunFacts(), dry_run=False)
     assert r2.box is None and r2.verdict == "baseline-not-reproducible"
+    # a fact of another shape never reaches the report: the record refuses it in one line, naming it
+    with pytest.raises(ResultShapeError, match="user_server"):
+        checked_facts({"user_server": {"port": "not a port"}})
 
 
 def test_plan_vs_actual_counts_every_launch_in_the_audit() -> None:
@@ -98,14 +104,14 @@ def test_plan_vs_actual_counts_every_launch_in_the_audit() -> None:
     r.commands += [AuditEntry(time=0, host="h", command=f"setsid nohup python3 -m sglang.launch_server --port {p}")
                    for p in (31000, 31001, 31002)]
     r.commands += [AuditEntry(time=0, host="h", command="cat trial.log", stdout_tail="setsid nohup in the output")]
-    add_run_facts(r, {}, dry_run=False)
+    add_run_facts(r, RunFacts(), dry_run=False)
     assert r.launches_made == 3
     assert plan_vs_actual(r) == "planned up to 6 launches ≈ 40 min of box time; made 3"
     r.plan = LaunchPlan(text="up to 2 launches", launches_max=2)  # a bound the run went past says so
     assert plan_vs_actual(r).startswith("planned up to 2 launches; made 3, more than planned: a search")
     r.plan = LaunchPlan(text="up to 3 launches", launches_max=3)  # made == planned: no such words
     assert plan_vs_actual(r) == "planned up to 3 launches; made 3"
-    add_run_facts(r, {}, dry_run=True)
+    add_run_facts(r, RunFacts(), dry_run=True)
     assert r.verdict == "plan-only" and not r.game_plan and plan_vs_actual(r).endswith("dry run: none made")
 
 

@@ -8,6 +8,8 @@ lines yield to it) and won. That override is the trial the conf line lacks: the 
 
 from __future__ import annotations
 
+from typing import Literal
+
 from specdoctor.engine.state import StateView
 from specdoctor.models import Delta, Revert
 from specdoctor.tools.nccl.nccl_promote import NcclPromotion
@@ -37,12 +39,12 @@ def promoted_override(d: Delta, promo: NcclPromotion | None) -> Delta | None:
     return None
 
 
-def control_is_trial(view: StateView, metric: str) -> bool:
+def control_is_trial(view: StateView, metric: Literal["spec", "baseline"]) -> bool:
     """Today's runs on `metric` came from a trial launch of today's configuration with today's workload (the
     reproduce step's launch, as the revert trials launch it), not from your running server nor another workload:
     they stand for "every delta kept" in the revert search."""
-    if view.get("facts.measure_today_workload"):
+    facts = view.run_facts
+    if facts.measure_today_workload is not None:
         return False
-    today = (view.get("facts.measure") or {}).get(metric)
-    return isinstance(today, dict) and bool(today.get("samples")) and \
-        not str(today.get("label") or "").startswith("spec (running server")
+    today = getattr(facts.measure, metric) if facts.measure is not None else None
+    return today is not None and bool(today.samples) and not today.label.startswith("spec (running server")

@@ -16,7 +16,7 @@ from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import UsageError
 from specdoctor.inference import engine_for_launch
 from specdoctor.models import Claims, Fingerprint, ServerFact, TopologyFact
-from specdoctor.models.facts import MeasureFacts
+from specdoctor.models.facts import MeasuredFact, MeasureFacts
 from specdoctor.models.phases import PhaseTimes
 from specdoctor.toolkit import ToolResult
 from specdoctor.tools.checkout.trial_code import WrongTree, check_origin, in_tree
@@ -34,27 +34,23 @@ from specdoctor.tools.serving.trial import (
 )
 
 __all__ = ["locate_server", "reproduce", "measure_config", "recorded_workload", "good_run",
-           "pooled", "reference_for", "same_within"]
+           "pooled", "reference_for", "same_within", "fact_of", "failed_fact", "bench_result"]
 
 
 def _fmt(x: Any, nd: int = 1) -> str:
     return "?" if x is None else f"{x:.{nd}f}"
 
 
-def _server_fact(servers: list[Any]) -> dict[str, Any]:
+def _server_fact(servers: list[Any]) -> ServerFact:
     """The one running server as the facts keep it (`running: False` unless exactly one was found)."""
     if len(servers) != 1:
-        return {"running": False}
+        return ServerFact(running=False)
     s = servers[0]
     argv = s.argv or s.main.cmdline
-    server = {"running": True, "port": s.port, "pid": s.main.pid, "argv": argv, "args": s.args,
-              "workers": len(s.workers), "launch": " ".join(argv)}
     # Where it logs and runs, as the kernel sees it (find_server_processes read /proc/PID/fd and cwd).
-    if s.log_path:
-        server["log_path"] = s.log_path
-    if s.cwd:
-        server["cwd"] = s.cwd
-    return server
+    return ServerFact(running=True, port=s.port, pid=s.main.pid, argv=argv, args=s.args, workers=len(s.workers),
+                      launch=" ".join(argv), **({"log_path": s.log_path} if s.log_path else {}),
+                      **({"cwd": s.cwd} if s.cwd else {}))
 
 
 def _relaunch_env(deps, out: ActionOutcome, step, pid: int) -> dict[str, str]:
@@ -95,14 +91,14 @@ def locate_server(deps, view: StateView, step, args: dict[str, Any]) -> ActionOu
     if res.status == "error" and res.retryable:
         raise UsageError(res.summary)
     server = _server_fact(found_servers.servers if found_servers is not None else [])
-    launch = view.params.launch or server.get("launch")
+    launch = view.params.launch or server.launch
     # Trial servers take a port the host has free at each launch (launch_server picks it: evidence there).
-    out.facts = RunFacts.model_validate({"server": server, "launch": launch, "server_env": {}, "trial_port": AUTO_PORT})
-    if server.get("pid"):
-        out.facts.server_env = _relaunch_env(deps, out, step, server["pid"])
+    out.facts = RunFacts(server=server, launch=launch, server_env={}, trial_port=AUTO_PORT)
+    if server.pid:
+        out.facts.server_env = _relaunch_env(deps, out, step, server.pid)
     out.facts.topology = _topology(view)
-    found = (f"server on port {server['port']} (pid {server['pid']}, {server['workers']} workers)"
-             if server["running"] else res.summary if res.status == "no_data"
+    found = (f"server on port {server.port} (pid {server.pid}, {server.workers} workers)"
+             if server.running else res.summary if res.status == "no_data"
              else f"no {_engine_label(deps)} server running")
     out.summary = found
     out.decisions.append(Decision(
@@ -126,6 +122,24 @@ def _launch_port(launch: str | None) -> int | None:
         return None
 
 
+def fact_of(bench: BenchmarkResult, label: str, env: dict[str, str] | None = None) -> MeasuredFact:
+    """A benchmark's output as the fact keeps it, under the configuration's label (and the env it launched with)."""
+    return MeasuredFact.model_validate({**bench.model_dump(mode="json"), "label": label,
+                                        **({"env": env} if env is not None else {})})
+
+
+def failed_fact(error: str, status: str | None = None, label: str | None = None) -> MeasuredFact:
+    """A configuration that could not be measured, and why."""
+    return MeasuredFact.model_validate({"error": error, **({"status": status} if status is not None else {}),
+                                        **({"label": label} if label is not None else {})})
+
+
+def bench_result(m: MeasuredFact) -> BenchmarkResult:
+    """The benchmark output a measured fact holds (its own keys, such as `also` or `claim_runs`, left out)."""
+    return BenchmarkResult.model_validate({k: v for k, v in m.model_dump(mode="json").items()
+                                           if k in BenchmarkResult.model_fields})
+
+
 def _recorder(results: dict[str, ToolResult]):
     def record(key: str, result: ToolResult) -> None:
         results[key] = result
@@ -136,8 +150,8 @@ def _recorder(results: dict[str, ToolResult]):
 def measure_config(deps, view: StateView, *, label: str, speculative: bool, results: dict[str, ToolResult],
                    env: dict[str, str] | None = None, runs: int | None = None,
                    tree: TrialTree | None = None, also: Workload | None = None,
-                   more: Callable[[list[float]], int] | None = None) -> dict[str, Any]:
-    """Launch a server (spec or baseline), benchmark it, stop it; a measurement dict or {'error': ...}.
+                   more: Callable[[list[float]], int] | None = None) -> MeasuredFact:
+    """Launch a server (spec or baseline), benchmark it, stop it; its measurement, or why it has none (`error`).
 
     With `tree` the server imports the engine from that trial tree (checked in its own environment first).
     `also`: benchmark the same server a second time with this workload (no second launch), under 'also'.
@@ -164,26 +178,22 @@ def measure_config(deps, view: StateView, *, label: str, speculative: bool, resu
                               max_new_tokens=p.max_new_tokens, warmup_runs=0,
                               key=f"bench_{label}_look{looks}")
                 m = pooled(m, nxt)
-            extra: dict[str, Any] | None = None
+            extra: MeasuredFact | None = None
             if also is not None:
                 try:
                     w = measure(handle, runs=runs or p.runs, requests_per_run=p.requests_per_run,
                                 max_new_tokens=also.output_tokens or p.max_new_tokens, warmup_runs=1,
                                 prompts=also.request_prompts(), temperature=also.temperature or 0.0,
                                 label=f"{label}-recorded-workload", key=f"bench_{label}_recorded_workload")
-                    extra = dict(w.model_dump(mode="json"), label=f"{label} (recorded workload)", env=env or {})
+                    extra = fact_of(w, f"{label} (recorded workload)", env or {})
                 except MeasureFailed as exc:
-                    extra = {"error": exc.result.summary, "status": exc.result.status, "label": label}
+                    extra = failed_fact(exc.result.summary, exc.result.status, label)
     except (LaunchFailed, MeasureFailed) as exc:
-        return {"error": exc.result.summary, "status": exc.result.status, "label": label}
+        return failed_fact(exc.result.summary, exc.result.status, label)
     except WrongTree as exc:
-        return {"error": str(exc), "status": "unresolved", "label": label}
-    data = m.model_dump(mode="json")
-    data["label"] = label
-    data["env"] = env or {}
-    if extra is not None:
-        data["also"] = extra
-    return data
+        return failed_fact(str(exc), "unresolved", label)
+    data = fact_of(m, label, env or {})
+    return data.with_also(extra) if extra is not None else data
 
 
 def pooled(first: BenchmarkResult, later: BenchmarkResult) -> BenchmarkResult:
@@ -230,7 +240,7 @@ def recorded_workload(deps, view: StateView) -> tuple[Workload, str] | None:
 
 
 def bench_running(deps, view: StateView, server: ServerFact, results: dict[str, ToolResult], *, key: str,
-                   label: str, workload: Workload | None = None, runs: int | None = None) -> dict[str, Any]:
+                   label: str, workload: Workload | None = None, runs: int | None = None) -> MeasuredFact:
     """Benchmark the user's running server (no launch), with today's prompts or a recorded workload."""
     args: dict[str, Any] = {
         "port": server.port, "runs": runs or view.params.runs,
@@ -243,15 +253,15 @@ def bench_running(deps, view: StateView, server: ServerFact, results: dict[str, 
             args["max_new_tokens"] = workload.output_tokens
     called = run_tool(deps, benchmark, args, results, key=f"bench_{key}")
     bench, bres = called.result, called.output
-    return dict(bres.model_dump(mode="json"), label=label) if bres is not None else {"error": bench.summary}
+    return fact_of(bres, label) if bres is not None else failed_fact(bench.summary)
 
 
-def _workload_finding(recorded: Workload, source: str, diffs: list[str], today: dict[str, Any],
-                      like: dict[str, Any]) -> dict[str, Any]:
+def _workload_finding(recorded: Workload, source: str, diffs: list[str], today: MeasuredFact | None,
+                      like: MeasuredFact) -> dict[str, Any]:
     """The workload difference as a finding on the like-for-like measurement (the report lists it)."""
-    def fig(m: dict[str, Any]) -> str:
-        tau = f", accept length {m['accept_length']:.2f}" if m.get("accept_length") else ""
-        return f"{_fmt(m.get('median'))} tok/s{tau}"
+    def fig(m: MeasuredFact | None) -> str:
+        tau = f", accept length {m.accept_length:.2f}" if m is not None and m.accept_length else ""
+        return f"{_fmt(m.median if m is not None else None)} tok/s{tau}"
 
     return {"kind": "workload", "message": (
         f"workload: the claims were measured with another workload than today's benchmark (recorded by {source}: "
@@ -259,48 +269,51 @@ def _workload_finding(recorded: Workload, source: str, diffs: list[str], today: 
         f"{fig(today)}. The claims are compared with the like-for-like measurement.")}
 
 
-def _measure_both(deps, view: StateView, out: ActionOutcome, like: Workload | None) -> dict[str, Any]:
+def _measure_both(deps, view: StateView, out: ActionOutcome, like: Workload | None) -> MeasureFacts:
     """Speculative (the running server's own figure when it is speculative, else a launch) and baseline tok/s;
     each also with the claims' workload when `like` is given."""
-    measure: dict[str, Any] = {}
     server = view.run_facts.server or ServerFact()
     spec_running = server.running and any("speculative" in a for a in server.argv)
-    before_stop = view.get("facts.user_server_bench")  # measured just before the user's server was stopped
-    if spec_running and before_stop and (like is None or (before_stop.get("also") or {}).get("median") is not None):
-        measure["spec"] = before_stop  # with the recorded workload's too, when it differs (taken before the stop)
-    elif spec_running and not before_stop:
+    before_stop = view.fact("user_server_bench", MeasuredFact)  # measured just before your server was stopped
+    also_before = before_stop.also_measured() if before_stop is not None else None
+    if spec_running and before_stop is not None and (like is None or (also_before is not None
+                                                                       and also_before.median is not None)):
+        spec = before_stop  # with the recorded workload's too, when it differs (taken before the stop)
+    elif spec_running and before_stop is None:
         deps.view.progress(f"benchmarking the running server on port {server.port}")
-        measure["spec"] = bench_running(deps, view, server, out.results, key="spec_running",
-                                         label="spec (running server)")
+        spec = bench_running(deps, view, server, out.results, key="spec_running", label="spec (running server)")
         if like is not None:
             deps.view.progress("benchmarking the running server with the claims' workload")
-            measure["spec"]["also"] = bench_running(deps, view, server, out.results, key="spec_running_workload",
-                                                     label="spec (running server, recorded workload)",
-                                                     workload=like)
+            spec = spec.with_also(bench_running(deps, view, server, out.results, key="spec_running_workload",
+                                                label="spec (running server, recorded workload)", workload=like))
     else:
         deps.view.progress("launching the speculative server")
-        measure["spec"] = measure_config(deps, view, label="spec", speculative=True, results=out.results, also=like)
+        spec = measure_config(deps, view, label="spec", speculative=True, results=out.results, also=like)
     deps.view.progress("launching the baseline server (no speculation)")
-    measure["baseline"] = measure_config(deps, view, label="baseline", speculative=False, results=out.results,
-                                         also=like)
-    return measure
+    baseline = measure_config(deps, view, label="baseline", speculative=False, results=out.results, also=like)
+    return MeasureFacts(spec=spec, baseline=baseline)
 
 
-def _like_for_like(out: ActionOutcome, measure: dict[str, Any], found_wl: tuple[Workload, str] | None,
-                   today_wl: Workload, diffs: list[str], like: Workload | None) -> dict[str, Any]:
+def _by_name(measure: MeasureFacts) -> list[tuple[str, MeasuredFact]]:
+    """The configurations measured, in the order the step measures them (speculative first)."""
+    return [(k, m) for k, m in (("spec", measure.spec), ("baseline", measure.baseline)) if m is not None]
+
+
+def _like_for_like(out: ActionOutcome, measure: MeasureFacts, found_wl: tuple[Workload, str] | None,
+                   today_wl: Workload, diffs: list[str], like: Workload | None) -> MeasureFacts:
     """With a recorded workload that differs from today's, the claims are judged on its measurements (today's
     are kept as `measure_today_workload`, the difference as a finding and, when it matters, a cause)."""
     if like is not None and found_wl is not None:
-        today = {k: {kk: vv for kk, vv in m.items() if kk != "also"} for k, m in measure.items()}
-        alike = {k: m.get("also") or {"error": "not measured with the recorded workload"} for k, m in measure.items()}
-        if alike.get("spec", {}).get("median") is not None:
-            alike["spec"].setdefault("findings", []).insert(0, _workload_finding(
-                found_wl[0], found_wl[1], diffs, today.get("spec", {}), alike["spec"]))
-        out.facts.measure_today_workload = MeasureFacts.model_validate(today)
+        today = MeasureFacts(**{k: m.with_also(None) for k, m in _by_name(measure)})
+        alike = MeasureFacts(**{k: m.also_measured() or failed_fact("not measured with the recorded workload")
+                                for k, m in _by_name(measure)})
+        if alike.spec is not None and alike.spec.median is not None:
+            alike.spec.findings.insert(0, _workload_finding(found_wl[0], found_wl[1], diffs, today.spec, alike.spec))
+        out.facts.measure_today_workload = today
         out.facts.workload = WorkloadFact(recorded=found_wl[0], source=found_wl[1], today=today_wl,
                                           differences=diffs)
-        cause = workload_cause(today.get("spec", {}).get("samples") or [],
-                               alike.get("spec", {}).get("samples") or [], diffs, found_wl[1])
+        cause = workload_cause(today.spec.samples if today.spec is not None else [],
+                               alike.spec.samples if alike.spec is not None else [], diffs, found_wl[1])
         if cause is not None:
             out.facts.workload_cause = cause
         return alike
@@ -310,19 +323,19 @@ def _like_for_like(out: ActionOutcome, measure: dict[str, Any], found_wl: tuple[
     return measure
 
 
-def _reproduce_summary(measure: dict[str, Any], claims: dict[str, Any], diffs: list[str],
+def _reproduce_summary(measure: MeasureFacts, claims: Claims, diffs: list[str],
                        like: Workload | None) -> tuple[str, list[str]]:
     """The step's one line (both figures, the claims' outcomes) and the configurations that failed."""
-    b, s = measure.get("baseline", {}), measure.get("spec", {})
-    errors = [f"{k}: {v.get('error')}" for k, v in measure.items() if v.get("error")]
-    found = (f"baseline {_fmt(b.get('median'))} tok/s [{_fmt(b.get('ci_low'))}, {_fmt(b.get('ci_high'))}], "
-             f"speculative {_fmt(s.get('median'))} tok/s [{_fmt(s.get('ci_low'))}, {_fmt(s.get('ci_high'))}], "
-             f"accept length {_fmt(s.get('accept_length'), 2)}"
+    b, s = measure.baseline or MeasuredFact(), measure.spec or MeasuredFact()
+    errors = [f"{k}: {v.error}" for k, v in _by_name(measure) if v.error]
+    found = (f"baseline {_fmt(b.median)} tok/s [{_fmt(b.ci_low)}, {_fmt(b.ci_high)}], "
+             f"speculative {_fmt(s.median)} tok/s [{_fmt(s.ci_low)}, {_fmt(s.ci_high)}], "
+             f"accept length {_fmt(s.accept_length, 2)}"
              + (f" with the recorded workload ({'; '.join(diffs)})" if like is not None else ""))
-    claim_txt = "; ".join(f"{'claimed' if c.get('source', '--expect') == '--expect' else 'good run'} {k} "
-                          f"{c['claimed']:g} → {c.get('outcome')} ({_fmt(c.get('pct_change'))} %"
-                          + (", prefill excluded" if c.get("basis") == "decode" else "") + ")"
-                          for k, c in claims.items())
+    claim_txt = "; ".join(f"{'claimed' if c.source == '--expect' else 'good run'} {k} "
+                          f"{c.claimed:g} → {c.outcome} ({_fmt(c.pct_change)} %"
+                          + (", prefill excluded" if c.basis == "decode" else "") + ")"
+                          for k, c in claims.root.items())
     return found + (f"; {claim_txt}" if claim_txt else "") + (f"; errors: {errors}" if errors else ""), errors
 
 
@@ -340,12 +353,10 @@ def reproduce(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
     diffs = found_wl[0].differs_from(today_wl) if found_wl else []
     like = found_wl[0] if found_wl and diffs and found_wl[0].request_prompts() else None
     measure = _like_for_like(out, _measure_both(deps, view, out, like), found_wl, today_wl, diffs, like)
-    out.facts.measure = MeasureFacts.model_validate(measure)
+    out.facts.measure = measure
     # --expect, else the good run's recorded measurements; times and accept length judged on their own samples
-    phases = view.latest(PhaseTimes)
-    claims = judge_claims(dict(view.params.expect or {}), good_run(deps, view), measure,
-                          phases.model_dump() if phases is not None else None)
-    out.facts.claims = Claims.model_validate(claims)
+    claims = judge_claims(dict(view.params.expect or {}), good_run(deps, view), measure, view.latest(PhaseTimes))
+    out.facts.claims = claims
     out.summary, errors = _reproduce_summary(measure, claims, diffs, like)
     out.status = "error" if errors else "ok"
     out.decisions.append(Decision(

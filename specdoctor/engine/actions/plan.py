@@ -21,7 +21,7 @@ from specdoctor.tools.checkout.repo import CatalogInput, catalog_diffs
 from specdoctor.tools.serving.plan import PlannedPhase, plan_launches
 from specdoctor.tools.serving.server import ServerList
 from specdoctor.tools.serving.trial import PROFILE_RUNS
-from specdoctor.tools.serving.user_server import inspect_user_server
+from specdoctor.tools.serving.user_server import UserServerRecord, inspect_user_server
 
 __all__ = ["plan_run", "regression_phases", "bisect_expected", "gap_shown"]
 
@@ -122,18 +122,17 @@ def gap_shown(view: StateView) -> bool:
     return not all(claim_held(c)[0] for c in claims.values())
 
 
-def _user_record(deps, view: StateView, out: ActionOutcome) -> dict[str, Any]:
+def _user_record(deps, view: StateView, out: ActionOutcome) -> UserServerRecord | None:
     """examine_user_server's record, else (a dry run, an examination that failed) the same /proc + nvidia-smi read,
     so that the plan says what the run will do: whether your server is stopped."""
-    rec = view.get("facts.user_server_record")
-    if rec:
-        return dict(rec)
+    rec = view.fact("user_server_record", UserServerRecord)
+    if rec is not None:
+        return rec
     server = view.run_facts.server or ServerFact()
     found = view.latest(ServerList)
     workers = [w.pid for s in (found.servers if found else []) if s.main.pid == server.pid for w in s.workers]
-    typed = run_tool(deps, inspect_user_server, {"pid": server.pid, "pids": workers, "port": server.port},
-                     out.results, key="plan_user_server").output
-    return typed.model_dump(mode="json") if typed is not None else {}
+    return run_tool(deps, inspect_user_server, {"pid": server.pid, "pids": workers, "port": server.port},
+                    out.results, key="plan_user_server").output
 
 
 @action("read", args=("stop_user_server",))
@@ -169,7 +168,7 @@ def plan_run(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcome
                            "server, the run ends there, with no stop and no launch")
     out.facts.identity = ident
     stops = bool(args["stop_user_server"]) if "stop_user_server" in args else \
-        bool(rec.get("holds_gpus")) and not rec.get("restarts_it") and not ident.settled
+        rec is not None and rec.holds_gpus and not rec.restarts_it and not ident.settled
     args_ = server.args
     phases = regression_phases(
         changed=changed, essential_given=bool(p.essential),

@@ -21,11 +21,8 @@ from specdoctor.tools.environment.deltas import list_deltas
 from specdoctor.tools.nccl.nccl import NcclSweep
 from specdoctor.tools.serving.plan import Plan, PlanInput, make_plan
 
-__all__ = ["replan_run", "PLAN_FACT", "FIRST_FACT", "REVISED_FACT"]
+__all__ = ["replan_run"]
 
-PLAN_FACT = "plan"  # the plan in force (the budget reads it): the first plan, then the one you consented to
-FIRST_FACT = "plan_first"
-REVISED_FACT = "plan_revised"
 _DELTA_ARGS = ("good_fingerprint", "fingerprint", "launch", "propagation", "measure", "catalog", "max_new_tokens")
 
 
@@ -63,8 +60,10 @@ def plan_facts(deps: Any, view: StateView, stage: str, deltas: DeltaList | None)
 
 def _workload_judged(view: StateView) -> bool:
     """The claims were judged on the workload recorded behind them (the running server's or a launch's reading)."""
-    spec = (view.get("facts.measure") or {}).get("spec") or {}
-    return bool(view.get("facts.measure_today_workload")) or (spec.get("also") or {}).get("median") is not None
+    facts = view.run_facts
+    spec = facts.measure.spec if facts.measure is not None else None
+    also = (spec.model_extra or {}).get("also") if spec is not None else None
+    return facts.measure_today_workload is not None or (isinstance(also, dict) and also.get("median") is not None)
 
 
 def _control_running(view: StateView, stage: str) -> bool:
@@ -81,7 +80,9 @@ def _control_running(view: StateView, stage: str) -> bool:
 def replan_run(deps: Any, view: StateView, step: Any, args: dict[str, Any]) -> ActionOutcome:
     """Re-estimate the launches expected from what the reads found (the caps and the steps stay the first plan's)."""
     out = ActionOutcome()
-    raw = view.facts.get(FIRST_FACT) or view.facts.get(PLAN_FACT)
+    # the first plan: kept apart once re-estimated; until then the plan in force (`plan`, which the budget reads)
+    recorded = view.run_facts
+    raw = recorded.plan_first or recorded.plan
     if not isinstance(raw, dict):
         out.status, out.summary = "skipped", "no plan to revise (no running server to time a launch from)"
         out.decisions.append(Decision(step=step.id, title=step.title, status="skipped", checked="the plan",

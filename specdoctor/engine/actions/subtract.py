@@ -10,7 +10,7 @@ from specdoctor.engine.actions import ActionOutcome, action, run_tool
 from specdoctor.engine.actions.measure import measure_config, same_within
 from specdoctor.engine.state import Decision, StateView
 from specdoctor.errors import ToolRetry, Unresolved
-from specdoctor.models import ServerFact, SubtractionFact
+from specdoctor.models import MeasuredFact, ServerFact, SubtractionFact
 from specdoctor.stats.comparator import GROWING_CAP
 from specdoctor.stats.comparator import GrowingArm as Looks
 from specdoctor.stats.summary import summarize
@@ -24,15 +24,15 @@ from specdoctor.tools.checkout.worktree import restore_worktree
 __all__ = ["subtract", "today_all_patches", "essential_files"]
 
 
-def today_all_patches(view: StateView) -> dict[str, Any] | None:
+def today_all_patches(view: StateView) -> MeasuredFact | None:
     """Today's speculative measurement when it stands for "every patch applied" with the subtraction's launch line
     and workload (your running server, or the reproduce launch from the checkout); None when it does not."""
-    today = view.get("facts.measure_today_workload") or view.get("facts.measure") or {}
-    spec = today.get("spec") if isinstance(today, dict) else None
-    if not isinstance(spec, dict) or spec.get("error") or len(spec.get("samples") or []) < 3:
+    facts = view.run_facts
+    today = facts.measure_today_workload if facts.measure_today_workload is not None else facts.measure
+    spec = today.spec.model_copy(deep=True) if today is not None and today.spec is not None else None
+    if spec is None or spec.error or len(spec.samples) < 3:
         return None
-    if str(spec.get("label") or "").startswith("spec (running server") and \
-            (view.run_facts.server or ServerFact()).launch != view.run_facts.launch:
+    if spec.label.startswith("spec (running server") and (facts.server or ServerFact()).launch != facts.launch:
         return None  # --launch names another configuration than the one your server runs
     return spec
 
@@ -61,21 +61,22 @@ def _trees(deps, view: StateView, repo: str, essentials: list[str], script: str 
     return all_tree, ess_tree, None
 
 
-def _more_essentials(deps, view: StateView, out: ActionOutcome, ess_tree: Any, reduced: dict[str, Any],
-                     confirm: list[float], runs: int, mag: float | None) -> tuple[dict[str, Any], dict[str, Any]]:
+def _more_essentials(deps, view: StateView, out: ActionOutcome, ess_tree: Any, reduced: MeasuredFact,
+                     confirm: list[float], runs: int, mag: float | None) -> tuple[MeasuredFact, dict[str, Any]]:
     """The confirmation was undecided at its cap with the essentials' runs the short side: relaunch the essentials
     tree (the third and last launch) and grow its runs, pooled with the first launch's, against the confirming
     trial. Undecided again stays UNKNOWN: never a difference by default, never a clearance."""
     deps.view.progress("undecided: essentials only again, for more runs")
-    earlier = [float(x) for x in reduced.get("samples") or []]
+    earlier = [float(x) for x in reduced.samples]
     looks = Looks(confirm, len(earlier) + runs, cap=len(earlier) + GROWING_CAP, magnitude=mag)  # A: all patches
     again = measure_config(deps, view, label="essentials-only-again", speculative=True, results=out.results,
                            runs=runs, tree=ess_tree, more=lambda s: looks.more(earlier + list(s)))
-    if not again.get("samples"):
+    if not again.samples:
         return reduced, looks.final(earlier)
-    pooled = earlier + [float(x) for x in again["samples"]]
+    pooled = earlier + [float(x) for x in again.samples]
     s = summarize(pooled)  # median and CI of the pooled runs, not the first launch's
-    merged = {**reduced, "samples": pooled, "median": s.median, "ci_low": s.ci_low, "ci_high": s.ci_high}
+    merged = reduced.model_copy(update={"samples": pooled, "median": s.median, "ci_low": s.ci_low,
+                                        "ci_high": s.ci_high})
     return merged, looks.final(pooled)
 
 
@@ -88,8 +89,8 @@ class _Arms:
     essentials_verified: bool = False
     searched_none: bool = False
     tree_problem: str | None = None
-    full: dict[str, Any] = dataclasses.field(default_factory=dict)
-    reduced: dict[str, Any] = dataclasses.field(default_factory=dict)
+    full: MeasuredFact = dataclasses.field(default_factory=MeasuredFact)
+    reduced: MeasuredFact = dataclasses.field(default_factory=MeasuredFact)
     comparison: dict[str, Any] = dataclasses.field(default_factory=dict)
     notes: list[str] = dataclasses.field(default_factory=list)
 
@@ -107,7 +108,7 @@ SEARCHED_NOTE = "the essentials search's launch of the same tree measured"
 """The note for a tree taken from the essentials search instead of launched (one per tree; benchmarks count it)."""
 
 
-def _searched(s: _Step, arms: _Arms, tree: TrialTree, looks: Looks, what: str) -> dict[str, Any] | None:
+def _searched(s: _Step, arms: _Arms, tree: TrialTree, looks: Looks, what: str) -> MeasuredFact | None:
     """The essentials search's benchmark of this very tree (same HEAD, files and hunks, no script), when it decides
     the comparison at its look: the launch it would take is spared. Undecided, the tree is launched as before, so
     that the sequential looks can grow on one server."""
@@ -124,7 +125,7 @@ def _searched(s: _Step, arms: _Arms, tree: TrialTree, looks: Looks, what: str) -
         return None
     undecided = " (undecided at the cap)" if looks.final(samples).get("outcome") == "UNKNOWN" else ""
     arms.notes.append(f"{what}: {SEARCHED_NOTE} ({len(samples)} runs{undecided}), no launch")
-    return bench
+    return MeasuredFact.model_validate(bench)
 
 
 @action("disrupt")
@@ -176,7 +177,7 @@ def _note_essentials_tree(arms: _Arms, ess_tree: TrialTree, essentials: list[str
 
 
 def _measure_arms(s: _Step, arms: _Arms, all_tree: TrialTree, ess_tree: TrialTree,
-                  reused: dict[str, Any] | None) -> None:
+                  reused: MeasuredFact | None) -> None:
     """All patches (today's measurement reused, else launched), then essentials only in sequential looks; a
     difference against the reused measurement is confirmed trial against trial."""
     mag: float | None = None
@@ -184,25 +185,25 @@ def _measure_arms(s: _Step, arms: _Arms, all_tree: TrialTree, ess_tree: TrialTre
     # reproduce launch) is reused, so one launch decides unless the two differ.
     if reused is not None:
         arms.full = reused
-        arms.notes.append(f"all patches: today's measurement reused ({reused.get('label') or 'spec'}, "
-                          f"{len(reused['samples'])} runs), no launch")
+        arms.notes.append(f"all patches: today's measurement reused ({reused.label or 'spec'}, "
+                          f"{len(reused.samples)} runs), no launch")
     else:
         s.deps.view.progress("measuring with all patches applied")
         arms.full = measure_config(s.deps, s.view, label="all-patches", speculative=True, results=s.out.results,
                                    runs=s.runs, tree=all_tree)
-    if arms.full.get("samples"):
+    if arms.full.samples:
         s.deps.view.progress("measuring with essential patches only (sequential looks on one server)")
-        mag = same_within(s.view, "spec", arms.full["samples"])
-        looks = Looks(arms.full["samples"], s.runs, magnitude=mag)
+        mag = same_within(s.view, "spec", arms.full.samples)
+        looks = Looks(arms.full.samples, s.runs, magnitude=mag)
         arms.reduced = _searched(s, arms, ess_tree, looks, "essentials only") or \
             measure_config(s.deps, s.view, label="essentials-only", speculative=True, results=s.out.results,
                            runs=s.runs, tree=ess_tree, more=looks.more)
-        if arms.reduced.get("samples"):
-            arms.comparison = looks.final(arms.reduced["samples"])
+        if arms.reduced.samples:
+            arms.comparison = looks.final(arms.reduced.samples)
         else:  # it did not start or serve (a launch beside a server that fills the cards): nothing to compare
             arms.comparison = {"outcome": "UNRESOLVED"}
-            arms.notes.append(f"essentials only could not be measured: {arms.reduced.get('error')}")
-    if reused is not None and arms.reduced.get("samples") and \
+            arms.notes.append(f"essentials only could not be measured: {arms.reduced.error}")
+    if reused is not None and arms.reduced.samples and \
             arms.comparison.get("outcome") in ("DIFFERENT", "UNKNOWN"):
         _confirm_in_trial(s, arms, all_tree, ess_tree, mag)
 
@@ -212,31 +213,29 @@ def _confirm_in_trial(s: _Step, arms: _Arms, all_tree: TrialTree, ess_tree: Tria
     does differently from your server (its environment) is taken for a patch. Undecided at the cap, today's reused
     runs are the short side: the same launch adds them."""
     s.deps.view.progress("confirming with all patches in a trial tree")
-    looks = Looks(arms.reduced["samples"], s.runs, flip=True, magnitude=mag)
+    looks = Looks(arms.reduced.samples, s.runs, flip=True, magnitude=mag)
     confirm = _searched(s, arms, all_tree, looks, "all patches in a trial tree") or \
         measure_config(s.deps, s.view, label="all-patches", speculative=True, results=s.out.results, runs=s.runs,
                        tree=all_tree, more=looks.more)
-    if not confirm.get("samples"):
+    if not confirm.samples:
         arms.comparison = {**arms.comparison, "outcome": "UNRESOLVED"}
-        arms.notes.append("the confirming trial with all patches could not be measured: "
-                          f"{confirm.get('error')}")
+        arms.notes.append(f"the confirming trial with all patches could not be measured: {confirm.error}")
         return
     first = arms.comparison
-    arms.full, arms.comparison = confirm, looks.final(confirm["samples"])
+    arms.full, arms.comparison = confirm, looks.final(confirm.samples)
     arms.notes.append(f"all patches in a trial tree {arms.comparison.get('median_a', 0):.1f} tok/s "
                       f"(your server {first.get('median_a', 0):.1f}) vs essentials only: "
                       f"{arms.comparison.get('outcome')}")
     if arms.comparison.get("outcome") == "UNKNOWN":
         arms.reduced, arms.comparison = _more_essentials(s.deps, s.view, s.out, ess_tree, arms.reduced,
-                                                         confirm["samples"], s.runs, mag)
-        arms.notes.append(f"essentials only relaunched for more runs ({len(arms.reduced['samples'])} "
+                                                         confirm.samples, s.runs, mag)
+        arms.notes.append(f"essentials only relaunched for more runs ({len(arms.reduced.samples)} "
                           f"in all): {arms.comparison.get('outcome')}")
 
 
 def _outcome(arms: _Arms) -> tuple[str, bool]:
     """The comparator's outcome, UNRESOLVED on a tree we cannot vouch for; and whether the tree is trusted."""
-    outcome = arms.comparison.get("outcome", "UNRESOLVED" if (arms.full.get("error") or arms.reduced.get("error"))
-                                  else "UNKNOWN")
+    outcome = arms.comparison.get("outcome", "UNRESOLVED" if (arms.full.error or arms.reduced.error) else "UNKNOWN")
     # A patch script that says SKIP/WARN leaves the trial's tree in doubt, unless the essentials were also
     # applied from the backup and verified file by file (then the script's output is evidence, not the tree).
     trusted = not arms.ambiguous or arms.essentials_verified
@@ -253,8 +252,7 @@ def _conclude(out: ActionOutcome, step, arms: _Arms, restored: ToolResult) -> No
         "outcome": outcome, "comparison": arms.comparison, "problem": arms.tree_problem, "all_patches": full,
         "essentials_only": reduced, "applied": arms.applied, "ambiguous": ambiguous, "notes": arms.notes,
         "restored": restored.ok, "restore": restored.output})
-    out.summary = (f"all patches {full.get('median', float('nan')):.1f} vs essentials only "
-                   f"{reduced.get('median', float('nan')):.1f} tok/s → {outcome}"
+    out.summary = (f"all patches {_median(full):.1f} vs essentials only {_median(reduced):.1f} tok/s → {outcome}"
                    + (f"; {len(ambiguous)} ambiguous patch-script lines" if ambiguous else "")
                    + "".join(f"; {n}" for n in arms.notes))
     out.status = "ok" if restored.ok and outcome != "UNRESOLVED" else ("error" if not restored.ok else "unresolved")
@@ -270,6 +268,10 @@ def _conclude(out: ActionOutcome, step, arms: _Arms, restored: ToolResult) -> No
             "; the essential patches were applied from the backup and verified, so the trial stands")
            if ambiguous and trusted else ""),
         evidence=out.commands(60)))
+
+
+def _median(m: MeasuredFact) -> float:
+    return m.median if m.median is not None else float("nan")
 
 
 def _decided(outcome: str, arms: _Arms, trusted: bool) -> str:

@@ -22,7 +22,7 @@ from specdoctor.engine.actions import ActionOutcome, action, run_tool
 from specdoctor.engine.actions.restart_check import identity_differences, judge_throughput
 from specdoctor.engine.runs import Relaunch, load_relaunch, relaunch_path, save_relaunch, write_private
 from specdoctor.engine.state import Decision, StateView
-from specdoctor.models import Claims, MeasuredFact, MeasureFacts, ServerFact, UserServerFact
+from specdoctor.models import MeasuredFact, MeasureFacts, ServerFact, UserServerFact
 from specdoctor.models.run_params import RunParams
 from specdoctor.stats.comparator import Comparison
 from specdoctor.toolkit import ToolContext, ToolResult, registry
@@ -107,17 +107,16 @@ def pending_for_host(key: str) -> list[Pending]:
 
 
 def _record(view: StateView) -> UserServerRecord | None:
-    raw = view.get("facts.user_server_record")
-    return UserServerRecord.model_validate(raw) if raw else None
+    return view.fact("user_server_record", UserServerRecord)
 
 
 def origin_outside_checkout(view: StateView) -> str | None:
     """Why local patches cannot explain anything (the engine is not imported from --repo), or None."""
     # a checkpoint written before the second engine keeps it as `sglang_origin` (RunFacts reads both names)
-    o = view.get("facts.engine_origin") or view.get("facts.sglang_origin") or {}
-    if o.get("from_checkout") is False:
-        package = o.get("package") or "the engine"
-        return f"the server imports {package} from {o.get('where')}, not from the --repo checkout {o.get('repo')}"
+    o = view.run_facts.engine_origin
+    if o is not None and not o.from_checkout:
+        package = o.package or "the engine"
+        return f"the server imports {package} from {o.where}, not from the --repo checkout {o.repo}"
     return None
 
 
@@ -178,6 +177,8 @@ def _bench_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRec
                    server: ServerFact) -> None:
     """The first measurement, as it runs: what a restart is compared with, and the running server's throughput when
     the launching steps cannot run (no consent, a supervisor); a speculative server's also checks the claim."""
+    from specdoctor.engine.actions.measure import fact_of
+
     p = view.params
     deps.view.progress(f"benchmarking your running server on port {rec.port}")
     first = _bench(deps, out.results, "bench_spec_running", int(rec.port or 0),
@@ -185,61 +186,64 @@ def _bench_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRec
     if first is None:
         return
     fact.tps_before = first.median
-    bench = dict(first.model_dump(mode="json"), label="spec (running server)")
-    out.facts.user_server_bench = MeasuredFact.model_validate(bench)
+    bench = fact_of(first, "spec (running server)")
+    out.facts.user_server_bench = bench
     if any("speculative" in a for a in server.argv):
         _judge_running(deps, view, out, rec, fact, server, bench)
 
 
 def _judge_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRecord, fact: UserServerFact,
-                   server: ServerFact, bench: dict[str, Any]) -> None:
+                   server: ServerFact, bench: MeasuredFact) -> None:
     """The running speculative server's reading, judged against every claim it measures by itself; the facts get
-    the reading once it is final (more runs pool into it in place)."""
+    the reading once it is final (more runs pooled into it)."""
     p = view.params
     from specdoctor.diagnosis.references import judge_claims
     from specdoctor.engine.actions.measure import good_run
 
     workload = _claims_workload(deps, view, server)
     also = _bench_recorded_workload(deps, view, out, server, workload) if workload is not None else None
-    if also is not None:
-        bench["also"] = also  # user_server_bench holds it too: the reproduce step finds it there
     # every claim the running speculative server measures by itself (tok/s, accept length, TPOT)
     # like for like: on the recorded workload's reading when the claims were measured with another one
-    judged_on = also if also is not None and also.get("median") is not None else bench
+    on_also = also is not None and also.median is not None
+    judged_on = also if on_also and also is not None else bench
     expect, good = dict(p.expect or {}), good_run(deps, view)
-    claims = judge_claims(expect, good, {"spec": judged_on}, None)
-    if near_but_loose(claims) and _tighten(deps, view, out, rec, server, judged_on,
-                                           workload if judged_on is also else None):
-        fact.tps_before = bench["median"]
-        claims = judge_claims(expect, good, {"spec": judged_on}, None)
-    if claims:
-        out.facts.claims = Claims.model_validate(claims)
-    out.facts.user_server_bench = MeasuredFact.model_validate(bench)
-    out.facts.measure = MeasureFacts.model_validate({"spec": bench})
+    claims = judge_claims(expect, good, MeasureFacts(spec=judged_on), None)
+    tight = _tighten(deps, view, out, rec, server, judged_on, workload if on_also else None) \
+        if near_but_loose(claims) else None
+    if tight is not None:
+        judged_on = tight
+        also, bench = (tight, bench) if on_also else (also, tight)
+        fact.tps_before = bench.median
+        claims = judge_claims(expect, good, MeasureFacts(spec=judged_on), None)
+    if also is not None:
+        bench = bench.with_also(also)  # user_server_bench holds it too: the reproduce step finds it there
+    if claims.root:
+        out.facts.claims = claims
+    out.facts.user_server_bench = bench
+    out.facts.measure = MeasureFacts(spec=bench.model_copy(deep=True))
 
 
 def _tighten(deps, view: StateView, out: ActionOutcome, rec: UserServerRecord, server: ServerFact,
-             reading: dict[str, Any], workload: Workload | None) -> bool:
+             reading: MeasuredFact, workload: Workload | None) -> MeasuredFact | None:
     """More runs on the running server (with `workload`, the one `reading` was taken with, when not today's),
-    pooled into `reading` in place (the facts get it after), when a claim judged on it is near but loose
-    (`near_but_loose`): runs cost seconds, the trials a loose claim sets off cost launches. False when the runs
-    failed (the first reading stands)."""
-    from specdoctor.engine.actions.measure import bench_running
+    pooled with `reading`, when a claim judged on it is near but loose (`near_but_loose`): runs cost seconds, the
+    trials a loose claim sets off cost launches. None when the runs failed (the first reading stands)."""
+    from specdoctor.engine.actions.measure import bench_result, bench_running
 
     deps.view.progress(f"{_TIGHTEN_RUNS} more runs on your running server: its reading is near the claim but loose")
     if workload is not None:
         raw = bench_running(deps, view, server, out.results, key="spec_running_workload_more",
-                            label=reading["label"], workload=workload, runs=_TIGHTEN_RUNS)
-        more = None if raw.get("error") else BenchmarkResult.model_validate(raw)
+                            label=reading.label, workload=workload, runs=_TIGHTEN_RUNS)
+        more = None if raw.error else bench_result(raw)
     else:
         more = _bench(deps, out.results, "bench_spec_running_more", int(rec.port or 0), _TIGHTEN_RUNS, view.params,
                       _file_target(rec.stdout))
     if more is None:
-        return False
-    first_n = len(reading.get("samples") or [])
-    reading.update(pooled(BenchmarkResult.model_validate(reading), more).model_dump(mode="json"),
-                   claim_runs=first_n)  # the claim is judged at the precision a claim has (about its runs)
-    return True
+        return None
+    # the claim is judged at the precision a claim has (about its runs)
+    return MeasuredFact.model_validate({**reading.model_dump(mode="json"),
+                                        **pooled(bench_result(reading), more).model_dump(mode="json"),
+                                        "claim_runs": len(reading.samples)})
 
 
 def _claims_workload(deps, view: StateView, server: ServerFact) -> Workload | None:
@@ -258,7 +262,7 @@ def _claims_workload(deps, view: StateView, server: ServerFact) -> Workload | No
 
 
 def _bench_recorded_workload(deps, view: StateView, out: ActionOutcome, server: ServerFact,
-                             workload: Workload) -> dict[str, Any]:
+                             workload: Workload) -> MeasuredFact:
     """The running speculative server also measured with the workload recorded behind the claims: the claims are
     judged like for like on it (reproduce), where otherwise the speculative server would be launched again after
     the stop only to be measured with those prompts (one launch, the running server's own figure at hand)."""
@@ -332,9 +336,10 @@ def take_gpus(deps, view: StateView, step, args: dict[str, Any]) -> ActionOutcom
         return out
     p = view.params
     run_id = deps.tool_ctx.run_id
-    raw = view.get("facts.user_server_bench")
-    first = BenchmarkResult.model_validate({k: v for k, v in raw.items() if k in BenchmarkResult.model_fields}) \
-        if raw else None
+    from specdoctor.engine.actions.measure import bench_result
+
+    saved = view.run_facts.user_server_bench
+    first = bench_result(saved) if saved is not None else None
     cap = capture(deps.host, rec.pid)
     ident = identity_hash(cap.argv, cap.env, cap.cwd, cap.user)
     if ident != rec.identity or cap.starttime != rec.starttime:

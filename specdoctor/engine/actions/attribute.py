@@ -198,8 +198,15 @@ class _Search:
             if t is not None and not t.purpose:
                 t.purpose = rec.purpose
         out.notes += found.notes
-        culprits = found.culprits if found.confirmed else self.part_of_the_gap(found.culprits or found.candidates,
-                                                                                remaining, ref, allrev, part)
+        if found.confirmed:
+            culprits = found.culprits
+            alone = trials.get(frozenset(culprits))
+            if len(culprits) > 1 and alone is not None and len(alone.samples) >= 3 and \
+                    (fewer := self._necessary(culprits, alone.samples, ref, part)) != culprits:
+                # a member the set reads as slow without is no part of it: what is left must be confirmed again
+                culprits = self.part_of_the_gap(fewer, remaining, ref, allrev, part)
+        else:
+            culprits = self.part_of_the_gap(found.culprits or found.candidates, remaining, ref, allrev, part)
         if not culprits:
             out.candidates += [c for c in (found.candidates or ([] if found.verdict == "no-regression" else remaining))
                                if c not in out.candidates]
@@ -236,8 +243,7 @@ class _Search:
         kept alone (every other delta reverted) it is slower than everything reverted, and reverted alone it is
         faster than `slow_ref` — each by more than `part`. Independent causes, each a share of the gap, end here
         (the rest is searched next round). [] when either trial is missing, unresolved or short of `part`."""
-        rest = [n for n in remaining if n not in cands]
-        if not cands or not rest:
+        if not cands or not [n for n in remaining if n not in cands]:
             return []
 
         def slower(s: list[float]) -> Outcome | None:  # than everything reverted, by more than `part`
@@ -249,14 +255,45 @@ class _Search:
             c = compare(slow_ref, s, magnitude=part)
             return "same" if c.outcome == "DIFFERENT" and c.delta_ci[0] > part else "regressed" if len(s) >= 8 else None
 
-        only = self.measured(frozenset(cands), "confirm a part: the candidates alone, every other delta reverted",
-                             slower)
+        alone = "confirm a part: the candidates alone, every other delta reverted"
+        only = self.measured(frozenset(cands), alone, slower)
+        if len(only.samples) >= 3 and \
+                (fewer := self._necessary(cands, only.samples, slow_ref, part)) != cands:
+            cands = fewer
+            only = self.measured(frozenset(cands), alone, slower)
+        rest = [n for n in remaining if n not in cands]
         without = self.measured(frozenset(rest), "confirm a part: exactly the candidates reverted", faster)
         if only.cause or without.cause or slower(only.samples) != "regressed" or faster(without.samples) != "same":
             return []
         self.out.notes.append(f"{', '.join(cands)}: a part of the gap, confirmed both ways (alone slower than "
                               "everything reverted, reverted alone faster than today)")
         return list(cands)
+
+
+    def _necessary(self, cands: list[str], alone: list[float], today: list[float],
+                   part: float) -> list[str]:
+        """The candidates less any that a trial already showed unnecessary: it kept exactly the other candidates
+        (every other delta reverted) and read less than a part faster than the candidates kept alone (`alone`) or
+        than today (`today`, this round's slow reference). Confirmed both ways, a set holds each cause in it, but
+        also any innocent delta the search left beside them (two independent causes, each half the gap, leave
+        half-way trials that noise sends either way); only a trial without it can tell, and the search has usually
+        run one. A cause in the set is never such a member: without it a trial reads its share faster than both."""
+        if len(cands) < 2:
+            return cands
+        ref = max(statistics.median(alone), statistics.median(today))
+        kept: list[str] = []
+        for c in cands:
+            others = frozenset(cands) - {c}
+            t = self.trials.get(others)
+            shown = [t] if t is not None and len(t.samples) >= 3 and statistics.median(t.samples) - ref < part \
+                else []
+            if shown:
+                self.out.notes.append(f"{c}: not part of the set: with it reverted and {', '.join(sorted(others))} "
+                                      f"kept, a trial read {statistics.median(shown[0].samples):.1f} tok/s, less than "
+                                      f"{part:.1f} faster than the set alone or today ({ref:.1f})")
+            else:
+                kept.append(c)
+        return kept or cands
 
 
 def search_deltas(names: list[str], run: RunKept, control: list[float], *, runs: int = 5, step: int = 3,

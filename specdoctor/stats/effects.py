@@ -258,26 +258,34 @@ def search_effects(items: Sequence[T], measure: Callable[[frozenset[T], str], li
         return out
     # Every launch measured a sum of the candidates' effects: one weighted least-squares fit over all of them (and
     # both references) is each culprit's effect; one that the fit does not hold material is not named.
-    fitted = _fit([name(x) for x in names], s.trials, slow, fast)
+    fitted, tau2 = _fit([name(x) for x in names], s.trials, slow, fast)
+    if tau2 > 0:
+        out.notes.append(f"launches read apart by more than their runs' spread (launch-to-launch sd "
+                         f"{math.sqrt(tau2):.2f}): the fit's intervals include it")
     weak = [n for n, e in fitted.items() if not s.named(e)]
     if weak:
         out.verdict = "unresolved"
         out.notes.append(f"fitted over every trial, {', '.join(weak)} is not material: no culprit named")
         return out
     culprits = [(x, fitted[name(x)]) for x in names]
+    gap_se = math.sqrt(gap.se ** 2 + 2 * tau2)  # two launches: the slow reference's and the fast one's
     for x, e in culprits:
         share = e.delta / gap.delta
         sd = abs(share) * math.hypot(e.se / abs(e.delta) if e.delta else math.inf,
-                                     gap.se / abs(gap.delta))
+                                     gap_se / abs(gap.delta))
         out.culprits.append(Culprit(name=name(x), effect=e, share=share,
                                     share_ci=(share - Z95 * sd, share + Z95 * sd)))
     out.verdict = "culprits"
     return out
 
 
-def _fit(names: list[str], trials: list[EffectTrial], slow: list[float], fast: list[float]) -> dict[str, Effect]:
+def _fit(names: list[str], trials: list[EffectTrial], slow: list[float], fast: list[float]
+         ) -> tuple[dict[str, Effect], float]:
     """Weighted least squares: each trial's median = f + Σ β of the candidates it applied (the others held at 0, as
-    the search found them); the slow reference applied them all, the fast one none."""
+    the search found them); the slow reference applied them all, the fast one none. Each launch also reads its own
+    offset (a server started again reads a few % apart, more than its runs spread): the rows' scatter about the fit
+    beyond their runs' spread estimates that launch-to-launch variance τ² (the method of moments of a random-effects
+    meta-regression), and every row is weighted, and every CI widened, with it. Returns the effects and τ²."""
     import numpy as np
 
     rows: list[tuple[set[str], list[float]]] = [(set(names), slow), (set(), fast)]
@@ -294,5 +302,14 @@ def _fit(names: list[str], trials: list[EffectTrial], slow: list[float], fast: l
     xtw = x.T * w
     cov = np.linalg.pinv(xtw @ x)
     beta = cov @ (xtw @ y)
+    q = float(w @ (y - x @ beta) ** 2)
+    dof = len(rows) - int(np.linalg.matrix_rank(x))
+    tau2 = 0.0
+    if dof > 0 and q > dof:
+        tau2 = (q - dof) / float(w.sum() - np.trace(cov @ ((x.T * w ** 2) @ x)))
+        w = 1.0 / (1.0 / w + tau2)
+        xtw = x.T * w
+        cov = np.linalg.pinv(xtw @ x)
+        beta = cov @ (xtw @ y)
     return {n: Effect(delta=float(beta[i + 1]), var_own=float(max(cov[i + 1, i + 1], 0.0)), f_coef=0.0,
-                      measured=True) for i, n in enumerate(names)}
+                      measured=True) for i, n in enumerate(names)}, tau2

@@ -46,16 +46,15 @@ class MeasuredFact(Measurement, FactModel):
     def also_measured(self) -> MeasuredFact | None:
         """The same server measured a second time with the workload recorded behind the claims (its `also`)."""
         raw = (self.model_extra or {}).get("also")
-        return raw if isinstance(raw, MeasuredFact) else MeasuredFact.model_validate(raw) if isinstance(raw, dict) \
-            else None
+        return MeasuredFact.model_validate(raw) if raw is not None else None
 
     def with_also(self, also: MeasuredFact | None) -> MeasuredFact:
         """A copy holding `also` (kept as JSON, as the checkpoint holds it); None takes it out."""
-        extra = {k: v for k, v in (self.model_extra or {}).items() if k != "also"}
+        data = self.model_dump(mode="json")
+        data.pop("also", None)
         if also is not None:
-            extra["also"] = also.model_dump(mode="json", serialize_as_any=True)
-        return MeasuredFact.model_validate({**self.model_dump(mode="json", exclude=set(self.model_extra or {})),
-                                            **extra})
+            data["also"] = also.model_dump(mode="json")
+        return MeasuredFact.model_validate(data)
 
     def finding_texts(self) -> list[str]:
         """Each finding in one line (the benchmark's findings carry a `message`)."""

@@ -255,12 +255,11 @@ class _Search:
             c = compare(slow_ref, s, magnitude=part)
             return "same" if c.outcome == "DIFFERENT" and c.delta_ci[0] > part else "regressed" if len(s) >= 8 else None
 
-        alone = "confirm a part: the candidates alone, every other delta reverted"
-        only = self.measured(frozenset(cands), alone, slower)
-        if len(only.samples) >= 3 and \
-                (fewer := self._necessary(cands, only.samples, slow_ref, part)) != cands:
+        purpose = "confirm a part: the candidates alone, every other delta reverted"
+        only = self.measured(frozenset(cands), purpose, slower)
+        if len(only.samples) >= 3 and (fewer := self._necessary(cands, only.samples, slow_ref, part)) != cands:
             cands = fewer
-            only = self.measured(frozenset(cands), alone, slower)
+            only = self.measured(frozenset(cands), purpose, slower)
         rest = [n for n in remaining if n not in cands]
         without = self.measured(frozenset(rest), "confirm a part: exactly the candidates reverted", faster)
         if only.cause or without.cause or slower(only.samples) != "regressed" or faster(without.samples) != "same":
@@ -268,7 +267,6 @@ class _Search:
         self.out.notes.append(f"{', '.join(cands)}: a part of the gap, confirmed both ways (alone slower than "
                               "everything reverted, reverted alone faster than today)")
         return list(cands)
-
 
     def _necessary(self, cands: list[str], alone: list[float], today: list[float],
                    part: float) -> list[str]:
@@ -285,14 +283,12 @@ class _Search:
         for c in cands:
             others = frozenset(cands) - {c}
             t = self.trials.get(others)
-            shown = [t] if t is not None and len(t.samples) >= 3 and statistics.median(t.samples) - ref < part \
-                else []
-            if shown:
-                self.out.notes.append(f"{c}: not part of the set: with it reverted and {', '.join(sorted(others))} "
-                                      f"kept, a trial read {statistics.median(shown[0].samples):.1f} tok/s, less than "
-                                      f"{part:.1f} faster than the set alone or today ({ref:.1f})")
-            else:
+            if t is None or len(t.samples) < 3 or statistics.median(t.samples) - ref >= part:
                 kept.append(c)
+                continue
+            self.out.notes.append(f"{c}: not part of the set: with it reverted and {', '.join(sorted(others))} kept, "
+                                  f"a trial read {statistics.median(t.samples):.1f} tok/s, less than {part:.1f} faster "
+                                  f"than the set alone or today ({ref:.1f})")
         return kept or cands
 
 

@@ -62,8 +62,8 @@ def _workload_judged(view: StateView) -> bool:
     """The claims were judged on the workload recorded behind them (the running server's or a launch's reading)."""
     facts = view.run_facts
     spec = facts.measure.spec if facts.measure is not None else None
-    also = (spec.model_extra or {}).get("also") if spec is not None else None
-    return facts.measure_today_workload is not None or (isinstance(also, dict) and also.get("median") is not None)
+    also = spec.also_measured() if spec is not None else None
+    return facts.measure_today_workload is not None or (also is not None and also.median is not None)
 
 
 def _control_running(view: StateView, stage: str) -> bool:

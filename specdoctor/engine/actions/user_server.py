@@ -204,8 +204,8 @@ def _judge_running(deps, view: StateView, out: ActionOutcome, rec: UserServerRec
     also = _bench_recorded_workload(deps, view, out, server, workload) if workload is not None else None
     # every claim the running speculative server measures by itself (tok/s, accept length, TPOT)
     # like for like: on the recorded workload's reading when the claims were measured with another one
-    on_also = also is not None and also.median is not None
-    judged_on = also if on_also and also is not None else bench
+    judged_on = also if also is not None and also.median is not None else bench
+    on_also = judged_on is also
     expect, good = dict(p.expect or {}), good_run(deps, view)
     claims = judge_claims(expect, good, MeasureFacts(spec=judged_on), None)
     tight = _tighten(deps, view, out, rec, server, judged_on, workload if on_also else None) \

@@ -87,6 +87,7 @@ def _code_causes(case: Case) -> list[CauseFact]:
     return [CauseFact(name=f"local patch {c}", kind="code", key=c, effect_tps=eff[0], ci_low=eff[1], ci_high=eff[2],
                       confirmed=True, method="bisection", fix=revert_patch_command(repo, c), share_from=share_from,
                       evidence=["bisect"], phase_effect=bis.phase_effect,
+                      together=[x for x in bis.culprits if x != c],
                       detail=("together with " + ", ".join(x for x in bis.culprits if x != c))
                       if len(bis.culprits) > 1 else "") for c in bis.culprits]
 

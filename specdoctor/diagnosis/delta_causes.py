@@ -69,7 +69,7 @@ def fix_command(d: Delta, *, repo: str | None, launch: str | None) -> str:
     return describe(r)
 
 
-def reverted_cause(d: Delta, *, metric: str, effect: tuple[float, float, float], together: list[str],
+def reverted_cause(d: Delta, *, metric: str, effect: tuple[float, float, float], together: list[Delta],
                    repo: str | None, launch: str | None, evidence: list[str],
                    phase_effect: PhaseEffect | None) -> CauseFact:
     """A delta the revert trials confirmed both ways, as a cause: `effect` is (today − reverted, CI low, CI high)
@@ -79,5 +79,6 @@ def reverted_cause(d: Delta, *, metric: str, effect: tuple[float, float, float],
         name=cause_name(d), kind=d.kind, key=d.name, metric=metric, effect_tps=round(eff, 2),
         ci_low=round(lo, 2), ci_high=round(hi, 2), confirmed=True, method="revert-trial",
         fix=fix_command(d, repo=repo, launch=launch), evidence=evidence, phase_effect=phase_effect,
-        detail=(f"reverted together with {', '.join(together)} (they interact; the effect is the set's)")
+        together=[x.name for x in together],
+        detail=(f"reverted together with {', '.join(x.label for x in together)} (they interact; the effect is the set's)")
         if together else d.why)

@@ -174,23 +174,33 @@ def _attribution(att: AttributionFact | None, v: StateView, r: _Reader) -> Attri
         return None
     trials = v.record.decisions
     ids = sorted({i for d in trials if d.step == "attribute" for i in r.cmds.ids_for_commands(d.evidence)})
+    return Attribution(metric=att.metric, reference=att.reference_tps, reference_label=att.reference_label,
+                       measured=att.measured_tps, measured_ci_low=att.measured_ci_low,
+                       measured_ci_high=att.measured_ci_high, causes=report_causes(att, ids))
+
+
+def report_causes(att: AttributionFact, ids: list[int]) -> list[Cause]:
+    """The attribution's causes as the report lists them: the members of a set confirmed together (`together`)
+    become one cause with the set's one effect, so the gap counts it once."""
     causes: list[Cause] = []
+    sets: dict[tuple[str, frozenset[str]], Cause] = {}  # (metric, members) -> the set's one cause
     for c in att.causes:
         if c.effect_tps is None:
             continue
-        same = next((x for x in causes if x.delta == c.effect_tps and x.ci_low == c.ci_low and x.fix == c.fix
-                     and x.kind == CAUSE_KINDS[c.kind].report and (x.metric or att.metric) == c.metric), None)
-        if same is not None:  # one interacting set: one share of the gap, not one per member
+        group = (c.metric, frozenset([c.key, *c.together]))
+        same = sets.get(group) if c.together else None
+        if same is not None:  # one set confirmed together: one share of the gap, not one per member
             same.name = f"{same.name} + {c.name}"
+            same.fix = same.fix if c.fix in (None, same.fix) else "; ".join(x for x in (same.fix, c.fix) if x)
             continue
         causes.append(Cause(name=c.name, kind=CAUSE_KINDS[c.kind].report, delta=c.effect_tps, ci_low=c.ci_low,
                             ci_high=c.ci_high, confirmed=c.confirmed, fix=c.fix,
                             command_ids=ids if c.method == "revert-trial" else [],
                             metric=c.metric if c.metric != att.metric else None, phase_effect=c.phase_effect,
                             share_from=c.share_from or None))
-    return Attribution(metric=att.metric, reference=att.reference_tps, reference_label=att.reference_label,
-                       measured=att.measured_tps, measured_ci_low=att.measured_ci_low,
-                       measured_ci_high=att.measured_ci_high, causes=causes)
+        if c.together:
+            sets[group] = causes[-1]
+    return causes
 
 
 def _enrich(report: m.Report, r: _Reader) -> None:

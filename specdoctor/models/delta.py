@@ -140,6 +140,8 @@ class CauseFact(StrictModel):
     fix: str | None = Field(default=None, description="The exact command or edit that removes it.")
     evidence: list[str] = Field(default_factory=list, description="Step ids / tool results behind it.")
     detail: str = ""
+    together: list[str] = Field(default_factory=list, description="The keys of the other members of the set it was "
+                                "confirmed with: the effect is the set's, one share of the gap for all of them.")
     share_from: str = Field(default="", description="The comparison its share was measured by (the same tree "
                             "with and without it), named: e.g. 'bisection trial 5 (every patch but X) vs all "
                             "patches'.")

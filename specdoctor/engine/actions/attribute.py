@@ -520,7 +520,7 @@ def _search_causes(trials: _RevertTrials, view: StateView, fact: AttributionFact
     for (names, eff, lo, hi), ph in itertools.zip_longest(search.causes, effects):
         for n in names:
             fact.causes.append(reverted_cause(
-                by_name[n], metric=metric, effect=(eff, lo, hi), together=[x for x in names if x != n],
+                by_name[n], metric=metric, effect=(eff, lo, hi), together=[by_name[x] for x in names if x != n],
                 repo=view.params.repo, launch=view.run_facts.launch, evidence=[step.id], phase_effect=ph))
     fact.candidates = [c for c in search.candidates]
     if search.restored_samples and reference is not None:

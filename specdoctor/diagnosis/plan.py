@@ -31,14 +31,23 @@ def _median(m: MeasuredFact | None) -> float | None:
 
 
 def _cause_actions(case: Case) -> list[PlanAction]:
-    """One action per confirmed cause: its fix, with the gain its trial measured (or none, said so)."""
+    """One action per confirmed cause: its fix, with the gain its trial measured (or none, said so). The members of
+    a set confirmed together (`together`: one trial reverted them all) are one action, their fixes joined: the set's
+    effect is one gain, not one per member."""
     att = attribution(case)
     out: list[PlanAction] = []
     seen: set[str] = set()
+    sets: dict[tuple[str, frozenset[str]], PlanAction] = {}  # (metric, members) -> the set's one action
     for c in att.confirmed():
         if c.fix and c.fix in seen:
             continue  # members of one interacting set share a fix
         seen.add(c.fix or c.name)
+        group = (c.metric, frozenset([c.key, *c.together]))
+        same = sets.get(group) if c.together else None
+        if same is not None:
+            same.title = f"{same.title} + {c.name}"
+            same.command = " && ".join(x for x in (same.command, c.fix) if x) or None
+            continue
         gain = -c.effect_tps if c.effect_tps is not None else None
         ci = (f" [{-c.ci_high:+.1f}, {-c.ci_low:+.1f}]" if c.ci_low is not None and c.ci_high is not None else "")
         verb = "Revert" if c.kind == "code" else "Fix"
@@ -48,6 +57,8 @@ def _cause_actions(case: Case) -> list[PlanAction]:
             else "back toward the reference figure (not measured on its own)",
             gain_tps=gain, basis="measured" if gain is not None else "none", cost=CAUSE_KINDS[c.kind].fix_cost,
             risk="low", command=c.fix, detail=c.detail, confirmed=True))
+        if c.together:
+            sets[group] = out[-1]
     return out
 
 

@@ -191,7 +191,7 @@ def report_causes(att: AttributionFact, ids: list[int]) -> list[Cause]:
         same = sets.get(group) if c.together else None
         if same is not None:  # one set confirmed together: one share of the gap, not one per member
             same.name = f"{same.name} + {c.name}"
-            same.fix = same.fix if c.fix in (None, same.fix) else "; ".join(x for x in (same.fix, c.fix) if x)
+            same.fix = same.fix if c.fix in (None, same.fix) else " && ".join(x for x in (same.fix, c.fix) if x)
             continue
         causes.append(Cause(name=c.name, kind=CAUSE_KINDS[c.kind].report, delta=c.effect_tps, ci_low=c.ci_low,
                             ci_high=c.ci_high, confirmed=c.confirmed, fix=c.fix,

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, RootModel, field_validator
 
 from specdoctor.models.measurement import Measurement
+from specdoctor.models.phases import PhaseTimes
 from specdoctor.models.workload import Workload
 
 __all__ = ["MATERIAL_SHORTFALL", "FactModel", "MeasuredFact", "MeasureFacts", "ClaimFact", "Claims", "ComparisonFact",
@@ -42,6 +43,9 @@ class MeasuredFact(Measurement, FactModel):
     workload: Workload | None = Field(default=None, description="What it was measured on (the benchmark's).")
     error: str | None = Field(default=None, description="Why it could not be measured.")
     status: str | None = None
+    phases: PhaseTimes | None = Field(default=None, description="The engine profiler's phase times on the same "
+                                      "server, taken while it was up (an arm a later comparison may need: no launch "
+                                      "then).")
 
     def also_measured(self) -> MeasuredFact | None:
         """The same server measured a second time with the workload recorded behind the claims (its `also`)."""

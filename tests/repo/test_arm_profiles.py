@@ -131,3 +131,22 @@ def test_the_attribution_takes_the_other_confirming_comparison_when_only_its_arm
     assert profiled_arms(arms, ["A", "B", "C"], ["B", "C"], ["A"]) == (["A", "B", "C"], ["B", "C"])
     # must not fire: a cause whose alone-arm no trial profiled keeps today's arms (launched as before)
     assert profiled_arms(ArmProfiles(), ["A", "B"], ["B"], ["A"]) == (["A", "B"], ["B"])
+
+
+def test_an_arm_profiled_before_the_search_costs_no_launch_and_only_that_arm():
+    """The reproduce step's launch of today's configuration is the revert search's "every difference kept" arm:
+    seeded, it is read like a trial's own profile; the other arm is still launched (and a seed never overwrites a
+    trial's own profile)."""
+    arms = ArmProfiles(confirming_arm(["A", "B"]), read=_read([]))
+    early = _times(1.1, 48.8, seed=1)
+    arms.seed(["A", "B"], early)
+    launched: list[list[str]] = []
+    prof = arms.profiler(lambda arm, label: (launched.append(arm), (_times(1.1, 42.8, seed=2), ""))[1])
+    got, _ = prof(["B", "A"], "today")
+    assert got is early and launched == [] and arms.used == 1 and frozenset("AB") in arms.seeded
+    prof([], "nothing kept")
+    assert launched == [[]]  # must not fire: an arm nobody profiled is launched as before
+    taken = _times(1.1, 50.0, seed=3)
+    arms.times[frozenset("A")] = taken
+    arms.seed(["A"], early)
+    assert arms.times[frozenset("A")] is taken and frozenset("A") not in arms.seeded

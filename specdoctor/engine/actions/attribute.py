@@ -420,6 +420,9 @@ class _RevertTrials:
         self.record = _recorder(out.results)
         # A cause's phase comes from its confirming arms: profiled on the trials that ran them, while up.
         self.arms = ArmProfiles(confirming_arm(list(self.by_name)))
+        today = getattr(view.run_facts.measure, metric) if view.run_facts.measure is not None else None
+        if today is not None and today.phases is not None and control_is_trial(view, metric):
+            self.arms.seed(self.by_name, today.phases)  # every difference kept: reproduce's launch, profiled while up
 
     def _revert(self, kept: Iterable[str]) -> Revert:
         return merge_reverts([r for n in self.by_name if n not in kept and (r := self.by_name[n].revert)])

@@ -27,6 +27,13 @@ def profiled_arms(arms: ArmProfiles, slow: list[str], fast: list[str], cause: li
     return slow, fast
 
 
+def _earlier(arms: ArmProfiles, slow: list[str], fast: list[str]) -> str:
+    """Say so when an arm came from a launch before the search (the reproduce step's, of today's configuration)."""
+    if any(frozenset(a) in arms.seeded for a in (slow, fast)):
+        return "; today's arm: the reproduce step's launch, profiled while up"
+    return ""
+
+
 def cause_phase_effect(deps: Any, step: Any, out: ActionOutcome, slow: list[str], fast: list[str],
                        arms_profiles: ArmProfiles, relaunch: ArmProfiler, i: int, n: int) -> PhaseEffect | None:
     """Profile both arms of one cause's confirming comparison (today's values of `slow` vs `fast` kept, the rest
@@ -48,7 +55,8 @@ def cause_phase_effect(deps: Any, step: Any, out: ActionOutcome, slow: list[str]
     eff, found, profiled = arms_phase_effect(slow, fast, lambda kept, arm: prof(kept, f"phases{i + 1}{arm}"), arms)
     out.decisions.append(Decision(
         step=step.id, title=step.title, checked=f"phase times (engine profiler) on both arms of the confirming "
-        f"comparison: {arms} ({profiled_how(arms_profiles.used - before, len(launched))})", found=found,
+        f"comparison: {arms} ({profiled_how(arms_profiles.used - before, len(launched))}"
+        f"{_earlier(arms_profiles, slow, fast)})", found=found,
         decided=f"phase effect: {eff.phase}" if eff else "no phase effect claimed",
         why="a cause's phase is the one its confirming arms differ in (CI excludes 0, at least 5 % of the phase)",
         status="ok" if profiled else "unresolved", evidence=out.commands(10**6)[first:][:40]))

@@ -23,6 +23,7 @@ from specdoctor.tools.checkout.trial_code import WrongTree, check_origin, in_tre
 from specdoctor.tools.checkout.trial_tree import TrialTree
 from specdoctor.tools.environment.fingerprint import read_fingerprint
 from specdoctor.tools.serving.measure import BenchmarkResult, Workload, benchmark, default_workload
+from specdoctor.tools.serving.plan import Plan
 from specdoctor.tools.serving.server import ReadEnvInput, find_server_processes, read_process_env
 from specdoctor.tools.serving.trial import (
     AUTO_PORT,
@@ -30,6 +31,8 @@ from specdoctor.tools.serving.trial import (
     LaunchFailed,
     MeasureFailed,
     measure,
+    profile,
+    profiled,
     trial,
 )
 
@@ -150,13 +153,15 @@ def _recorder(results: dict[str, ToolResult]):
 def measure_config(deps, view: StateView, *, label: str, speculative: bool, results: dict[str, ToolResult],
                    env: dict[str, str] | None = None, runs: int | None = None,
                    tree: TrialTree | None = None, also: Workload | None = None,
-                   more: Callable[[list[float]], int] | None = None) -> MeasuredFact:
+                   more: Callable[[list[float]], int] | None = None, phases: bool = False) -> MeasuredFact:
     """Launch a server (spec or baseline), benchmark it, stop it; its measurement, or why it has none (`error`).
 
     With `tree` the server imports the engine from that trial tree (checked in its own environment first).
     `also`: benchmark the same server a second time with this workload (no second launch), under 'also'.
     `more(samples)`: after each look, how many more runs to make on the same server (0: stop) — a sequential
-    comparison decides within one launch instead of paying a relaunch per round."""
+    comparison decides within one launch instead of paying a relaunch per round.
+    `phases`: also the engine profiler's phase times on the same server before it stops (`phases` of the fact),
+    where the engine profiles a server launched as it is (a profile that fails leaves it None)."""
     launch = view.run_facts.launch
     if not launch:
         raise UsageError("no launch command: pass --launch or start the server first")
@@ -188,11 +193,15 @@ def measure_config(deps, view: StateView, *, label: str, speculative: bool, resu
                     extra = fact_of(w, f"{label} (recorded workload)", env or {})
                 except MeasureFailed as exc:
                     extra = failed_fact(exc.result.summary, exc.result.status, label)
+            times = None
+            if phases and profiled(deps.tool_ctx, config) == config:
+                times, _why = profile(handle, requests_per_run=p.requests_per_run, max_new_tokens=p.max_new_tokens,
+                                      key=f"phases_{label}")
     except (LaunchFailed, MeasureFailed) as exc:
         return failed_fact(exc.result.summary, exc.result.status, label)
     except WrongTree as exc:
         return failed_fact(str(exc), "unresolved", label)
-    data = fact_of(m, label, env or {})
+    data = fact_of(m, label, env or {}).model_copy(update={"phases": times})
     return data.with_also(extra) if extra is not None else data
 
 
@@ -288,10 +297,21 @@ def _measure_both(deps, view: StateView, out: ActionOutcome, like: Workload | No
                                                 label="spec (running server, recorded workload)", workload=like))
     else:
         deps.view.progress("launching the speculative server")
-        spec = measure_config(deps, view, label="spec", speculative=True, results=out.results, also=like)
+        spec = measure_config(deps, view, label="spec", speculative=True, results=out.results, also=like,
+                              phases=_kept_arm_wanted(view))
     deps.view.progress("launching the baseline server (no speculation)")
-    baseline = measure_config(deps, view, label="baseline", speculative=False, results=out.results, also=like)
+    baseline = measure_config(deps, view, label="baseline", speculative=False, results=out.results, also=like,
+                              phases=_kept_arm_wanted(view))
     return MeasureFacts(spec=spec, baseline=baseline)
+
+
+def _kept_arm_wanted(view: StateView) -> bool:
+    """Profile reproduce's own launches while up: they are the revert search's "every difference kept" arm
+    (`attribute_evidence.control_is_trial`), which a confirmed difference's phase effect needs — when the plan in
+    force expects that search. A few short runs here, against launching the arm again later (minutes); never
+    where no revert search is expected (the runs cost box time too)."""
+    plan = view.fact("plan", Plan)
+    return plan is not None and any(ph.step == "attribute" and (ph.expected or 0) > 0 for ph in plan.phases)
 
 
 def _by_name(measure: MeasureFacts) -> list[tuple[str, MeasuredFact]]:

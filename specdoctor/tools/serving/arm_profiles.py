@@ -39,6 +39,8 @@ class ArmProfiles:
         """Trials profiled while up (each PROFILE_RUNS short runs twice, no launch)."""
         self.used = 0
         """Arms a phase effect took from a trial's own profile: a launch each that was not made."""
+        self.seeded: set[ArmKey] = set()
+        """Arms profiled before the search, on an earlier launch of the same configuration (`seed`)."""
 
     def take(self, arm: Iterable[str], purpose: str, handle: TrialHandle, *, requests_per_run: int,
              max_new_tokens: int, key: str | None = None, outcome: str = "") -> None:
@@ -55,6 +57,14 @@ class ArmProfiles:
             self.failed.pop(k, None)
         else:
             self.failed[k] = why
+
+    def seed(self, arm: Iterable[str], times: PhaseTimes) -> None:
+        """An arm profiled on a server that ran it before this search (the reproduce step's launch of today's
+        configuration): used like a trial's own profile."""
+        k = frozenset(arm)
+        if k not in self.times:
+            self.times[k] = times
+            self.seeded.add(k)
 
     def has(self, arm: Iterable[str]) -> bool:
         return frozenset(arm) in self.times

@@ -106,3 +106,44 @@ def test_shares_hold_their_intervals_when_launches_read_apart():
     # Not yet zero: an innocent's own launch that reads 2 sd low against a fast reference 1 sd high is named
     # (1 search in 30 here). Only a launch of the culprits without it would tell (see benchmarks/diagnosis_cost.py).
     assert innocent <= 1
+
+
+def test_a_member_the_launches_spread_leaves_short_is_launched_again_not_dropped():
+    """Three culprits of a third of the gap each, launches reading apart as much as runs spread: the fit that counts
+    that spread can hold one member short of material at 99 % although its own launch read it material. That member is
+    launched once more and the fit decides again; before, the search named nobody (the slow/fast search that followed
+    found two of three on the twin's three-culprits, or ended inconclusive)."""
+    beta = {1: -7.0, 4: -8.0, 6: -7.0}
+    again = found_after = innocent = 0
+    for seed in range(60):
+        rng = random.Random(900 + seed)
+        launch, more = _launches(lambda s: sum(beta.get(i, 0.0) for i in s), rng, NOISE)
+        res = search_effects(list(range(8)), launch, slow=launch(frozenset(range(8))), fast=launch(frozenset()),
+                             more=more)
+        names = {c.name for c in res.culprits}
+        innocent += not names <= {"1", "4", "6"}
+        if any("launched again" in t.purpose for t in res.trials):
+            again += 1
+            assert len([t for t in res.trials if "launched again" in t.purpose]) <= 2  # only the weak members
+            found_after += names == {"1", "4", "6"}
+    assert again >= 2 and found_after >= 1, (again, found_after)
+    assert innocent == 0
+
+
+def test_a_member_is_seldom_launched_again_where_the_launches_agree():
+    """must not fire (as far as chance lets it): without a launch offset the rows' own scatter seldom reads a spread
+    beyond the runs' (τ² > 0 by chance), so a marginal member (a fifth of the gap: the threshold) is seldom launched
+    twice, and nothing innocent is named either way."""
+    beta = {0: -16.0, 3: -4.0}
+    again = 0
+    for seed in range(30):
+        rng = random.Random(700 + seed)
+
+        def draw(sub: frozenset[int], n: int, rng: random.Random = rng) -> list[float]:
+            return [rng.gauss(FAST + sum(beta.get(i, 0.0) for i in sub), 0.5) for _ in range(n)]
+
+        res = search_effects(list(range(4)), lambda sub, _why: draw(sub, 5), slow=draw(frozenset(range(4)), 5),
+                             fast=draw(frozenset(), 5), more=draw)
+        again += any("launched again" in t.purpose for t in res.trials)
+        assert {c.name for c in res.culprits} <= {"0", "3"}
+    assert again <= 3  # 2 of 30 here; 4 of 30 when the rule ignores whether the launches read apart

@@ -42,8 +42,7 @@ def _cause_actions(case: Case) -> list[PlanAction]:
         if c.fix and c.fix in seen:
             continue  # members of one interacting set share a fix
         seen.add(c.fix or c.name)
-        group = (c.metric, frozenset([c.key, *c.together]))
-        same = sets.get(group) if c.together else None
+        same = sets.get(c.set_key) if c.set_key else None
         if same is not None:
             same.title = f"{same.title} + {c.name}"
             same.command = " && ".join(x for x in (same.command, c.fix) if x) or None
@@ -57,8 +56,8 @@ def _cause_actions(case: Case) -> list[PlanAction]:
             else "back toward the reference figure (not measured on its own)",
             gain_tps=gain, basis="measured" if gain is not None else "none", cost=CAUSE_KINDS[c.kind].fix_cost,
             risk="low", command=c.fix, detail=c.detail, confirmed=True))
-        if c.together:
-            sets[group] = out[-1]
+        if c.set_key:
+            sets[c.set_key] = out[-1]
     return out
 
 

@@ -187,8 +187,7 @@ def report_causes(att: AttributionFact, ids: list[int]) -> list[Cause]:
     for c in att.causes:
         if c.effect_tps is None:
             continue
-        group = (c.metric, frozenset([c.key, *c.together]))
-        same = sets.get(group) if c.together else None
+        same = sets.get(c.set_key) if c.set_key else None
         if same is not None:  # one set confirmed together: one share of the gap, not one per member
             same.name = f"{same.name} + {c.name}"
             same.fix = same.fix if c.fix in (None, same.fix) else " && ".join(x for x in (same.fix, c.fix) if x)
@@ -198,8 +197,8 @@ def report_causes(att: AttributionFact, ids: list[int]) -> list[Cause]:
                             command_ids=ids if c.method == "revert-trial" else [],
                             metric=c.metric if c.metric != att.metric else None, phase_effect=c.phase_effect,
                             share_from=c.share_from or None))
-        if c.together:
-            sets[group] = causes[-1]
+        if c.set_key:
+            sets[c.set_key] = causes[-1]
     return causes
 
 

@@ -149,6 +149,12 @@ class CauseFact(StrictModel):
                                              "arms of the confirming comparison profiled); None: not profiled, or "
                                              "no phase moved.")
 
+    @property
+    def set_key(self) -> tuple[str, frozenset[str]] | None:
+        """(metric, every member) of the set it was confirmed with; None for a cause measured on its own. The report
+        and the game plan show one set once, with its one effect."""
+        return (self.metric, frozenset([self.key, *self.together])) if self.together else None
+
 
 class AttributionFact(StrictModel):
     """The measured gap (reference → today) split into causes; the verdict follows it."""

@@ -84,16 +84,20 @@ def test_the_fit_reads_the_launches_spread_beyond_their_runs():
     assert tau2 > 1.0 and apart["a"].se > 3 * steady["a"].se
 
 
+def _apart_search(beta: dict[int, float], seed: int):
+    """The search over 8 patches on a server whose launches read apart as much as its runs spread."""
+    launch, more = _launches(lambda s: sum(beta.get(i, 0.0) for i in s), random.Random(seed), NOISE)
+    return search_effects(list(range(8)), launch, slow=launch(frozenset(range(8))), fast=launch(frozenset()),
+                          more=more)
+
+
 def test_shares_hold_their_intervals_when_launches_read_apart():
     """Launches of one configuration read a few % apart, as much as runs spread (measured on real SGLang): the shares'
     95 % intervals must still hold the truth about as often as they say, and nobody innocent is named."""
     beta = {2: -9.0, 6: -13.0}
     covered = named = innocent = 0
     for seed in range(30):
-        rng = random.Random(500 + seed)
-        launch, more = _launches(lambda s: sum(beta.get(i, 0.0) for i in s), rng, NOISE)
-        res = search_effects(list(range(8)), launch, slow=launch(frozenset(range(8))), fast=launch(frozenset()),
-                             more=more)
+        res = _apart_search(beta, 500 + seed)
         if not {c.name for c in res.culprits} <= {"2", "6"}:
             innocent += 1
         elif res.culprits:
@@ -116,10 +120,7 @@ def test_a_member_the_launches_spread_leaves_short_is_launched_again_not_dropped
     beta = {1: -7.0, 4: -8.0, 6: -7.0}
     again = found_after = innocent = 0
     for seed in range(60):
-        rng = random.Random(900 + seed)
-        launch, more = _launches(lambda s: sum(beta.get(i, 0.0) for i in s), rng, NOISE)
-        res = search_effects(list(range(8)), launch, slow=launch(frozenset(range(8))), fast=launch(frozenset()),
-                             more=more)
+        res = _apart_search(beta, 900 + seed)
         names = {c.name for c in res.culprits}
         innocent += not names <= {"1", "4", "6"}
         if any("launched again" in t.purpose for t in res.trials):

@@ -284,6 +284,7 @@ def _measure_both(deps, view: StateView, out: ActionOutcome, like: Workload | No
     server = view.run_facts.server or ServerFact()
     spec_running = server.running and any("speculative" in a for a in server.argv)
     before_stop = view.fact("user_server_bench", MeasuredFact)  # measured just before your server was stopped
+    kept_arm = _kept_arm_wanted(view)
     also_before = before_stop.also_measured() if before_stop is not None else None
     if spec_running and before_stop is not None and (like is None or (also_before is not None
                                                                        and also_before.median is not None)):
@@ -298,10 +299,10 @@ def _measure_both(deps, view: StateView, out: ActionOutcome, like: Workload | No
     else:
         deps.view.progress("launching the speculative server")
         spec = measure_config(deps, view, label="spec", speculative=True, results=out.results, also=like,
-                              phases=_kept_arm_wanted(view))
+                              phases=kept_arm)
     deps.view.progress("launching the baseline server (no speculation)")
     baseline = measure_config(deps, view, label="baseline", speculative=False, results=out.results, also=like,
-                              phases=_kept_arm_wanted(view))
+                              phases=kept_arm)
     return MeasureFacts(spec=spec, baseline=baseline)
 
 
